@@ -1,0 +1,45 @@
+/* herd: one binary, three parts (server, agent, CLI); see README.md. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+#ifndef HERD_VERSION
+#define HERD_VERSION "unknown"
+#endif
+
+static const struct subcommand commands[] = {
+	
+	{ "version", cmd_version, "print herd's version" },
+	{ NULL, NULL, NULL },
+};
+
+int cmd_version(int argc, char **argv)
+{
+	static const struct command_help help = {
+		"herd version", "Prints the version of this herd binary.", NULL,
+	};
+	int i = flags_parse(&help, argc, argv);
+	if (i < 0)
+		return i == -1 ? 0 : EXIT_USAGE;
+	if (i < argc)
+		return usage_error(argv[0], "unexpected argument '%s'", argv[i]);
+	printf("herd %s\n", HERD_VERSION);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-version") ||
+			  !strcmp(argv[1], "-v"))) {
+		printf("herd %s\n", HERD_VERSION);
+		return 0;
+	}
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+			  !strcmp(argv[1], "-help") || !strcmp(argv[1], "help"))) {
+		printf("herd: a GPU farm orchestrator\n\n");
+		argv[1] = "--help";
+	}
+	argv[0] = "herd";
+	return dispatch("herd", commands, argc, argv);
+}

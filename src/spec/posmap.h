@@ -1,0 +1,28 @@
+/* posmap: where each JSON value of a decoded document was written.
+ *
+ * Job files are decoded from a jansson tree (json_t); to report errors as
+ * file:line:col the tree's values are mapped to their source positions.  A
+ * tree from the HTTP API has no map (NULL): then errors name the JSON path
+ * instead.  The map does not own or reference-count the json_t keys: keep
+ * the tree alive as long as the map is used. */
+#ifndef HERD_SPEC_POSMAP_H
+#define HERD_SPEC_POSMAP_H
+
+#include <jansson.h>
+
+#include "spec/hcl.h"
+
+struct posmap;
+
+struct posmap *posmap_new(void);
+void posmap_free(struct posmap *pm); /* accepts NULL */
+void posmap_set(struct posmap *pm, const json_t *value, struct hcl_pos pos);
+/* Returns the position of value, or {0, 0} when unknown or pm is NULL. */
+struct hcl_pos posmap_get(const struct posmap *pm, const json_t *value);
+
+/* Converts an expression tree to JSON (numbers that is_int become integers,
+ * others reals), recording every value's position in pm (may be NULL).
+ * Returns a new reference. */
+json_t *hcl_expr_to_json(const struct hcl_expr *expr, struct posmap *pm);
+
+#endif

@@ -1,0 +1,97 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <string.h>
+
+#include "common/units.h"
+
+static void test_durations(void **state)
+{
+	static const struct { const char *in; int64_t ns; } ok[] = {
+		{ "30s", 30 * NS_PER_SEC }, { "5m", 300 * NS_PER_SEC },
+		{ "1h30m", 5400 * NS_PER_SEC }, { "250ms", 250000000 },
+		{ "1.5h", 5400 * NS_PER_SEC }, { "0", 0 }, { "10us", 10000 },
+		{ "-2s", -2 * NS_PER_SEC }, { "1m0.5s", 60500000000LL },
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		int64_t ns = -1;
+		assert_int_equal(parse_duration(ok[i].in, &ns, NULL), 0);
+		assert_int_equal(ns, ok[i].ns);
+	}
+}
+
+static void test_bad_durations(void **state)
+{
+	static const char *bad[] = { "", "s", "30", "30x", "5 m", "1h-3m", "abc", "." };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct herd_err err = { 0 };
+		int64_t ns = 77;
+		assert_int_equal(parse_duration(bad[i], &ns, &err), -EINVAL);
+		assert_int_equal(ns, 77); /* untouched on failure */
+		assert_non_null(strstr(err.msg, "expected a duration"));
+	}
+	int64_t ns;
+	assert_int_equal(parse_duration("99999999999h", &ns, NULL), -ERANGE);
+}
+
+static void test_sizes(void **state)
+{
+	static const struct { const char *in; int64_t b; } ok[] = {
+		{ "512MB", 512000000 }, { "2 GiB", 2147483648LL }, { "100", 100 },
+		{ "1.5KiB", 1536 }, { "10gb", 10000000000LL }, { "1 TiB", 1099511627776LL },
+		{ "0", 0 }, { "3k", 3000 },
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		int64_t b = -1;
+		assert_int_equal(parse_size(ok[i].in, &b, NULL), 0);
+		assert_int_equal(b, ok[i].b);
+	}
+	static const char *bad[] = { "", "GB", "-1GB", "5 parsecs", "1e999" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int64_t b = 5;
+		assert_true(parse_size(bad[i], &b, NULL) < 0);
+		assert_int_equal(b, 5);
+	}
+}
+
+static void test_int64(void **state)
+{
+	int64_t v = 0;
+	struct herd_err err;
+	assert_int_equal(parse_int64("42", 0, 100, &v, NULL), 0);
+	assert_int_equal(v, 42);
+	assert_int_equal(parse_int64("101", 0, 100, &v, &err), -ERANGE);
+	assert_string_equal(err.msg, "101 is out of range (0..100)");
+	assert_int_equal(parse_int64("4x", 0, 100, &v, NULL), -EINVAL);
+	assert_int_equal(parse_int64(" 4", 0, 100, &v, NULL), -EINVAL);
+	assert_int_equal(parse_int64("99999999999999999999", INT64_MIN, INT64_MAX, &v, NULL), -ERANGE);
+	assert_int_equal(v, 42);
+}
+
+static void test_format_duration(void **state)
+{
+	char buf[64];
+	assert_string_equal(format_duration(0, buf, sizeof(buf)), "0s");
+	assert_string_equal(format_duration(5400 * NS_PER_SEC, buf, sizeof(buf)), "1h30m");
+	assert_string_equal(format_duration(250000000, buf, sizeof(buf)), "250ms");
+	assert_string_equal(format_duration(-2 * NS_PER_SEC, buf, sizeof(buf)), "-2s");
+	/* what format writes, parse reads back */
+	int64_t ns;
+	assert_int_equal(parse_duration(format_duration(3723004005006LL, buf, sizeof(buf)), &ns, NULL), 0);
+	assert_int_equal(ns, 3723004005006LL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_bad_durations),
+		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_int64),
+		cmocka_unit_test(test_format_duration),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
