@@ -1,0 +1,32 @@
+"""Shared fixtures of the end-to-end tests: they run the real herd binary.
+
+HERD_BIN names the binary (scripts/test sets it); the default is the normal
+build's.  HERD_BUILD names the build folder (for the simulated NVML)."""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get('HERD_BUILD', REPO / 'build'))
+HERD = pathlib.Path(os.environ.get('HERD_BIN', BUILD / 'src/cli/herd'))
+
+
+@pytest.fixture(scope='session')
+def herd_bin():
+    if not HERD.exists():
+        pytest.fail(f'herd binary not found at {HERD}: build first (scripts/install)')
+    return str(HERD)
+
+
+@pytest.fixture
+def herd(herd_bin):
+    """Runs herd with arguments; returns the CompletedProcess (text mode)."""
+    def run(*args, stdin=None, env=None, timeout=60):
+        full_env = dict(os.environ)
+        if env:
+            full_env.update(env)
+        return subprocess.run([herd_bin, *args], input=stdin, capture_output=True,
+                              text=True, env=full_env, timeout=timeout, cwd=REPO)
+    return run
