@@ -1,0 +1,64 @@
+/* job-int.h: the schema tables that drive decoding, encoding and freeing of
+ * the job model (private to src/spec).
+ *
+ * Each struct of job.h has one table: for every JSON key, the kind of value,
+ * where it lives in the struct and its limits.  The decoder (job_decode.c),
+ * the encoder (job_encode.c) and job_free walk the same tables, so a field
+ * added here is read, written and freed everywhere at once, in this order. */
+#ifndef HERD_SPEC_JOB_INT_H
+#define HERD_SPEC_JOB_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spec/job.h"
+
+enum field_kind {
+	F_STRING,     /* char *; max = byte limit */
+	F_ENUM,       /* char *, one of choices */
+	F_SCALAR,     /* char *; a string, number or boolean, kept as text */
+	F_INT,        /* int64_t in [min, max] */
+	F_BOOL,       /* bool */
+	F_DURATION,   /* int64_t ns: integer ns or "30s"; in [min, max] */
+	F_SIZE_MIB,   /* int64_t MiB: integer MiB or "2 GiB"; in [min, max] */
+	F_COMPUTE,    /* int thousandths from a percentage (0 = not asked) */
+	F_STRV,       /* struct job_strv */
+	F_MAP,        /* struct job_map; values strings, numbers or booleans */
+	F_CONFIG,     /* json_t * object, copied verbatim */
+	F_OBJECT,     /* an embedded struct described by schema */
+	F_OBJECT_PTR, /* a pointer to a struct described by schema; NULL absent */
+	F_ARRAY,      /* a pointer at off, a size_t count at count_off */
+	F_SHORTHAND,  /* constraint { regexp = "..." }: sets operator and value */
+};
+
+struct schema;
+
+struct field {
+	const char *key;
+	enum field_kind kind;
+	size_t off;
+	int64_t min, max;
+	const char *const *choices;
+	const struct schema *schema;
+	size_t count_off;
+	/* F_BOOL: where to note that the file set it (an int), or (size_t)-1 */
+	size_t set_off;
+};
+
+struct schema {
+	const char *what;             /* "group", for messages */
+	size_t size;
+	void (*init)(void *obj);      /* marks numeric fields JOB_UNSET */
+	const struct field *fields;   /* ends with key == NULL */
+	const char *const *ignored;   /* accepted with a warning; NULL-ended */
+};
+
+extern const struct schema job_schema;
+extern const struct schema constraint_schema;
+
+/* Frees what obj owns according to schema (not obj itself). */
+void schema_release(const struct schema *schema, void *obj);
+
+#define NO_SET_OFF ((size_t)-1)
+
+#endif

@@ -1,0 +1,230 @@
+/* job: the one internal model of a job (docs/jobspec.md).
+ *
+ * A job file (HCL or JSON) and an API request decode into these structs
+ * (spec.h: spec_load, job_from_json); job_to_json writes the canonical JSON
+ * form back.  Units are fixed here so that nothing downstream converts:
+ * durations in nanoseconds, memory sizes in MiB, CPU in MHz, a GPU's compute
+ * share in thousandths of a GPU (compute = 25 percent -> 250).
+ *
+ * Every struct below owns its strings and arrays (freed by job_free).  A
+ * string field is NULL when the file did not set it and it has no default.
+ * Numeric fields hold JOB_UNSET between decoding and validation; a job
+ * returned by spec_load or job_from_json has passed job_validate, so every
+ * default is filled and no JOB_UNSET remains.
+ *
+ * Each struct starts with `pos`, where the thing was written (0:0 when the
+ * tree had no position map, e.g. an HTTP request). */
+#ifndef HERD_SPEC_JOB_H
+#define HERD_SPEC_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "common/diag.h"
+#include "spec/hcl.h"
+
+#define JOB_UNSET (-1)
+/* An affinity weight is -100..100 and may be negative: its own marker. */
+#define JOB_WEIGHT_UNSET INT64_MIN
+
+/* Limits on what a job file may hold; exceeding one is an error. */
+#define JOB_MAX_ID 128            /* bytes of a job id, group or task name */
+#define JOB_MAX_STRING 65536      /* bytes of an ordinary string value */
+#define JOB_MAX_TEXT (1u << 20)   /* bytes of template data */
+#define JOB_MAX_GROUPS 1000
+#define JOB_MAX_TASKS 1000        /* per group */
+#define JOB_MAX_RULES 64          /* constraints or affinities in one list */
+#define JOB_MAX_DEVICES 32        /* per task */
+#define JOB_MAX_PORTS 128         /* per group */
+#define JOB_MAX_FILES 128         /* templates or artifacts per task */
+#define JOB_MAX_MAP 1024          /* entries of meta, env, options */
+#define JOB_MAX_LIST 1024         /* strings in datacenters */
+
+/* A string -> string map (meta, env, artifact options), in source order. */
+struct job_kv {
+	char *key;
+	char *value;
+};
+
+struct job_map {
+	struct job_kv *v;
+	size_t n;
+};
+
+/* constraint { attribute operator value } and affinity { ... weight }.
+ * operator is one of the names of docs/jobspec.md ("=" by default);
+ * value is NULL for operators that take none (is_set, distinct_hosts). */
+struct job_constraint {
+	struct hcl_pos pos;
+	char *attribute;
+	char *operator;
+	char *value;
+	int64_t weight;   /* affinities only: -100..100, not 0; default 50 */
+};
+
+struct job_rules {
+	struct job_constraint *v;
+	size_t n;
+};
+
+/* device "<vendor/type[/model]>" or "<type>" in resources.  compute and
+ * memory ask for a fraction of one GPU (shared through MPS or
+ * time-slicing); both 0 mean whole devices. */
+struct job_device {
+	struct hcl_pos pos;
+	char *name;
+	int64_t count;          /* default 1 */
+	int compute;            /* thousandths of a GPU, 0 or 1..1000 */
+	int64_t memory;         /* MiB of GPU memory, 0 = not asked */
+	struct job_rules constraints;
+	struct job_rules affinities;
+};
+
+struct job_resources {
+	struct hcl_pos pos;
+	int64_t cpu;            /* MHz; default 100 (0 when cores is set) */
+	int64_t memory;         /* MiB; default 300 */
+	int64_t memory_max;     /* MiB; 0 = no oversubscription */
+	int64_t cores;          /* whole cores; 0 = share by cpu */
+	struct job_device *devices;
+	size_t ndevices;
+};
+
+struct job_template {
+	struct hcl_pos pos;
+	char *data;             /* exactly one of data and source */
+	char *source;
+	char *destination;      /* required, relative to the task dir */
+	char *perms;            /* octal, default "0644" */
+	char *change_mode;      /* noop | restart | signal | script; default restart */
+	char *change_signal;    /* required when change_mode is signal */
+	bool env;               /* render as environment variables */
+};
+
+struct job_artifact {
+	struct hcl_pos pos;
+	char *source;           /* required: a URL (go-getter style) */
+	char *destination;      /* default "local/" */
+	char *mode;             /* any | file | dir; default any */
+	struct job_map options;
+	struct job_map headers;
+};
+
+struct job_lifecycle {
+	struct hcl_pos pos;
+	char *hook;             /* prestart | poststart | poststop */
+	bool sidecar;           /* only with prestart and poststart */
+};
+
+struct job_logs {
+	struct hcl_pos pos;
+	int64_t max_files;      /* default 10 */
+	int64_t max_file_size;  /* MiB, default 10 */
+};
+
+struct job_task {
+	struct hcl_pos pos;
+	char *name;
+	char *driver;           /* required */
+	char *user;
+	json_t *config;         /* driver-specific, kept verbatim (an object) */
+	struct job_map env;
+	struct job_rules constraints;
+	struct job_rules affinities;
+	struct job_template *templates;
+	size_t ntemplates;
+	struct job_artifact *artifacts;
+	size_t nartifacts;
+	struct job_lifecycle *lifecycle; /* NULL: a main task */
+	struct job_resources resources;
+	int64_t kill_timeout;   /* ns, default 5s */
+	char *kill_signal;      /* default "SIGINT" */
+	struct job_logs logs;
+	struct job_map meta;
+};
+
+struct job_restart {
+	struct hcl_pos pos;
+	int64_t attempts;
+	int64_t interval;       /* ns */
+	int64_t delay;          /* ns */
+	char *mode;             /* fail | delay */
+};
+
+struct job_reschedule {
+	struct hcl_pos pos;
+	int64_t attempts;
+	int64_t interval;       /* ns */
+	int64_t delay;          /* ns */
+	char *delay_function;   /* constant | exponential | fibonacci */
+	int64_t max_delay;      /* ns */
+	bool unlimited;
+	int unlimited_set;      /* decoder bookkeeping: 1 when the file set it */
+};
+
+struct job_port {
+	struct hcl_pos pos;
+	char *label;
+	int64_t static_port;    /* 0 = dynamic */
+	int64_t to;             /* port inside the task; 0 = same, -1 = host's */
+};
+
+struct job_network {
+	struct hcl_pos pos;
+	struct job_port *ports;
+	size_t nports;
+};
+
+struct job_group {
+	struct hcl_pos pos;
+	char *name;
+	int64_t count;          /* default 1 */
+	struct job_rules constraints;
+	struct job_rules affinities;
+	struct job_restart restart;
+	struct job_reschedule reschedule;
+	struct job_network network;
+	struct job_task *tasks;
+	size_t ntasks;
+	struct job_map meta;
+};
+
+struct job_strv {
+	char **v;
+	size_t n;
+};
+
+struct job {
+	struct hcl_pos pos;
+	char *id;               /* required */
+	char *name;             /* default: id */
+	char *type;             /* service | batch; default service */
+	int64_t priority;       /* 1..100, default 50 */
+	char *namespace;        /* default "default" */
+	struct job_strv datacenters; /* default ["*"] */
+	char *node_pool;        /* default "default" */
+	struct job_map meta;
+	struct job_rules constraints;
+	struct job_rules affinities;
+	struct job_group *groups;
+	size_t ngroups;
+};
+
+/* Checks the rules that span fields (docs/jobspec.md, "Validation") and
+ * fills every default.  Adds one diagnostic per problem to diags (messages
+ * start with the JSON path of the thing, e.g. "groups[0].tasks[1]: ...").
+ * Returns the number of errors added; the job is only fit for use when 0. */
+int job_validate(struct job *job, struct diag_list *diags);
+
+/* Frees a job and everything it owns; accepts NULL. */
+void job_free(struct job *job);
+
+/* The thousandths of a GPU for a compute percentage written in a job file:
+ * 25 -> 250, 12.5 -> 125.  Returns -1 when pct is not a multiple of 0.1 or
+ * lies outside 0.1..100. */
+int job_compute_from_percent(double pct);
+
+#endif

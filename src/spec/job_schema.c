@@ -1,0 +1,403 @@
+/* The schema tables of the job model: which keys each block has, of what
+ * kind, with which limits, in canonical order (job-int.h).  The names
+ * accepted and ignored with a warning are listed in docs/jobspec.md; keep
+ * the two in step. */
+#include <stdlib.h>
+
+#include "spec/job-int.h"
+
+#define FIELD(k, kind_, type, member) \
+	{ .key = k, .kind = kind_, .off = offsetof(type, member), .set_off = NO_SET_OFF }
+#define STR(k, type, member, maxlen) \
+	{ .key = k, .kind = F_STRING, .off = offsetof(type, member), .max = maxlen, .set_off = NO_SET_OFF }
+#define ENUM(k, type, member, list) \
+	{ .key = k, .kind = F_ENUM, .off = offsetof(type, member), .choices = list, .set_off = NO_SET_OFF }
+#define INT(k, kind_, type, member, lo, hi) \
+	{ .key = k, .kind = kind_, .off = offsetof(type, member), .min = lo, .max = hi, .set_off = NO_SET_OFF }
+#define OBJ(k, kind_, type, member, sch) \
+	{ .key = k, .kind = kind_, .off = offsetof(type, member), .schema = &sch, .set_off = NO_SET_OFF }
+#define ARR(k, type, member, count, sch, maxn) \
+	{ .key = k, .kind = F_ARRAY, .off = offsetof(type, member), .count_off = offsetof(type, count), \
+	  .schema = &sch, .max = maxn, .set_off = NO_SET_OFF }
+#define MAP(k, kind_, type, member, maxn) \
+	{ .key = k, .kind = kind_, .off = offsetof(type, member), .max = maxn, .set_off = NO_SET_OFF }
+#define END { .key = NULL }
+
+#define HOUR (3600 * 1000000000LL)
+#define YEAR (8760 * HOUR)
+
+static const char *const operators[] = {
+	"=", "==", "!=", "<", "<=", ">", ">=", "regexp", "set_contains", "set_contains_all",
+	"set_contains_any", "version", "semver", "is_set", "is_not_set", "distinct_hosts",
+	"distinct_property", NULL,
+};
+static const char *const job_types[] = { "service", "batch", NULL };
+static const char *const restart_modes[] = { "fail", "delay", NULL };
+static const char *const delay_functions[] = { "constant", "exponential", "fibonacci", NULL };
+static const char *const hooks[] = { "prestart", "poststart", "poststop", NULL };
+static const char *const change_modes[] = { "noop", "restart", "signal", "script", NULL };
+static const char *const artifact_modes[] = { "any", "file", "dir", NULL };
+
+/* --- constraint / affinity --- */
+
+static void init_rule(void *obj)
+{
+	((struct job_constraint *)obj)->weight = JOB_WEIGHT_UNSET;
+}
+
+#define SHORT(k) \
+	{ .key = k, .kind = F_SHORTHAND, .off = offsetof(struct job_constraint, operator), \
+	  .set_off = NO_SET_OFF }
+
+static const struct field constraint_fields[] = {
+	STR("attribute", struct job_constraint, attribute, JOB_MAX_STRING),
+	ENUM("operator", struct job_constraint, operator, operators),
+	{ .key = "value", .kind = F_SCALAR, .off = offsetof(struct job_constraint, value),
+	  .max = JOB_MAX_STRING, .set_off = NO_SET_OFF },
+	SHORT("regexp"), SHORT("set_contains"), SHORT("set_contains_all"),
+	SHORT("set_contains_any"), SHORT("version"), SHORT("semver"),
+	SHORT("distinct_hosts"), SHORT("distinct_property"),
+	END,
+};
+const struct schema constraint_schema = {
+	"constraint", sizeof(struct job_constraint), init_rule, constraint_fields, NULL,
+};
+
+static const struct field affinity_fields[] = {
+	STR("attribute", struct job_constraint, attribute, JOB_MAX_STRING),
+	ENUM("operator", struct job_constraint, operator, operators),
+	{ .key = "value", .kind = F_SCALAR, .off = offsetof(struct job_constraint, value),
+	  .max = JOB_MAX_STRING, .set_off = NO_SET_OFF },
+	INT("weight", F_INT, struct job_constraint, weight, -100, 100),
+	SHORT("regexp"), SHORT("set_contains"), SHORT("set_contains_all"),
+	SHORT("set_contains_any"), SHORT("version"), SHORT("semver"),
+	END,
+};
+static const struct schema affinity_schema = {
+	"affinity", sizeof(struct job_constraint), init_rule, affinity_fields, NULL,
+};
+
+#define RULES(type, member, sch) \
+	ARR(#member, type, member.v, member.n, sch, JOB_MAX_RULES)
+
+/* --- resources and devices --- */
+
+static void init_device(void *obj)
+{
+	struct job_device *d = obj;
+	d->count = JOB_UNSET;
+}
+
+static const struct field device_fields[] = {
+	STR("name", struct job_device, name, 256),
+	INT("count", F_INT, struct job_device, count, 1, 1024),
+	FIELD("compute", F_COMPUTE, struct job_device, compute),
+	INT("memory", F_SIZE_MIB, struct job_device, memory, 0, 1 << 30),
+	RULES(struct job_device, constraints, constraint_schema),
+	RULES(struct job_device, affinities, affinity_schema),
+	END,
+};
+static const struct schema device_schema = {
+	"device", sizeof(struct job_device), init_device, device_fields, NULL,
+};
+
+static void init_resources(void *obj)
+{
+	struct job_resources *r = obj;
+	r->cpu = r->memory = r->memory_max = r->cores = JOB_UNSET;
+}
+
+static const char *const resources_ignored[] = { "network", "iops", "numa", "secrets", NULL };
+static const struct field resources_fields[] = {
+	INT("cpu", F_INT, struct job_resources, cpu, 0, 1 << 30),
+	INT("memory", F_SIZE_MIB, struct job_resources, memory, 10, 1 << 30),
+	INT("memory_max", F_SIZE_MIB, struct job_resources, memory_max, 0, 1 << 30),
+	INT("cores", F_INT, struct job_resources, cores, 0, 4096),
+	ARR("devices", struct job_resources, devices, ndevices, device_schema, JOB_MAX_DEVICES),
+	END,
+};
+static const struct schema resources_schema = {
+	"resources", sizeof(struct job_resources), init_resources, resources_fields,
+	resources_ignored,
+};
+
+/* --- task --- */
+
+static const char *const template_ignored[] = {
+	"splay", "wait", "left_delimiter", "right_delimiter", "error_on_missing_key",
+	"uid", "gid", "change_script", "vault_grace", NULL,
+};
+static const struct field template_fields[] = {
+	STR("data", struct job_template, data, JOB_MAX_TEXT),
+	STR("source", struct job_template, source, 4096),
+	STR("destination", struct job_template, destination, 4096),
+	STR("perms", struct job_template, perms, 8),
+	ENUM("change_mode", struct job_template, change_mode, change_modes),
+	STR("change_signal", struct job_template, change_signal, 32),
+	FIELD("env", F_BOOL, struct job_template, env),
+	END,
+};
+static const struct schema template_schema = {
+	"template", sizeof(struct job_template), NULL, template_fields, template_ignored,
+};
+
+static const struct field artifact_fields[] = {
+	STR("source", struct job_artifact, source, 4096),
+	STR("destination", struct job_artifact, destination, 4096),
+	ENUM("mode", struct job_artifact, mode, artifact_modes),
+	MAP("options", F_MAP, struct job_artifact, options, JOB_MAX_MAP),
+	MAP("headers", F_MAP, struct job_artifact, headers, JOB_MAX_MAP),
+	END,
+};
+static const struct schema artifact_schema = {
+	"artifact", sizeof(struct job_artifact), NULL, artifact_fields, NULL,
+};
+
+static const struct field lifecycle_fields[] = {
+	ENUM("hook", struct job_lifecycle, hook, hooks),
+	FIELD("sidecar", F_BOOL, struct job_lifecycle, sidecar),
+	END,
+};
+static const struct schema lifecycle_schema = {
+	"lifecycle", sizeof(struct job_lifecycle), NULL, lifecycle_fields, NULL,
+};
+
+static void init_logs(void *obj)
+{
+	struct job_logs *l = obj;
+	l->max_files = l->max_file_size = JOB_UNSET;
+}
+
+static const char *const logs_ignored[] = { "disabled", "enabled", NULL };
+static const struct field logs_fields[] = {
+	INT("max_files", F_INT, struct job_logs, max_files, 1, 1000),
+	INT("max_file_size", F_SIZE_MIB, struct job_logs, max_file_size, 1, 1 << 20),
+	END,
+};
+static const struct schema logs_schema = {
+	"logs", sizeof(struct job_logs), init_logs, logs_fields, logs_ignored,
+};
+
+static void init_task(void *obj)
+{
+	struct job_task *t = obj;
+	init_resources(&t->resources);
+	init_logs(&t->logs);
+	t->kill_timeout = JOB_UNSET;
+}
+
+static const char *const task_ignored[] = {
+	"service", "vault", "consul", "volume_mount", "identity", "leader",
+	"shutdown_delay", "restart", "kind", "scaling", "csi_plugin", "dispatch_payload",
+	"action", "schedule", "secret", NULL,
+};
+static const struct field task_fields[] = {
+	STR("name", struct job_task, name, JOB_MAX_ID),
+	STR("driver", struct job_task, driver, 64),
+	STR("user", struct job_task, user, 256),
+	FIELD("config", F_CONFIG, struct job_task, config),
+	MAP("env", F_MAP, struct job_task, env, JOB_MAX_MAP),
+	RULES(struct job_task, constraints, constraint_schema),
+	RULES(struct job_task, affinities, affinity_schema),
+	ARR("templates", struct job_task, templates, ntemplates, template_schema, JOB_MAX_FILES),
+	ARR("artifacts", struct job_task, artifacts, nartifacts, artifact_schema, JOB_MAX_FILES),
+	OBJ("lifecycle", F_OBJECT_PTR, struct job_task, lifecycle, lifecycle_schema),
+	OBJ("resources", F_OBJECT, struct job_task, resources, resources_schema),
+	INT("kill_timeout", F_DURATION, struct job_task, kill_timeout, 0, HOUR),
+	STR("kill_signal", struct job_task, kill_signal, 32),
+	OBJ("logs", F_OBJECT, struct job_task, logs, logs_schema),
+	MAP("meta", F_MAP, struct job_task, meta, JOB_MAX_MAP),
+	END,
+};
+static const struct schema task_schema = {
+	"task", sizeof(struct job_task), init_task, task_fields, task_ignored,
+};
+
+/* --- group --- */
+
+static void init_restart(void *obj)
+{
+	struct job_restart *r = obj;
+	r->attempts = r->interval = r->delay = JOB_UNSET;
+}
+
+static const char *const restart_ignored[] = { "render_templates", NULL };
+static const struct field restart_fields[] = {
+	INT("attempts", F_INT, struct job_restart, attempts, 0, 1000000),
+	INT("interval", F_DURATION, struct job_restart, interval, 0, YEAR),
+	INT("delay", F_DURATION, struct job_restart, delay, 0, YEAR),
+	ENUM("mode", struct job_restart, mode, restart_modes),
+	END,
+};
+static const struct schema restart_schema = {
+	"restart", sizeof(struct job_restart), init_restart, restart_fields, restart_ignored,
+};
+
+static void init_reschedule(void *obj)
+{
+	struct job_reschedule *r = obj;
+	r->attempts = r->interval = r->delay = r->max_delay = JOB_UNSET;
+}
+
+static const struct field reschedule_fields[] = {
+	INT("attempts", F_INT, struct job_reschedule, attempts, 0, 1000000),
+	INT("interval", F_DURATION, struct job_reschedule, interval, 0, YEAR),
+	INT("delay", F_DURATION, struct job_reschedule, delay, 0, YEAR),
+	ENUM("delay_function", struct job_reschedule, delay_function, delay_functions),
+	INT("max_delay", F_DURATION, struct job_reschedule, max_delay, 0, YEAR),
+	{ .key = "unlimited", .kind = F_BOOL, .off = offsetof(struct job_reschedule, unlimited),
+	  .set_off = offsetof(struct job_reschedule, unlimited_set) },
+	END,
+};
+static const struct schema reschedule_schema = {
+	"reschedule", sizeof(struct job_reschedule), init_reschedule, reschedule_fields, NULL,
+};
+
+static void init_port(void *obj)
+{
+	struct job_port *p = obj;
+	p->static_port = p->to = JOB_UNSET;
+}
+
+static const char *const port_ignored[] = { "host_network", NULL };
+static const struct field port_fields[] = {
+	STR("label", struct job_port, label, 64),
+	INT("static", F_INT, struct job_port, static_port, 0, 65535),
+	INT("to", F_INT, struct job_port, to, -1, 65535),
+	END,
+};
+static const struct schema port_schema = {
+	"port", sizeof(struct job_port), init_port, port_fields, port_ignored,
+};
+
+static const char *const network_ignored[] = { "mode", "dns", "hostname", "mbits", NULL };
+static const struct field network_fields[] = {
+	ARR("ports", struct job_network, ports, nports, port_schema, JOB_MAX_PORTS),
+	END,
+};
+static const struct schema network_schema = {
+	"network", sizeof(struct job_network), NULL, network_fields, network_ignored,
+};
+
+static void init_group(void *obj)
+{
+	struct job_group *g = obj;
+	g->count = JOB_UNSET;
+	init_restart(&g->restart);
+	init_reschedule(&g->reschedule);
+}
+
+static const char *const group_ignored[] = {
+	"update", "migrate", "service", "volume", "ephemeral_disk", "scaling", "spread",
+	"consul", "vault", "shutdown_delay", "max_client_disconnect",
+	"stop_after_client_disconnect", "disconnect", "prevent_reschedule_on_lost", NULL,
+};
+static const struct field group_fields[] = {
+	STR("name", struct job_group, name, JOB_MAX_ID),
+	INT("count", F_INT, struct job_group, count, 0, 100000),
+	RULES(struct job_group, constraints, constraint_schema),
+	RULES(struct job_group, affinities, affinity_schema),
+	OBJ("restart", F_OBJECT, struct job_group, restart, restart_schema),
+	OBJ("reschedule", F_OBJECT, struct job_group, reschedule, reschedule_schema),
+	OBJ("network", F_OBJECT, struct job_group, network, network_schema),
+	ARR("tasks", struct job_group, tasks, ntasks, task_schema, JOB_MAX_TASKS),
+	MAP("meta", F_MAP, struct job_group, meta, JOB_MAX_MAP),
+	END,
+};
+static const struct schema group_schema = {
+	"group", sizeof(struct job_group), init_group, group_fields, group_ignored,
+};
+
+/* --- job --- */
+
+static void init_job(void *obj)
+{
+	((struct job *)obj)->priority = JOB_UNSET;
+}
+
+static const char *const job_ignored[] = {
+	"update", "migrate", "vault", "consul", "spread", "region", "all_at_once",
+	"multiregion", "ui", "reschedule", "vault_token", "consul_token", NULL,
+};
+static const struct field job_fields[] = {
+	STR("id", struct job, id, JOB_MAX_ID),
+	STR("name", struct job, name, JOB_MAX_ID),
+	ENUM("type", struct job, type, job_types),
+	INT("priority", F_INT, struct job, priority, 1, 100),
+	STR("namespace", struct job, namespace, JOB_MAX_ID),
+	MAP("datacenters", F_STRV, struct job, datacenters, JOB_MAX_LIST),
+	STR("node_pool", struct job, node_pool, JOB_MAX_ID),
+	MAP("meta", F_MAP, struct job, meta, JOB_MAX_MAP),
+	RULES(struct job, constraints, constraint_schema),
+	RULES(struct job, affinities, affinity_schema),
+	ARR("groups", struct job, groups, ngroups, group_schema, JOB_MAX_GROUPS),
+	END,
+};
+const struct schema job_schema = {
+	"job", sizeof(struct job), init_job, job_fields, job_ignored,
+};
+
+/* --- freeing, by the same tables --- */
+
+static void map_release(struct job_map *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		free(m->v[i].key);
+		free(m->v[i].value);
+	}
+	free(m->v);
+}
+
+void schema_release(const struct schema *schema, void *obj)
+{
+	for (const struct field *f = schema->fields; f->key; f++) {
+		void *p = (char *)obj + f->off;
+		switch (f->kind) {
+		case F_STRING:
+		case F_ENUM:
+		case F_SCALAR:
+			free(*(char **)p);
+			break;
+		case F_STRV: {
+			struct job_strv *sv = p;
+			for (size_t i = 0; i < sv->n; i++)
+				free(sv->v[i]);
+			free(sv->v);
+			break;
+		}
+		case F_MAP:
+			map_release(p);
+			break;
+		case F_CONFIG:
+			json_decref(*(json_t **)p);
+			break;
+		case F_OBJECT:
+			schema_release(f->schema, p);
+			break;
+		case F_OBJECT_PTR:
+			if (*(void **)p)
+				schema_release(f->schema, *(void **)p);
+			free(*(void **)p);
+			break;
+		case F_ARRAY: {
+			char *v = *(char **)p;
+			size_t n = *(size_t *)((char *)obj + f->count_off);
+			for (size_t i = 0; i < n; i++)
+				schema_release(f->schema, v + i * f->schema->size);
+			free(v);
+			break;
+		}
+		case F_INT: case F_BOOL: case F_DURATION: case F_SIZE_MIB:
+		case F_COMPUTE: case F_SHORTHAND:
+			break;
+		}
+	}
+}
+
+void job_free(struct job *job)
+{
+	if (!job)
+		return;
+	schema_release(&job_schema, job);
+	free(job);
+}

@@ -1,0 +1,454 @@
+/* Validation of a decoded job: the rules that span fields, and defaults
+ * (Nomad's, where Nomad has one; docs/jobspec.md lists them).  Per-field
+ * checks (types, ranges, enumerations) were done by the decoder, which knew
+ * each value's position; here each message carries the position of the
+ * block it is about. */
+#include <ctype.h>
+#include <inttypes.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/strbuf.h"
+#include "common/units.h"
+#include "common/xalloc.h"
+#include "spec/job.h"
+
+struct validator {
+	struct diag_list *diags;
+	struct strbuf path;
+	int errors;
+	bool batch;
+};
+
+__attribute__((format(printf, 3, 4)))
+static void fail(struct validator *v, struct hcl_pos pos, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	diag_error(v->diags, pos.line, pos.col, "%s: %s", v->path.len ? v->path.buf : "job", sb.buf);
+	strbuf_release(&sb);
+	v->errors++;
+}
+
+static size_t push(struct validator *v, const char *key, ssize_t index)
+{
+	size_t old = v->path.len;
+	if (key)
+		strbuf_addf(&v->path, "%s%s", old ? "." : "", key);
+	if (index >= 0)
+		strbuf_addf(&v->path, "[%zd]", index);
+	return old;
+}
+
+static void pop(struct validator *v, size_t old)
+{
+	strbuf_setlen(&v->path, old);
+}
+
+static void default_str(char **field, const char *value)
+{
+	if (!*field)
+		*field = xstrdup(value);
+}
+
+static void default_int(int64_t *field, int64_t value)
+{
+	if (*field == JOB_UNSET)
+		*field = value;
+}
+
+/* Ids and names become directory names, URL path segments and environment
+ * values, so they keep to a plain charset. */
+static bool is_plain_name(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > JOB_MAX_ID || s[0] == '.' || s[0] == '-')
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' && *s != '.')
+			return false;
+	return true;
+}
+
+static void check_name(struct validator *v, struct hcl_pos pos, const char *what, const char *name)
+{
+	if (!name)
+		fail(v, pos, "%s is required", what);
+	else if (!is_plain_name(name))
+		fail(v, pos, "%s \"%s\" must be 1 to %d letters, digits, '-', '_' or '.', "
+			     "not starting with '-' or '.'", what, name, JOB_MAX_ID);
+}
+
+static bool needs_attribute(const char *op)
+{
+	return strcmp(op, "distinct_hosts") != 0;
+}
+
+static bool takes_no_value(const char *op)
+{
+	return !strcmp(op, "is_set") || !strcmp(op, "is_not_set");
+}
+
+static bool value_optional(const char *op)
+{
+	return !strcmp(op, "distinct_hosts") || !strcmp(op, "distinct_property");
+}
+
+static void check_rule(struct validator *v, struct job_constraint *c, bool affinity)
+{
+	const char *op;
+
+	default_str(&c->operator, "=");
+	op = c->operator;
+	if (affinity) {
+		if (!strcmp(op, "distinct_hosts") || !strcmp(op, "distinct_property"))
+			fail(v, c->pos, "operator \"%s\" is only for constraints", op);
+		if (c->weight == JOB_WEIGHT_UNSET)
+			c->weight = 50;
+		else if (c->weight == 0)
+			fail(v, c->pos, "weight must be between -100 and 100 and not 0");
+	}
+	if (needs_attribute(op) && (!c->attribute || !*c->attribute))
+		fail(v, c->pos, "attribute is required with operator \"%s\"", op);
+	if (!needs_attribute(op) && c->attribute)
+		fail(v, c->pos, "operator \"%s\" takes no attribute", op);
+	if (takes_no_value(op)) {
+		if (c->value)
+			fail(v, c->pos, "operator \"%s\" takes no value", op);
+		return;
+	}
+	if (!c->value) {
+		if (!value_optional(op))
+			fail(v, c->pos, "value is required with operator \"%s\"", op);
+		return;
+	}
+	if (!strcmp(op, "regexp")) {
+		regex_t re;
+		int rc = regcomp(&re, c->value, REG_EXTENDED | REG_NOSUB);
+		if (rc != 0) {
+			char msg[128];
+			regerror(rc, &re, msg, sizeof(msg));
+			fail(v, c->pos, "value \"%s\" is not a valid regular expression: %s",
+			     c->value, msg);
+		} else {
+			regfree(&re);
+		}
+	} else if (!strcmp(op, "distinct_hosts")) {
+		if (strcmp(c->value, "true") && strcmp(c->value, "false"))
+			fail(v, c->pos, "operator \"distinct_hosts\" takes value \"true\" or nothing");
+	} else if (!strcmp(op, "distinct_property")) {
+		int64_t n;
+		if (parse_int64(c->value, 1, INT32_MAX, &n, NULL) < 0)
+			fail(v, c->pos, "operator \"distinct_property\" takes as value a count of 1 "
+					"or more, got \"%s\"", c->value);
+	} else if (!*c->value && strcmp(op, "=") && strcmp(op, "==") && strcmp(op, "!=")) {
+		fail(v, c->pos, "value must not be empty with operator \"%s\"", op);
+	}
+}
+
+static void check_rules(struct validator *v, struct job_rules *rules, const char *key, bool affinity)
+{
+	for (size_t i = 0; i < rules->n; i++) {
+		size_t old = push(v, key, (ssize_t)i);
+		check_rule(v, &rules->v[i], affinity);
+		pop(v, old);
+	}
+}
+
+/* "gpu", "nvidia/gpu" or "nvidia/gpu/Tesla T4": vendor and type are plain
+ * words, the model any non-empty text. */
+static bool is_device_name(const char *s)
+{
+	const char *p = s;
+	int part = 0;
+
+	for (;;) {
+		const char *start = p;
+		if (part < 2) {
+			while (isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.')
+				p++;
+		} else {
+			while (*p && (unsigned char)*p >= 0x20)
+				p++;
+		}
+		if (p == start)
+			return false;
+		part++;
+		if (!*p)
+			return true;
+		if (*p != '/' || part == 3)
+			return false;
+		p++;
+	}
+}
+
+static void check_device(struct validator *v, struct job_device *dev)
+{
+	default_int(&dev->count, 1);
+	if (!dev->name)
+		fail(v, dev->pos, "name is required");
+	else if (!is_device_name(dev->name))
+		fail(v, dev->pos, "device name \"%s\" must be \"<type>\", \"<vendor>/<type>\" or "
+				  "\"<vendor>/<type>/<model>\", e.g. \"nvidia/gpu\"", dev->name);
+	if ((dev->compute || dev->memory) && dev->count != 1)
+		fail(v, dev->pos, "a fraction of one GPU is shared; count must be 1, got %" PRId64,
+		     dev->count);
+	check_rules(v, &dev->constraints, "constraints", false);
+	check_rules(v, &dev->affinities, "affinities", true);
+}
+
+static void check_resources(struct validator *v, struct job_resources *r)
+{
+	default_int(&r->cores, 0);
+	default_int(&r->cpu, r->cores > 0 ? 0 : 100);
+	default_int(&r->memory, 300);
+	default_int(&r->memory_max, 0);
+	if (r->cores > 0 && r->cpu > 0)
+		fail(v, r->pos, "cpu and cores cannot both be set");
+	if (r->cores == 0 && r->cpu == 0)
+		fail(v, r->pos, "cpu must be at least 1 MHz when cores is not set");
+	if (r->memory_max && r->memory_max < r->memory)
+		fail(v, r->pos, "memory_max (%" PRId64 " MiB) must be at least memory (%" PRId64 " MiB)",
+		     r->memory_max, r->memory);
+	for (size_t i = 0; i < r->ndevices; i++) {
+		size_t old = push(v, "devices", (ssize_t)i);
+		check_device(v, &r->devices[i]);
+		pop(v, old);
+	}
+}
+
+static bool is_octal_perms(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 3 || n > 4)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '7')
+			return false;
+	return true;
+}
+
+static bool is_signal_name(const char *s)
+{
+	if (strncmp(s, "SIG", 3) || !s[3])
+		return false;
+	for (s += 3; *s; s++)
+		if (!isupper((unsigned char)*s) && !isdigit((unsigned char)*s) && *s != '+' && *s != '-')
+			return false;
+	return true;
+}
+
+static void check_template(struct validator *v, struct job_template *t)
+{
+	default_str(&t->perms, "0644");
+	default_str(&t->change_mode, "restart");
+	if (!t->data == !t->source)
+		fail(v, t->pos, "exactly one of data and source is required");
+	if (!t->destination || !*t->destination)
+		fail(v, t->pos, "destination is required");
+	if (!is_octal_perms(t->perms))
+		fail(v, t->pos, "perms must be octal such as \"0644\", got \"%s\"", t->perms);
+	if (!strcmp(t->change_mode, "signal") && !t->change_signal)
+		fail(v, t->pos, "change_mode \"signal\" needs change_signal");
+	if (t->change_signal && !is_signal_name(t->change_signal))
+		fail(v, t->pos, "change_signal must be a signal name such as \"SIGHUP\", got \"%s\"",
+		     t->change_signal);
+}
+
+static void check_artifact(struct validator *v, struct job_artifact *a)
+{
+	default_str(&a->destination, "local/");
+	default_str(&a->mode, "any");
+	if (!a->source || !*a->source)
+		fail(v, a->pos, "source is required");
+}
+
+/* The config keys a driver cannot start without; drivers not listed here
+ * are checked by the agent that runs them. */
+static void check_config(struct validator *v, struct job_task *t)
+{
+	static const struct { const char *driver, *key; } required[] = {
+		{ "raw_exec", "command" }, { "exec", "command" }, { "docker", "image" },
+		{ "podman", "image" },
+	};
+	if (!t->config)
+		t->config = json_object();
+	if (!t->driver)
+		return;
+	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
+		json_t *val;
+		if (strcmp(t->driver, required[i].driver))
+			continue;
+		val = json_object_get(t->config, required[i].key);
+		if (!json_is_string(val) || !*json_string_value(val))
+			fail(v, t->pos, "driver \"%s\" needs config.%s (a string)", t->driver,
+			     required[i].key);
+	}
+}
+
+static void check_task(struct validator *v, struct job_task *t)
+{
+	check_name(v, t->pos, "task name", t->name);
+	if (!t->driver || !*t->driver)
+		fail(v, t->pos, "driver is required");
+	check_config(v, t);
+	check_rules(v, &t->constraints, "constraints", false);
+	check_rules(v, &t->affinities, "affinities", true);
+	for (size_t i = 0; i < t->ntemplates; i++) {
+		size_t old = push(v, "templates", (ssize_t)i);
+		check_template(v, &t->templates[i]);
+		pop(v, old);
+	}
+	for (size_t i = 0; i < t->nartifacts; i++) {
+		size_t old = push(v, "artifacts", (ssize_t)i);
+		check_artifact(v, &t->artifacts[i]);
+		pop(v, old);
+	}
+	if (t->lifecycle) {
+		size_t old = push(v, "lifecycle", -1);
+		if (!t->lifecycle->hook)
+			fail(v, t->lifecycle->pos, "hook is required (prestart, poststart or poststop)");
+		else if (t->lifecycle->sidecar && !strcmp(t->lifecycle->hook, "poststop"))
+			fail(v, t->lifecycle->pos, "sidecar is only allowed with hook prestart or poststart");
+		pop(v, old);
+	}
+	size_t old = push(v, "resources", -1);
+	check_resources(v, &t->resources);
+	pop(v, old);
+	default_int(&t->kill_timeout, 5 * NS_PER_SEC);
+	default_str(&t->kill_signal, "SIGINT");
+	if (!is_signal_name(t->kill_signal))
+		fail(v, t->pos, "kill_signal must be a signal name such as \"SIGTERM\", got \"%s\"",
+		     t->kill_signal);
+	default_int(&t->logs.max_files, 10);
+	default_int(&t->logs.max_file_size, 10);
+}
+
+/* Nomad's defaults for restart and reschedule depend on the job type. */
+static void default_policies(struct validator *v, struct job_group *g)
+{
+	struct job_restart *r = &g->restart;
+	struct job_reschedule *s = &g->reschedule;
+	const int64_t sec = NS_PER_SEC;
+
+	default_int(&r->attempts, v->batch ? 3 : 2);
+	default_int(&r->interval, v->batch ? 24 * 3600 * sec : 30 * 60 * sec);
+	default_int(&r->delay, 15 * sec);
+	default_str(&r->mode, "fail");
+
+	default_int(&s->attempts, v->batch ? 1 : 0);
+	default_int(&s->interval, v->batch ? 24 * 3600 * sec : 0);
+	default_int(&s->delay, v->batch ? 5 * sec : 30 * sec);
+	default_str(&s->delay_function, v->batch ? "constant" : "exponential");
+	default_int(&s->max_delay, v->batch ? 0 : 3600 * sec);
+	if (!s->unlimited_set)
+		s->unlimited = !v->batch;
+	s->unlimited_set = 1;
+	if (strcmp(s->delay_function, "constant") && s->max_delay && s->max_delay < s->delay)
+		fail(v, s->pos, "max_delay must be at least delay");
+}
+
+static bool is_port_label(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return false;
+	return true;
+}
+
+static void check_network(struct validator *v, struct job_network *n)
+{
+	for (size_t i = 0; i < n->nports; i++) {
+		struct job_port *p = &n->ports[i];
+		size_t old = push(v, "network.ports", (ssize_t)i);
+		default_int(&p->static_port, 0);
+		default_int(&p->to, 0);
+		if (!p->label)
+			fail(v, p->pos, "label is required");
+		else if (!is_port_label(p->label))
+			fail(v, p->pos, "port label \"%s\" must be letters, digits and '_'", p->label);
+		for (size_t j = 0; j < i; j++) {
+			struct job_port *q = &n->ports[j];
+			if (p->label && q->label && !strcmp(p->label, q->label))
+				fail(v, p->pos, "port label \"%s\" is used twice", p->label);
+			if (p->static_port && p->static_port == q->static_port)
+				fail(v, p->pos, "static port %" PRId64 " is used twice", p->static_port);
+		}
+		pop(v, old);
+	}
+}
+
+static void check_group(struct validator *v, struct job_group *g)
+{
+	size_t mains = 0;
+
+	check_name(v, g->pos, "group name", g->name);
+	default_int(&g->count, 1);
+	check_rules(v, &g->constraints, "constraints", false);
+	check_rules(v, &g->affinities, "affinities", true);
+	default_policies(v, g);
+	check_network(v, &g->network);
+	if (g->ntasks == 0)
+		fail(v, g->pos, "a group needs at least one task");
+	for (size_t i = 0; i < g->ntasks; i++) {
+		size_t old = push(v, "tasks", (ssize_t)i);
+		check_task(v, &g->tasks[i]);
+		for (size_t j = 0; j < i; j++)
+			if (g->tasks[i].name && g->tasks[j].name &&
+			    !strcmp(g->tasks[i].name, g->tasks[j].name))
+				fail(v, g->tasks[i].pos, "task name \"%s\" is used twice in the group",
+				     g->tasks[i].name);
+		mains += !g->tasks[i].lifecycle;
+		pop(v, old);
+	}
+	if (g->ntasks && !mains)
+		fail(v, g->pos, "a group needs a main task (one without lifecycle)");
+}
+
+int job_validate(struct job *job, struct diag_list *diags)
+{
+	struct validator v = { diags, STRBUF_INIT, 0, false };
+
+	check_name(&v, job->pos, "id", job->id);
+	default_str(&job->name, job->id ? job->id : "");
+	default_str(&job->type, "service");
+	v.batch = !strcmp(job->type, "batch");
+	default_int(&job->priority, 50);
+	default_str(&job->namespace, "default");
+	if (!is_plain_name(job->namespace))
+		fail(&v, job->pos, "namespace \"%s\" must be 1 to %d letters, digits, '-', '_' or '.'",
+		     job->namespace, JOB_MAX_ID);
+	default_str(&job->node_pool, "default");
+	if (job->datacenters.n == 0) {
+		free(job->datacenters.v);
+		job->datacenters.v = xcalloc(1, sizeof(char *));
+		job->datacenters.v[0] = xstrdup("*");
+		job->datacenters.n = 1;
+	}
+	for (size_t i = 0; i < job->datacenters.n; i++)
+		if (!*job->datacenters.v[i])
+			fail(&v, job->pos, "datacenters[%zu] must not be empty", i);
+	check_rules(&v, &job->constraints, "constraints", false);
+	check_rules(&v, &job->affinities, "affinities", true);
+	if (job->ngroups == 0)
+		fail(&v, job->pos, "a job needs at least one group");
+	for (size_t i = 0; i < job->ngroups; i++) {
+		size_t old = push(&v, "groups", (ssize_t)i);
+		check_group(&v, &job->groups[i]);
+		for (size_t j = 0; j < i; j++)
+			if (job->groups[i].name && job->groups[j].name &&
+			    !strcmp(job->groups[i].name, job->groups[j].name))
+				fail(&v, job->groups[i].pos, "group name \"%s\" is used twice",
+				     job->groups[i].name);
+		pop(&v, old);
+	}
+	strbuf_release(&v.path);
+	return v.errors;
+}

@@ -1,0 +1,43 @@
+/* spec_load: a job file, HCL or JSON, to a validated job (spec.h). */
+#include <ctype.h>
+#include <string.h>
+
+#include "spec/spec.h"
+
+/* JSON job files are objects; HCL files start with a word or a comment. */
+static bool looks_like_json(const char *text, size_t len)
+{
+	size_t i = 0;
+
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
+		i = 3; /* a UTF-8 byte order mark some editors write */
+	while (i < len && isspace((unsigned char)text[i]))
+		i++;
+	return i < len && text[i] == '{';
+}
+
+struct job *spec_load(const char *text, size_t len, struct diag_list *diags)
+{
+	struct posmap *pm = posmap_new();
+	struct job *job = NULL;
+	json_t *root = NULL;
+
+	if (looks_like_json(text, len)) {
+		struct hcl_expr *expr = hcl_parse_json(text, len, diags);
+		if (expr) {
+			root = hcl_expr_to_json(expr, pm);
+			hcl_expr_free(expr);
+		}
+	} else {
+		struct hcl_body *body = hcl_parse(text, len, diags);
+		if (body) {
+			root = job_hcl_to_json(body, pm, diags);
+			hcl_body_free(body);
+		}
+	}
+	if (root)
+		job = job_from_json(root, pm, diags);
+	json_decref(root);
+	posmap_free(pm);
+	return job;
+}

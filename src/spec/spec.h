@@ -1,0 +1,51 @@
+/* spec: the entry points from a job file, or a JSON tree, to a validated job.
+ *
+ *   HCL text  --hcl_parse--> hcl_body --job_hcl_to_json--> json_t + posmap --.
+ *   JSON text --hcl_parse_json--> hcl_expr --hcl_expr_to_json--> json_t + posmap
+ *                                                                          |
+ *   HTTP API: json_t (no posmap) ----------------------> job_from_json <--'
+ *                                            (decode, then job_validate)
+ *
+ * Every function here reports all the problems it finds into a diag_list
+ * (errors and warnings, each with line:col when known and a message that
+ * starts with the JSON path of the thing) and never prints.  A job is
+ * returned only when no error was found: nothing is half-accepted. */
+#ifndef HERD_SPEC_SPEC_H
+#define HERD_SPEC_SPEC_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "common/diag.h"
+#include "spec/job.h"
+#include "spec/posmap.h"
+
+/* Loads a job file: JSON when the first non-blank byte is '{', HCL
+ * otherwise.  text need not be NUL-terminated.  Returns a validated job the
+ * caller frees with job_free, or NULL when errors were added to diags
+ * (warnings may be added either way). */
+struct job *spec_load(const char *text, size_t len, struct diag_list *diags);
+
+/* Decodes the canonical JSON form (docs/jobspec.md, "JSON"), optionally
+ * wrapped as {"job": {...}}, and validates it.  Durations may also be
+ * strings ("30s") and memory sizes strings ("2 GiB").  pm gives source
+ * positions for the values of root (NULL when there are none).  root is only
+ * read; the job copies what it keeps.  Returns a job to free with job_free,
+ * or NULL when errors were added to diags. */
+struct job *job_from_json(const json_t *root, const struct posmap *pm, struct diag_list *diags);
+
+/* The canonical JSON form of a validated job, every default written out.
+ * Returns a new reference (never NULL). */
+json_t *job_to_json(const struct job *job);
+
+/* Converts the body of an HCL job file (one `job "<id>" { ... }` block) to
+ * a JSON tree of the canonical shape: repeated blocks become arrays under
+ * plural names (group -> groups), block labels become fields (id, name,
+ * label).  Positions of every value go to pm.  Structural errors (no job
+ * block, a block where an attribute belongs, a repeated single block) go to
+ * diags; unknown names are left in the tree for job_from_json to report.
+ * Returns a new reference, or NULL when errors were added. */
+json_t *job_hcl_to_json(const struct hcl_body *body, struct posmap *pm, struct diag_list *diags);
+
+#endif

@@ -1,0 +1,52 @@
+/* Helpers shared by the job model tests: decode a JSON text with jansson
+ * (no position map, as the HTTP API does) and render the diagnostics as one
+ * string, so that each test states every message exactly. */
+#ifndef HERD_TEST_JOB_HELPERS_H
+#define HERD_TEST_JOB_HELPERS_H
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/diag.h"
+#include "common/strbuf.h"
+#include "common/units.h"
+#include "common/xalloc.h"
+#include "spec/spec.h"
+
+/* A job with the least a job needs; tests splice fields into it. */
+#define MIN_TASK "{\"name\":\"t\",\"driver\":\"raw_exec\",\"config\":{\"command\":\"/bin/true\"}}"
+#define MIN_GROUP "{\"name\":\"g\",\"tasks\":[" MIN_TASK "]}"
+
+/* "E line:col msg\n" per diagnostic ("W" for warnings), in list order. */
+static inline char *render_diags(const struct diag_list *dl)
+{
+	struct strbuf sb = STRBUF_INIT;
+	for (size_t i = 0; i < dl->n; i++)
+		strbuf_addf(&sb, "%c %d:%d %s\n", dl->v[i].level == DIAG_ERROR ? 'E' : 'W',
+			    dl->v[i].line, dl->v[i].col, dl->v[i].msg);
+	return strbuf_detach(&sb, NULL);
+}
+
+/* Decodes text (JSON) through jansson and job_from_json; *out gets the
+ * rendered diagnostics (caller frees). */
+static inline struct job *decode_text(const char *text, char **out)
+{
+	struct diag_list dl;
+	json_error_t jerr;
+	json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+	struct job *job;
+
+	if (!root) {
+		fprintf(stderr, "test json does not parse: %s: %s\n", jerr.text, text);
+		abort();
+	}
+	diag_list_init(&dl);
+	job = job_from_json(root, NULL, &dl);
+	*out = render_diags(&dl);
+	diag_list_release(&dl);
+	json_decref(root);
+	return job;
+}
+
+#endif

@@ -1,0 +1,352 @@
+/* The job decoder: types, units, limits, unknown and ignored fields, every
+ * message exactly, defaults, and the canonical round trip. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "job_helpers.h"
+
+static void test_minimal_job_gets_service_defaults(void **state)
+{
+	char *diags;
+	struct job *job = decode_text("{\"id\":\"train\",\"groups\":[" MIN_GROUP "]}", &diags);
+
+	assert_non_null(job);
+	assert_string_equal(diags, "");
+	assert_string_equal(job->name, "train");
+	assert_string_equal(job->type, "service");
+	assert_int_equal(job->priority, 50);
+	assert_string_equal(job->namespace, "default");
+	assert_int_equal(job->datacenters.n, 1);
+	assert_string_equal(job->datacenters.v[0], "*");
+	assert_string_equal(job->node_pool, "default");
+	struct job_group *g = &job->groups[0];
+	assert_int_equal(g->count, 1);
+	assert_int_equal(g->restart.attempts, 2);
+	assert_int_equal(g->restart.interval, 30 * 60 * NS_PER_SEC);
+	assert_int_equal(g->restart.delay, 15 * NS_PER_SEC);
+	assert_string_equal(g->restart.mode, "fail");
+	assert_int_equal(g->reschedule.attempts, 0);
+	assert_int_equal(g->reschedule.delay, 30 * NS_PER_SEC);
+	assert_string_equal(g->reschedule.delay_function, "exponential");
+	assert_int_equal(g->reschedule.max_delay, 3600 * NS_PER_SEC);
+	assert_true(g->reschedule.unlimited);
+	struct job_task *t = &g->tasks[0];
+	assert_string_equal(t->driver, "raw_exec");
+	assert_string_equal(json_string_value(json_object_get(t->config, "command")), "/bin/true");
+	assert_int_equal(t->resources.cpu, 100);
+	assert_int_equal(t->resources.memory, 300);
+	assert_int_equal(t->resources.memory_max, 0);
+	assert_int_equal(t->kill_timeout, 5 * NS_PER_SEC);
+	assert_string_equal(t->kill_signal, "SIGINT");
+	assert_int_equal(t->logs.max_files, 10);
+	assert_int_equal(t->logs.max_file_size, 10);
+	assert_null(t->lifecycle);
+	job_free(job);
+	free(diags);
+}
+
+static void test_batch_defaults_and_wrapper(void **state)
+{
+	char *diags;
+	struct job *job = decode_text("{\"job\":{\"id\":\"b\",\"type\":\"batch\",\"groups\":["
+				      MIN_GROUP "]}}", &diags);
+
+	assert_non_null(job);
+	struct job_group *g = &job->groups[0];
+	assert_int_equal(g->restart.attempts, 3);
+	assert_int_equal(g->restart.interval, 24 * 3600 * NS_PER_SEC);
+	assert_int_equal(g->reschedule.attempts, 1);
+	assert_int_equal(g->reschedule.interval, 24 * 3600 * NS_PER_SEC);
+	assert_int_equal(g->reschedule.delay, 5 * NS_PER_SEC);
+	assert_string_equal(g->reschedule.delay_function, "constant");
+	assert_false(g->reschedule.unlimited);
+	job_free(job);
+	free(diags);
+}
+
+static void test_every_type_error_in_one_run(void **state)
+{
+	char *diags;
+	struct job *job = decode_text(
+		"{\"id\":7,\"priority\":\"high\",\"type\":\"system\",\"groups\":[{\"name\":\"g\","
+		"\"count\":-1,\"bogus\":1,\"update\":{},\"tasks\":[" MIN_TASK ",{\"name\":\"u\","
+		"\"driver\":\"exec\",\"resources\":{\"memory\":[]},\"env\":[1],"
+		"\"lifecycle\":{\"hook\":\"later\",\"sidecar\":\"yes\"}}]}]}", &diags);
+
+	assert_null(job);
+	assert_string_equal(diags,
+		"E 0:0 id: expected a string, got a number\n"
+		"E 0:0 priority: expected a whole number, got a string\n"
+		"E 0:0 type: expected one of \"service\", \"batch\", got \"system\"\n"
+		"E 0:0 groups[0].count: must be between 0 and 100000, got -1\n"
+		"E 0:0 groups[0]: unknown group field \"bogus\"\n"
+		"W 0:0 groups[0].update: not supported by herd; ignored\n"
+		"E 0:0 groups[0].tasks[1].resources.memory: expected a whole number, got a list\n"
+		"E 0:0 groups[0].tasks[1].env: expected an object of strings, got a list\n"
+		"E 0:0 groups[0].tasks[1].lifecycle.hook: expected one of \"prestart\", "
+		"\"poststart\", \"poststop\", got \"later\"\n"
+		"E 0:0 groups[0].tasks[1].lifecycle.sidecar: expected a boolean, got a string\n");
+	free(diags);
+}
+
+static void test_units_from_strings_and_numbers(void **state)
+{
+	char *diags;
+	struct job *job = decode_text(
+		"{\"id\":\"u\",\"groups\":[{\"name\":\"g\",\"restart\":{\"delay\":\"1m30s\","
+		"\"interval\":600000000000},\"tasks\":[{\"name\":\"t\",\"driver\":\"docker\","
+		"\"config\":{\"image\":\"x\"},\"kill_timeout\":\"30s\",\"resources\":{\"memory\":"
+		"\"2 GiB\",\"memory_max\":\"512MB\"},\"logs\":{\"max_file_size\":\"1MiB\"}}]}]}",
+		&diags);
+
+	assert_string_equal(diags, "E 0:0 groups[0].tasks[0].resources: memory_max (489 MiB) must "
+				   "be at least memory (2048 MiB)\n");
+	assert_null(job);
+	free(diags);
+	job = decode_text(
+		"{\"id\":\"u\",\"groups\":[{\"name\":\"g\",\"restart\":{\"delay\":\"1m30s\","
+		"\"interval\":600000000000},\"tasks\":[{\"name\":\"t\",\"driver\":\"docker\","
+		"\"config\":{\"image\":\"x\"},\"kill_timeout\":\"30s\",\"resources\":{\"memory\":"
+		"\"512MB\",\"memory_max\":\"2 GiB\"},\"logs\":{\"max_file_size\":\"1MiB\"}}]}]}",
+		&diags);
+	assert_string_equal(diags, "");
+	assert_non_null(job);
+	assert_int_equal(job->groups[0].restart.delay, 90 * NS_PER_SEC);
+	assert_int_equal(job->groups[0].restart.interval, 600 * NS_PER_SEC);
+	struct job_task *t = &job->groups[0].tasks[0];
+	assert_int_equal(t->kill_timeout, 30 * NS_PER_SEC);
+	assert_int_equal(t->resources.memory, 489); /* 512e6 bytes, rounded up to MiB */
+	assert_int_equal(t->resources.memory_max, 2048);
+	assert_int_equal(t->logs.max_file_size, 1);
+	job_free(job);
+	free(diags);
+}
+
+static void test_bad_units(void **state)
+{
+	char *diags;
+	struct job *job = decode_text(
+		"{\"id\":\"u\",\"groups\":[{\"name\":\"g\",\"restart\":{\"delay\":\"soon\"},"
+		"\"tasks\":[{\"name\":\"t\",\"driver\":\"x\",\"kill_timeout\":\"2h\","
+		"\"resources\":{\"memory\":\"lots\",\"cpu\":1.5}}]}]}", &diags);
+
+	assert_null(job);
+	assert_string_equal(diags,
+		"E 0:0 groups[0].restart.delay: expected a duration such as \"30s\", \"5m\" or "
+		"\"1h30m\", got \"soon\"\n"
+		"E 0:0 groups[0].tasks[0].kill_timeout: must be between 0s and 1h, got \"2h\"\n"
+		"E 0:0 groups[0].tasks[0].resources.memory: expected a size such as \"512MB\" or "
+		"\"2 GiB\", got \"lots\"\n"
+		"E 0:0 groups[0].tasks[0].resources.cpu: expected a whole number, got a number\n");
+	free(diags);
+}
+
+static struct job *device_job(const char *device, char **diags)
+{
+	char *text = xasprintf("{\"id\":\"d\",\"groups\":[{\"name\":\"g\",\"tasks\":[{\"name\":\"t\","
+			       "\"driver\":\"raw_exec\",\"config\":{\"command\":\"x\"},\"resources\":"
+			       "{\"devices\":[%s]}}]}]}", device);
+	struct job *job = decode_text(text, diags);
+	free(text);
+	return job;
+}
+
+static void test_compute_fractions(void **state)
+{
+	static const struct { const char *in; int thousandths; } ok[] = {
+		{ "25", 250 }, { "12.5", 125 }, { "0.1", 1 }, { "100", 1000 }, { "33.3", 333 },
+	};
+	char *diags, buf[128];
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		snprintf(buf, sizeof(buf), "{\"name\":\"nvidia/gpu\",\"compute\":%s}", ok[i].in);
+		struct job *job = device_job(buf, &diags);
+		assert_string_equal(diags, "");
+		assert_non_null(job);
+		assert_int_equal(job->groups[0].tasks[0].resources.devices[0].compute, ok[i].thousandths);
+		assert_int_equal(job->groups[0].tasks[0].resources.devices[0].count, 1);
+		job_free(job);
+		free(diags);
+	}
+	assert_null(device_job("{\"name\":\"gpu\",\"compute\":12.55}", &diags));
+	assert_string_equal(diags, "E 0:0 groups[0].tasks[0].resources.devices[0].compute: must be a "
+				   "percentage of one GPU from 0.1 to 100 in steps of 0.1, got 12.55\n");
+	free(diags);
+	assert_null(device_job("{\"name\":\"gpu\",\"compute\":100.5}", &diags));
+	assert_string_equal(diags, "E 0:0 groups[0].tasks[0].resources.devices[0].compute: must be a "
+				   "percentage of one GPU from 0.1 to 100 in steps of 0.1, got 100.5\n");
+	free(diags);
+	assert_null(device_job("{\"name\":\"gpu\",\"compute\":\"half\"}", &diags));
+	assert_string_equal(diags, "E 0:0 groups[0].tasks[0].resources.devices[0].compute: expected a "
+				   "percentage of one GPU, got a string\n");
+	free(diags);
+}
+
+static void test_constraint_shorthands(void **state)
+{
+	char *diags;
+	struct job *job = decode_text(
+		"{\"id\":\"c\",\"constraints\":[{\"attribute\":\"${attr.os}\",\"regexp\":\"^lin\"},"
+		"{\"distinct_hosts\":true},{\"attribute\":\"${meta.rack}\",\"distinct_property\":2},"
+		"{\"attribute\":\"${attr.driver.version}\",\"version\":\">= 535\"}],"
+		"\"groups\":[" MIN_GROUP "]}", &diags);
+
+	assert_string_equal(diags, "");
+	assert_non_null(job);
+	assert_int_equal(job->constraints.n, 4);
+	assert_string_equal(job->constraints.v[0].operator, "regexp");
+	assert_string_equal(job->constraints.v[0].value, "^lin");
+	assert_string_equal(job->constraints.v[1].operator, "distinct_hosts");
+	assert_null(job->constraints.v[1].value);
+	assert_null(job->constraints.v[1].attribute);
+	assert_string_equal(job->constraints.v[2].operator, "distinct_property");
+	assert_string_equal(job->constraints.v[2].value, "2");
+	assert_string_equal(job->constraints.v[3].operator, "version");
+	job_free(job);
+	free(diags);
+
+	job = decode_text("{\"id\":\"c\",\"constraints\":[{\"attribute\":\"a\",\"operator\":\"=\","
+			  "\"regexp\":\"x\"}],\"groups\":[" MIN_GROUP "]}", &diags);
+	assert_null(job);
+	assert_string_equal(diags, "E 0:0 constraints[0].regexp: conflicts with operator\n");
+	free(diags);
+}
+
+static void test_scalars_become_text(void **state)
+{
+	char *diags;
+	struct job *job = decode_text(
+		"{\"id\":\"m\",\"meta\":{\"n\":3,\"on\":true,\"s\":\"x\"},\"constraints\":[{"
+		"\"attribute\":\"${attr.cpu.numcores}\",\"operator\":\">=\",\"value\":8}],"
+		"\"groups\":[" MIN_GROUP "]}", &diags);
+
+	assert_non_null(job);
+	assert_int_equal(job->meta.n, 3);
+	assert_string_equal(job->meta.v[0].key, "n");
+	assert_string_equal(job->meta.v[0].value, "3");
+	assert_string_equal(job->meta.v[1].value, "true");
+	assert_string_equal(job->constraints.v[0].value, "8");
+	job_free(job);
+	free(diags);
+}
+
+static void test_limits(void **state)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char *diags;
+
+	strbuf_adds(&sb, "{\"id\":\"l\",\"constraints\":[");
+	for (int i = 0; i <= JOB_MAX_RULES; i++)
+		strbuf_addf(&sb, "%s{\"attribute\":\"a\",\"value\":\"b\"}", i ? "," : "");
+	strbuf_adds(&sb, "],\"groups\":[{\"name\":\"");
+	for (int i = 0; i <= JOB_MAX_ID; i++)
+		strbuf_addch(&sb, 'g');
+	strbuf_adds(&sb, "\",\"tasks\":[" MIN_TASK "]}]}");
+	assert_null(decode_text(sb.buf, &diags));
+	assert_string_equal(diags, "E 0:0 constraints: more than 64 constraint entries\n"
+				   "E 0:0 groups[0].name: longer than 128 bytes\n");
+	free(diags);
+	strbuf_release(&sb);
+}
+
+static void test_not_an_object(void **state)
+{
+	char *diags;
+	assert_null(decode_text("[1]", &diags));
+	assert_string_equal(diags, "E 0:0 job: expected a job object, got a list\n");
+	free(diags);
+	assert_null(decode_text("{\"id\":\"x\",\"groups\":[3]}", &diags));
+	assert_string_equal(diags, "E 0:0 groups[0]: expected a group object, got a number\n");
+	free(diags);
+}
+
+static const char *full_job =
+	"{\"id\":\"full\",\"type\":\"batch\",\"priority\":70,\"datacenters\":[\"dc1\",\"dc2\"],"
+	"\"meta\":{\"team\":\"ml\"},\"affinities\":[{\"attribute\":\"${node.class}\","
+	"\"value\":\"gpu\",\"weight\":-20}],\"groups\":[{\"name\":\"g\",\"count\":3,"
+	"\"network\":{\"ports\":[{\"label\":\"http\",\"static\":8080,\"to\":80},{\"label\":\"m\"}]},"
+	"\"reschedule\":{\"unlimited\":true,\"delay_function\":\"fibonacci\",\"max_delay\":\"10m\"},"
+	"\"tasks\":[{\"name\":\"pre\",\"driver\":\"exec\",\"config\":{\"command\":\"pip\","
+	"\"args\":[\"install\",\"x\"]},\"lifecycle\":{\"hook\":\"prestart\"}},"
+	"{\"name\":\"main\",\"driver\":\"raw_exec\",\"user\":\"nobody\",\"config\":{\"command\":"
+	"\"python3\",\"nested\":{\"a\":[1,2.5,null]}},\"env\":{\"A\":\"1\"},"
+	"\"templates\":[{\"data\":\"x={{.}}\",\"destination\":\"local/x\",\"change_mode\":\"signal\","
+	"\"change_signal\":\"SIGHUP\"}],\"artifacts\":[{\"source\":\"https://e/x.tgz\","
+	"\"options\":{\"checksum\":\"sha256:ab\"}}],\"resources\":{\"cores\":2,\"memory\":1024,"
+	"\"devices\":[{\"name\":\"nvidia/gpu\",\"compute\":12.5,\"memory\":\"4GiB\",\"constraints\":"
+	"[{\"attribute\":\"${device.model}\",\"value\":\"Tesla T4\"}]},{\"name\":\"gpu\","
+	"\"count\":2}]},\"kill_signal\":\"SIGTERM\",\"meta\":{\"k\":\"v\"}}]}]}";
+
+static void test_round_trip(void **state)
+{
+	char *diags, *text1, *text2;
+	struct job *a = decode_text(full_job, &diags), *b;
+	json_t *j1, *j2;
+
+	assert_string_equal(diags, "");
+	assert_non_null(a);
+	free(diags);
+	j1 = job_to_json(a);
+	text1 = json_dumps(j1, JSON_COMPACT);
+	b = decode_text(text1, &diags);
+	assert_string_equal(diags, "");
+	assert_non_null(b);
+	j2 = job_to_json(b);
+	text2 = json_dumps(j2, JSON_COMPACT);
+	assert_string_equal(text1, text2);
+	/* the canonical form writes every default and the units it promises */
+	json_t *task = json_array_get(json_object_get(json_array_get(json_object_get(j1, "groups"), 0),
+						      "tasks"), 1);
+	json_t *dev = json_array_get(json_object_get(json_object_get(task, "resources"), "devices"), 0);
+	assert_true(json_real_value(json_object_get(dev, "compute")) == 12.5);
+	assert_int_equal(json_integer_value(json_object_get(dev, "memory")), 4096);
+	assert_int_equal(json_integer_value(json_object_get(task, "kill_timeout")), 5 * NS_PER_SEC);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(task, "resources"), "cpu")), 0);
+	assert_true(json_is_null(json_object_get(task, "lifecycle")));
+	assert_string_equal(json_string_value(json_object_get(json_array_get(
+		json_object_get(task, "artifacts"), 0), "destination")), "local/");
+	assert_int_equal(b->affinities.v[0].weight, -20);
+	assert_int_equal(b->groups[0].network.ports[0].static_port, 8080);
+	assert_int_equal(b->groups[0].tasks[1].resources.devices[0].compute, 125);
+	free(text1);
+	free(text2);
+	free(diags);
+	json_decref(j1);
+	json_decref(j2);
+	job_free(a);
+	job_free(b);
+}
+
+static void test_compute_from_percent(void **state)
+{
+	assert_int_equal(job_compute_from_percent(25), 250);
+	assert_int_equal(job_compute_from_percent(0.1), 1);
+	assert_int_equal(job_compute_from_percent(99.9), 999);
+	assert_int_equal(job_compute_from_percent(0.05), -1);
+	assert_int_equal(job_compute_from_percent(0), -1);
+	assert_int_equal(job_compute_from_percent(100.1), -1);
+	assert_int_equal(job_compute_from_percent(1.23), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_minimal_job_gets_service_defaults),
+		cmocka_unit_test(test_batch_defaults_and_wrapper),
+		cmocka_unit_test(test_every_type_error_in_one_run),
+		cmocka_unit_test(test_units_from_strings_and_numbers),
+		cmocka_unit_test(test_bad_units),
+		cmocka_unit_test(test_compute_fractions),
+		cmocka_unit_test(test_constraint_shorthands),
+		cmocka_unit_test(test_scalars_become_text),
+		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_not_an_object),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_compute_from_percent),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
