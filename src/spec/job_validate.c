@@ -173,7 +173,7 @@ static bool is_device_name(const char *s)
 			while (isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.')
 				p++;
 		} else {
-			while (*p && (unsigned char)*p >= 0x20)
+			while (*p && *p != '/' && (unsigned char)*p >= 0x20)
 				p++;
 		}
 		if (p == start)
@@ -349,8 +349,11 @@ static void default_policies(struct validator *v, struct job_group *g)
 	if (!s->unlimited_set)
 		s->unlimited = !v->batch;
 	s->unlimited_set = 1;
-	if (strcmp(s->delay_function, "constant") && s->max_delay && s->max_delay < s->delay)
+	if (strcmp(s->delay_function, "constant") && s->max_delay && s->max_delay < s->delay) {
+		size_t old = push(v, "reschedule", -1);
 		fail(v, s->pos, "max_delay must be at least delay");
+		pop(v, old);
+	}
 }
 
 static bool is_port_label(const char *s)

@@ -1,0 +1,232 @@
+/* The validator: every cross-field rule and its message, exactly. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "job_helpers.h"
+
+/* Decodes a job with one group whose only task has the given extra fields,
+ * and checks the diagnostics. */
+static void expect_task(const char *task_fields, const char *want)
+{
+	char *diags;
+	char *text = xasprintf("{\"id\":\"v\",\"groups\":[{\"name\":\"g\",\"tasks\":[{\"name\":\"t\","
+			       "\"driver\":\"raw_exec\",\"config\":{\"command\":\"x\"}%s%s}]}]}",
+			       *task_fields ? "," : "", task_fields);
+	struct job *job = decode_text(text, &diags);
+
+	assert_string_equal(diags, want);
+	if (*want && strchr(want, 'E') == want)
+		assert_null(job);
+	job_free(job);
+	free(diags);
+	free(text);
+}
+
+static void expect_job(const char *text, const char *want)
+{
+	char *diags;
+	struct job *job = decode_text(text, &diags);
+	assert_string_equal(diags, want);
+	if (strstr(want, "E "))
+		assert_null(job);
+	else
+		assert_non_null(job);
+	job_free(job);
+	free(diags);
+}
+
+static void test_job_level_rules(void **state)
+{
+	expect_job("{\"groups\":[" MIN_GROUP "]}", "E 0:0 job: id is required\n");
+	expect_job("{\"id\":\"bad id!\",\"namespace\":\"a b\",\"datacenters\":[\"\"],\"groups\":[]}",
+		   "E 0:0 job: id \"bad id!\" must be 1 to 128 letters, digits, '-', '_' or '.', "
+		   "not starting with '-' or '.'\n"
+		   "E 0:0 job: namespace \"a b\" must be 1 to 128 letters, digits, '-', '_' or '.'\n"
+		   "E 0:0 job: datacenters[0] must not be empty\n"
+		   "E 0:0 job: a job needs at least one group\n");
+	expect_job("{\"id\":\"x\",\"groups\":[" MIN_GROUP "," MIN_GROUP "]}",
+		   "E 0:0 groups[1]: group name \"g\" is used twice\n");
+	expect_job("{\"id\":\"x\",\"groups\":[{\"name\":\"g\",\"tasks\":[]}]}",
+		   "E 0:0 groups[0]: a group needs at least one task\n");
+	expect_job("{\"id\":\"x\",\"groups\":[{\"tasks\":[" MIN_TASK "," MIN_TASK "]}]}",
+		   "E 0:0 groups[0]: group name is required\n"
+		   "E 0:0 groups[0].tasks[1]: task name \"t\" is used twice in the group\n");
+}
+
+static void test_task_rules(void **state)
+{
+	char *diags;
+	struct job *job = decode_text("{\"id\":\"x\",\"groups\":[{\"name\":\"g\",\"tasks\":[{\"name\":"
+				      "\"t\",\"driver\":\"exec\"},{\"name\":\"d\",\"driver\":\"docker\","
+				      "\"config\":{\"image\":\"\"}},{\"name\":\"n\"},{\"name\":\"o\","
+				      "\"driver\":\"other\"}]}]}", &diags);
+	assert_null(job);
+	assert_string_equal(diags,
+		"E 0:0 groups[0].tasks[0]: driver \"exec\" needs config.command (a string)\n"
+		"E 0:0 groups[0].tasks[1]: driver \"docker\" needs config.image (a string)\n"
+		"E 0:0 groups[0].tasks[2]: driver is required\n");
+	free(diags);
+	expect_task("\"kill_signal\":\"TERM\"",
+		    "E 0:0 groups[0].tasks[0]: kill_signal must be a signal name such as "
+		    "\"SIGTERM\", got \"TERM\"\n");
+}
+
+static void test_lifecycle_rules(void **state)
+{
+	expect_task("\"lifecycle\":{\"hook\":\"poststop\",\"sidecar\":true}",
+		    "E 0:0 groups[0].tasks[0].lifecycle: sidecar is only allowed with hook prestart "
+		    "or poststart\n"
+		    "E 0:0 groups[0]: a group needs a main task (one without lifecycle)\n");
+	expect_task("\"lifecycle\":{}",
+		    "E 0:0 groups[0].tasks[0].lifecycle: hook is required (prestart, poststart or "
+		    "poststop)\n"
+		    "E 0:0 groups[0]: a group needs a main task (one without lifecycle)\n");
+}
+
+static void test_template_and_artifact_rules(void **state)
+{
+	expect_task("\"templates\":[{\"data\":\"a\",\"source\":\"b\"},{\"destination\":\"x\","
+		    "\"data\":\"d\",\"perms\":\"rwx\",\"change_mode\":\"signal\"},{\"source\":\"s\","
+		    "\"destination\":\"d\",\"change_signal\":\"HUP\"}],\"artifacts\":[{}]",
+		    "E 0:0 groups[0].tasks[0].templates[0]: exactly one of data and source is required\n"
+		    "E 0:0 groups[0].tasks[0].templates[0]: destination is required\n"
+		    "E 0:0 groups[0].tasks[0].templates[1]: perms must be octal such as \"0644\", "
+		    "got \"rwx\"\n"
+		    "E 0:0 groups[0].tasks[0].templates[1]: change_mode \"signal\" needs change_signal\n"
+		    "E 0:0 groups[0].tasks[0].templates[2]: change_signal must be a signal name such "
+		    "as \"SIGHUP\", got \"HUP\"\n"
+		    "E 0:0 groups[0].tasks[0].artifacts[0]: source is required\n");
+	expect_task("\"templates\":[{\"data\":\"a\",\"destination\":\"local/a\",\"splay\":\"5s\"}]",
+		    "W 0:0 groups[0].tasks[0].templates[0].splay: not supported by herd; ignored\n");
+}
+
+static void test_resource_rules(void **state)
+{
+	expect_task("\"resources\":{\"cpu\":500,\"cores\":2,\"memory\":512,\"memory_max\":256}",
+		    "E 0:0 groups[0].tasks[0].resources: cpu and cores cannot both be set\n"
+		    "E 0:0 groups[0].tasks[0].resources: memory_max (256 MiB) must be at least "
+		    "memory (512 MiB)\n");
+	expect_task("\"resources\":{\"cpu\":0}",
+		    "E 0:0 groups[0].tasks[0].resources: cpu must be at least 1 MHz when cores is "
+		    "not set\n");
+	expect_task("\"resources\":{\"memory\":5}",
+		    "E 0:0 groups[0].tasks[0].resources.memory: must be between 10 and 1073741824, "
+		    "got 5\n");
+}
+
+static void test_device_rules(void **state)
+{
+	expect_task("\"resources\":{\"devices\":[{\"name\":\"nvidia/gpu\",\"count\":2,\"compute\":25},"
+		    "{\"name\":\"nvidia//x\"},{\"count\":1},{\"name\":\"gpu\",\"memory\":\"8GiB\","
+		    "\"count\":3},{\"name\":\"nvidia/gpu/Tesla T4\"},{\"name\":\"gpu\",\"count\":0}]}",
+		    "E 0:0 groups[0].tasks[0].resources.devices[5].count: must be between 1 and "
+		    "1024, got 0\n");
+	expect_task("\"resources\":{\"devices\":[{\"name\":\"nvidia/gpu\",\"count\":2,\"compute\":25},"
+		    "{\"name\":\"nvidia//x\"},{\"count\":1},{\"name\":\"gpu\",\"memory\":\"8GiB\","
+		    "\"count\":3},{\"name\":\"nvidia/gpu/Tesla T4\"},{\"name\":\"a/b/c/d\"}]}",
+		    "E 0:0 groups[0].tasks[0].resources.devices[0]: a fraction of one GPU is shared; "
+		    "count must be 1, got 2\n"
+		    "E 0:0 groups[0].tasks[0].resources.devices[1]: device name \"nvidia//x\" must be "
+		    "\"<type>\", \"<vendor>/<type>\" or \"<vendor>/<type>/<model>\", e.g. \"nvidia/gpu\"\n"
+		    "E 0:0 groups[0].tasks[0].resources.devices[2]: name is required\n"
+		    "E 0:0 groups[0].tasks[0].resources.devices[3]: a fraction of one GPU is shared; "
+		    "count must be 1, got 3\n"
+		    "E 0:0 groups[0].tasks[0].resources.devices[5]: device name \"a/b/c/d\" must be "
+		    "\"<type>\", \"<vendor>/<type>\" or \"<vendor>/<type>/<model>\", e.g. \"nvidia/gpu\"\n");
+}
+
+static void test_constraint_rules(void **state)
+{
+	expect_job("{\"id\":\"c\",\"constraints\":["
+		   "{\"attribute\":\"a\",\"operator\":\"is_set\",\"value\":\"x\"},"
+		   "{\"operator\":\"=\",\"value\":\"x\"},"
+		   "{\"attribute\":\"a\",\"operator\":\"regexp\",\"value\":\"(unclosed\"},"
+		   "{\"attribute\":\"a\",\"operator\":\"set_contains\"},"
+		   "{\"attribute\":\"a\",\"operator\":\"distinct_hosts\"},"
+		   "{\"attribute\":\"a\",\"operator\":\"distinct_property\",\"value\":\"many\"},"
+		   "{\"attribute\":\"a\",\"operator\":\"version\",\"value\":\"\"},"
+		   "{\"attribute\":\"a\",\"operator\":\"is_not_set\"},"
+		   "{\"operator\":\"distinct_hosts\",\"value\":\"true\"}"
+		   "],\"groups\":[" MIN_GROUP "]}",
+		   "E 0:0 constraints[0]: operator \"is_set\" takes no value\n"
+		   "E 0:0 constraints[1]: attribute is required with operator \"=\"\n"
+		   "E 0:0 constraints[2]: value \"(unclosed\" is not a valid regular expression: "
+		   "Unmatched ( or \\(\n"
+		   "E 0:0 constraints[3]: value is required with operator \"set_contains\"\n"
+		   "E 0:0 constraints[4]: operator \"distinct_hosts\" takes no attribute\n"
+		   "E 0:0 constraints[5]: operator \"distinct_property\" takes as value a count of 1 "
+		   "or more, got \"many\"\n"
+		   "E 0:0 constraints[6]: value must not be empty with operator \"version\"\n");
+	expect_job("{\"id\":\"c\",\"constraints\":[{\"attribute\":\"a\",\"operator\":\"~\"}],"
+		   "\"groups\":[" MIN_GROUP "]}",
+		   "E 0:0 constraints[0].operator: expected one of \"=\", \"==\", \"!=\", \"<\", \"<=\", "
+		   "\">\", \">=\", \"regexp\", \"set_contains\", \"set_contains_all\", "
+		   "\"set_contains_any\", \"version\", \"semver\", \"is_set\", \"is_not_set\", "
+		   "\"distinct_hosts\", \"distinct_property\", got \"~\"\n");
+}
+
+static void test_affinity_rules(void **state)
+{
+	char *diags;
+	struct job *job;
+
+	expect_job("{\"id\":\"a\",\"affinities\":[{\"attribute\":\"a\",\"value\":\"b\",\"weight\":0},"
+		   "{\"attribute\":\"a\",\"value\":\"b\",\"weight\":101},"
+		   "{\"attribute\":\"a\",\"operator\":\"distinct_hosts\"}],\"groups\":[" MIN_GROUP "]}",
+		   "E 0:0 affinities[1].weight: must be between -100 and 100, got 101\n");
+	expect_job("{\"id\":\"a\",\"affinities\":[{\"attribute\":\"a\",\"value\":\"b\",\"weight\":0},"
+		   "{\"attribute\":\"a\",\"operator\":\"distinct_hosts\"}],\"groups\":[" MIN_GROUP "]}",
+		   "E 0:0 affinities[0]: weight must be between -100 and 100 and not 0\n"
+		   "E 0:0 affinities[1]: operator \"distinct_hosts\" is only for constraints\n"
+		   "E 0:0 affinities[1]: operator \"distinct_hosts\" takes no attribute\n");
+	job = decode_text("{\"id\":\"a\",\"affinities\":[{\"attribute\":\"a\",\"value\":\"b\"}],"
+			  "\"groups\":[" MIN_GROUP "]}", &diags);
+	assert_non_null(job);
+	assert_int_equal(job->affinities.v[0].weight, 50);
+	assert_string_equal(job->affinities.v[0].operator, "=");
+	job_free(job);
+	free(diags);
+}
+
+static void test_network_and_policy_rules(void **state)
+{
+	expect_job("{\"id\":\"n\",\"groups\":[{\"name\":\"g\",\"network\":{\"mode\":\"bridge\","
+		   "\"ports\":[{\"label\":\"http\",\"static\":80},{\"label\":\"http\",\"static\":80},"
+		   "{\"static\":70000},{\"label\":\"a-b\"}]},\"restart\":{\"mode\":\"retry\"},"
+		   "\"reschedule\":{\"delay_function\":\"linear\"},\"tasks\":[" MIN_TASK "]}]}",
+		   "W 0:0 groups[0].network.mode: not supported by herd; ignored\n"
+		   "E 0:0 groups[0].network.ports[2].static: must be between 0 and 65535, got 70000\n"
+		   "E 0:0 groups[0].restart.mode: expected one of \"fail\", \"delay\", got \"retry\"\n"
+		   "E 0:0 groups[0].reschedule.delay_function: expected one of \"constant\", "
+		   "\"exponential\", \"fibonacci\", got \"linear\"\n");
+	expect_job("{\"id\":\"n\",\"groups\":[{\"name\":\"g\",\"network\":{"
+		   "\"ports\":[{\"label\":\"http\",\"static\":80},{\"label\":\"http\",\"static\":80},"
+		   "{\"static\":7000},{\"label\":\"a-b\"}]},\"reschedule\":{\"delay\":\"1m\","
+		   "\"max_delay\":\"10s\"},\"tasks\":[" MIN_TASK "]}]}",
+		   "E 0:0 groups[0].reschedule: max_delay must be at least delay\n"
+		   "E 0:0 groups[0].network.ports[1]: port label \"http\" is used twice\n"
+		   "E 0:0 groups[0].network.ports[1]: static port 80 is used twice\n"
+		   "E 0:0 groups[0].network.ports[2]: label is required\n"
+		   "E 0:0 groups[0].network.ports[3]: port label \"a-b\" must be letters, digits "
+		   "and '_'\n");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_job_level_rules),
+		cmocka_unit_test(test_task_rules),
+		cmocka_unit_test(test_lifecycle_rules),
+		cmocka_unit_test(test_template_and_artifact_rules),
+		cmocka_unit_test(test_resource_rules),
+		cmocka_unit_test(test_device_rules),
+		cmocka_unit_test(test_constraint_rules),
+		cmocka_unit_test(test_affinity_rules),
+		cmocka_unit_test(test_network_and_policy_rules),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
