@@ -1,0 +1,128 @@
+/* frag: FGD's fragmentation measure (Weng et al., USENIX ATC'23, section 3).
+ *
+ * For a target workload of task classes with frequencies, a node's
+ * fragmentation is the expected amount of its idle GPU compute that a task
+ * drawn from the workload could not use:
+ *   - CPU-only class, a model the class may not use, or not enough CPU
+ *     (herd's variant also memory): all idle compute counts;
+ *   - the class fits: the compute left on each device whose left is below
+ *     the class's per-device share counts;
+ *   - it does not fit: all idle compute counts.
+ * The sum over classes is weighted by frequency. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+#include "sched/sched-int.h"
+
+struct sched_workload *sched_workload_new(const struct sched_task_class *v, size_t n)
+{
+	struct sched_workload *w = xcalloc(1, sizeof(*w));
+	double sum = 0;
+
+	w->n = n;
+	w->c = n ? xcalloc(n, sizeof(*w->c)) : NULL;
+	for (size_t i = 0; i < n; i++)
+		sum += v[i].freq > 0 ? v[i].freq : 0;
+	for (size_t i = 0; i < n; i++) {
+		struct wl_class *c = &w->c[i];
+		c->cpu = v[i].cpu_milli;
+		c->mem = v[i].memory_mib;
+		c->milli = v[i].gpu_milli;
+		c->num = v[i].num_gpu;
+		c->spec = v[i].gpu_spec && *v[i].gpu_spec ? xstrdup(v[i].gpu_spec) : NULL;
+		c->freq = sum > 0 && v[i].freq > 0 ? v[i].freq / sum : 0;
+	}
+	return w;
+}
+
+void sched_workload_free(struct sched_workload *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->n; i++)
+		free(w->c[i].spec);
+	free(w->c);
+	free(w);
+}
+
+bool model_in_spec(const char *model, const char *spec)
+{
+	size_t len;
+	if (!spec || !*spec)
+		return true;
+	if (!model)
+		return false;
+	len = strlen(model);
+	for (const char *p = spec;;) {
+		const char *e = strchr(p, '|');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		if (n == len && !memcmp(p, model, len))
+			return true;
+		if (!e)
+			return false;
+		p = e + 1;
+	}
+}
+
+double frag_node_view(const struct sched_workload *w, int64_t cpu_left, int64_t mem_left,
+		      const int32_t *left, int n, const char *model, bool use_mem)
+{
+	int64_t idle = 0;
+	double frag = 0;
+
+	for (int i = 0; i < n; i++)
+		idle += left[i];
+	if (!idle)
+		return 0;
+	for (size_t k = 0; k < w->n; k++) {
+		const struct wl_class *c = &w->c[k];
+		int64_t below = 0;
+		int fit = 0;
+
+		if (c->num == 0 || cpu_left < c->cpu || (use_mem && mem_left < c->mem) ||
+		    (c->spec && !model_in_spec(model, c->spec))) {
+			frag += c->freq * (double)idle;
+			continue;
+		}
+		for (int i = 0; i < n; i++) {
+			if (left[i] >= c->milli)
+				fit++;
+			else
+				below += left[i];
+		}
+		frag += c->freq * (double)(fit >= c->num ? below : idle);
+	}
+	return frag;
+}
+
+static const char *node_model(const struct sched_snapshot *s, const struct sched_node *n)
+{
+	return n->ndev ? s->prof[n->dev[0].profile].model : NULL;
+}
+
+double frag_node(struct sched_snapshot *s, const struct sched_workload *w, int node)
+{
+	struct sched_node *n = &s->node[node];
+	int32_t left[SCHED_MAX_DEVS_PER_NODE];
+
+	if (n->frag_wl == w && n->frag_version == n->version)
+		return n->frag;
+	for (int i = 0; i < n->ndev; i++)
+		left[i] = n->dev[i].unhealthy ? 0 : SCHED_MILLI - n->dev[i].compute_taken;
+	n->frag = frag_node_view(w, n->cpu_total - n->cpu_used, n->mem_total - n->mem_used, left,
+				 n->ndev, node_model(s, n), false);
+	n->frag_wl = w;
+	n->frag_version = n->version;
+	return n->frag;
+}
+
+double sched_frag(struct sched_snapshot *s, const struct sched_workload *w, int node)
+{
+	double sum = 0;
+	if (node >= 0)
+		return frag_node(s, w, node);
+	for (size_t i = 0; i < s->n; i++)
+		sum += frag_node(s, w, (int)i);
+	return sum;
+}

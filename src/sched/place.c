@@ -1,0 +1,460 @@
+/* place: filter nodes, score the feasible ones with the policy, break ties
+ * at random (seeded), and explain failures. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+#include "sched/sched-int.h"
+
+#define MAX_PROFILES_FAST 256
+
+/* Does device request name ("gpu", "nvidia/gpu", "nvidia/gpu/T4") match? */
+static bool name_matches(const struct dev_profile *p, const char *name)
+{
+	const char *a, *b;
+	if (!name || !*name)
+		return true;
+	a = strchr(name, '/');
+	if (!a)
+		return !strcmp(name, p->type);
+	if ((size_t)(a - name) != strlen(p->vendor) || memcmp(name, p->vendor, (size_t)(a - name)))
+		return false;
+	a++;
+	b = strchr(a, '/');
+	if (!b)
+		return !strcmp(a, p->type);
+	if ((size_t)(b - a) != strlen(p->type) || memcmp(a, p->type, (size_t)(b - a)))
+		return false;
+	return !strcmp(b + 1, p->model);
+}
+
+static bool mentions_ids(const struct sched_constraint *c)
+{
+	return (c->ltarget && strstr(c->ltarget, "device.ids")) ||
+	       (c->rtarget && strstr(c->rtarget, "device.ids"));
+}
+
+static void format_mib(char *buf, size_t size, int64_t mib)
+{
+	if (mib % 1024 == 0)
+		snprintf(buf, size, "%lld GiB", (long long)(mib / 1024));
+	else if (mib >= 1024)
+		snprintf(buf, size, "%.1f GiB", mib / 1024.0);
+	else
+		snprintf(buf, size, "%lld MiB", (long long)mib);
+}
+
+/* Keeps the SCHED_EXPLAIN_MISSES smallest gaps. */
+static void add_miss(struct sched_explain *why, double gap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void add_miss(struct sched_explain *why, double gap, const char *fmt, ...)
+{
+	int at = why->nmisses;
+	va_list ap;
+
+	if (at == SCHED_EXPLAIN_MISSES) {
+		int worst = 0;
+		for (int i = 1; i < at; i++)
+			if (why->miss_gap[i] > why->miss_gap[worst])
+				worst = i;
+		if (why->miss_gap[worst] <= gap)
+			return;
+		at = worst;
+	} else {
+		why->nmisses++;
+	}
+	why->miss_gap[at] = gap;
+	va_start(ap, fmt);
+	vsnprintf(why->misses[at], sizeof(why->misses[at]), fmt, ap);
+	va_end(ap);
+}
+
+static void explain_device(struct sched_explain *why, const struct sched_node *n,
+			   const struct sched_dev *d, const struct ask *a)
+{
+	char f[32], w[32];
+	if (d->unhealthy) {
+		add_miss(why, 1e9, "%s on %s: unhealthy", d->id, n->id);
+	} else if (!a->frac) {
+		add_miss(why, 1e6 + d->tenants, "%s on %s: in use by %d allocation%s, a whole device asked",
+			 d->id, n->id, d->tenants, d->tenants == 1 ? "" : "s");
+	} else if (d->sharing == SCHED_EXCLUSIVE) {
+		add_miss(why, 1e7, "%s on %s: sharing mode exclusive, a fraction asked", d->id, n->id);
+	} else if (SCHED_MILLI - d->compute_taken < a->milli) {
+		add_miss(why, a->milli - (SCHED_MILLI - d->compute_taken),
+			 "%s on %s: %d thousandths of compute free, %d asked", d->id, n->id,
+			 SCHED_MILLI - d->compute_taken, a->milli);
+	} else {
+		format_mib(f, sizeof(f), d->mem_total - d->mem_taken);
+		format_mib(w, sizeof(w), a->dmem);
+		add_miss(why, (double)(a->dmem - (d->mem_total - d->mem_taken)),
+			 "%s on %s: %s free, %s asked", d->id, n->id, f, w);
+	}
+}
+
+static int make_ask(const struct sched_request *req, struct ask *a, struct herd_err *err)
+{
+	const struct sched_device_request *dr = req->device;
+
+	memset(a, 0, sizeof(*a));
+	if (req->cpu_milli < 0 || req->memory_mib < 0)
+		return herd_errf(err, -EINVAL, "request: negative cpu or memory");
+	a->cpu = req->cpu_milli;
+	a->mem = req->memory_mib;
+	if (!dr)
+		return 0;
+	if (dr->count < 1 || dr->count > SCHED_MAX_DEVS_PER_ASK)
+		return herd_errf(err, -EINVAL, "device %s: count %d out of range 1..%d",
+				 dr->name ? dr->name : "", dr->count, SCHED_MAX_DEVS_PER_ASK);
+	if (dr->compute < 0 || dr->compute > SCHED_MILLI || dr->memory_mib < 0)
+		return herd_errf(err, -EINVAL, "device %s: compute must be 0..1000 thousandths",
+				 dr->name ? dr->name : "");
+	a->num = dr->count;
+	a->frac = (dr->compute > 0 && dr->compute < SCHED_MILLI) ||
+		  (dr->memory_mib > 0 && dr->compute < SCHED_MILLI);
+	if (a->frac && dr->count != 1)
+		return herd_errf(err, -EINVAL,
+				 "device %s: a fraction of a device is asked for one device, not %d",
+				 dr->name ? dr->name : "", dr->count);
+	a->milli = a->frac ? dr->compute : SCHED_MILLI;
+	a->dmem = a->frac ? dr->memory_mib : 0;
+	return 0;
+}
+
+static int validate(const struct sched_request *req, struct herd_err *err)
+{
+	int rc;
+	for (size_t i = 0; i < req->nconstraints; i++)
+		if ((rc = constraint_validate(&req->constraints[i], err)))
+			return rc;
+	for (size_t i = 0; i < req->naffinities; i++)
+		if ((rc = constraint_validate(&req->affinities[i].c, err)))
+			return rc;
+	if (req->device) {
+		for (size_t i = 0; i < req->device->nconstraints; i++)
+			if ((rc = constraint_validate(&req->device->constraints[i], err)))
+				return rc;
+		for (size_t i = 0; i < req->device->naffinities; i++)
+			if ((rc = constraint_validate(&req->device->affinities[i].c, err)))
+				return rc;
+	}
+	return 0;
+}
+
+/* Profile verdicts for this request: 1 eligible, 0 not, -1 decided per
+ * device (constraints on ${device.ids}).  *aff gets the profile's affinity
+ * score in -1..1. */
+static int profile_ok(const struct sched_snapshot *s, int pi, const struct sched_device_request *dr,
+		      double *aff, struct herd_err *err)
+{
+	const struct dev_profile *p = &s->prof[pi];
+	int per_device = 0, rc;
+	double sum = 0, total = 0;
+
+	*aff = 0;
+	if (!name_matches(p, dr->name))
+		return 0;
+	for (size_t i = 0; i < dr->nconstraints; i++) {
+		if (mentions_ids(&dr->constraints[i])) {
+			per_device = 1;
+			continue;
+		}
+		rc = constraint_check(s, &s->node[0], p, NULL, &dr->constraints[i], err);
+		if (rc <= 0)
+			return rc;
+	}
+	for (size_t i = 0; i < dr->naffinities; i++) {
+		int wgt = dr->affinities[i].weight;
+		total += fabs((double)wgt);
+		rc = constraint_check(s, &s->node[0], p, NULL, &dr->affinities[i].c, err);
+		if (rc < 0)
+			return rc;
+		sum += rc ? wgt : 0;
+	}
+	*aff = total > 0 ? sum / total : 0;
+	return per_device ? -1 : 1;
+}
+
+static int device_ok(const struct sched_snapshot *s, const struct sched_node *n,
+		     const struct sched_dev *d, const struct sched_device_request *dr,
+		     struct herd_err *err)
+{
+	for (size_t i = 0; i < dr->nconstraints; i++) {
+		int rc;
+		if (!mentions_ids(&dr->constraints[i]))
+			continue;
+		rc = constraint_check(s, n, &s->prof[d->profile], d, &dr->constraints[i], err);
+		if (rc <= 0)
+			return rc;
+	}
+	return 1;
+}
+
+static double node_affinity(const struct sched_snapshot *s, const struct sched_node *n,
+			    const struct sched_request *req, struct herd_err *err, int *rc)
+{
+	double sum = 0, total = 0;
+	for (size_t i = 0; i < req->naffinities; i++) {
+		int wgt = req->affinities[i].weight, ok;
+		total += fabs((double)wgt);
+		ok = constraint_check(s, n, NULL, NULL, &req->affinities[i].c, err);
+		if (ok < 0) {
+			*rc = ok;
+			return 0;
+		}
+		sum += ok ? wgt : 0;
+	}
+	return total > 0 ? sum / total : 0;
+}
+
+int sched_place(struct sched_snapshot *s, const struct sched_request *req,
+		const struct sched_options *opt, struct sched_placement *out,
+		struct sched_explain *why, struct herd_err *err)
+{
+	struct ask a;
+	struct rng r;
+	int rc, best_node = -1, best_pick[SCHED_MAX_DEVS_PER_ASK] = { 0 };
+	const struct sched_device_request *dr = req->device;
+	signed char pok_fast[MAX_PROFILES_FAST];
+	double paff_fast[MAX_PROFILES_FAST];
+	signed char *pok = pok_fast;
+	double *paff = paff_fast, best = -INFINITY;
+	uint64_t ties = 0;
+	struct sched_workload *own_wl = NULL;
+	const struct sched_workload *wl = opt->workload;
+	struct nodeview *v = xmalloc(sizeof(*v));
+
+	if ((rc = make_ask(req, &a, err)) || (rc = validate(req, err)))
+		goto out;
+	if (why) {
+		memset(why, 0, sizeof(*why));
+		why->nodes = (int)s->n;
+	}
+	if (s->nprof > MAX_PROFILES_FAST) {
+		pok = xmalloc(s->nprof);
+		paff = xcalloc(s->nprof, sizeof(double));
+	}
+	if (dr && s->n) {
+		for (size_t i = 0; i < s->nprof; i++) {
+			int ok = profile_ok(s, (int)i, dr, &paff[i], err);
+			if (ok < 0 && ok != -1) {
+				rc = ok;
+				goto out;
+			}
+			pok[i] = (signed char)ok;
+		}
+	}
+	if (!wl && (opt->policy == SCHED_FGD || opt->policy == SCHED_HERD)) {
+		struct sched_task_class self = { a.cpu, a.mem, a.milli, a.num, NULL, 1.0 };
+		wl = own_wl = sched_workload_new(&self, 1);
+	}
+	rng_seed(&r, opt->seed);
+	for (size_t ni = 0; ni < s->n; ni++) {
+		struct sched_node *n = &s->node[ni];
+		int pick[SCHED_MAX_DEVS_PER_ASK] = { 0 }, named = 0, fit = 0;
+		double sc, aff_dev = 0;
+		bool filtered = false;
+
+		for (size_t c = 0; c < req->nconstraints && !filtered; c++) {
+			int ok = constraint_check(s, n, NULL, NULL, &req->constraints[c], err);
+			if (ok < 0) {
+				rc = ok;
+				goto out;
+			}
+			if (!ok) {
+				filtered = true;
+				if (why && c < 16)
+					why->filtered_constraint[c]++;
+			}
+		}
+		if (filtered)
+			continue;
+		v->node = (int)ni;
+		v->cpu_left = n->cpu_total - n->cpu_used;
+		v->mem_left = n->mem_total - n->mem_used;
+		if (v->cpu_left < a.cpu) {
+			if (why)
+				why->filtered_cpu++;
+			continue;
+		}
+		if (v->mem_left < a.mem) {
+			if (why)
+				why->filtered_memory++;
+			continue;
+		}
+		v->n = 0;
+		v->left_total = n->gpu_free_total;
+		v->gpu_total = 0;
+		v->ngpu = 0;
+		v->model = n->ndev ? s->prof[n->dev[0].profile].model : NULL;
+		for (int d = 0; d < n->ndev; d++) {
+			const struct sched_dev *dv = &n->dev[d];
+			bool ok;
+			if (!dv->unhealthy) {
+				v->gpu_total += SCHED_MILLI;
+				v->ngpu++;
+			}
+			if (!dr || !pok[dv->profile])
+				continue;
+			if (pok[dv->profile] < 0) {
+				int k = device_ok(s, n, dv, dr, err);
+				if (k < 0) {
+					rc = k;
+					goto out;
+				}
+				if (!k)
+					continue;
+			}
+			named++;
+			if (a.frac)
+				ok = !dv->unhealthy && dv->sharing != SCHED_EXCLUSIVE &&
+				     SCHED_MILLI - dv->compute_taken >= a.milli &&
+				     (!a.dmem || dv->mem_total - dv->mem_taken >= a.dmem);
+			else
+				ok = !dv->unhealthy && !dv->compute_taken && !dv->mem_taken && !dv->tenants;
+			if (!ok) {
+				if (why)
+					explain_device(why, n, dv, &a);
+				continue;
+			}
+			aff_dev = paff[dv->profile];
+			v->idx[v->n] = d;
+			v->left[v->n] = SCHED_MILLI - dv->compute_taken;
+			v->mleft[v->n] = dv->mem_total - dv->mem_taken;
+			v->free[v->n] = !dv->compute_taken && !dv->mem_taken && !dv->tenants;
+			v->n++;
+			fit++;
+		}
+		if (dr && fit < a.num) {
+			if (why) {
+				if (!named)
+					why->filtered_device_constraint++;
+				else
+					why->filtered_devices++;
+				if (a.num > 1 && named >= a.num)
+					add_miss(why, 1e5 * (a.num - fit), "%s: %d free device%s, %d asked",
+						 n->id, fit, fit == 1 ? "" : "s", a.num);
+			}
+			continue;
+		}
+		sc = policy_score(opt->policy, s, v, &a, wl, &r, pick);
+		if (!isfinite(sc) || sc <= -1e299)
+			continue;
+		if (req->naffinities || (dr && dr->naffinities)) {
+			int arc = 0;
+			sc += 100.0 * (node_affinity(s, n, req, err, &arc) + aff_dev);
+			if (arc) {
+				rc = arc;
+				goto out;
+			}
+		}
+		if (sc > best) {
+			best = sc;
+			ties = 1;
+		} else if (sc == best) {
+			/* reservoir sampling: each tied node wins with equal odds */
+			if (rng_below(&r, ++ties) != 0)
+				continue;
+		} else {
+			continue;
+		}
+		best_node = (int)ni;
+		memcpy(best_pick, pick, sizeof(pick));
+	}
+	if (best_node < 0) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	{
+		struct sched_node *n = &s->node[best_node];
+		int32_t left[SCHED_MAX_DEVS_PER_NODE];
+		int idx[SCHED_MAX_DEVS_PER_NODE], m = 0;
+		/* map positions back to device indexes (same filter as above) */
+		for (int d = 0; d < n->ndev && dr; d++) {
+			const struct sched_dev *dv = &n->dev[d];
+			bool ok;
+			if (!pok[dv->profile] ||
+			    (pok[dv->profile] < 0 && device_ok(s, n, dv, dr, NULL) <= 0))
+				continue;
+			if (a.frac)
+				ok = !dv->unhealthy && dv->sharing != SCHED_EXCLUSIVE &&
+				     SCHED_MILLI - dv->compute_taken >= a.milli &&
+				     (!a.dmem || dv->mem_total - dv->mem_taken >= a.dmem);
+			else
+				ok = !dv->unhealthy && !dv->compute_taken && !dv->mem_taken && !dv->tenants;
+			if (ok) {
+				idx[m] = d;
+				left[m++] = SCHED_MILLI - dv->compute_taken;
+			}
+		}
+		(void)left;
+		memset(out, 0, sizeof(*out));
+		out->node = best_node;
+		out->cpu_milli = a.cpu;
+		out->memory_mib = a.mem;
+		out->ndev = a.num;
+		out->score = best;
+		for (int k = 0; k < a.num; k++) {
+			const struct sched_dev *dv = &n->dev[idx[best_pick[k]]];
+			out->dev[k].dev = idx[best_pick[k]];
+			out->dev[k].whole = !a.frac;
+			out->dev[k].compute = a.frac ? a.milli : SCHED_MILLI;
+			out->dev[k].memory_mib = a.frac ? a.dmem : dv->mem_total;
+		}
+	}
+	rc = 0;
+out:
+	if (pok != pok_fast) {
+		free(pok);
+		free(paff);
+	}
+	sched_workload_free(own_wl);
+	free(v);
+	return rc;
+}
+
+int sched_plan(struct sched_snapshot *s, const struct sched_request *req,
+	       const struct sched_options *opt, struct sched_placement *out,
+	       struct sched_explain *why, struct herd_err *err)
+{
+	struct sched_options o = *opt;
+	for (int i = 0; i < req->count; i++) {
+		int rc;
+		o.seed = opt->seed + (uint64_t)i * 0x9e3779b97f4a7c15ULL;
+		rc = sched_place(s, req, &o, &out[i], why, err);
+		if (rc)
+			return rc;
+		if (sched_apply(s, &out[i]))
+			return herd_errf(err, -EINVAL, "placement did not apply");
+	}
+	return req->count;
+}
+
+void sched_explain_format(const struct sched_explain *why, const struct sched_request *req,
+			  struct strbuf *sb)
+{
+	strbuf_addf(sb, "no node fits (%d node%s evaluated)\n", why->nodes, why->nodes == 1 ? "" : "s");
+	for (size_t i = 0; i < req->nconstraints && i < 16; i++)
+		if (why->filtered_constraint[i])
+			strbuf_addf(sb, "  constraint %s %s %s filtered %d node%s\n",
+				    req->constraints[i].ltarget ? req->constraints[i].ltarget : "",
+				    sched_op_name(req->constraints[i].op),
+				    req->constraints[i].rtarget ? req->constraints[i].rtarget : "",
+				    why->filtered_constraint[i], why->filtered_constraint[i] == 1 ? "" : "s");
+	if (why->filtered_cpu)
+		strbuf_addf(sb, "  cpu exhausted on %d node%s\n", why->filtered_cpu,
+			    why->filtered_cpu == 1 ? "" : "s");
+	if (why->filtered_memory)
+		strbuf_addf(sb, "  memory exhausted on %d node%s\n", why->filtered_memory,
+			    why->filtered_memory == 1 ? "" : "s");
+	if (why->filtered_device_constraint)
+		strbuf_addf(sb, "  no matching device on %d node%s\n", why->filtered_device_constraint,
+			    why->filtered_device_constraint == 1 ? "" : "s");
+	if (why->filtered_devices)
+		strbuf_addf(sb, "  devices exhausted on %d node%s\n", why->filtered_devices,
+			    why->filtered_devices == 1 ? "" : "s");
+	for (int i = 0; i < why->nmisses; i++)
+		strbuf_addf(sb, "  closest: %s\n", why->misses[i]);
+}

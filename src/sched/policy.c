@@ -1,0 +1,317 @@
+/* policy: node scores and the choice of devices inside a node.
+ *
+ * The six policies of the FGD paper follow the published simulator
+ * (hkust-adsl/kubernetes-scheduler-simulator): integer scores 0..100,
+ * normalised by the largest node (128 cores, 8 GPUs), ties broken at random
+ * by the caller.  binpack and spread follow Nomad's intent; herd is ours
+ * (see herd_score below and docs/scheduling.md). */
+#include <math.h>
+#include <string.h>
+
+#include "sched/sched-int.h"
+
+#define NORM_CPU 128000.0
+#define NORM_GPU 8000.0
+
+static const char *const names[SCHED_NPOLICIES] = {
+	[SCHED_HERD] = "herd", [SCHED_BINPACK] = "binpack", [SCHED_SPREAD] = "spread",
+	[SCHED_RANDOM] = "random", [SCHED_DOTPROD] = "dotprod",
+	[SCHED_CLUSTERING] = "clustering", [SCHED_PACKING] = "packing",
+	[SCHED_BESTFIT] = "bestfit", [SCHED_FGD] = "fgd",
+};
+
+int sched_policy_parse(const char *s, enum sched_policy *out)
+{
+	for (int i = 0; i < SCHED_NPOLICIES; i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum sched_policy)i;
+			return 0;
+		}
+	return -22; /* -EINVAL */
+}
+
+const char *sched_policy_name(enum sched_policy p)
+{
+	return (unsigned)p < SCHED_NPOLICIES ? names[p] : "?";
+}
+
+int pick_bestfit_frac(const struct nodeview *v, const struct ask *a)
+{
+	int best = -1;
+	for (int i = 0; i < v->n; i++)
+		if (v->left[i] >= a->milli && v->mleft[i] >= a->dmem &&
+		    (best < 0 || v->left[i] < v->left[best]))
+			best = i;
+	return best;
+}
+
+static int pick_random_frac(const struct nodeview *v, const struct ask *a, struct rng *r)
+{
+	int fit[SCHED_MAX_DEVS_PER_NODE], n = 0;
+	for (int i = 0; i < v->n; i++)
+		if (v->left[i] >= a->milli && v->mleft[i] >= a->dmem)
+			fit[n++] = i;
+	return n ? fit[rng_below(r, (uint64_t)n)] : -1;
+}
+
+/* Free devices grouped by a key (NVLink group or NUMA node): the smallest
+ * group that still holds num devices, so that larger groups stay whole. */
+static int pick_group(const struct sched_snapshot *s, const struct nodeview *v, int num,
+		      int *pick, bool nvlink)
+{
+	const struct sched_node *n = &s->node[v->node];
+	int best_key = -1, best_size = 1 << 30;
+
+	for (int i = 0; i < v->n; i++) {
+		const struct sched_dev *d = &n->dev[v->idx[i]];
+		int key = nvlink ? d->nvlink : d->numa, size = 0;
+		if (!v->free[i] || key < 0)
+			continue;
+		for (int j = 0; j < v->n; j++) {
+			const struct sched_dev *e = &n->dev[v->idx[j]];
+			size += v->free[j] && (nvlink ? e->nvlink : e->numa) == key;
+		}
+		if (size >= num && size < best_size) {
+			best_size = size;
+			best_key = key;
+		}
+	}
+	if (best_key < 0)
+		return -1;
+	for (int i = 0, k = 0; i < v->n && k < num; i++) {
+		const struct sched_dev *d = &n->dev[v->idx[i]];
+		if (v->free[i] && (nvlink ? d->nvlink : d->numa) == best_key)
+			pick[k++] = i;
+	}
+	return 0;
+}
+
+int pick_whole(const struct sched_snapshot *s, const struct nodeview *v, int num, int *pick)
+{
+	int k = 0;
+	if (num > 1 && (!pick_group(s, v, num, pick, true) || !pick_group(s, v, num, pick, false)))
+		return 0;
+	for (int i = 0; i < v->n && k < num; i++)
+		if (v->free[i])
+			pick[k++] = i;
+	return k == num ? 0 : -1;
+}
+
+/* Choose devices the plain way: best fit for a fraction, lowest free
+ * indexes (NVLink/NUMA first) for whole devices. */
+static int pick_default(const struct sched_snapshot *s, const struct nodeview *v,
+			const struct ask *a, int *pick)
+{
+	if (a->num == 0)
+		return 0;
+	if (a->frac) {
+		pick[0] = pick_bestfit_frac(v, a);
+		return pick[0] < 0 ? -1 : 0;
+	}
+	return pick_whole(s, v, a->num, pick);
+}
+
+static int32_t ask_gpu_total(const struct ask *a)
+{
+	return a->num * a->milli;
+}
+
+static double dotprod_score(const struct nodeview *v, const struct ask *a)
+{
+	double f0 = (double)v->cpu_left / NORM_CPU, f1 = v->left_total / NORM_GPU;
+	double p0 = (double)a->cpu / NORM_CPU, p1 = ask_gpu_total(a) / NORM_GPU;
+	return floor(100.0 * (1.0 - (f0 * p0 + f1 * p1) / 2.0));
+}
+
+static double bestfit_score(const struct nodeview *v, const struct ask *a)
+{
+	double c = (double)(v->cpu_left - a->cpu) / NORM_CPU;
+	double g = (double)(v->left_total - ask_gpu_total(a)) / NORM_GPU;
+	return floor(100.0 * (1.0 - (0.5 * c + 0.5 * g)));
+}
+
+/* GPU clustering (the simulator's "GpuClustering"): keep each class of GPU
+ * task (fractional, or k whole GPUs) on nodes of its own. */
+static double clustering_score(const struct sched_node *n, const struct nodeview *v,
+			       const struct ask *a)
+{
+	int cls, tier;
+	int64_t used = (int64_t)NORM_GPU - v->left_total;
+
+	if (a->num == 0)
+		return 0;
+	cls = a->frac ? 0 : (a->num > 8 ? 9 : a->num);
+	if (n->hosted[cls] > 0)
+		tier = n->nhosted_classes == 1 ? 3 : 2;
+	else
+		tier = n->nhosted_classes == 0 ? 1 : 0;
+	return (double)(25 * used / 8000 + 25 * tier);
+}
+
+/* GPU packing: reuse partly used GPUs (50..100), else open free GPUs of a
+ * used node (33..50), else an idle node (about 33 minus its GPUs). */
+static double packing_score(const struct nodeview *v, const struct ask *a, const int *pick)
+{
+	int nfree = 0, use_free = 0;
+	int64_t ratio = 0, score;
+
+	if (a->num == 0)
+		return 0;
+	for (int i = 0; i < v->n; i++)
+		nfree += v->free[i];
+	if (nfree == v->ngpu) {
+		score = 100 / 3 - nfree;
+		return (double)(score > nfree ? score : nfree);
+	}
+	for (int k = 0; k < a->num; k++) {
+		use_free += v->left[pick[k]] == SCHED_MILLI;
+		ratio += (int64_t)v->left[pick[k]] * 100 / SCHED_MILLI;
+	}
+	if (use_free > 0) {
+		score = 100 / 2 - use_free;
+		return (double)(score > 100 / 3 ? score : 100 / 3);
+	}
+	score = 100 - ratio / 10;
+	return (double)(score > 50 ? score : 50);
+}
+
+/* Nomad-style binpack: the mean fullness after placement of the node's
+ * CPU, memory and GPU (0..100); spread is its mirror. */
+static double binpack_score(const struct sched_node *n, const struct nodeview *v,
+			    const struct ask *a)
+{
+	double cpu = n->cpu_total ? (double)(n->cpu_total - v->cpu_left + a->cpu) / n->cpu_total : 1;
+	double mem = n->mem_total ? (double)(n->mem_total - v->mem_left + a->mem) / n->mem_total : 1;
+	double parts = 2, sum = cpu + mem;
+	if (v->gpu_total > 0) {
+		sum += (double)(v->gpu_total - v->left_total + ask_gpu_total(a)) / v->gpu_total;
+		parts++;
+	}
+	return 100.0 * sum / parts;
+}
+
+static double sigmoid(double x)
+{
+	return 1.0 / (1.0 + exp(-x));
+}
+
+/* Node lefts over all devices (an unhealthy one counts as 0 left). */
+static int node_lefts(const struct sched_node *n, int32_t *left)
+{
+	for (int i = 0; i < n->ndev; i++)
+		left[i] = n->dev[i].unhealthy ? 0 : SCHED_MILLI - n->dev[i].compute_taken;
+	return n->ndev;
+}
+
+static const char *model_of(const struct sched_snapshot *s, const struct sched_node *n)
+{
+	return n->ndev ? s->prof[n->dev[0].profile].model : NULL;
+}
+
+/* F(after) for taking ask a with devices pick[] (positions into v). */
+static double frag_after(struct sched_snapshot *s, const struct nodeview *v, const struct ask *a,
+			 const struct sched_workload *w, const int *pick, bool use_mem)
+{
+	const struct sched_node *n = &s->node[v->node];
+	int32_t left[SCHED_MAX_DEVS_PER_NODE];
+	int nd = node_lefts(n, left);
+	for (int k = 0; k < a->num; k++)
+		left[v->idx[pick[k]]] -= a->frac ? a->milli : left[v->idx[pick[k]]];
+	return frag_node_view(w, v->cpu_left - a->cpu, v->mem_left - a->mem, left, nd,
+			      model_of(s, n), use_mem);
+}
+
+/* FGD: int(100 * sigmoid((F - F') / 1000)); for a fraction every fitting
+ * device is tried and the first best kept. */
+static double fgd_score(struct sched_snapshot *s, const struct nodeview *v, const struct ask *a,
+			const struct sched_workload *w, int *pick)
+{
+	double before = frag_node(s, w, v->node), best = -1;
+	if (!a->frac) {
+		if (pick_default(s, v, a, pick))
+			return -1;
+		return floor(100.0 * sigmoid((before - frag_after(s, v, a, w, pick, false)) / 1000.0));
+	}
+	for (int i = 0; i < v->n; i++) {
+		int p = i;
+		double sc;
+		if (v->left[i] < a->milli || v->mleft[i] < a->dmem)
+			continue;
+		sc = floor(100.0 * sigmoid((before - frag_after(s, v, a, w, &p, false)) / 1000.0));
+		if (sc > best) {
+			best = sc;
+			pick[0] = i;
+		}
+	}
+	return best;
+}
+
+/* herd: fragmentation gradient descent with exact (not rounded) scores and
+ * ties broken toward the tighter fit.  See docs/scheduling.md. */
+static double herd_score(struct sched_snapshot *s, const struct nodeview *v, const struct ask *a,
+			 const struct sched_workload *w, int *pick)
+{
+	const struct sched_node *n = &s->node[v->node];
+	double before = frag_node(s, w, v->node), best = -1e300;
+
+	if (!a->frac) {
+		if (pick_default(s, v, a, pick))
+			return -1e300;
+		best = before - frag_after(s, v, a, w, pick, false);
+	} else {
+		for (int i = 0; i < v->n; i++) {
+			int p = i;
+			double sc;
+			if (v->left[i] < a->milli || v->mleft[i] < a->dmem)
+				continue;
+			/* among equal fragmentation, the device with less left */
+			sc = before - frag_after(s, v, a, w, &p, false) - v->left[i] * 1e-6;
+			if (sc > best) {
+				best = sc;
+				pick[0] = i;
+			}
+		}
+	}
+	/* secondary: prefer fuller nodes (less GPU left after placement) */
+	(void)n;
+	return best - (double)(v->left_total - ask_gpu_total(a)) * 1e-4;
+}
+
+double policy_score(enum sched_policy p, struct sched_snapshot *s, const struct nodeview *v,
+		    const struct ask *a, const struct sched_workload *w, struct rng *r, int *pick)
+{
+	const struct sched_node *n = &s->node[v->node];
+
+	switch (p) {
+	case SCHED_FGD:
+		return fgd_score(s, v, a, w, pick);
+	case SCHED_HERD:
+		return herd_score(s, v, a, w, pick);
+	case SCHED_RANDOM:
+		if (a->num && a->frac) {
+			pick[0] = pick_random_frac(v, a, r);
+			return pick[0] < 0 ? -1 : 0;
+		}
+		return pick_default(s, v, a, pick) ? -1 : 0;
+	default:
+		break;
+	}
+	if (pick_default(s, v, a, pick))
+		return -1;
+	switch (p) {
+	case SCHED_BINPACK:
+		return binpack_score(n, v, a);
+	case SCHED_SPREAD:
+		return 100.0 - binpack_score(n, v, a);
+	case SCHED_DOTPROD:
+		return dotprod_score(v, a);
+	case SCHED_BESTFIT:
+		return bestfit_score(v, a);
+	case SCHED_CLUSTERING:
+		return clustering_score(n, v, a);
+	case SCHED_PACKING:
+		return packing_score(v, a, pick);
+	default:
+		return 0;
+	}
+}

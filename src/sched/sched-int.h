@@ -1,0 +1,134 @@
+/* sched-int.h: the engine's private structures; only src/sched includes it. */
+#ifndef HERD_SCHED_INT_H
+#define HERD_SCHED_INT_H
+
+#include "sched/sched.h"
+
+struct kvlist {
+	size_t n;
+	char **key, **value;
+};
+
+/* Identical devices share a profile (Nomad's device group). */
+struct dev_profile {
+	char *vendor, *type, *model;
+	struct kvlist attrs;
+};
+
+struct sched_dev {
+	char *id;
+	int profile;
+	int64_t mem_total, mem_taken;
+	int32_t compute_taken;
+	int tenants;
+	int numa, nvlink;
+	bool unhealthy;
+	enum sched_sharing sharing;
+};
+
+/* Per-node indexes kept up to date by apply/release (never rebuilt). */
+struct sched_node {
+	char *id, *name, *node_class, *datacenter;
+	struct kvlist attrs, meta;
+	int64_t cpu_total, mem_total, cpu_used, mem_used;
+	int ndev;
+	struct sched_dev *dev;
+	int32_t gpu_free_total; /* compute free over healthy devices */
+	int nfree;              /* healthy devices entirely free */
+	int hosted[10];         /* allocations by class: [0] fractional, [k] k whole devices (k<=8, 9 = more) */
+	int nhosted_classes;    /* how many of hosted[] are non-zero */
+	uint64_t version;       /* bumped on every change */
+	/* fragmentation cache for one workload */
+	const struct sched_workload *frag_wl;
+	uint64_t frag_version;
+	double frag;
+};
+
+struct sched_snapshot {
+	size_t n, alloc;
+	struct sched_node *node;
+	size_t nprof, aprof;
+	struct dev_profile *prof;
+};
+
+struct wl_class {
+	int64_t cpu, mem;
+	int32_t milli;
+	int num;
+	char *spec; /* NULL = any */
+	double freq;
+	/* per profile: can this class use it (model in spec); filled lazily */
+};
+
+struct sched_workload {
+	size_t n;
+	struct wl_class *c;
+};
+
+/* A node as the scoring functions see it for one request: only the devices
+ * the request may use, in index order. */
+struct nodeview {
+	int node;
+	int64_t cpu_left, mem_left;
+	int n;                       /* eligible devices */
+	int idx[SCHED_MAX_DEVS_PER_NODE];  /* device index inside the node */
+	int32_t left[SCHED_MAX_DEVS_PER_NODE]; /* compute free */
+	int64_t mleft[SCHED_MAX_DEVS_PER_NODE];
+	bool free[SCHED_MAX_DEVS_PER_NODE];
+	int32_t left_total;          /* over all healthy devices of the node */
+	int32_t gpu_total;           /* capacity over healthy devices */
+	int ngpu;                    /* healthy devices */
+	const char *model;           /* first device's model, NULL without devices */
+};
+
+/* The request reduced to numbers. */
+struct ask {
+	int64_t cpu, mem;
+	int num;          /* devices; 0 = none */
+	int32_t milli;    /* per device */
+	int64_t dmem;     /* per device memory, 0 = none */
+	bool frac;        /* a share of one device */
+};
+
+/* rng.c: xoshiro256** seeded by splitmix64. */
+struct rng {
+	uint64_t s[4];
+};
+void rng_seed(struct rng *r, uint64_t seed);
+uint64_t rng_next(struct rng *r);
+/* Uniform in [0, n), n > 0, without modulo bias. */
+uint64_t rng_below(struct rng *r, uint64_t n);
+
+/* frag.c */
+double frag_node_view(const struct sched_workload *w, int64_t cpu_left, int64_t mem_left,
+		      const int32_t *left, int n, const char *model, bool use_mem);
+double frag_node(struct sched_snapshot *s, const struct sched_workload *w, int node);
+bool model_in_spec(const char *model, const char *spec);
+
+/* policy.c: scores one node; fills pick[] with the chosen positions in
+ * v->idx order (ask->num of them).  Returns the score (higher is better). */
+double policy_score(enum sched_policy p, struct sched_snapshot *s, const struct nodeview *v,
+		    const struct ask *a, const struct sched_workload *w, struct rng *r,
+		    int *pick);
+/* Picks devices for a whole-device ask: NVLink group, then NUMA, then lowest
+ * indexes; positions into v.  Returns 0 or -1 if too few free. */
+int pick_whole(const struct sched_snapshot *s, const struct nodeview *v, int num, int *pick);
+/* Best fit for a fraction: least compute left that fits, lowest index. */
+int pick_bestfit_frac(const struct nodeview *v, const struct ask *a);
+
+/* constraint.c */
+struct sched_dev;
+/* Resolves "${...}" against a node (and a device when dev != NULL);
+ * literals resolve to themselves.  Returns NULL when the attribute is not
+ * set.  buf holds values that must be built (device ids). */
+const char *resolve_target(const struct sched_snapshot *s, const struct sched_node *n,
+			   const struct dev_profile *p, const struct sched_dev *d,
+			   const char *target, char *buf, size_t bufsize);
+/* Checks one constraint; -EINVAL with err for a bad regexp/version. */
+int constraint_check(const struct sched_snapshot *s, const struct sched_node *n,
+		     const struct dev_profile *p, const struct sched_dev *d,
+		     const struct sched_constraint *c, struct herd_err *err);
+/* Validates operators and regexps of a request up front. */
+int constraint_validate(const struct sched_constraint *c, struct herd_err *err);
+
+#endif

@@ -1,0 +1,266 @@
+/* sched: herd's placement engine.
+ *
+ * Pure and deterministic: no I/O, no clock, no globals.  Given the same
+ * snapshot, request, policy and seed, the answer is the same.  The server
+ * builds a snapshot from its state and asks for placements; `herd sim`
+ * replays cluster traces through the very same calls.
+ *
+ * Model.  A snapshot holds nodes; a node holds CPU (thousandths of a core),
+ * memory (MiB), attributes, and devices.  A device is a whole GPU or a MIG
+ * instance (the agent lists a GPU in MIG mode as its instances, never as a
+ * whole).  Each device has a profile (vendor, type, model, attributes:
+ * Nomad's device group, shared by identical devices so that constraints are
+ * evaluated once per profile), health, a sharing mode and what is taken of
+ * it: compute in thousandths of a GPU, memory in MiB, tenants.
+ *
+ * Resource rules.  A whole-device ask takes devices that are completely free
+ * (no compute, memory or tenant on them).  A fractional ask (compute below
+ * 1000 or memory below the device's memory) lands only on devices whose
+ * sharing mode is mps or timeslice, and only one device.  Unhealthy devices
+ * are never chosen.  Multi-device asks prefer devices joined by NVLink, then
+ * devices on the same NUMA node, then the lowest indexes.
+ *
+ * Ownership: strings passed in are copied; every pointer returned points
+ * into the snapshot and lives until sched_snapshot_free. */
+#ifndef HERD_SCHED_H
+#define HERD_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/strbuf.h"
+
+#define SCHED_MAX_DEVS_PER_NODE 64   /* devices (GPUs, MIG instances) per node */
+#define SCHED_MAX_DEVS_PER_ASK  16   /* devices one allocation may take */
+#define SCHED_MILLI 1000             /* a whole device in compute thousandths */
+
+enum sched_sharing { SCHED_EXCLUSIVE, SCHED_MPS, SCHED_TIMESLICE };
+
+/* Parses "exclusive", "mps", "timeslice"; -EINVAL otherwise. */
+int sched_sharing_parse(const char *s, enum sched_sharing *out);
+
+struct sched_kv {
+	const char *key;
+	const char *value;
+};
+
+/* ---- snapshot construction ------------------------------------------ */
+
+struct sched_node_spec {
+	const char *id;          /* unique; shown in explanations */
+	const char *name;        /* ${node.unique.name}; NULL = id */
+	const char *node_class;  /* ${node.class}; may be NULL */
+	const char *datacenter;  /* ${node.datacenter}; may be NULL */
+	int64_t cpu_milli;       /* schedulable CPU, thousandths of a core */
+	int64_t memory_mib;      /* schedulable memory */
+	int64_t cpu_used;        /* already taken by allocations not in the snapshot */
+	int64_t memory_used;
+	const struct sched_kv *attrs; /* ${attr.KEY} */
+	size_t nattrs;
+	const struct sched_kv *meta;  /* ${meta.KEY} */
+	size_t nmeta;
+};
+
+struct sched_device_spec {
+	const char *id;         /* "GPU-3", a UUID, or a MIG instance id */
+	const char *vendor;     /* ${device.vendor}: "nvidia" */
+	const char *type;       /* ${device.type}: "gpu" */
+	const char *model;      /* ${device.model}: "A100-SXM4-40GB", "T4" */
+	const struct sched_kv *attrs; /* ${device.attr.KEY} (memory, mig_profile, ...) */
+	size_t nattrs;
+	int64_t memory_mib;     /* the device's memory; 0 = unknown (then memory asks fail) */
+	int numa_node;          /* -1 unknown */
+	int nvlink_group;       /* devices of a node with the same group >= 0 are NVLink-joined; -1 none */
+	bool unhealthy;
+	enum sched_sharing sharing;
+	int32_t compute_taken;  /* thousandths already taken */
+	int64_t memory_taken;   /* MiB already taken */
+	int tenants;            /* allocations already on it */
+};
+
+struct sched_snapshot;
+
+struct sched_snapshot *sched_snapshot_new(void);
+void sched_snapshot_free(struct sched_snapshot *s); /* accepts NULL */
+
+/* Adds a node; returns its index (>= 0), or -EINVAL with err filled (empty
+ * or duplicate id, negative amounts). */
+int sched_snapshot_add_node(struct sched_snapshot *s, const struct sched_node_spec *spec,
+			    struct herd_err *err);
+
+/* Adds a device to node `node`; returns its index inside the node (>= 0) or
+ * -EINVAL / -E2BIG with err filled (bad node, too many devices, taken more
+ * than the device has). */
+int sched_snapshot_add_device(struct sched_snapshot *s, int node,
+			      const struct sched_device_spec *spec, struct herd_err *err);
+
+size_t sched_snapshot_nodes(const struct sched_snapshot *s);
+const char *sched_node_id(const struct sched_snapshot *s, int node);
+int sched_node_ndevices(const struct sched_snapshot *s, int node);
+const char *sched_device_id(const struct sched_snapshot *s, int node, int dev);
+/* Compute thousandths still free on a device (0 for an unhealthy one). */
+int32_t sched_device_compute_free(const struct sched_snapshot *s, int node, int dev);
+int64_t sched_device_memory_free(const struct sched_snapshot *s, int node, int dev);
+int sched_device_tenants(const struct sched_snapshot *s, int node, int dev);
+int64_t sched_node_cpu_free(const struct sched_snapshot *s, int node);
+int64_t sched_node_memory_free(const struct sched_snapshot *s, int node);
+/* Sum of compute free over healthy devices of a node. */
+int64_t sched_node_gpu_free(const struct sched_snapshot *s, int node);
+
+/* ---- requests --------------------------------------------------------- */
+
+/* Nomad's constraint operators. */
+enum sched_op {
+	SCHED_OP_EQ, SCHED_OP_NE, SCHED_OP_LT, SCHED_OP_LE, SCHED_OP_GT, SCHED_OP_GE,
+	SCHED_OP_REGEXP, SCHED_OP_SET_CONTAINS, SCHED_OP_SET_CONTAINS_ANY,
+	SCHED_OP_VERSION, SCHED_OP_SEMVER, SCHED_OP_IS_SET, SCHED_OP_IS_NOT_SET,
+};
+
+/* Parses "=", "==", "is", "!=", "not", "<", "<=", ">", ">=", "regexp",
+ * "set_contains", "set_contains_all", "set_contains_any", "version",
+ * "semver", "is_set", "is_not_set"; -EINVAL otherwise. */
+int sched_op_parse(const char *s, enum sched_op *out);
+const char *sched_op_name(enum sched_op op);
+
+/* ltarget/rtarget are literals or "${...}" references: node ones
+ * ${node.unique.id}, ${node.unique.name}, ${node.class}, ${node.datacenter},
+ * ${attr.KEY}, ${meta.KEY}; device ones ${device.model}, ${device.vendor},
+ * ${device.type}, ${device.ids}, ${device.attr.KEY}. */
+struct sched_constraint {
+	const char *ltarget;
+	enum sched_op op;
+	const char *rtarget;
+};
+
+struct sched_affinity {
+	struct sched_constraint c;
+	int weight; /* -100..100; negative means avoid */
+};
+
+struct sched_device_request {
+	const char *name;  /* "gpu", "nvidia/gpu", "nvidia/gpu/T4": matches type, vendor/type, vendor/type/model */
+	int count;         /* devices; >= 1 */
+	int32_t compute;   /* thousandths per device; 0 or 1000 = whole unless memory is a fraction */
+	int64_t memory_mib;/* per device; 0 = no memory ask */
+	const struct sched_constraint *constraints;
+	size_t nconstraints;
+	const struct sched_affinity *affinities;
+	size_t naffinities;
+};
+
+struct sched_request {
+	int64_t cpu_milli;
+	int64_t memory_mib;
+	int count; /* instances for sched_plan; sched_place places one */
+	const struct sched_constraint *constraints;
+	size_t nconstraints;
+	const struct sched_affinity *affinities;
+	size_t naffinities;
+	const struct sched_device_request *device; /* NULL: no device */
+};
+
+/* ---- policies --------------------------------------------------------- */
+
+enum sched_policy {
+	SCHED_HERD, SCHED_BINPACK, SCHED_SPREAD, SCHED_RANDOM, SCHED_DOTPROD,
+	SCHED_CLUSTERING, SCHED_PACKING, SCHED_BESTFIT, SCHED_FGD,
+	SCHED_NPOLICIES
+};
+
+/* "herd", "binpack", ... -> enum; -EINVAL for an unknown name. */
+int sched_policy_parse(const char *s, enum sched_policy *out);
+const char *sched_policy_name(enum sched_policy p);
+
+/* The target workload that fgd and herd defragment for: task classes with
+ * their frequencies (FGD's "typical pods").  Built by the caller, for
+ * instance from recent history; see sched_workload_from_* in trace.h. */
+struct sched_task_class {
+	int64_t cpu_milli;
+	int64_t memory_mib;
+	int32_t gpu_milli; /* per device */
+	int num_gpu;
+	const char *gpu_spec; /* allowed models joined by '|', NULL/"" = any */
+	double freq;          /* frequencies sum to 1 */
+};
+
+struct sched_workload; /* opaque, immutable once built */
+
+/* Copies n classes; frequencies are renormalised to sum to 1. */
+struct sched_workload *sched_workload_new(const struct sched_task_class *v, size_t n);
+void sched_workload_free(struct sched_workload *w); /* accepts NULL */
+
+struct sched_options {
+	enum sched_policy policy;
+	uint64_t seed;  /* random tie-breaking */
+	const struct sched_workload *workload; /* fgd/herd; NULL = the request alone */
+	int lookahead;  /* herd: candidates examined with a one-step lookahead; 0 = default */
+};
+
+/* ---- placement -------------------------------------------------------- */
+
+struct sched_device_share {
+	int dev;          /* index inside the node */
+	int32_t compute;  /* thousandths taken */
+	int64_t memory_mib;
+	bool whole;
+};
+
+struct sched_placement {
+	int node;
+	int64_t cpu_milli, memory_mib;
+	int ndev;
+	struct sched_device_share dev[SCHED_MAX_DEVS_PER_ASK];
+	double score;
+};
+
+#define SCHED_EXPLAIN_MISSES 5
+
+/* Why nothing fits: how many nodes each step filtered, and the devices that
+ * came closest. */
+struct sched_explain {
+	int nodes;               /* nodes in the snapshot */
+	int filtered_constraint[16]; /* per request constraint (first 16) */
+	int filtered_cpu, filtered_memory;
+	int filtered_device_constraint; /* no device of the asked name/constraints */
+	int filtered_devices;    /* devices exist but not enough free */
+	int nmisses;
+	char misses[SCHED_EXPLAIN_MISSES][128]; /* "GPU-3 on node-7: 6 GiB free, 8 GiB asked" */
+	double miss_gap[SCHED_EXPLAIN_MISSES];  /* internal: how far each miss was */
+};
+
+/* Places one instance of req.  Returns 0 and fills *out (the snapshot is not
+ * changed: call sched_apply to take it), -ENOSPC when nothing fits (then
+ * *why, when not NULL, says why), or -EINVAL with err filled for a malformed
+ * request (bad regexp, count out of range, unknown operator). */
+int sched_place(struct sched_snapshot *s, const struct sched_request *req,
+		const struct sched_options *opt, struct sched_placement *out,
+		struct sched_explain *why, struct herd_err *err);
+
+/* Takes a placement's resources in the snapshot, updating its indexes.
+ * Returns -EINVAL if the placement does not fit (nothing changes then). */
+int sched_apply(struct sched_snapshot *s, const struct sched_placement *p);
+
+/* Gives back what sched_apply took.  Returns -EINVAL (and changes nothing)
+ * if the placement was not taken. */
+int sched_release(struct sched_snapshot *s, const struct sched_placement *p);
+
+/* Places req->count instances one after another, applying each; out must
+ * hold req->count entries.  Returns the number placed (all or -ENOSPC with
+ * the earlier ones left applied and *why about the first that failed). */
+int sched_plan(struct sched_snapshot *s, const struct sched_request *req,
+	       const struct sched_options *opt, struct sched_placement *out,
+	       struct sched_explain *why, struct herd_err *err);
+
+/* Appends a person's reading of an explanation to sb (several lines). */
+void sched_explain_format(const struct sched_explain *why, const struct sched_request *req,
+			  struct strbuf *sb);
+
+/* ---- measures --------------------------------------------------------- */
+
+/* FGD's fragmentation (GPU milli) of one node, or of the whole snapshot
+ * with node = -1, for workload w.  See docs/scheduling.md. */
+double sched_frag(struct sched_snapshot *s, const struct sched_workload *w, int node);
+
+#endif
