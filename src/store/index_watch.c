@@ -1,0 +1,114 @@
+#include "store/index_watch.h"
+
+#include <errno.h>
+#include <time.h>
+
+void index_watch_init(struct index_watch *w, uint64_t index)
+{
+	pthread_condattr_t attr;
+
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_init(&w->listen_lock, NULL);
+	/* A monotonic clock, so that a jump of the wall clock neither ends
+	 * waits early nor stretches them. */
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->changed, &attr);
+	pthread_condattr_destroy(&attr);
+	w->index = index;
+	w->nlisteners = 0;
+}
+
+void index_watch_release(struct index_watch *w)
+{
+	if (!w)
+		return;
+	pthread_cond_destroy(&w->changed);
+	pthread_mutex_destroy(&w->listen_lock);
+	pthread_mutex_destroy(&w->lock);
+}
+
+uint64_t index_watch_current(struct index_watch *w)
+{
+	uint64_t v;
+	pthread_mutex_lock(&w->lock);
+	v = w->index;
+	pthread_mutex_unlock(&w->lock);
+	return v;
+}
+
+void index_watch_publish(struct index_watch *w, uint64_t index)
+{
+	int raised = 0;
+
+	pthread_mutex_lock(&w->lock);
+	if (index > w->index) {
+		w->index = index;
+		raised = 1;
+		pthread_cond_broadcast(&w->changed);
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (!raised)
+		return;
+	pthread_mutex_lock(&w->listen_lock);
+	for (int i = 0; i < w->nlisteners; i++)
+		w->listeners[i].fn(index, w->listeners[i].arg);
+	pthread_mutex_unlock(&w->listen_lock);
+}
+
+int index_watch_wait(struct index_watch *w, uint64_t after, int64_t timeout_ns, uint64_t *out)
+{
+	struct timespec deadline;
+	int rc = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	if (timeout_ns < 0)
+		timeout_ns = 0;
+	deadline.tv_sec += timeout_ns / 1000000000LL;
+	deadline.tv_nsec += timeout_ns % 1000000000LL;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&w->lock);
+	while (w->index <= after) {
+		int e = timeout_ns ? pthread_cond_timedwait(&w->changed, &w->lock, &deadline)
+				   : ETIMEDOUT;
+		if (e == ETIMEDOUT) {
+			rc = w->index > after ? 0 : -ETIMEDOUT;
+			break;
+		}
+	}
+	if (out)
+		*out = w->index;
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+int index_watch_listen(struct index_watch *w, index_listen_fn *fn, void *arg)
+{
+	int rc = 0;
+	pthread_mutex_lock(&w->listen_lock);
+	if (w->nlisteners == INDEX_WATCH_MAX_LISTENERS) {
+		rc = -ENOSPC;
+	} else {
+		w->listeners[w->nlisteners].fn = fn;
+		w->listeners[w->nlisteners].arg = arg;
+		w->nlisteners++;
+	}
+	pthread_mutex_unlock(&w->listen_lock);
+	return rc;
+}
+
+void index_watch_unlisten(struct index_watch *w, index_listen_fn *fn, void *arg)
+{
+	pthread_mutex_lock(&w->listen_lock);
+	for (int i = 0; i < w->nlisteners; i++) {
+		if (w->listeners[i].fn == fn && w->listeners[i].arg == arg) {
+			w->listeners[i] = w->listeners[w->nlisteners - 1];
+			w->nlisteners--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&w->listen_lock);
+}

@@ -1,0 +1,728 @@
+/* sqlite.c: the SQLite backend of the store.
+ *
+ * Durability.  The database runs in WAL mode with synchronous=FULL.  A
+ * change is one transaction; COMMIT appends the transaction's pages and a
+ * commit record to the -wal file and, with synchronous=FULL, fsyncs the WAL
+ * before sqlite3_step returns (with NORMAL it would fsync only at
+ * checkpoints).  store_commit returns, and herd acknowledges, only after
+ * that.  So:
+ *   - kill -9 of the process at any instant: every committed transaction is
+ *     in the WAL file (already in the kernel after write(2), fsynced too);
+ *     the next open replays the WAL up to its last valid commit record, and
+ *     a transaction cut short has no commit record, so it vanishes whole.
+ *   - power loss or kernel crash: the fsync before COMMIT returns puts the
+ *     commit record on disk, so the same holds.
+ * Checkpoints copy WAL pages into the main file with their own fsyncs and
+ * never drop a committed frame before it is in the main file.  A new
+ * database file's directory entry is fsynced by SQLite when it creates the
+ * WAL/journal (unix VFS, SQLITE_DISABLE_DIRSYNC not set in Debian's build).
+ *
+ * Close-on-exec.  SQLite's unix VFS opens every file (database, -wal, -shm,
+ * directory for fsync) through robust_open(), which ORs O_CLOEXEC into the
+ * flags (os_unix.c, since 3.8.x; Debian 12 ships 3.40).  The unit tests
+ * check it: after opening a store, every fd of the test process has
+ * FD_CLOEXEC.  SQLITE_OPEN_EXRESCODE gives extended result codes, so errors
+ * say e.g. SQLITE_IOERR_FSYNC rather than SQLITE_IOERR.
+ *
+ * Threads.  One connection, serialised by a recursive mutex: recursive so
+ * that a batch's check and a view's function can call the read functions
+ * while their transaction holds it.  WAL would allow readers beside the
+ * writer through more connections; add a read pool when measurements ask. */
+#include "store/store-int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <string.h>
+
+#include "common/strbuf.h"
+#include "common/xalloc.h"
+
+/* "herd" in ASCII: marks the file as a herd store (PRAGMA application_id). */
+#define HERD_APPLICATION_ID 0x68657264
+
+enum stmt_slot {
+	SQL_GET,
+	SQL_EXISTING,
+	SQL_UPSERT,
+	SQL_DELETE,
+	SQL_MODIFY_INDEX,
+	SQL_SLOTS_PER_KIND
+};
+
+struct sqlite_store {
+	struct store base;
+	sqlite3 *db;
+	pthread_mutex_t lock;
+	int in_txn;   /* a commit or view is running on this connection */
+	sqlite3_stmt *kind_stmts[STORE_KIND_COUNT][SQL_SLOTS_PER_KIND];
+	sqlite3_stmt *bump_index, *read_index, *read_group, *bump_group;
+};
+
+static const char schema_sql[] =
+	"CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);\n"
+	"CREATE TABLE group_index (name TEXT PRIMARY KEY, idx INTEGER NOT NULL);\n"
+	"CREATE TABLE namespaces (id TEXT PRIMARY KEY,"
+	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL);\n"
+	"CREATE TABLE nodes (id TEXT PRIMARY KEY,"
+	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL);\n"
+	"CREATE TABLE jobs (namespace TEXT NOT NULL, id TEXT NOT NULL,"
+	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL,"
+	" PRIMARY KEY (namespace, id));\n"
+	"CREATE TABLE job_versions (namespace TEXT NOT NULL, id TEXT NOT NULL,"
+	" version INTEGER NOT NULL,"
+	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL,"
+	" PRIMARY KEY (namespace, id, version));\n"
+	"CREATE TABLE evaluations (id TEXT PRIMARY KEY, namespace TEXT NOT NULL,"
+	" job_id TEXT NOT NULL,"
+	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL);\n"
+	"CREATE INDEX evaluations_by_job ON evaluations (namespace, job_id);\n"
+	"CREATE TABLE allocations (id TEXT PRIMARY KEY, namespace TEXT NOT NULL,"
+	" job_id TEXT NOT NULL, node_id TEXT NOT NULL,"
+	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL);\n"
+	"CREATE INDEX allocations_by_job ON allocations (namespace, job_id);\n"
+	"CREATE INDEX allocations_by_node ON allocations (node_id);\n";
+
+static struct sqlite_store *ss_of(struct store *s)
+{
+	return (struct sqlite_store *)s;
+}
+
+static int sql_err(struct sqlite_store *ss, int rc, const char *what, struct herd_err *err)
+{
+	int e = -EIO;
+	if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED || (rc & 0xff) == SQLITE_BUSY)
+		e = -EBUSY;
+	else if ((rc & 0xff) == SQLITE_FULL)
+		e = -ENOSPC;
+	else if ((rc & 0xff) == SQLITE_READONLY || (rc & 0xff) == SQLITE_PERM ||
+		 (rc & 0xff) == SQLITE_CANTOPEN)
+		e = (rc & 0xff) == SQLITE_CANTOPEN ? -ENOENT : -EACCES;
+	return herd_errf(err, e, "store: %s: %s (%s)", what,
+			 ss && ss->db ? sqlite3_errmsg(ss->db) : sqlite3_errstr(rc),
+			 sqlite3_errstr(rc));
+}
+
+static int exec(struct sqlite_store *ss, const char *sql, struct herd_err *err)
+{
+	int rc = sqlite3_exec(ss->db, sql, NULL, NULL, NULL);
+	return rc == SQLITE_OK ? 0 : sql_err(ss, rc, sql, err);
+}
+
+/* Prepares (once) and resets a cached statement. */
+static int cached(struct sqlite_store *ss, sqlite3_stmt **slot, const char *sql,
+		  struct herd_err *err)
+{
+	int rc;
+	if (*slot) {
+		sqlite3_reset(*slot);
+		sqlite3_clear_bindings(*slot);
+		return 0;
+	}
+	rc = sqlite3_prepare_v3(ss->db, sql, -1, SQLITE_PREPARE_PERSISTENT, slot, NULL);
+	return rc == SQLITE_OK ? 0 : sql_err(ss, rc, "prepare", err);
+}
+
+/* " WHERE namespace=:ns AND id=:id ..." for a kind's key. */
+static void add_key_where(struct strbuf *sb, const struct store_kind_desc *kd)
+{
+	strbuf_adds(sb, " WHERE ");
+	if (kd->key_cols & STORE_COL_NS)
+		strbuf_adds(sb, "namespace=:ns AND ");
+	if (kd->key_cols & STORE_COL_VERSION)
+		strbuf_adds(sb, "version=:version AND ");
+	strbuf_adds(sb, "id=:id");
+}
+
+static void bind_text(sqlite3_stmt *st, const char *name, const char *v)
+{
+	int i = sqlite3_bind_parameter_index(st, name);
+	if (i > 0)
+		sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+}
+
+static void bind_int(sqlite3_stmt *st, const char *name, int64_t v)
+{
+	int i = sqlite3_bind_parameter_index(st, name);
+	if (i > 0)
+		sqlite3_bind_int64(st, i, v);
+}
+
+static void bind_key(sqlite3_stmt *st, const struct store_key *key)
+{
+	bind_text(st, ":ns", key->ns);
+	bind_text(st, ":id", key->id);
+	bind_int(st, ":version", key->version);
+}
+
+/* The statement of slot for kind kd, prepared on first use. */
+static int kind_stmt(struct sqlite_store *ss, const struct store_kind_desc *kd,
+		     enum stmt_slot slot, sqlite3_stmt **out, struct herd_err *err)
+{
+	sqlite3_stmt **p = &ss->kind_stmts[kd->kind][slot];
+	struct strbuf sql = STRBUF_INIT;
+	int rc;
+
+	if (*p) {
+		sqlite3_reset(*p);
+		sqlite3_clear_bindings(*p);
+		*out = *p;
+		return 0;
+	}
+	switch (slot) {
+	case SQL_GET:
+		strbuf_addf(&sql, "SELECT create_index, modify_index, body FROM %s", kd->table);
+		add_key_where(&sql, kd);
+		break;
+	case SQL_EXISTING:
+		/* what a put or delete must know of the row it replaces */
+		strbuf_addf(&sql, "SELECT create_index, %s, %s, %s FROM %s",
+			    kd->cols & STORE_COL_NS ? "namespace" : "NULL",
+			    kd->cols & STORE_COL_JOB ? "job_id" : "NULL",
+			    kd->cols & STORE_COL_NODE ? "node_id" : "NULL", kd->table);
+		add_key_where(&sql, kd);
+		break;
+	case SQL_UPSERT:
+		strbuf_addf(&sql, "INSERT OR REPLACE INTO %s (id, %s%s%s%s"
+			    "create_index, modify_index, body) VALUES (:id, %s%s%s%s"
+			    ":ci, :mi, :body)", kd->table,
+			    kd->cols & STORE_COL_NS ? "namespace, " : "",
+			    kd->cols & STORE_COL_VERSION ? "version, " : "",
+			    kd->cols & STORE_COL_JOB ? "job_id, " : "",
+			    kd->cols & STORE_COL_NODE ? "node_id, " : "",
+			    kd->cols & STORE_COL_NS ? ":ns, " : "",
+			    kd->cols & STORE_COL_VERSION ? ":version, " : "",
+			    kd->cols & STORE_COL_JOB ? ":job_id, " : "",
+			    kd->cols & STORE_COL_NODE ? ":node_id, " : "");
+		break;
+	case SQL_DELETE:
+		strbuf_addf(&sql, "DELETE FROM %s", kd->table);
+		add_key_where(&sql, kd);
+		break;
+	case SQL_MODIFY_INDEX:
+		strbuf_addf(&sql, "SELECT modify_index FROM %s", kd->table);
+		add_key_where(&sql, kd);
+		break;
+	case SQL_SLOTS_PER_KIND:
+		break;
+	}
+	rc = cached(ss, p, sql.buf, err);
+	strbuf_release(&sql);
+	if (rc == 0)
+		*out = *p;
+	return rc;
+}
+
+/* --- reads ------------------------------------------------------------ */
+
+static int read_group_locked(struct sqlite_store *ss, const char *group, uint64_t *out,
+			     struct herd_err *err)
+{
+	int rc = cached(ss, &ss->read_group, "SELECT idx FROM group_index WHERE name=?1", err);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(ss->read_group, 1, group, -1, SQLITE_STATIC);
+	rc = sqlite3_step(ss->read_group);
+	if (rc == SQLITE_ROW)
+		*out = (uint64_t)sqlite3_column_int64(ss->read_group, 0);
+	else if (rc == SQLITE_DONE)
+		*out = 0;
+	else
+		return sql_err(ss, rc, "read group index", err);
+	sqlite3_reset(ss->read_group);
+	return 0;
+}
+
+static int sqlite_group_index(struct store *s, const char *group, uint64_t *out,
+			      struct herd_err *err)
+{
+	struct sqlite_store *ss = ss_of(s);
+	int rc;
+	pthread_mutex_lock(&ss->lock);
+	rc = read_group_locked(ss, group, out, err);
+	pthread_mutex_unlock(&ss->lock);
+	return rc;
+}
+
+static int read_index_locked(struct sqlite_store *ss, uint64_t *out, struct herd_err *err)
+{
+	int rc = cached(ss, &ss->read_index, "SELECT value FROM meta WHERE key='index'", err);
+	if (rc)
+		return rc;
+	rc = sqlite3_step(ss->read_index);
+	if (rc != SQLITE_ROW) {
+		rc = rc == SQLITE_DONE ? herd_errf(err, -EIO, "store: meta table has no index")
+				       : sql_err(ss, rc, "read index", err);
+		sqlite3_reset(ss->read_index);
+		return rc;
+	}
+	*out = (uint64_t)sqlite3_column_int64(ss->read_index, 0);
+	sqlite3_reset(ss->read_index);
+	return 0;
+}
+
+static int sqlite_index(struct store *s, uint64_t *out, struct herd_err *err)
+{
+	struct sqlite_store *ss = ss_of(s);
+	int rc;
+	pthread_mutex_lock(&ss->lock);
+	rc = read_index_locked(ss, out, err);
+	pthread_mutex_unlock(&ss->lock);
+	return rc;
+}
+
+static int sqlite_get(struct store *s, const struct store_kind_desc *kd,
+		      const struct store_key *key, char **body, uint64_t *ci, uint64_t *mi,
+		      struct herd_err *err)
+{
+	struct sqlite_store *ss = ss_of(s);
+	sqlite3_stmt *st;
+	int rc;
+
+	pthread_mutex_lock(&ss->lock);
+	if ((rc = kind_stmt(ss, kd, SQL_GET, &st, err)))
+		goto out;
+	bind_key(st, key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*ci = (uint64_t)sqlite3_column_int64(st, 0);
+		*mi = (uint64_t)sqlite3_column_int64(st, 1);
+		*body = xstrdup((const char *)sqlite3_column_text(st, 2));
+		rc = 0;
+	} else if (rc == SQLITE_DONE) {
+		rc = herd_errf(err, -ENOENT, "store: no %s \"%s\"", kd->name, key->id);
+	} else {
+		rc = sql_err(ss, rc, "get", err);
+	}
+	sqlite3_reset(st);
+out:
+	pthread_mutex_unlock(&ss->lock);
+	return rc;
+}
+
+static int sqlite_list(struct store *s, const struct store_kind_desc *kd,
+		       const struct store_filter *f, store_row_fn *fn, void *arg,
+		       struct herd_err *err)
+{
+	struct sqlite_store *ss = ss_of(s);
+	struct strbuf sql = STRBUF_INIT;
+	const char *sep = " WHERE ";
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	strbuf_addf(&sql, "SELECT create_index, modify_index, body FROM %s", kd->table);
+	if (f->ns) {
+		strbuf_addf(&sql, "%snamespace=:ns", sep);
+		sep = " AND ";
+	}
+	if (f->job_id) {
+		/* a job version's id is its job's id */
+		strbuf_addf(&sql, "%s%s=:job", sep, kd->kind == STORE_JOB_VERSION ? "id" : "job_id");
+		sep = " AND ";
+	}
+	if (f->node_id)
+		strbuf_addf(&sql, "%snode_id=:node", sep);
+	strbuf_addf(&sql, " ORDER BY %s%sid", kd->key_cols & STORE_COL_NS ? "namespace, " : "",
+		    "");
+	if (kd->key_cols & STORE_COL_VERSION)
+		strbuf_adds(&sql, ", version");
+
+	pthread_mutex_lock(&ss->lock);
+	rc = sqlite3_prepare_v2(ss->db, sql.buf, -1, &st, NULL);
+	if (rc != SQLITE_OK) {
+		rc = sql_err(ss, rc, "list", err);
+		goto out;
+	}
+	bind_text(st, ":ns", f->ns);
+	bind_text(st, ":job", f->job_id);
+	bind_text(st, ":node", f->node_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		rc = fn((const char *)sqlite3_column_text(st, 2),
+			(uint64_t)sqlite3_column_int64(st, 0),
+			(uint64_t)sqlite3_column_int64(st, 1), arg, err);
+		if (rc)
+			goto out;
+	}
+	rc = rc == SQLITE_DONE ? 0 : sql_err(ss, rc, "list", err);
+out:
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&ss->lock);
+	strbuf_release(&sql);
+	return rc;
+}
+
+/* --- writes ----------------------------------------------------------- */
+
+static int bump_group(struct sqlite_store *ss, struct strbuf *group, uint64_t idx,
+		      struct herd_err *err)
+{
+	int rc = cached(ss, &ss->bump_group,
+			"INSERT INTO group_index (name, idx) VALUES (?1, ?2)"
+			" ON CONFLICT (name) DO UPDATE SET idx = excluded.idx",
+			err);
+	if (rc)
+		return rc;
+	sqlite3_bind_text(ss->bump_group, 1, group->buf, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(ss->bump_group, 2, (sqlite3_int64)idx);
+	rc = sqlite3_step(ss->bump_group);
+	sqlite3_reset(ss->bump_group);
+	return rc == SQLITE_DONE ? 0 : sql_err(ss, rc, "bump group index", err);
+}
+
+/* Bumps the groups an allocation belongs to (its node, its job). */
+static int bump_alloc_groups(struct sqlite_store *ss, const char *ns, const char *job_id,
+			     const char *node_id, uint64_t idx, struct herd_err *err)
+{
+	struct strbuf g = STRBUF_INIT;
+	int rc;
+	store_group_node_allocs(&g, node_id);
+	rc = bump_group(ss, &g, idx, err);
+	if (rc == 0) {
+		store_group_job_allocs(&g, ns, job_id);
+		rc = bump_group(ss, &g, idx, err);
+	}
+	strbuf_release(&g);
+	return rc;
+}
+
+static int apply_row(struct sqlite_store *ss, const struct store_row *row, uint64_t idx,
+		     struct herd_err *err)
+{
+	const struct store_kind_desc *kd = row->kd;
+	struct strbuf g = STRBUF_INIT;
+	char *old_ns = NULL, *old_job = NULL, *old_node = NULL;
+	uint64_t ci = idx;
+	int found = 0, rc;
+	sqlite3_stmt *st;
+
+	if ((rc = kind_stmt(ss, kd, SQL_EXISTING, &st, err)))
+		return rc;
+	bind_key(st, &row->key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		found = 1;
+		ci = (uint64_t)sqlite3_column_int64(st, 0);
+		if (kd->cols & STORE_COL_NODE) {
+			old_ns = xstrdup((const char *)sqlite3_column_text(st, 1));
+			old_job = xstrdup((const char *)sqlite3_column_text(st, 2));
+			old_node = xstrdup((const char *)sqlite3_column_text(st, 3));
+		}
+	} else if (rc != SQLITE_DONE) {
+		sqlite3_reset(st);
+		return sql_err(ss, rc, "read existing record", err);
+	}
+	sqlite3_reset(st);
+
+	if (row->op == STORE_OP_DELETE) {
+		if (!found) {
+			rc = herd_errf(err, -ENOENT, "store: no %s \"%s\" to delete", kd->name,
+				       row->key.id);
+			goto out;
+		}
+		if ((rc = kind_stmt(ss, kd, SQL_DELETE, &st, err)))
+			goto out;
+		bind_key(st, &row->key);
+	} else {
+		if ((rc = kind_stmt(ss, kd, SQL_UPSERT, &st, err)))
+			goto out;
+		bind_key(st, &row->key);
+		bind_text(st, ":job_id", row->job_id);
+		bind_text(st, ":node_id", row->node_id);
+		bind_int(st, ":ci", (int64_t)ci);
+		bind_int(st, ":mi", (int64_t)idx);
+		bind_text(st, ":body", row->body);
+	}
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE) {
+		rc = sql_err(ss, rc, row->op == STORE_OP_DELETE ? "delete" : "put", err);
+		goto out;
+	}
+	store_group_kind(&g, kd);
+	if ((rc = bump_group(ss, &g, idx, err)))
+		goto out;
+	/* An allocation that moved, or went away, changes its old node's and
+	 * job's set as well as its new ones. */
+	if (old_node && (rc = bump_alloc_groups(ss, old_ns, old_job, old_node, idx, err)))
+		goto out;
+	if (row->op == STORE_OP_PUT && row->node_id)
+		rc = bump_alloc_groups(ss, row->key.ns, row->job_id, row->node_id, idx, err);
+out:
+	strbuf_release(&g);
+	free(old_ns);
+	free(old_job);
+	free(old_node);
+	return rc;
+}
+
+static int check_cond_locked(struct sqlite_store *ss, const struct store_cond *c,
+			     struct herd_err *err)
+{
+	struct strbuf g = STRBUF_INIT;
+	uint64_t have = 0;
+	int rc;
+
+	if (c->type == STORE_COND_MODIFY_INDEX) {
+		const struct store_kind_desc *kd = &store_kinds[c->kind];
+		struct store_key key = { c->ns, c->id, c->version };
+		sqlite3_stmt *st;
+		if ((rc = kind_stmt(ss, kd, SQL_MODIFY_INDEX, &st, err)))
+			return rc;
+		bind_key(st, &key);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW)
+			have = (uint64_t)sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+			return sql_err(ss, rc, "check condition", err);
+		if (have != c->index)
+			return herd_errf(err, -ESTALE,
+					 "store: %s \"%s\" is at index %llu, expected %llu",
+					 kd->name, c->id, (unsigned long long)have,
+					 (unsigned long long)c->index);
+		return 0;
+	}
+	if (c->type == STORE_COND_NODE_ALLOCS)
+		store_group_node_allocs(&g, c->id);
+	else
+		store_group_job_allocs(&g, c->ns, c->id);
+	rc = read_group_locked(ss, g.buf, &have, err);
+	strbuf_release(&g);
+	if (rc)
+		return rc;
+	if (have > c->index)
+		return herd_errf(err, -ESTALE,
+				 "store: allocations of %s \"%s\" changed at index %llu, after %llu",
+				 c->type == STORE_COND_NODE_ALLOCS ? "node" : "job", c->id,
+				 (unsigned long long)have, (unsigned long long)c->index);
+	return 0;
+}
+
+static int sqlite_commit(struct store *s, const struct store_row *rows, size_t nrows,
+			 const struct store_cond *conds, size_t nconds, store_check_fn *check,
+			 void *check_arg, uint64_t *out_index, struct herd_err *err)
+{
+	struct sqlite_store *ss = ss_of(s);
+	uint64_t idx = 0;
+	int rc;
+
+	pthread_mutex_lock(&ss->lock);
+	if (ss->in_txn) {
+		rc = herd_errf(err, -EDEADLK, "store: a write inside a check or view");
+		goto unlock;
+	}
+	/* IMMEDIATE: take the write lock now, so that no other process's
+	 * writer can make this transaction fail halfway with SQLITE_BUSY. */
+	if ((rc = exec(ss, "BEGIN IMMEDIATE", err)))
+		goto unlock;
+	ss->in_txn = 1;
+	rc = cached(ss, &ss->bump_index,
+		    "UPDATE meta SET value = value + 1 WHERE key='index' RETURNING value", err);
+	if (rc)
+		goto rollback;
+	rc = sqlite3_step(ss->bump_index);
+	if (rc == SQLITE_ROW)
+		idx = (uint64_t)sqlite3_column_int64(ss->bump_index, 0);
+	while (rc == SQLITE_ROW)
+		rc = sqlite3_step(ss->bump_index);
+	sqlite3_reset(ss->bump_index);
+	if (rc != SQLITE_DONE || idx == 0) {
+		rc = sql_err(ss, rc, "bump index", err);
+		goto rollback;
+	}
+	for (size_t i = 0; i < nconds; i++)
+		if ((rc = check_cond_locked(ss, &conds[i], err)))
+			goto rollback;
+	if (check && (rc = check(s, check_arg, err)))
+		goto rollback;
+	for (size_t i = 0; i < nrows; i++)
+		if ((rc = apply_row(ss, &rows[i], idx, err)))
+			goto rollback;
+	rc = sqlite3_exec(ss->db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		rc = sql_err(ss, rc, "commit", err);
+		goto rollback;
+	}
+	ss->in_txn = 0;
+	*out_index = idx;
+	rc = 0;
+	goto unlock;
+rollback:
+	/* A failed COMMIT may already have rolled back; ROLLBACK then fails
+	 * harmlessly. */
+	sqlite3_exec(ss->db, "ROLLBACK", NULL, NULL, NULL);
+	ss->in_txn = 0;
+	if (rc > 0)
+		rc = -EIO;
+unlock:
+	pthread_mutex_unlock(&ss->lock);
+	return rc;
+}
+
+static int sqlite_view(struct store *s, store_check_fn *fn, void *arg, struct herd_err *err)
+{
+	struct sqlite_store *ss = ss_of(s);
+	int rc;
+
+	pthread_mutex_lock(&ss->lock);
+	if (ss->in_txn) {
+		/* nested in a check or view: already consistent */
+		rc = fn(s, arg, err);
+		goto unlock;
+	}
+	if ((rc = exec(ss, "BEGIN DEFERRED", err)))
+		goto unlock;
+	ss->in_txn = 1;
+	rc = fn(s, arg, err);
+	ss->in_txn = 0;
+	/* nothing was written: COMMIT just ends the read transaction */
+	sqlite3_exec(ss->db, "COMMIT", NULL, NULL, NULL);
+unlock:
+	pthread_mutex_unlock(&ss->lock);
+	return rc;
+}
+
+/* --- open and close --------------------------------------------------- */
+
+static void sqlite_close(struct store *s)
+{
+	struct sqlite_store *ss = ss_of(s);
+	for (int k = 0; k < STORE_KIND_COUNT; k++)
+		for (int i = 0; i < SQL_SLOTS_PER_KIND; i++)
+			sqlite3_finalize(ss->kind_stmts[k][i]);
+	sqlite3_finalize(ss->bump_index);
+	sqlite3_finalize(ss->read_index);
+	sqlite3_finalize(ss->read_group);
+	sqlite3_finalize(ss->bump_group);
+	sqlite3_close(ss->db);
+	pthread_mutex_destroy(&ss->lock);
+	store_base_release(s);
+	free(ss);
+}
+
+static const struct store_ops sqlite_ops = {
+	.name = "sqlite",
+	.close = sqlite_close,
+	.index = sqlite_index,
+	.get = sqlite_get,
+	.list = sqlite_list,
+	.group_index = sqlite_group_index,
+	.commit = sqlite_commit,
+	.view = sqlite_view,
+};
+
+static int pragma_int(struct sqlite_store *ss, const char *sql, int64_t *out,
+		      struct herd_err *err)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(ss->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sql_err(ss, rc, sql, err);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*out = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : sql_err(ss, rc, sql, err);
+}
+
+/* Sets the durability pragmas and checks that they took. */
+static int configure(struct sqlite_store *ss, const char *path, struct herd_err *err)
+{
+	sqlite3_stmt *st;
+	int64_t sync = -1;
+	int rc, wal = 0;
+
+	sqlite3_busy_timeout(ss->db, 5000);
+	rc = sqlite3_prepare_v2(ss->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return sql_err(ss, rc, "set WAL mode", err);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		wal = sqlite3_stricmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+	sqlite3_finalize(st);
+	if (!wal)
+		return herd_errf(err, -ENOTSUP, "store: %s: cannot use WAL mode there", path);
+	if ((rc = exec(ss, "PRAGMA synchronous=FULL", err)) ||
+	    (rc = pragma_int(ss, "PRAGMA synchronous", &sync, err)))
+		return rc;
+	if (sync != 2)
+		return herd_errf(err, -EIO, "store: synchronous=FULL did not take (%lld)",
+				 (long long)sync);
+	/* The schema is ours: no SQL functions from it run with our rights. */
+	return exec(ss, "PRAGMA trusted_schema=OFF", err);
+}
+
+/* Creates the schema in a new file, or checks an existing one. */
+static int check_schema(struct sqlite_store *ss, const char *path, struct herd_err *err)
+{
+	int64_t tables = 0, app = 0, version = 0;
+	struct strbuf sql = STRBUF_INIT;
+	int rc;
+
+	if ((rc = exec(ss, "BEGIN IMMEDIATE", err)))
+		return rc;
+	if ((rc = pragma_int(ss, "SELECT count(*) FROM sqlite_schema", &tables, err)) ||
+	    (rc = pragma_int(ss, "PRAGMA application_id", &app, err)))
+		goto out;
+	if (tables == 0) {
+		strbuf_addf(&sql, "%sPRAGMA application_id=%d;"
+			    "INSERT INTO meta VALUES ('schema_version', %d), ('index', 0);",
+			    schema_sql, HERD_APPLICATION_ID, STORE_SCHEMA_VERSION);
+		rc = exec(ss, sql.buf, err);
+		goto out;
+	}
+	if (app != HERD_APPLICATION_ID) {
+		rc = herd_errf(err, -EINVAL, "store: %s is an SQLite file but not a herd store",
+			       path);
+		goto out;
+	}
+	if ((rc = pragma_int(ss, "SELECT value FROM meta WHERE key='schema_version'", &version,
+			     err)))
+		goto out;
+	if (version > STORE_SCHEMA_VERSION)
+		rc = herd_errf(err, -EPROTONOSUPPORT,
+			       "store: %s has schema version %lld, newer than the %d this herd "
+			       "knows; use a newer herd", path, (long long)version,
+			       STORE_SCHEMA_VERSION);
+	else if (version < 1)
+		rc = herd_errf(err, -EINVAL, "store: %s has a bad schema version %lld", path,
+			       (long long)version);
+	/* version < STORE_SCHEMA_VERSION: migrations go here when there are any */
+out:
+	strbuf_release(&sql);
+	if (rc == 0 && (rc = exec(ss, "COMMIT", err)) == 0)
+		return 0;
+	sqlite3_exec(ss->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+int store_open_sqlite(const char *path, struct store **out, struct herd_err *err)
+{
+	struct sqlite_store *ss = xcalloc(1, sizeof(*ss));
+	pthread_mutexattr_t attr;
+	int rc;
+
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&ss->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+	rc = sqlite3_open_v2(path, &ss->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXRESCODE |
+				     SQLITE_OPEN_FULLMUTEX,
+			     NULL);
+	if (rc != SQLITE_OK) {
+		rc = herd_errf(err, rc == SQLITE_CANTOPEN ? -ENOENT : -EIO,
+			       "store: cannot open %s: %s", path,
+			       ss->db ? sqlite3_errmsg(ss->db) : sqlite3_errstr(rc));
+		goto fail;
+	}
+	if ((rc = configure(ss, path, err)) || (rc = check_schema(ss, path, err)) ||
+	    (rc = store_base_init(&ss->base, &sqlite_ops, err)))
+		goto fail;
+	*out = &ss->base;
+	return 0;
+fail:
+	sqlite3_close(ss->db);
+	pthread_mutex_destroy(&ss->lock);
+	free(ss);
+	return rc;
+}

@@ -1,0 +1,89 @@
+/* store-int.h: what a store backend implements; private to src/store.
+ *
+ * store.c does everything backends share: it checks keys, reads the lookup
+ * columns out of objects, writes the canonical JSON text, turns stored text
+ * back into objects with create_index/modify_index, and publishes the index
+ * after a commit.  A backend stores rows and runs transactions. */
+#ifndef HERD_STORE_INT_H
+#define HERD_STORE_INT_H
+
+#include "common/strbuf.h"
+#include "store/store.h"
+
+/* Which columns a kind's table has (beyond create_index, modify_index,
+ * body, and id which every table has). */
+enum {
+	STORE_COL_NS = 1,      /* namespace */
+	STORE_COL_VERSION = 2, /* version (job versions) */
+	STORE_COL_JOB = 4,     /* job_id */
+	STORE_COL_NODE = 8,    /* node_id */
+};
+
+struct store_kind_desc {
+	enum store_kind kind;
+	const char *name;      /* "job": for messages */
+	const char *table;     /* "jobs" */
+	const char *id_field;  /* the object field that holds the id: "id" or "name" */
+	unsigned key_cols;     /* STORE_COL_NS | STORE_COL_VERSION: part of the key */
+	unsigned cols;         /* every column besides id (key_cols included) */
+};
+
+extern const struct store_kind_desc store_kinds[STORE_KIND_COUNT];
+
+/* One write, checked and ready for a backend.  Strings point into the
+ * object of the batch (put) or the batch itself (delete). */
+struct store_row {
+	enum store_op op;
+	const struct store_kind_desc *kd;
+	struct store_key key;
+	const char *job_id;  /* put of a kind with STORE_COL_JOB */
+	const char *node_id; /* put of a kind with STORE_COL_NODE */
+	char *body;          /* put: canonical JSON, owned by store.c */
+};
+
+/* Called for each row a list finds, in key order.  Non-zero stops the
+ * list and is returned by it. */
+typedef int store_row_fn(const char *body, uint64_t create_index, uint64_t modify_index,
+			 void *arg, struct herd_err *err);
+
+struct store_ops {
+	const char *name;
+	void (*close)(struct store *s);
+	/* The global index as stored. */
+	int (*index)(struct store *s, uint64_t *out, struct herd_err *err);
+	/* Reads one row; -ENOENT when absent.  *body is heap text (free()). */
+	int (*get)(struct store *s, const struct store_kind_desc *kd, const struct store_key *key,
+		   char **body, uint64_t *create_index, uint64_t *modify_index,
+		   struct herd_err *err);
+	int (*list)(struct store *s, const struct store_kind_desc *kd,
+		    const struct store_filter *filter, store_row_fn *fn, void *arg,
+		    struct herd_err *err);
+	/* The index of a group (see store_group_*); 0 when never bumped. */
+	int (*group_index)(struct store *s, const char *group, uint64_t *out,
+			   struct herd_err *err);
+	/* One transaction: bump the index, check conds and then check(), apply
+	 * rows (bumping the groups each row touches), commit. */
+	int (*commit)(struct store *s, const struct store_row *rows, size_t nrows,
+		      const struct store_cond *conds, size_t nconds, store_check_fn *check,
+		      void *check_arg, uint64_t *out_index, struct herd_err *err);
+	int (*view)(struct store *s, store_check_fn *fn, void *arg, struct herd_err *err);
+};
+
+/* Every backend's struct begins with this. */
+struct store {
+	const struct store_ops *ops;
+	struct index_watch watch;
+};
+
+/* Sets up the part common to every backend, reading the index from ops. */
+int store_base_init(struct store *s, const struct store_ops *ops, struct herd_err *err);
+void store_base_release(struct store *s);
+
+/* Group names: the keys under which the store records the index of the last
+ * change of a set of records.  Keys hold no control characters, so '\n'
+ * separates parts unambiguously. */
+void store_group_kind(struct strbuf *sb, const struct store_kind_desc *kd);
+void store_group_node_allocs(struct strbuf *sb, const char *node_id);
+void store_group_job_allocs(struct strbuf *sb, const char *ns, const char *job_id);
+
+#endif

@@ -1,0 +1,402 @@
+/* store.c: the part of the store every backend shares (see store-int.h). */
+#include "store/store-int.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+
+const struct store_kind_desc store_kinds[STORE_KIND_COUNT] = {
+	[STORE_NAMESPACE] = { STORE_NAMESPACE, "namespace", "namespaces", "name", 0, 0 },
+	[STORE_NODE] = { STORE_NODE, "node", "nodes", "id", 0, 0 },
+	[STORE_JOB] = { STORE_JOB, "job", "jobs", "id", STORE_COL_NS, STORE_COL_NS },
+	[STORE_JOB_VERSION] = { STORE_JOB_VERSION, "job version", "job_versions", "id",
+				STORE_COL_NS | STORE_COL_VERSION,
+				STORE_COL_NS | STORE_COL_VERSION },
+	[STORE_EVAL] = { STORE_EVAL, "evaluation", "evaluations", "id", 0,
+			 STORE_COL_NS | STORE_COL_JOB },
+	[STORE_ALLOC] = { STORE_ALLOC, "allocation", "allocations", "id", 0,
+			  STORE_COL_NS | STORE_COL_JOB | STORE_COL_NODE },
+};
+
+const char *store_kind_name(enum store_kind kind)
+{
+	return (unsigned)kind < STORE_KIND_COUNT ? store_kinds[kind].name : "unknown kind";
+}
+
+static const struct store_kind_desc *kind_desc(enum store_kind kind, struct herd_err *err)
+{
+	if ((unsigned)kind >= STORE_KIND_COUNT) {
+		herd_errf(err, -EINVAL, "store: unknown record kind %d", (int)kind);
+		return NULL;
+	}
+	return &store_kinds[kind];
+}
+
+void store_group_kind(struct strbuf *sb, const struct store_kind_desc *kd)
+{
+	strbuf_reset(sb);
+	strbuf_addf(sb, "kind\n%s", kd->table);
+}
+
+void store_group_node_allocs(struct strbuf *sb, const char *node_id)
+{
+	strbuf_reset(sb);
+	strbuf_addf(sb, "node_allocs\n%s", node_id);
+}
+
+void store_group_job_allocs(struct strbuf *sb, const char *ns, const char *job_id)
+{
+	strbuf_reset(sb);
+	strbuf_addf(sb, "job_allocs\n%s\n%s", ns, job_id);
+}
+
+/* A key string: 1..STORE_MAX_KEY bytes, no control characters (so that
+ * group names can use '\n' as a separator and messages stay one line). */
+static int check_key_string(const char *what, const char *v, size_t len, struct herd_err *err)
+{
+	if (!v || len == 0)
+		return herd_errf(err, -EINVAL, "store: %s is missing or empty", what);
+	if (len > STORE_MAX_KEY)
+		return herd_errf(err, -EINVAL, "store: %s is %zu bytes long; at most %d allowed",
+				 what, len, STORE_MAX_KEY);
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
+			return herd_errf(err, -EINVAL,
+					 "store: %s holds a control character at byte %zu", what, i);
+	return 0;
+}
+
+static int check_key(const struct store_kind_desc *kd, const struct store_key *key,
+		     struct herd_err *err)
+{
+	int rc;
+	if (!key)
+		return herd_errf(err, -EINVAL, "store: no key given for %s", kd->name);
+	if ((kd->key_cols & STORE_COL_NS) &&
+	    (rc = check_key_string("namespace", key->ns, key->ns ? strlen(key->ns) : 0, err)))
+		return rc;
+	if ((rc = check_key_string(kd->id_field, key->id, key->id ? strlen(key->id) : 0, err)))
+		return rc;
+	if ((kd->key_cols & STORE_COL_VERSION) && key->version < 0)
+		return herd_errf(err, -EINVAL, "store: version %lld is negative",
+				 (long long)key->version);
+	return 0;
+}
+
+/* Reads string field `field` of obj into *out, checked as a key string. */
+static int object_string(const struct store_kind_desc *kd, json_t *obj, const char *field,
+			 const char **out, struct herd_err *err)
+{
+	json_t *v = json_object_get(obj, field);
+	if (!json_is_string(v))
+		return herd_errf(err, -EINVAL, "store: %s has no string field \"%s\"", kd->name,
+				 field);
+	*out = json_string_value(v);
+	/* json strings may hold NUL; a key must not */
+	if (strlen(*out) != json_string_length(v))
+		return herd_errf(err, -EINVAL, "store: %s field \"%s\" holds a NUL byte", kd->name,
+				 field);
+	return check_key_string(field, *out, json_string_length(v), err);
+}
+
+/* Fills row from a put of obj: key, lookup columns, canonical body. */
+static int prepare_put(const struct store_kind_desc *kd, json_t *obj, struct store_row *row,
+		       struct herd_err *err)
+{
+	json_t *copy;
+	int rc;
+
+	if (!json_is_object(obj))
+		return herd_errf(err, -EINVAL, "store: a %s must be a JSON object", kd->name);
+	memset(row, 0, sizeof(*row));
+	row->op = STORE_OP_PUT;
+	row->kd = kd;
+	if ((rc = object_string(kd, obj, kd->id_field, &row->key.id, err)))
+		return rc;
+	if ((kd->cols & STORE_COL_NS) &&
+	    (rc = object_string(kd, obj, "namespace", &row->key.ns, err)))
+		return rc;
+	if ((kd->cols & STORE_COL_JOB) && (rc = object_string(kd, obj, "job_id", &row->job_id, err)))
+		return rc;
+	if ((kd->cols & STORE_COL_NODE) &&
+	    (rc = object_string(kd, obj, "node_id", &row->node_id, err)))
+		return rc;
+	if (kd->cols & STORE_COL_VERSION) {
+		json_t *v = json_object_get(obj, "version");
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
+			return herd_errf(err, -EINVAL,
+					 "store: %s needs an integer field \"version\" >= 0",
+					 kd->name);
+		row->key.version = json_integer_value(v);
+	}
+	/* The indexes are the store's to say: drop any the caller sent. */
+	copy = json_copy(obj);
+	json_object_del(copy, "create_index");
+	json_object_del(copy, "modify_index");
+	row->body = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(copy);
+	if (!row->body) /* only when an element is not encodable (a NaN real) */
+		return herd_errf(err, -EINVAL, "store: %s %s cannot be encoded as JSON", kd->name,
+				 row->key.id);
+	return 0;
+}
+
+static int prepare_delete(const struct store_kind_desc *kd, const struct store_write *w,
+			  struct store_row *row, struct herd_err *err)
+{
+	struct store_key key = { w->ns, w->id, w->version };
+	int rc = check_key(kd, &key, err);
+	if (rc)
+		return rc;
+	memset(row, 0, sizeof(*row));
+	row->op = STORE_OP_DELETE;
+	row->kd = kd;
+	row->key = key;
+	return 0;
+}
+
+static int check_cond(const struct store_cond *c, struct herd_err *err)
+{
+	switch (c->type) {
+	case STORE_COND_MODIFY_INDEX: {
+		const struct store_kind_desc *kd = kind_desc(c->kind, err);
+		struct store_key key = { c->ns, c->id, c->version };
+		return kd ? check_key(kd, &key, err) : -EINVAL;
+	}
+	case STORE_COND_NODE_ALLOCS:
+		return check_key_string("node id", c->id, c->id ? strlen(c->id) : 0, err);
+	case STORE_COND_JOB_ALLOCS: {
+		int rc = check_key_string("namespace", c->ns, c->ns ? strlen(c->ns) : 0, err);
+		return rc ? rc : check_key_string("job id", c->id, c->id ? strlen(c->id) : 0, err);
+	}
+	}
+	return herd_errf(err, -EINVAL, "store: unknown condition type %d", (int)c->type);
+}
+
+int store_base_init(struct store *s, const struct store_ops *ops, struct herd_err *err)
+{
+	uint64_t idx;
+	int rc;
+	s->ops = ops;
+	if ((rc = ops->index(s, &idx, err)))
+		return rc;
+	index_watch_init(&s->watch, idx);
+	return 0;
+}
+
+void store_base_release(struct store *s)
+{
+	index_watch_release(&s->watch);
+}
+
+void store_close(struct store *s)
+{
+	if (s)
+		s->ops->close(s);
+}
+
+const char *store_backend(const struct store *s)
+{
+	return s->ops->name;
+}
+
+uint64_t store_index(struct store *s)
+{
+	return index_watch_current(&s->watch);
+}
+
+struct index_watch *store_watch(struct store *s)
+{
+	return &s->watch;
+}
+
+/* Parses stored text and adds the indexes; the object is new. */
+static int decode_row(const char *body, uint64_t ci, uint64_t mi, json_t **out,
+		      struct herd_err *err)
+{
+	json_error_t jerr;
+	json_t *obj = json_loads(body, JSON_REJECT_DUPLICATES, &jerr);
+	if (!json_is_object(obj)) {
+		json_decref(obj);
+		return herd_errf(err, -EIO, "store: a stored record is not a JSON object: %s",
+				 jerr.text);
+	}
+	json_object_set_new(obj, "create_index", json_integer((json_int_t)ci));
+	json_object_set_new(obj, "modify_index", json_integer((json_int_t)mi));
+	*out = obj;
+	return 0;
+}
+
+int store_get(struct store *s, enum store_kind kind, const struct store_key *key, json_t **out,
+	      struct herd_err *err)
+{
+	const struct store_kind_desc *kd = kind_desc(kind, err);
+	uint64_t ci, mi;
+	char *body;
+	int rc;
+
+	if (!kd)
+		return -EINVAL;
+	if ((rc = check_key(kd, key, err)))
+		return rc;
+	if ((rc = s->ops->get(s, kd, key, &body, &ci, &mi, err)))
+		return rc;
+	rc = decode_row(body, ci, mi, out, err);
+	free(body);
+	return rc;
+}
+
+static int list_add(const char *body, uint64_t ci, uint64_t mi, void *arg, struct herd_err *err)
+{
+	json_t *obj;
+	int rc = decode_row(body, ci, mi, &obj, err);
+	if (rc)
+		return rc;
+	json_array_append_new(arg, obj);
+	return 0;
+}
+
+int store_list(struct store *s, enum store_kind kind, const struct store_filter *filter,
+	       json_t **out, struct herd_err *err)
+{
+	const struct store_kind_desc *kd = kind_desc(kind, err);
+	struct store_filter none = { NULL, NULL, NULL };
+	json_t *arr;
+	int rc;
+
+	if (!kd)
+		return -EINVAL;
+	if (!filter)
+		filter = &none;
+	if (filter->ns && !(kd->cols & STORE_COL_NS))
+		return herd_errf(err, -EINVAL, "store: %s records have no namespace", kd->name);
+	if (filter->job_id && !(kd->cols & STORE_COL_JOB) && kd->kind != STORE_JOB_VERSION)
+		return herd_errf(err, -EINVAL, "store: %s records cannot be listed by job",
+				 kd->name);
+	if (filter->job_id && kd->kind == STORE_JOB_VERSION && !filter->ns)
+		return herd_errf(err, -EINVAL, "store: listing job versions by job needs a namespace");
+	if (filter->node_id && !(kd->cols & STORE_COL_NODE))
+		return herd_errf(err, -EINVAL, "store: %s records cannot be listed by node",
+				 kd->name);
+	arr = json_array();
+	rc = s->ops->list(s, kd, filter, list_add, arr, err);
+	if (rc) {
+		json_decref(arr);
+		return rc;
+	}
+	*out = arr;
+	return 0;
+}
+
+static int group_index(struct store *s, struct strbuf *group, uint64_t *out, struct herd_err *err)
+{
+	uint64_t v;
+	int rc = s->ops->group_index(s, group->buf, &v, err);
+	strbuf_release(group);
+	if (rc == 0)
+		*out = v;
+	return rc;
+}
+
+int store_kind_index(struct store *s, enum store_kind kind, uint64_t *out, struct herd_err *err)
+{
+	const struct store_kind_desc *kd = kind_desc(kind, err);
+	struct strbuf g = STRBUF_INIT;
+	if (!kd)
+		return -EINVAL;
+	store_group_kind(&g, kd);
+	return group_index(s, &g, out, err);
+}
+
+int store_node_allocs_index(struct store *s, const char *node_id, uint64_t *out,
+			    struct herd_err *err)
+{
+	struct strbuf g = STRBUF_INIT;
+	int rc = check_key_string("node id", node_id, node_id ? strlen(node_id) : 0, err);
+	if (rc)
+		return rc;
+	store_group_node_allocs(&g, node_id);
+	return group_index(s, &g, out, err);
+}
+
+int store_job_allocs_index(struct store *s, const char *ns, const char *job_id, uint64_t *out,
+			   struct herd_err *err)
+{
+	struct strbuf g = STRBUF_INIT;
+	int rc = check_key_string("namespace", ns, ns ? strlen(ns) : 0, err);
+	if (rc || (rc = check_key_string("job id", job_id, job_id ? strlen(job_id) : 0, err)))
+		return rc;
+	store_group_job_allocs(&g, ns, job_id);
+	return group_index(s, &g, out, err);
+}
+
+int store_commit(struct store *s, const struct store_batch *b, uint64_t *out_index,
+		 struct herd_err *err)
+{
+	struct store_row *rows;
+	uint64_t idx;
+	size_t i;
+	int rc = 0;
+
+	if (b->nw == 0)
+		return herd_errf(err, -EINVAL, "store: nothing to commit");
+	for (i = 0; i < b->nc; i++)
+		if ((rc = check_cond(&b->c[i], err)))
+			return rc;
+	rows = xcalloc(b->nw, sizeof(*rows));
+	for (i = 0; i < b->nw; i++) {
+		const struct store_write *w = &b->w[i];
+		const struct store_kind_desc *kd = kind_desc(w->kind, err);
+		if (!kd) {
+			rc = -EINVAL;
+			goto out;
+		}
+		rc = w->op == STORE_OP_PUT ? prepare_put(kd, w->obj, &rows[i], err)
+					   : prepare_delete(kd, w, &rows[i], err);
+		if (rc)
+			goto out;
+	}
+	rc = s->ops->commit(s, rows, b->nw, b->c, b->nc, b->check, b->check_arg, &idx, err);
+	if (rc)
+		goto out;
+	/* Published only now, when the change is durable: a waiter woken by
+	 * this index reads state that survives a crash. */
+	index_watch_publish(&s->watch, idx);
+	if (out_index)
+		*out_index = idx;
+out:
+	for (i = 0; i < b->nw; i++)
+		free(rows[i].body);
+	free(rows);
+	return rc;
+}
+
+int store_put(struct store *s, enum store_kind kind, json_t *obj, uint64_t *out_index,
+	      struct herd_err *err)
+{
+	struct store_batch b = STORE_BATCH_INIT;
+	int rc;
+	store_batch_put(&b, kind, obj);
+	rc = store_commit(s, &b, out_index, err);
+	store_batch_release(&b);
+	return rc;
+}
+
+int store_delete(struct store *s, enum store_kind kind, const struct store_key *key,
+		 uint64_t *out_index, struct herd_err *err)
+{
+	struct store_batch b = STORE_BATCH_INIT;
+	int rc;
+	if (!key)
+		return herd_errf(err, -EINVAL, "store: no key given for delete");
+	store_batch_delete(&b, kind, key);
+	rc = store_commit(s, &b, out_index, err);
+	store_batch_release(&b);
+	return rc;
+}
+
+int store_view(struct store *s, store_check_fn *fn, void *arg, struct herd_err *err)
+{
+	return s->ops->view(s, fn, arg, err);
+}

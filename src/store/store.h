@@ -1,0 +1,216 @@
+/* store: herd's durable state (namespaces, jobs and their versions,
+ * evaluations, allocations, nodes).
+ *
+ * Objects go in and come out as jansson objects.  The store keeps each one
+ * as its canonical JSON text (compact, keys sorted) plus the few columns it
+ * needs for lookups, which it reads from the object's own fields:
+ *
+ *   kind         key fields                 lookup fields
+ *   namespace    name                       -
+ *   node         id                         -
+ *   job          namespace, id              -
+ *   job_version  namespace, id, version     -
+ *   evaluation   id                         namespace, job_id
+ *   allocation   id                         namespace, job_id, node_id
+ *
+ * String fields must be 1..STORE_MAX_KEY bytes without NUL; version is an
+ * integer >= 0.  An object lacking a field its kind needs is refused
+ * (-EINVAL), and nothing is written.
+ *
+ * The index.  One global counter, bumped once by every committed change (a
+ * single put or delete, or a whole batch).  Each record carries the index
+ * that created it and the one that last modified it; objects read back carry
+ * them as "create_index" and "modify_index" (those two fields of an object
+ * given to put are ignored).  Besides the global index the store keeps the
+ * index of the last change of each kind, and of the allocations of each node
+ * and of each job: a scheduler that read a node's allocations at index N
+ * commits its plan on condition that this index has not moved (optimistic
+ * concurrency, see store_batch_require_node_allocs).  After each commit the
+ * new index is published on store_watch(), for blocking queries.
+ *
+ * Backends are ops tables (store-int.h): SQLite now (store_open_sqlite),
+ * PostgreSQL later.  A store may be used from several threads at once.
+ * Errors: -errno and a message in err; nothing is changed on failure. */
+#ifndef HERD_STORE_STORE_H
+#define HERD_STORE_STORE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "store/index_watch.h"
+
+#define STORE_MAX_KEY 256
+/* The schema version this code writes and reads.  A store written by a
+ * newer herd (higher version) is refused with -EPROTONOSUPPORT. */
+#define STORE_SCHEMA_VERSION 1
+
+enum store_kind {
+	STORE_NAMESPACE,
+	STORE_NODE,
+	STORE_JOB,
+	STORE_JOB_VERSION,
+	STORE_EVAL,
+	STORE_ALLOC,
+	STORE_KIND_COUNT
+};
+
+/* The kind's name as it appears in messages ("job", "allocation", ...). */
+const char *store_kind_name(enum store_kind kind);
+
+/* Identifies one record.  Fields a kind does not key on are ignored:
+ * namespace: id = the name; node, evaluation, allocation: id;
+ * job: ns + id; job_version: ns + id + version. */
+struct store_key {
+	const char *ns;
+	const char *id;
+	int64_t version;
+};
+
+/* Narrows a list; NULL fields do not filter.  Which fields a kind accepts:
+ * job: ns; job_version: ns, job_id (ns required with job_id);
+ * evaluation: ns, job_id; allocation: ns, job_id, node_id.  Any other
+ * field set is -EINVAL. */
+struct store_filter {
+	const char *ns;
+	const char *job_id;
+	const char *node_id;
+};
+
+struct store;
+
+/* Opens (creating when absent) the SQLite store at path, in WAL mode with
+ * synchronous=FULL (sqlite.c explains why that makes every acknowledged
+ * change survive kill -9 and power loss).  Refuses a file whose schema is
+ * newer than STORE_SCHEMA_VERSION (-EPROTONOSUPPORT).  On success *out owns
+ * the store; free it with store_close. */
+int store_open_sqlite(const char *path, struct store **out, struct herd_err *err);
+
+/* Closes the store; no call may be in progress.  Accepts NULL. */
+void store_close(struct store *s);
+
+/* The backend's name ("sqlite"). */
+const char *store_backend(const struct store *s);
+
+/* The global index of the last committed change (0 for a new store). */
+uint64_t store_index(struct store *s);
+
+/* The watch on which the store publishes its index after each commit.
+ * Owned by the store; valid until store_close. */
+struct index_watch *store_watch(struct store *s);
+
+/* Reads one record.  On success *out is a new reference (the caller
+ * json_decref's it).  -ENOENT when there is no such record. */
+int store_get(struct store *s, enum store_kind kind, const struct store_key *key,
+	      json_t **out, struct herd_err *err);
+
+/* Lists the records of a kind that pass filter (may be NULL), in key order.
+ * On success *out is a new JSON array (possibly empty). */
+int store_list(struct store *s, enum store_kind kind, const struct store_filter *filter,
+	       json_t **out, struct herd_err *err);
+
+/* Index of the last change to any record of kind (0: none yet). */
+int store_kind_index(struct store *s, enum store_kind kind, uint64_t *out, struct herd_err *err);
+/* Index of the last change to the allocations placed on node_id (an
+ * allocation put there, moved away or deleted); 0 when none ever was. */
+int store_node_allocs_index(struct store *s, const char *node_id, uint64_t *out,
+			    struct herd_err *err);
+/* Index of the last change to the allocations of job (ns, job_id). */
+int store_job_allocs_index(struct store *s, const char *ns, const char *job_id, uint64_t *out,
+			   struct herd_err *err);
+
+/* Writes obj (a JSON object; the store keeps its own copy) as a record of
+ * kind, replacing any record with the same key, in one transaction that
+ * bumps the index.  *out_index (may be NULL) receives the new index. */
+int store_put(struct store *s, enum store_kind kind, json_t *obj, uint64_t *out_index,
+	      struct herd_err *err);
+
+/* Deletes one record in one transaction that bumps the index; -ENOENT (and
+ * no change) when there is no such record. */
+int store_delete(struct store *s, enum store_kind kind, const struct store_key *key,
+		 uint64_t *out_index, struct herd_err *err);
+
+/* A caller-supplied check run inside a commit's transaction, after the
+ * declared conditions pass and before any write.  It sees the state as of
+ * that transaction and may call store_get, store_list and the *_index
+ * functions on s (never a write).  Return 0 to go on, or -errno (with a
+ * message in err) to roll the whole batch back; -ESTALE is the convention
+ * for "the state moved under the plan". */
+typedef int store_check_fn(struct store *s, void *arg, struct herd_err *err);
+
+enum store_op { STORE_OP_PUT, STORE_OP_DELETE };
+enum store_cond_type {
+	STORE_COND_MODIFY_INDEX, /* record's modify_index == index (0: absent) */
+	STORE_COND_NODE_ALLOCS,  /* store_node_allocs_index(id) <= index */
+	STORE_COND_JOB_ALLOCS,   /* store_job_allocs_index(ns, id) <= index */
+};
+
+struct store_write {
+	enum store_op op;
+	enum store_kind kind;
+	json_t *obj;          /* put: a reference owned by the batch */
+	char *ns, *id;        /* delete: the key, owned by the batch */
+	int64_t version;
+};
+
+struct store_cond {
+	enum store_cond_type type;
+	enum store_kind kind; /* STORE_COND_MODIFY_INDEX */
+	char *ns, *id;        /* owned by the batch */
+	int64_t version;
+	uint64_t index;
+};
+
+/* A batch: several writes committed atomically with one index bump, on
+ * condition that every declared condition and the check hold inside the
+ * transaction.  This is how the plan applier commits a plan: put every new
+ * or changed allocation, require that the allocations of each node the plan
+ * touches are still at the index the scheduler saw, and let the check
+ * re-count capacity. */
+struct store_batch {
+	struct store_write *w;
+	size_t nw, aw;
+	struct store_cond *c;
+	size_t nc, ac;
+	store_check_fn *check;
+	void *check_arg;
+};
+
+#define STORE_BATCH_INIT { NULL, 0, 0, NULL, 0, 0, NULL, NULL }
+void store_batch_init(struct store_batch *b);
+/* Frees what the batch owns and leaves it empty.  Accepts NULL. */
+void store_batch_release(struct store_batch *b);
+/* Queues a put; the batch takes a new reference to obj. */
+void store_batch_put(struct store_batch *b, enum store_kind kind, json_t *obj);
+/* Queues a delete; a record that is absent at commit fails the batch. */
+void store_batch_delete(struct store_batch *b, enum store_kind kind, const struct store_key *key);
+/* Requires that the record's modify_index equals index (0: that it does not
+ * exist): check-and-set for job registration. */
+void store_batch_require_index(struct store_batch *b, enum store_kind kind,
+			       const struct store_key *key, uint64_t index);
+/* Requires that the allocations of node_id have not changed after index. */
+void store_batch_require_node_allocs(struct store_batch *b, const char *node_id, uint64_t index);
+/* Requires that the allocations of job (ns, job_id) have not changed after index. */
+void store_batch_require_job_allocs(struct store_batch *b, const char *ns, const char *job_id,
+				    uint64_t index);
+/* Sets the check run inside the transaction (see store_check_fn). */
+void store_batch_check(struct store_batch *b, store_check_fn *fn, void *arg);
+
+/* Commits the batch in one transaction: conditions, then the check, then the
+ * writes, then one index bump.  A failed condition is -ESTALE with a message
+ * naming it; an invalid object -EINVAL; a delete of an absent record -ENOENT;
+ * an empty batch -EINVAL.  On any failure nothing is written.  On success
+ * *out_index (may be NULL) receives the new index.  The batch is left as it
+ * was (release it). */
+int store_commit(struct store *s, const struct store_batch *b, uint64_t *out_index,
+		 struct herd_err *err);
+
+/* Runs fn inside one read transaction, so that several reads see one
+ * consistent state (a scheduler's snapshot).  fn may call the read functions
+ * on s, never a write.  Returns what fn returns, or -errno if the
+ * transaction could not start.  Writers from other threads wait meanwhile
+ * in the SQLite backend: keep fn short. */
+int store_view(struct store *s, store_check_fn *fn, void *arg, struct herd_err *err);
+
+#endif

@@ -1,0 +1,70 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "test_store_util.h"
+
+int tmpstore_setup(void **state)
+{
+	struct tmpstore *t = calloc(1, sizeof(*t));
+	struct herd_err err = { 0 };
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(t->dir, sizeof(t->dir), "%s/herd-store-XXXXXX", tmp ? tmp : "/tmp");
+	if (!mkdtemp(t->dir))
+		return -1;
+	snprintf(t->path, sizeof(t->path), "%s/state.db", t->dir);
+	if (store_open_sqlite(t->path, &t->s, &err)) {
+		fprintf(stderr, "%s\n", err.msg);
+		return -1;
+	}
+	*state = t;
+	return 0;
+}
+
+int tmpstore_teardown(void **state)
+{
+	struct tmpstore *t = *state;
+	DIR *d;
+	struct dirent *e;
+
+	store_close(t->s);
+	d = opendir(t->dir);
+	while (d && (e = readdir(d))) {
+		char p[8192];
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", t->dir, e->d_name);
+		unlink(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(t->dir);
+	free(t);
+	return 0;
+}
+
+void tmpstore_reopen(struct tmpstore *t)
+{
+	struct herd_err err = { 0 };
+	store_close(t->s);
+	t->s = NULL;
+	if (store_open_sqlite(t->path, &t->s, &err))
+		fail_msg("reopen: %s", err.msg);
+}
+
+void put_ok(struct store *s, enum store_kind kind, json_t *obj)
+{
+	struct herd_err err = { 0 };
+	assert_non_null(obj);
+	if (store_put(s, kind, obj, NULL, &err))
+		fail_msg("put: %s", err.msg);
+	json_decref(obj);
+}
