@@ -9,7 +9,7 @@
  * labels, quoted or bare identifiers); expressions are strings with escapes
  * (\n \t \r \" \\ \uNNNN \UNNNNNNNN), heredocs `<<EOF` and indented `<<-EOF`,
  * numbers, true/false/null, lists `[a, b,]`, objects `{ k = v, "k2": v }`;
- * comments `#`, `//` and `/* *\/`.  `${...}` and `%{...}` inside strings are
+ * comments `#`, `//` and slash-star blocks.  `${...}` and `%{...}` inside strings are
  * kept verbatim for run-time interpolation, `$${` and `%%{` too (the literal
  * escapes are resolved by the interpolator, never here).  Anything else
  * (operators, function calls, variables) is an error that says so.

@@ -1,0 +1,154 @@
+/* The hcl tree: constructors, destructors, lookups, and the key set that
+ * finds duplicate keys for both readers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+#include "spec/hcl-int.h"
+
+struct hcl_expr *hcl_expr_new(enum hcl_expr_kind kind, struct hcl_pos pos)
+{
+	struct hcl_expr *e = xcalloc(1, sizeof(*e));
+	e->kind = kind;
+	e->pos = pos;
+	return e;
+}
+
+struct hcl_expr *hcl_expr_from_token(struct hcl_token *tok)
+{
+	struct hcl_expr *e;
+	if (tok->kind == HCL_T_STRING) {
+		e = hcl_expr_new(HCL_STRING, tok->pos);
+		e->u.str.heredoc = tok->heredoc;
+		e->u.str.s = hcl_token_take_string(tok, &e->u.str.len);
+		return e;
+	}
+	if (tok->kind == HCL_T_NUMBER) {
+		e = hcl_expr_new(HCL_NUMBER, tok->pos);
+		e->u.num.value = tok->num;
+		e->u.num.is_int = tok->is_int;
+		e->u.num.i = tok->i;
+		return e;
+	}
+	return NULL;
+}
+
+/* Recursion is bounded: the readers never build trees deeper than
+ * HCL_MAX_DEPTH. */
+void hcl_expr_free(struct hcl_expr *e)
+{
+	if (!e)
+		return;
+	switch (e->kind) {
+	case HCL_STRING:
+		free(e->u.str.s);
+		break;
+	case HCL_LIST:
+		for (size_t i = 0; i < e->u.list.n; i++)
+			hcl_expr_free(e->u.list.v[i]);
+		free(e->u.list.v);
+		break;
+	case HCL_OBJECT:
+		for (size_t i = 0; i < e->u.object.n; i++) {
+			free(e->u.object.v[i].key);
+			hcl_expr_free(e->u.object.v[i].value);
+		}
+		free(e->u.object.v);
+		break;
+	default:
+		break;
+	}
+	free(e);
+}
+
+void hcl_item_release(struct hcl_item *item)
+{
+	if (item->kind == HCL_ITEM_ATTRIBUTE) {
+		free(item->u.attr.name);
+		hcl_expr_free(item->u.attr.value);
+	} else {
+		free(item->u.block.type);
+		free(item->u.block.labels[0]);
+		free(item->u.block.labels[1]);
+		hcl_body_free(item->u.block.body);
+	}
+}
+
+void hcl_body_free(struct hcl_body *body)
+{
+	if (!body)
+		return;
+	for (size_t i = 0; i < body->n; i++)
+		hcl_item_release(&body->items[i]);
+	free(body->items);
+	free(body);
+}
+
+const struct hcl_attribute *hcl_body_attr(const struct hcl_body *body, const char *name)
+{
+	if (!body)
+		return NULL;
+	for (size_t i = 0; i < body->n; i++)
+		if (body->items[i].kind == HCL_ITEM_ATTRIBUTE &&
+		    strcmp(body->items[i].u.attr.name, name) == 0)
+			return &body->items[i].u.attr;
+	return NULL;
+}
+
+const char *hcl_kind_name(enum hcl_expr_kind kind)
+{
+	switch (kind) {
+	case HCL_STRING: return "string";
+	case HCL_NUMBER: return "number";
+	case HCL_BOOL: return "bool";
+	case HCL_NULL: return "null";
+	case HCL_LIST: return "list";
+	case HCL_OBJECT: return "object";
+	}
+	return "value";
+}
+
+static size_t hash_key(const char *s)
+{
+	size_t h = 14695981039346656037u; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211u;
+	return h;
+}
+
+static void keyset_grow(struct hcl_keyset *ks)
+{
+	size_t cap = ks->cap ? ks->cap * 2 : 16;
+	struct hcl_keyset_entry *v = xcalloc(cap, sizeof(*v));
+	for (size_t i = 0; i < ks->cap; i++) {
+		size_t j;
+		if (!ks->v[i].key)
+			continue;
+		for (j = ks->v[i].hash & (cap - 1); v[j].key; j = (j + 1) & (cap - 1))
+			;
+		v[j] = ks->v[i];
+	}
+	free(ks->v);
+	ks->v = v;
+	ks->cap = cap;
+}
+
+const struct hcl_keyset_entry *hcl_keyset_add(struct hcl_keyset *ks, const char *key,
+					      struct hcl_pos pos)
+{
+	size_t h = hash_key(key), j;
+	if ((ks->n + 1) * 2 > ks->cap)
+		keyset_grow(ks);
+	for (j = h & (ks->cap - 1); ks->v[j].key; j = (j + 1) & (ks->cap - 1))
+		if (ks->v[j].hash == h && strcmp(ks->v[j].key, key) == 0)
+			return &ks->v[j];
+	ks->v[j] = (struct hcl_keyset_entry){ key, h, pos };
+	ks->n++;
+	return NULL;
+}
+
+void hcl_keyset_release(struct hcl_keyset *ks)
+{
+	free(ks->v);
+	*ks = (struct hcl_keyset){ 0 };
+}
