@@ -132,6 +132,9 @@ static void decode_enum(struct decoder *d, const struct field *f, const json_t *
 		strbuf_addf(&sb, "%s\"%s\"", c == f->choices ? "" : ", ", *c);
 	fail(d, v, "expected one of %s, got \"%s\"", sb.buf, json_string_value(v));
 	strbuf_release(&sb);
+	/* keep the bad word: the job is rejected anyway, and the validator
+	 * then does not also report the field as missing */
+	set_string(d, v, out, f->key);
 }
 
 static void decode_int(struct decoder *d, const struct field *f, const json_t *v, int64_t *out)
@@ -465,7 +468,10 @@ struct job *job_from_json(const json_t *root, const struct posmap *pm, struct di
 		root = json_object_get(root, "job");
 	decode_object(&d, &job_schema, root, job);
 	strbuf_release(&d.path);
-	if (d.errors == 0 && job_validate(job, diags) == 0)
+	/* validate even after decoding errors, so that one run reports every
+	 * problem (a field that failed to decode may then also be reported
+	 * as missing) */
+	if (json_is_object(root) && job_validate(job, diags) == 0 && d.errors == 0)
 		return job;
 	job_free(job);
 	return NULL;

@@ -224,9 +224,7 @@ json_t *job_hcl_to_json(const struct hcl_body *body, struct posmap *pm, struct d
 		diag_error(diags, 1, 1, "no job block: a job file holds one job \"<id>\" { ... } block");
 		c.errors++;
 	}
-	if (c.errors) {
-		json_decref(job);
-		return NULL;
-	}
+	/* with structural errors the rest is still returned, so that the
+	 * decoder can report its problems in the same run */
 	return job;
 }

@@ -21,6 +21,7 @@ struct job *spec_load(const char *text, size_t len, struct diag_list *diags)
 	struct posmap *pm = posmap_new();
 	struct job *job = NULL;
 	json_t *root = NULL;
+	size_t start = diags->errors;
 
 	if (looks_like_json(text, len)) {
 		struct hcl_expr *expr = hcl_parse_json(text, len, diags);
@@ -35,8 +36,15 @@ struct job *spec_load(const char *text, size_t len, struct diag_list *diags)
 			hcl_body_free(body);
 		}
 	}
-	if (root)
+	if (root) {
+		bool converted_cleanly = diags->errors == start;
 		job = job_from_json(root, pm, diags);
+		if (job && !converted_cleanly) {
+			/* the conversion reported errors: decoded for messages only */
+			job_free(job);
+			job = NULL;
+		}
+	}
 	json_decref(root);
 	posmap_free(pm);
 	return job;

@@ -44,8 +44,10 @@ json_t *job_to_json(const struct job *job);
  * plural names (group -> groups), block labels become fields (id, name,
  * label).  Positions of every value go to pm.  Structural errors (no job
  * block, a block where an attribute belongs, a repeated single block) go to
- * diags; unknown names are left in the tree for job_from_json to report.
- * Returns a new reference, or NULL when errors were added. */
+ * diags, and the rest is converted all the same (so that one run reports
+ * every problem): the caller must treat the tree as invalid when diags
+ * gained errors.  Unknown names are left in the tree for job_from_json to
+ * report.  Returns a new reference, or NULL when there is no job block. */
 json_t *job_hcl_to_json(const struct hcl_body *body, struct posmap *pm, struct diag_list *diags);
 
 #endif
