@@ -417,6 +417,8 @@ static void lex_string(struct hcl_lexer *lx, struct hcl_token *tok)
 	} else if (!closed) {
 		lex_error(lx, tok->pos, "unterminated string");
 	}
+	if (!closed && lx->json)
+		tok->kind = HCL_T_INVALID; /* JSON cannot resynchronise: stop there */
 	if (sc.too_long)
 		lex_error(lx, tok->pos, "string is longer than the limit of %u bytes", HCL_MAX_STRING);
 	if (sc.bad_utf8)
