@@ -1,0 +1,228 @@
+/* HCL job files through spec_load: the block table (labels, plurals,
+ * repeats), positions in messages, JSON files, and that HCL and the
+ * canonical JSON agree. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "job_helpers.h"
+
+static struct job *load(const char *text, char **out)
+{
+	struct diag_list dl;
+	struct job *job;
+
+	diag_list_init(&dl);
+	job = spec_load(text, strlen(text), &dl);
+	diag_sort(&dl);
+	*out = render_diags(&dl);
+	diag_list_release(&dl);
+	return job;
+}
+
+static void test_blocks_become_canonical_fields(void **state)
+{
+	char *diags;
+	struct job *job = load(
+		"job \"j\" {\n"
+		"  constraint {\n"
+		"    attribute = \"${attr.os}\"\n"
+		"    value = \"linux\"\n"
+		"  }\n"
+		"  constraint {\n"
+		"    distinct_hosts = true\n"
+		"  }\n"
+		"  meta { a = \"1\" }\n"
+		"  group \"g\" {\n"
+		"    network {\n"
+		"      port \"http\" { static = 80 }\n"
+		"      port \"x\" {}\n"
+		"    }\n"
+		"    task \"t\" {\n"
+		"      driver = \"docker\"\n"
+		"      config {\n"
+		"        image = \"i\"\n"
+		"        mount { type = \"bind\" }\n"
+		"        mount { type = \"tmpfs\" }\n"
+		"        labels { a = \"b\" }\n"
+		"      }\n"
+		"      resources {\n"
+		"        device \"nvidia/gpu/Tesla T4\" { compute = 12.5 }\n"
+		"      }\n"
+		"    }\n"
+		"  }\n"
+		"}\n", &diags);
+
+	assert_string_equal(diags, "");
+	assert_non_null(job);
+	assert_string_equal(job->id, "j");
+	assert_int_equal(job->constraints.n, 2);
+	assert_string_equal(job->constraints.v[1].operator, "distinct_hosts");
+	assert_int_equal(job->constraints.v[0].pos.line, 2);
+	assert_string_equal(job->meta.v[0].value, "1");
+	assert_string_equal(job->groups[0].name, "g");
+	assert_int_equal(job->groups[0].pos.line, 10);
+	assert_int_equal(job->groups[0].network.nports, 2);
+	assert_string_equal(job->groups[0].network.ports[0].label, "http");
+	assert_int_equal(job->groups[0].network.ports[0].static_port, 80);
+	struct job_task *t = &job->groups[0].tasks[0];
+	assert_true(json_is_array(json_object_get(t->config, "mount")));
+	assert_int_equal(json_array_size(json_object_get(t->config, "mount")), 2);
+	assert_true(json_is_object(json_object_get(t->config, "labels")));
+	assert_string_equal(t->resources.devices[0].name, "nvidia/gpu/Tesla T4");
+	assert_int_equal(t->resources.devices[0].compute, 125);
+	job_free(job);
+	free(diags);
+}
+
+static void test_errors_with_positions(void **state)
+{
+	char *diags;
+	struct job *job = load(
+		"job \"j\" {\n"
+		"  priority = 0\n"
+		"  periodic {\n"
+		"    cron = \"@daily\"\n"
+		"  }\n"
+		"  update {}\n"
+		"  group \"g\" {\n"
+		"    task \"t\" {\n"
+		"      driver = \"raw_exec\"\n"
+		"      config { command = \"x\" }\n"
+		"      resources { memory = \"a lot\" }\n"
+		"      resources {}\n"
+		"      lifecycle \"x\" { hook = \"prestart\" }\n"
+		"    }\n"
+		"    task {}\n"
+		"  }\n"
+		"}\n"
+		"variable \"v\" {}\n", &diags);
+
+	assert_null(job);
+	assert_string_equal(diags,
+		"E 2:14 priority: must be between 1 and 100, got 0\n"
+		"E 3:3 job: unknown job field \"periodic\"\n"
+		"W 6:3 update: not supported by herd; ignored\n"
+		"E 11:28 groups[0].tasks[0].resources.memory: expected a size such as \"512MB\" or "
+		"\"2 GiB\", got \"a lot\"\n"
+		"E 12:7 block \"resources\" is repeated; only one is allowed here\n"
+		"E 13:7 block \"lifecycle\" takes no label\n"
+		"E 15:5 block \"task\" needs one label (its name)\n"
+		"E 18:1 \"variable\" is not supported at the top level; a job file holds one job block\n");
+	free(diags);
+}
+
+static void test_no_job_block(void **state)
+{
+	char *diags;
+	assert_null(load("# nothing here\n", &diags));
+	assert_string_equal(diags, "E 1:1 no job block: a job file holds one job \"<id>\" { ... } block\n");
+	free(diags);
+	assert_null(load("job \"a\" {}\njob \"b\" {}\n", &diags));
+	assert_string_equal(diags, "E 1:1 job: a job needs at least one group\n"
+				   "E 2:1 a job file holds only one job block\n");
+	free(diags);
+	assert_null(load("job {}\n", &diags));
+	assert_string_equal(diags, "E 1:1 block \"job\" needs one label (its id)\n");
+	free(diags);
+}
+
+static void test_json_file_positions(void **state)
+{
+	char *diags;
+	struct job *job = load("{\"job\": {\"id\": \"j\",\n"
+			       "  \"groups\": [{\"name\": \"g\", \"count\": \"two\",\n"
+			       "    \"tasks\": []}]}}\n", &diags);
+	assert_null(job);
+	assert_string_equal(diags,
+		"E 2:14 groups[0]: a group needs at least one task\n"
+		"E 2:37 groups[0].count: expected a whole number, got a string\n");
+	free(diags);
+}
+
+static void test_hcl_and_json_agree(void **state)
+{
+	char *diags, *hcl_text, *json_text;
+	struct job *a = load("job \"same\" {\n"
+			     "  type = \"batch\"\n"
+			     "  group \"g\" {\n"
+			     "    task \"t\" {\n"
+			     "      driver = \"raw_exec\"\n"
+			     "      kill_timeout = \"30s\"\n"
+			     "      config {\n"
+			     "        command = \"/bin/sh\"\n"
+			     "        args = [\"-c\", \"echo $${HOME} ${NOMAD_TASK_NAME}\"]\n"
+			     "      }\n"
+			     "    }\n"
+			     "  }\n"
+			     "}\n", &diags);
+	json_t *ja;
+
+	assert_string_equal(diags, "");
+	assert_non_null(a);
+	free(diags);
+	ja = job_to_json(a);
+	hcl_text = json_dumps(ja, JSON_COMPACT);
+	struct job *b = load(hcl_text, &diags);
+	assert_string_equal(diags, "");
+	assert_non_null(b);
+	json_t *jb = job_to_json(b);
+	json_text = json_dumps(jb, JSON_COMPACT);
+	assert_string_equal(hcl_text, json_text);
+	assert_int_equal(b->groups[0].tasks[0].kill_timeout, 30 * NS_PER_SEC);
+	free(hcl_text);
+	free(json_text);
+	free(diags);
+	json_decref(ja);
+	json_decref(jb);
+	job_free(a);
+	job_free(b);
+}
+
+/* The examples and the Nomad GPU-guide files validate unchanged. */
+static void test_examples_validate(void **state)
+{
+	static const char *const names[] = {
+		"gpu-batch.hcl", "service-port.hcl", "pipeline.hcl", "mig.hcl", "fractional.hcl",
+		"nomad-raw-exec-template-t4.hcl", "nomad-docker-nvidia-smi.hcl",
+		"nomad-pip-artifact-poststop.hcl",
+	};
+	const char *root = getenv("HERD_SOURCE_ROOT");
+
+	assert_non_null(root);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char *path = xasprintf("%s/examples/jobs/%s", root, names[i]);
+		FILE *f = fopen(path, "re");
+		char buf[16384], *diags;
+		size_t n;
+
+		assert_non_null(f);
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = 0;
+		struct job *job = load(buf, &diags);
+		if (!job || *diags)
+			fprintf(stderr, "%s:\n%s", path, diags);
+		assert_non_null(job);
+		assert_string_equal(diags, "");
+		job_free(job);
+		free(diags);
+		free(path);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_blocks_become_canonical_fields),
+		cmocka_unit_test(test_errors_with_positions),
+		cmocka_unit_test(test_no_job_block),
+		cmocka_unit_test(test_json_file_positions),
+		cmocka_unit_test(test_hcl_and_json_agree),
+		cmocka_unit_test(test_examples_validate),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
