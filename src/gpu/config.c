@@ -45,8 +45,10 @@ int gpu_config_set_ignored_xids(struct gpu_config *cfg, const char *list,
 		memcpy(num, p, len);
 		num[len] = '\0';
 		int rc = parse_int64(num, 0, 0xffffffffLL, &v, err);
-		if (rc < 0)
-			return herd_err_prefix(err, "bad XID list '%s'", list);
+		if (rc < 0) {
+			herd_err_prefix(err, "bad XID list '%s'", list);
+			return rc;
+		}
 		if (nr == GPU_MAX_IGNORED_XIDS)
 			return herd_errf(err, -ERANGE, "bad XID list '%s': at most %d XIDs",
 					 list, GPU_MAX_IGNORED_XIDS);
@@ -64,13 +66,16 @@ int gpu_config_from_env(struct gpu_config *cfg, struct herd_err *err)
 {
 	struct gpu_config next = *cfg;
 	const char *v;
+	int rc;
 
 	v = getenv("HERD_NVML_LIBRARY");
 	if (v && *v)
 		next.library_path = v;
 	v = getenv("HERD_GPU_IGNORE_XIDS");
-	if (v && gpu_config_set_ignored_xids(&next, v, err) < 0)
-		return herd_err_prefix(err, "HERD_GPU_IGNORE_XIDS");
+	if (v && (rc = gpu_config_set_ignored_xids(&next, v, err)) < 0) {
+		herd_err_prefix(err, "HERD_GPU_IGNORE_XIDS");
+		return rc;
+	}
 	v = getenv("HERD_GPU_WSL");
 	if (v && *v) {
 		if (strcmp(v, "0") && strcmp(v, "1"))
@@ -80,8 +85,10 @@ int gpu_config_from_env(struct gpu_config *cfg, struct herd_err *err)
 	v = getenv("HERD_GPU_STATS_PERIOD");
 	if (v && *v) {
 		int64_t ns;
-		if (parse_duration(v, &ns, err) < 0)
-			return herd_err_prefix(err, "HERD_GPU_STATS_PERIOD");
+		if ((rc = parse_duration(v, &ns, err)) < 0) {
+			herd_err_prefix(err, "HERD_GPU_STATS_PERIOD");
+			return rc;
+		}
 		if (ns < NS_PER_SEC / 10)
 			return herd_errf(err, -EINVAL, "HERD_GPU_STATS_PERIOD: expected at least 100ms, not '%s'", v);
 		next.stats_period_ns = ns;

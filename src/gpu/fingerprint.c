@@ -251,6 +251,8 @@ int gpu_fingerprint_gpu(struct gpu_host *h, unsigned index, struct herd_err *err
 	rc = lib->nvmlDeviceGetUUID(d, g.uuid, sizeof(g.uuid));
 	if (rc == NVML_SUCCESS)
 		rc = lib->nvmlDeviceGetName(d, g.name, sizeof(g.name));
+	if (rc == NVML_ERROR_GPU_IS_LOST)
+		return herd_errf(err, -ENODEV, "it has fallen off the bus (GPU_IS_LOST)");
 	if (rc != NVML_SUCCESS)
 		return herd_errf(err, nvml_errno(rc), "cannot read UUID and name: %s",
 				 nvml_lib_strerror(lib, rc));
