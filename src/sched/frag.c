@@ -33,6 +33,23 @@ struct sched_workload *sched_workload_new(const struct sched_task_class *v, size
 		c->spec = v[i].gpu_spec && *v[i].gpu_spec ? xstrdup(v[i].gpu_spec) : NULL;
 		c->freq = sum > 0 && v[i].freq > 0 ? v[i].freq / sum : 0;
 	}
+	w->mi = xcalloc(n + 1, sizeof(int));
+	for (size_t i = 0; i < n; i++) {
+		int k;
+		w->mi[i] = -1;
+		if (w->c[i].num == 0) {
+			w->cpu_only += w->c[i].freq;
+			continue;
+		}
+		for (k = 0; k < w->nm && w->mv[k] != w->c[i].milli; k++)
+			;
+		if (k == w->nm) {
+			if (w->nm == 64)
+				continue; /* beyond 64 shares: the slow path below */
+			w->mv[w->nm++] = w->c[i].milli;
+		}
+		w->mi[i] = k;
+	}
 	return w;
 }
 
@@ -43,6 +60,7 @@ void sched_workload_free(struct sched_workload *w)
 	for (size_t i = 0; i < w->n; i++)
 		free(w->c[i].spec);
 	free(w->c);
+	free(w->mi);
 	free(w);
 }
 
@@ -68,30 +86,50 @@ bool model_in_spec(const char *model, const char *spec)
 double frag_node_view(const struct sched_workload *w, int64_t cpu_left, int64_t mem_left,
 		      const int32_t *left, int n, const char *model, bool use_mem)
 {
-	int64_t idle = 0;
-	double frag = 0;
+	int64_t idle = 0, below[64];
+	int fitc[64];
+	double frag;
 
 	for (int i = 0; i < n; i++)
 		idle += left[i];
 	if (!idle)
 		return 0;
+	for (int k = 0; k < w->nm; k++) {
+		below[k] = 0;
+		fitc[k] = 0;
+		for (int i = 0; i < n; i++) {
+			if (left[i] >= w->mv[k])
+				fitc[k]++;
+			else
+				below[k] += left[i];
+		}
+	}
+	frag = w->cpu_only * (double)idle;
 	for (size_t k = 0; k < w->n; k++) {
 		const struct wl_class *c = &w->c[k];
-		int64_t below = 0;
+		int m = w->mi[k];
+		int64_t b = 0;
 		int fit = 0;
 
-		if (c->num == 0 || cpu_left < c->cpu || (use_mem && mem_left < c->mem) ||
+		if (c->num == 0)
+			continue;
+		if (cpu_left < c->cpu || (use_mem && mem_left < c->mem) ||
 		    (c->spec && !model_in_spec(model, c->spec))) {
 			frag += c->freq * (double)idle;
 			continue;
 		}
-		for (int i = 0; i < n; i++) {
-			if (left[i] >= c->milli)
-				fit++;
-			else
-				below += left[i];
+		if (m >= 0) {
+			fit = fitc[m];
+			b = below[m];
+		} else {
+			for (int i = 0; i < n; i++) {
+				if (left[i] >= c->milli)
+					fit++;
+				else
+					b += left[i];
+			}
 		}
-		frag += c->freq * (double)(fit >= c->num ? below : idle);
+		frag += c->freq * (double)(fit >= c->num ? b : idle);
 	}
 	return frag;
 }

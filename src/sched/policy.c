@@ -221,6 +221,17 @@ static double frag_after(struct sched_snapshot *s, const struct nodeview *v, con
 			      model_of(s, n), use_mem);
 }
 
+/* Devices with the same compute and memory left give the same
+ * fragmentation after a fractional placement: only the first is tried (the
+ * lowest index, as the published simulator keeps the first best). */
+static bool seen_before(const struct nodeview *v, int i)
+{
+	for (int j = 0; j < i; j++)
+		if (v->left[j] == v->left[i] && v->mleft[j] == v->mleft[i])
+			return true;
+	return false;
+}
+
 /* FGD: int(100 * sigmoid((F - F') / 1000)); for a fraction every fitting
  * device is tried and the first best kept. */
 static double fgd_score(struct sched_snapshot *s, const struct nodeview *v, const struct ask *a,
@@ -235,7 +246,7 @@ static double fgd_score(struct sched_snapshot *s, const struct nodeview *v, cons
 	for (int i = 0; i < v->n; i++) {
 		int p = i;
 		double sc;
-		if (v->left[i] < a->milli || v->mleft[i] < a->dmem)
+		if (v->left[i] < a->milli || v->mleft[i] < a->dmem || seen_before(v, i))
 			continue;
 		sc = floor(100.0 * sigmoid((before - frag_after(s, v, a, w, &p, false)) / 1000.0));
 		if (sc > best) {
@@ -262,7 +273,7 @@ static double herd_score(struct sched_snapshot *s, const struct nodeview *v, con
 		for (int i = 0; i < v->n; i++) {
 			int p = i;
 			double sc;
-			if (v->left[i] < a->milli || v->mleft[i] < a->dmem)
+			if (v->left[i] < a->milli || v->mleft[i] < a->dmem || seen_before(v, i))
 				continue;
 			/* among equal fragmentation, the device with less left */
 			sc = before - frag_after(s, v, a, w, &p, false) - v->left[i] * 1e-6;

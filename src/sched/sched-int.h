@@ -63,6 +63,12 @@ struct wl_class {
 struct sched_workload {
 	size_t n;
 	struct wl_class *c;
+	/* distinct per-device shares of the classes, so that a node's
+	 * devices are scanned once per share rather than once per class */
+	int nm;
+	int32_t mv[64];
+	int *mi;           /* per class: index into mv, -1 for CPU-only */
+	double cpu_only;   /* summed frequency of CPU-only classes */
 };
 
 /* A node as the scoring functions see it for one request: only the devices

@@ -1,0 +1,126 @@
+/* Policies: scores on hand-computed cases, and FGD's fragmentation measure.
+ *
+ * The node: 64 cores, 64 GiB, 4 GPUs, 300 thousandths already taken on
+ * GPU-0 by one fractional allocation, so the GPUs have 700, 1000, 1000,
+ * 1000 left (3700 in all).  The ask: 8 cores, half a GPU. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+
+#include "helpers.h"
+
+static struct sched_snapshot *setup_node(void)
+{
+	struct sched_snapshot *s = sched_snapshot_new();
+	struct sched_placement p = { .node = 0, .ndev = 1 };
+	add_node(s, "n", 64000, 65536, 4, "T4", SCHED_TIMESLICE, 0);
+	p.dev[0] = (struct sched_device_share){ .dev = 0, .compute = 300 };
+	assert_int_equal(sched_apply(s, &p), 0);
+	return s;
+}
+
+static double score_of(enum sched_policy pol, const struct sched_workload *w, int *dev)
+{
+	struct sched_snapshot *s = setup_node();
+	struct sched_device_request dr = { .name = "gpu", .count = 1, .compute = 500 };
+	struct sched_request req = { .cpu_milli = 8000, .count = 1, .device = &dr };
+	struct sched_options o = { .policy = pol, .seed = 3, .workload = w };
+	struct sched_placement p;
+	assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
+	if (dev)
+		*dev = p.dev[0].dev;
+	sched_snapshot_free(s);
+	return p.score;
+}
+
+static void test_bestfit(void **state)
+{
+	int dev;
+	/* 100 x (1 - (0.5 x 56000/128000 + 0.5 x 3200/8000)) = 58.125 -> 58 */
+	assert_true(score_of(SCHED_BESTFIT, NULL, &dev) == 58);
+	assert_int_equal(dev, 0); /* best fit inside the node: 700 left */
+}
+
+static void test_dotprod(void **state)
+{
+	/* f = (0.5, 0.4625), p = (0.0625, 0.0625): 100 x (1 - 0.0601563/2) = 96.99 -> 96 */
+	assert_true(score_of(SCHED_DOTPROD, NULL, NULL) == 96);
+}
+
+static void test_packing(void **state)
+{
+	/* reuses a shared GPU with 70% free: 100 - 70/10 = 93 */
+	assert_true(score_of(SCHED_PACKING, NULL, NULL) == 93);
+}
+
+static void test_clustering(void **state)
+{
+	/* the node hosts only fractional tasks: 75 + 25 x (8000-3700)/8000 = 75 + 13 */
+	assert_true(score_of(SCHED_CLUSTERING, NULL, NULL) == 88);
+}
+
+static void test_binpack_spread(void **state)
+{
+	/* mean of cpu 8000/64000, memory 0, gpu (300+500)/4000 = 10.8333 */
+	assert_true(fabs(score_of(SCHED_BINPACK, NULL, NULL) - 100.0 * (0.125 + 0 + 0.2) / 3) < 1e-9);
+	assert_true(fabs(score_of(SCHED_SPREAD, NULL, NULL) - (100.0 - 100.0 * 0.325 / 3)) < 1e-9);
+}
+
+static void test_fgd(void **state)
+{
+	struct sched_task_class c = { 1000, 0, 600, 1, NULL, 1.0 };
+	struct sched_workload *w = sched_workload_new(&c, 1);
+	int dev;
+	/* F = 0 (700 >= 600).  On GPU-0 200 is left below 600: F' = 200,
+	 * int(100 sigmoid(-0.2)) = 45; on GPU-1 500 left: sigmoid(-0.5) -> 37. */
+	assert_true(score_of(SCHED_FGD, w, &dev) == 45);
+	assert_int_equal(dev, 0);
+	/* herd keeps the exact gradient: -200, minus small tie-breakers */
+	assert_true(score_of(SCHED_HERD, w, &dev) < -200 && score_of(SCHED_HERD, w, NULL) > -201);
+	assert_int_equal(dev, 0);
+	sched_workload_free(w);
+}
+
+static void test_frag_measure(void **state)
+{
+	struct sched_task_class c[] = { { 1000, 0, 600, 1, NULL, 1 }, { 2000, 0, 0, 0, NULL, 1 },
+					{ 1000, 0, 1000, 1, "A100|H100", 2 } };
+	struct sched_workload *w = sched_workload_new(c, 3);
+	struct sched_snapshot *s = setup_node();
+	struct sched_placement p = { .node = 0, .ndev = 1, .cpu_milli = 63500 };
+	/* frequencies 1/4, 1/4, 1/2; idle 3700.  class 1 fits with nothing
+	 * below 600; the CPU-only class and the A100/H100 class (T4 here)
+	 * count all idle: 0.25 x 3700 + 0.5 x 3700 */
+	assert_true(fabs(sched_frag(s, w, 0) - 0.75 * 3700) < 1e-9);
+	p.dev[0] = (struct sched_device_share){ .dev = 0, .compute = 200 };
+	assert_int_equal(sched_apply(s, &p), 0);
+	/* 500 left on GPU-0, below 600; and 500 cpu left, below class 1's
+	 * 1000: class 1 now counts all idle (3500) */
+	assert_true(fabs(sched_frag(s, w, 0) - 3500.0) < 1e-9);
+	assert_true(fabs(sched_frag(s, w, -1) - 3500.0) < 1e-9);
+	sched_snapshot_free(s);
+	sched_workload_free(w);
+}
+
+static void test_policy_names(void **state)
+{
+	for (int p = 0; p < SCHED_NPOLICIES; p++) {
+		enum sched_policy q;
+		assert_int_equal(sched_policy_parse(sched_policy_name((enum sched_policy)p), &q), 0);
+		assert_int_equal(q, p);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bestfit),    cmocka_unit_test(test_dotprod),
+		cmocka_unit_test(test_packing),    cmocka_unit_test(test_clustering),
+		cmocka_unit_test(test_binpack_spread), cmocka_unit_test(test_fgd),
+		cmocka_unit_test(test_frag_measure), cmocka_unit_test(test_policy_names),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
