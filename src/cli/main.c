@@ -10,6 +10,7 @@
 
 static const struct subcommand commands[] = {
 	
+	{ "gpu", cmd_gpu, "list this machine's GPUs" },
 	{ "job", cmd_job, "validate and inspect job files" },
 	{ "sim", cmd_sim, "replay a cluster trace through the placement engine" },
 	{ "version", cmd_version, "print herd's version" },

@@ -1,0 +1,125 @@
+/* herd gpu: this machine's GPUs, read locally through NVML (no server).
+ *
+ * `herd gpu list` prints one row per schedulable device (a whole GPU or a
+ * MIG instance); -json prints the same data as the agent reports it;
+ * -verbose adds every attribute and the topology matrix.  Without an NVIDIA
+ * driver it says so in one line and lists nothing (exit 0): no GPUs is a
+ * normal state of a machine, not a failure. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/xalloc.h"
+#include "gpu/gpu-json.h"
+#include "gpu/gpu.h"
+
+static void print_topology(const struct gpu_host *h)
+{
+	char buf[16];
+	printf("\nTopology (X self, MIG same GPU, NV# NVLinks, PIX one PCIe switch, PXB several,\n"
+	       "PHB one host bridge, NODE one CPU, SYS across sockets, ? unknown):\n%-6s", "");
+	for (size_t j = 0; j < h->nr_devs; j++)
+		printf(" %-5zu", j);
+	printf("\n");
+	for (size_t i = 0; i < h->nr_devs; i++) {
+		printf("%-6zu", i);
+		for (size_t j = 0; j < h->nr_devs; j++) {
+			unsigned n;
+			enum gpu_link l = gpu_host_link(h, i, j, &n);
+			printf(" %-5s", gpu_link_label(l, n, buf, sizeof(buf)));
+		}
+		printf("\n");
+	}
+}
+
+static void print_table(const struct gpu_host *h, const struct gpu_stats *stats, bool verbose)
+{
+	printf("driver %s, CUDA %s, %zu GPU%s, %zu device%s%s%s\n",
+	       h->driver_version[0] ? h->driver_version : "?",
+	       h->cuda_version[0] ? h->cuda_version : "?", h->nr_gpus, h->nr_gpus == 1 ? "" : "s",
+	       h->nr_devs, h->nr_devs == 1 ? "" : "s", h->simulated ? " (simulated)" : "",
+	       h->wsl ? " (WSL2)" : "");
+	if (!h->nr_devs)
+		return;
+	printf("%-5s  %-40s  %-34s  %10s  %-10s  %-9s  %4s\n", "INDEX", "UUID", "MODEL", "MEMORY",
+	       "MIG", "HEALTH", "UTIL");
+	for (size_t i = 0; i < h->nr_devs; i++) {
+		const struct gpu_device *d = &h->devs[i];
+		char mem[32] = "-", util[16] = "-";
+		if (d->memory_mib >= 0)
+			snprintf(mem, sizeof(mem), "%lld MiB", (long long)d->memory_mib);
+		if (stats[i].gpu_util >= 0)
+			snprintf(util, sizeof(util), "%lld%%", (long long)stats[i].gpu_util);
+		printf("%-5zu  %-40s  %-34s  %10s  %-10s  %-9s  %4s\n", i, d->uuid, d->model, mem,
+		       d->mig_profile[0] ? d->mig_profile : "-",
+		       d->health == GPU_HEALTHY ? "healthy" : "unhealthy", util);
+		if (d->health != GPU_HEALTHY)
+			printf("       unhealthy: %s\n", d->health_reason);
+		if (verbose)
+			for (size_t k = 0; k < d->nr_attrs; k++)
+				printf("       %-24s %s\n", d->attrs[k].name, d->attrs[k].value);
+	}
+	if (verbose)
+		print_topology(h);
+}
+
+static int cmd_gpu_list(int argc, char **argv)
+{
+	bool json = false, verbose = false;
+	const struct flag flags[] = {
+		{ "json", FLAG_BOOL, &json, "print JSON (the agent's fingerprint format)" },
+		{ "verbose", FLAG_BOOL, &verbose, "add every attribute and the topology matrix" },
+		{ NULL, 0, NULL, NULL },
+	};
+	const struct command_help help = {
+		"herd gpu list [options]",
+		"Lists this machine's GPUs as herd schedules them: one row per whole GPU or MIG\n"
+		"instance, read locally through NVML (no server needed).  NVML is searched as\n"
+		"libnvidia-ml.so.1, then in /usr/lib/wsl/lib; HERD_NVML_LIBRARY names another\n"
+		"library, such as the simulator (see docs/gpu-sim.md).",
+		flags,
+	};
+	struct gpu_config cfg;
+	struct herd_err err = { 0 };
+	int i = flags_parse(&help, argc, argv);
+	if (i < 0)
+		return i == -1 ? 0 : EXIT_USAGE;
+	if (i < argc)
+		return usage_error(argv[0], "unexpected argument '%s'", argv[i]);
+	gpu_config_init(&cfg);
+	if (gpu_config_from_env(&cfg, &err) < 0) {
+		fprintf(stderr, "%s: %s\n", argv[0], err.msg);
+		return 1;
+	}
+	struct gpu_host *h = gpu_host_open(&cfg);
+	struct gpu_stats *stats = xcalloc(h->nr_devs ? h->nr_devs : 1, sizeof(*stats));
+	for (size_t k = 0; k < h->nr_devs; k++) {
+		stats[k].memory_total_mib = stats[k].gpu_util = -1;
+		gpu_host_sample(h, k, &stats[k], NULL); /* a lost GPU shows as unhealthy */
+	}
+	if (json) {
+		json_t *o = gpu_host_to_json(h, stats, verbose);
+		json_dumpf(o, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+		printf("\n");
+		json_decref(o);
+	} else if (!h->nvml_loaded) {
+		printf("no GPUs: %s\n", h->reason);
+	} else {
+		print_table(h, stats, verbose);
+	}
+	for (size_t k = 0; k < h->nr_warnings; k++)
+		fprintf(stderr, "warning: %s\n", h->warnings[k]);
+	free(stats);
+	gpu_host_free(h);
+	return 0;
+}
+
+int cmd_gpu(int argc, char **argv)
+{
+	static const struct subcommand cmds[] = {
+		{ "list", cmd_gpu_list, "list this machine's GPUs (local, no server)" },
+		{ NULL, NULL, NULL },
+	};
+	return dispatch(argv[0], cmds, argc, argv);
+}
