@@ -1,0 +1,366 @@
+/* http_server.c: the HTTP layer on GNU libmicrohttpd (see http.h).
+ *
+ * MHD runs an internal epoll thread pool.  A blocking query that must wait
+ * is suspended (MHD_suspend_connection) and put on the waiter list; one
+ * waker thread resumes waiters when the watched index passes theirs or
+ * their deadline comes, so a thousand waiting agents cost a thousand list
+ * entries, not a thousand threads.  The index watch's listener wakes the
+ * waker after each commit.  On resume MHD calls the access handler again,
+ * which then runs the route's handler.
+ *
+ * Close-on-exec: MHD creates its listening and accepted sockets with
+ * SOCK_CLOEXEC (accept4), its epoll fd with EPOLL_CLOEXEC and its
+ * inter-thread eventfd with EFD_CLOEXEC; the unit tests check every fd. */
+#include "server/http-int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/units.h"
+#include "common/xalloc.h"
+
+struct waiter {
+	struct MHD_Connection *conn;
+	uint64_t after;
+	int64_t deadline_ns; /* CLOCK_MONOTONIC */
+};
+
+struct http_server {
+	struct MHD_Daemon *mhd;
+	const struct http_router *router;
+	struct index_watch *watch;
+	struct http_limits limits;
+	uint16_t port;
+
+	pthread_mutex_t lock; /* guards what follows */
+	pthread_cond_t wake;  /* CLOCK_MONOTONIC */
+	struct waiter *waiters;
+	size_t nwaiters, awaiters;
+	int stopping;
+	pthread_t waker;
+};
+
+enum conn_phase { CONN_READING, CONN_WAITING, CONN_RESUMED };
+
+/* One request's state, from its first header to its completion. */
+struct conn_ctx {
+	struct http_request_state st;
+	enum conn_phase phase;
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
+}
+
+/* --- the waker -------------------------------------------------------- */
+
+static void *waker_main(void *arg)
+{
+	struct http_server *srv = arg;
+	struct MHD_Connection **ready = NULL;
+	size_t nready, aready = 0;
+
+	pthread_mutex_lock(&srv->lock);
+	for (;;) {
+		int64_t now = mono_ns(), next = now + 60 * NS_PER_SEC;
+		uint64_t cur = index_watch_current(srv->watch);
+		struct timespec ts;
+
+		nready = 0;
+		for (size_t i = 0; i < srv->nwaiters;) {
+			struct waiter *w = &srv->waiters[i];
+			if (srv->stopping || cur > w->after || now >= w->deadline_ns) {
+				ALLOC_GROW(ready, nready + 1, aready);
+				ready[nready++] = w->conn;
+				*w = srv->waiters[--srv->nwaiters];
+				continue;
+			}
+			if (w->deadline_ns < next)
+				next = w->deadline_ns;
+			i++;
+		}
+		if (nready) {
+			/* resume outside our lock: MHD takes its own */
+			pthread_mutex_unlock(&srv->lock);
+			for (size_t i = 0; i < nready; i++)
+				MHD_resume_connection(ready[i]);
+			pthread_mutex_lock(&srv->lock);
+			continue; /* look again: time passed */
+		}
+		if (srv->stopping)
+			break;
+		ts.tv_sec = next / NS_PER_SEC;
+		ts.tv_nsec = next % NS_PER_SEC;
+		pthread_cond_timedwait(&srv->wake, &srv->lock, &ts);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	free(ready);
+	return NULL;
+}
+
+static void on_index(uint64_t index, void *arg)
+{
+	struct http_server *srv = arg;
+	pthread_mutex_lock(&srv->lock);
+	pthread_cond_signal(&srv->wake);
+	pthread_mutex_unlock(&srv->lock);
+}
+
+/* Suspends conn until the index passes after or the wait ends.  Returns 0,
+ * or -ECANCELED when the server is stopping (then it is not suspended). */
+static int hold(struct http_server *srv, struct MHD_Connection *conn, uint64_t after,
+		int64_t wait_ns)
+{
+	int rc = 0;
+	MHD_suspend_connection(conn);
+	pthread_mutex_lock(&srv->lock);
+	if (srv->stopping) {
+		rc = -ECANCELED;
+	} else {
+		ALLOC_GROW(srv->waiters, srv->nwaiters + 1, srv->awaiters);
+		srv->waiters[srv->nwaiters].conn = conn;
+		srv->waiters[srv->nwaiters].after = after;
+		srv->waiters[srv->nwaiters].deadline_ns = mono_ns() + wait_ns;
+		srv->nwaiters++;
+		/* the waker checks the index again, so a commit that came
+		 * between our check and now is not missed */
+		pthread_cond_signal(&srv->wake);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	if (rc)
+		MHD_resume_connection(conn);
+	return rc;
+}
+
+/* --- requests --------------------------------------------------------- */
+
+static enum MHD_Result add_value(void *cls, enum MHD_ValueKind kind, const char *key,
+				 const char *value)
+{
+	struct conn_ctx *cc = cls;
+	if (kind == MHD_HEADER_KIND)
+		http_request_add_header(&cc->st, key, value);
+	else
+		http_request_add_query(&cc->st, key, value);
+	return MHD_YES;
+}
+
+static enum MHD_Result send_response(struct MHD_Connection *conn, struct http_response *resp,
+				     uint64_t index)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	char idx[32];
+	size_t len;
+	char *text = http_response_text(resp, &len);
+
+	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(text);
+		http_response_release(resp);
+		return MHD_NO; /* MHD closes the connection */
+	}
+	snprintf(idx, sizeof(idx), "%llu",
+		 (unsigned long long)(resp->has_index ? resp->index : index));
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "X-Herd-Index", idx);
+	if (resp->allow[0])
+		MHD_add_response_header(r, "Allow", resp->allow);
+	ret = MHD_queue_response(conn, (unsigned)resp->status, r);
+	MHD_destroy_response(r);
+	http_response_release(resp);
+	return ret;
+}
+
+static enum MHD_Result run_and_send(struct http_server *srv, struct MHD_Connection *conn,
+				    struct conn_ctx *cc)
+{
+	struct http_response resp = { 0 };
+	uint64_t index = index_watch_current(srv->watch);
+	http_request_run(&cc->st, index, &resp);
+	return send_response(conn, &resp, index);
+}
+
+static int body_too_large_declared(struct http_server *srv, struct MHD_Connection *conn)
+{
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_LENGTH);
+	int64_t n;
+	return cl && parse_int64(cl, 0, INT64_MAX, &n, NULL) == 0 &&
+	       (uint64_t)n > srv->limits.max_body;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size,
+				  void **con_cls)
+{
+	struct http_server *srv = cls;
+	struct conn_ctx *cc = *con_cls;
+	struct http_response resp = { 0 };
+
+	if (!cc) {
+		cc = xcalloc(1, sizeof(*cc));
+		http_request_state_init(&cc->st, method, url);
+		MHD_get_connection_values(conn, MHD_HEADER_KIND, add_value, cc);
+		MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, add_value, cc);
+		*con_cls = cc;
+		if (!body_too_large_declared(srv, conn))
+			return MHD_YES;
+		/* Refuse at once, before the body is sent (curl waits for
+		 * "100 Continue" and gets the 413 instead). */
+		cc->st.body_too_large = 1;
+		http_request_prepare(&cc->st, srv->router, &srv->limits, &resp);
+		return send_response(conn, &resp, index_watch_current(srv->watch));
+	}
+	if (*upload_data_size) {
+		http_request_add_body(&cc->st, upload_data, *upload_data_size,
+				      srv->limits.max_body);
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (cc->phase == CONN_WAITING) {
+		cc->phase = CONN_RESUMED;
+		return run_and_send(srv, conn, cc);
+	}
+	if (http_request_prepare(&cc->st, srv->router, &srv->limits, &resp))
+		return send_response(conn, &resp, index_watch_current(srv->watch));
+	if (http_request_should_wait(&cc->st, index_watch_current(srv->watch))) {
+		cc->phase = CONN_WAITING;
+		if (hold(srv, conn, cc->st.req.wait_index, cc->st.req.wait_ns) == 0)
+			return MHD_YES;
+		cc->phase = CONN_RESUMED;
+	}
+	return run_and_send(srv, conn, cc);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct conn_ctx *cc = *con_cls;
+	if (!cc)
+		return;
+	http_request_state_release(&cc->st);
+	free(cc);
+	*con_cls = NULL;
+}
+
+/* --- start and stop --------------------------------------------------- */
+
+static void http_server_stop_unlistened(struct http_server *srv);
+
+int http_server_start(const struct http_server_config *cfg, struct http_server **out,
+		      struct herd_err *err)
+{
+	const char *addr = cfg->bind_addr ? cfg->bind_addr : "127.0.0.1";
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+	unsigned threads = cfg->threads ? cfg->threads : 2;
+	struct sockaddr_in6 sa6 = { 0 };
+	struct sockaddr_in sa4 = { 0 };
+	struct sockaddr *sa;
+	struct http_server *srv;
+	pthread_condattr_t ca;
+	const union MHD_DaemonInfo *info;
+
+	if (!cfg->router || !cfg->watch)
+		return herd_errf(err, -EINVAL, "http: no router or index watch given");
+	if (inet_pton(AF_INET, addr, &sa4.sin_addr) == 1) {
+		sa4.sin_family = AF_INET;
+		sa4.sin_port = htons(cfg->port);
+		sa = (struct sockaddr *)&sa4;
+	} else if (inet_pton(AF_INET6, addr, &sa6.sin6_addr) == 1) {
+		sa6.sin6_family = AF_INET6;
+		sa6.sin6_port = htons(cfg->port);
+		sa = (struct sockaddr *)&sa6;
+		flags |= MHD_USE_IPv6;
+	} else {
+		return herd_errf(err, -EINVAL,
+				 "http: bind address \"%s\" is not a numeric IPv4 or IPv6 address",
+				 addr);
+	}
+
+	srv = xcalloc(1, sizeof(*srv));
+	srv->router = cfg->router;
+	srv->watch = cfg->watch;
+	srv->limits.max_body = cfg->max_body ? cfg->max_body : HTTP_DEFAULT_MAX_BODY;
+	srv->limits.max_wait_ns = cfg->max_wait_ns ? cfg->max_wait_ns : HTTP_DEFAULT_MAX_WAIT_NS;
+	pthread_mutex_init(&srv->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&srv->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&srv->waker, NULL, waker_main, srv) != 0) {
+		pthread_cond_destroy(&srv->wake);
+		pthread_mutex_destroy(&srv->lock);
+		free(srv);
+		return herd_errf(err, -EAGAIN, "http: cannot start the waker thread");
+	}
+
+	errno = 0;
+	srv->mhd = MHD_start_daemon(flags, cfg->port, NULL, NULL, on_request, srv,
+				    MHD_OPTION_SOCK_ADDR, sa,
+				    MHD_OPTION_THREAD_POOL_SIZE, threads,
+				    MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+				    MHD_OPTION_CONNECTION_TIMEOUT, 120U,
+				    MHD_OPTION_END);
+	if (!srv->mhd) {
+		int e = errno ? errno : EIO;
+		pthread_mutex_lock(&srv->lock);
+		srv->stopping = 1;
+		pthread_cond_signal(&srv->wake);
+		pthread_mutex_unlock(&srv->lock);
+		pthread_join(srv->waker, NULL);
+		pthread_cond_destroy(&srv->wake);
+		pthread_mutex_destroy(&srv->lock);
+		free(srv);
+		return herd_errf(err, -e, "http: cannot listen on %s port %u: %s", addr,
+				 (unsigned)cfg->port, strerror(e));
+	}
+	info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	srv->port = info ? info->port : cfg->port;
+	if (index_watch_listen(srv->watch, on_index, srv)) {
+		srv->watch = cfg->watch;
+		http_server_stop_unlistened(srv);
+		return herd_errf(err, -ENOSPC, "http: the index watch has no room for a listener");
+	}
+	*out = srv;
+	return 0;
+}
+
+uint16_t http_server_port(const struct http_server *srv)
+{
+	return srv->port;
+}
+
+void http_server_stop(struct http_server *srv)
+{
+	if (!srv)
+		return;
+	index_watch_unlisten(srv->watch, on_index, srv);
+	http_server_stop_unlistened(srv);
+}
+
+static void http_server_stop_unlistened(struct http_server *srv)
+{
+	/* The waker resumes every held request before it ends; they answer
+	 * with the state as it is, and no new one is held. */
+	pthread_mutex_lock(&srv->lock);
+	srv->stopping = 1;
+	pthread_cond_signal(&srv->wake);
+	pthread_mutex_unlock(&srv->lock);
+	pthread_join(srv->waker, NULL);
+	MHD_stop_daemon(srv->mhd);
+	free(srv->waiters);
+	pthread_cond_destroy(&srv->wake);
+	pthread_mutex_destroy(&srv->lock);
+	free(srv);
+}
