@@ -115,6 +115,19 @@ void http_reply(struct http_response *resp, int status, json_t *body)
 	resp->body = body;
 }
 
+/* A JSON string of msg; messages quote what the client sent (a path), which
+ * may not be UTF-8, and JSON strings must be: such bytes become '?'. */
+static json_t *message_string(char *msg)
+{
+	json_t *s = json_string(msg);
+	if (s)
+		return s;
+	for (char *p = msg; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	return json_string(msg);
+}
+
 int http_error(struct http_response *resp, int status, const char *code, const char *fmt, ...)
 {
 	char msg[512];
@@ -122,7 +135,8 @@ int http_error(struct http_response *resp, int status, const char *code, const c
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	http_reply(resp, status, json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg));
+	http_reply(resp, status, json_pack("{s:{s:s, s:o}}", "error", "code", code, "message",
+					   message_string(msg)));
 	return 0;
 }
 
