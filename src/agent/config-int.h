@@ -1,0 +1,31 @@
+/* Private to src/agent's configuration files: typed readers of HCL values
+ * that report into a diag_list, shared by config_file.c's block walkers. */
+#ifndef HERD_AGENT_CONFIG_INT_H
+#define HERD_AGENT_CONFIG_INT_H
+
+#include "agent/config.h"
+#include "spec/hcl.h"
+
+/* Each reader checks the value's kind and range; on a mismatch it adds one
+ * error at the value's position and returns -EINVAL, leaving *out alone.
+ * String outputs are replaced (the old value freed). */
+int cfg_read_string(const struct hcl_attribute *a, char **out, struct diag_list *dl);
+int cfg_read_bool(const struct hcl_attribute *a, bool *out, struct diag_list *dl);
+int cfg_read_int(const struct hcl_attribute *a, int64_t min, int64_t max, int64_t *out,
+		 struct diag_list *dl);
+/* A duration string ("10s") of at least min_ns. */
+int cfg_read_duration(const struct hcl_attribute *a, int64_t min_ns, int64_t *out,
+		      struct diag_list *dl);
+/* A list of strings; *out (an array of nr strings) is replaced. */
+int cfg_read_string_list(const struct hcl_attribute *a, size_t max, char ***out,
+			 size_t *nr, struct diag_list *dl);
+
+/* The error for a key this body does not know: names the key, where it
+ * was, and the keys expected (a NULL-terminated list). */
+void cfg_unknown_key(struct diag_list *dl, struct hcl_pos pos, const char *what,
+		     const char *key, const char *where, const char *const *known);
+
+/* Deep copy of a configuration (for all-or-nothing application). */
+void agent_config_copy(struct agent_config *dst, const struct agent_config *src);
+
+#endif

@@ -1,0 +1,184 @@
+/* agent config: what `herd agent -config FILE [-dev] [flags]` runs with.
+ *
+ * The file is HCL in the style of Nomad's agent configuration (docs/agent-
+ * config.md lists every key).  The order in which a configuration is built,
+ * each step overriding the one before:
+ *
+ *     agent_config_init(&cfg);                 documented defaults
+ *     agent_config_apply_dev(&cfg);            only with -dev
+ *     agent_config_load_file(&cfg, path, &dl); each -config FILE, in order
+ *     agent_config_apply_flags(&cfg, &flags);  -bind -http-port -data-dir -gpu-sim
+ *     agent_config_finish(&cfg, &err);         cross-field checks, derived paths
+ *     ...
+ *     agent_config_release(&cfg);
+ *
+ * Library code: nothing here prints.  File errors go into a diag_list as
+ * positioned diagnostics (print them with diag_print(dl, path, stderr) for
+ * the conventional "file:line:col: message"); every error of a file is
+ * reported in one run, and unknown keys are errors that name the key.
+ * A file with errors leaves cfg unchanged. */
+#ifndef HERD_AGENT_CONFIG_H
+#define HERD_AGENT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/diag.h"
+#include "common/err.h"
+#include "gpu/gpu.h"
+#include "sched/sched.h"
+
+#define AGENT_DEFAULT_HTTP_PORT 4646
+#define AGENT_DEFAULT_BIND "0.0.0.0"
+#define AGENT_DEV_BIND "127.0.0.1"
+#define AGENT_MAX_SERVERS 64
+#define AGENT_MAX_META 256
+#define AGENT_MAX_GPU_OVERRIDES 256
+
+enum agent_log_level { AGENT_LOG_TRACE, AGENT_LOG_DEBUG, AGENT_LOG_INFO,
+		       AGENT_LOG_WARN, AGENT_LOG_ERROR };
+
+/* Parses "trace", "debug", "info", "warn", "error" (any case); -EINVAL
+ * otherwise. */
+int agent_log_level_parse(const char *s, enum agent_log_level *out);
+const char *agent_log_level_name(enum agent_log_level level);
+
+struct agent_kv {
+	char *key;
+	char *value;
+};
+
+/* A `device "ID" { sharing = "mps" }` block of `gpu`: the sharing mode of
+ * one GPU, named by UUID ("GPU-...") or NVML index ("0"). */
+struct agent_gpu_override {
+	char *device;
+	enum sched_sharing sharing;
+};
+
+struct agent_config {
+	/* Top level. */
+	char *name;              /* node name; NULL: the hostname (fingerprint) */
+	char *region;            /* "global" */
+	char *datacenter;        /* "dc1"; client.datacenter overrides */
+	char *data_dir;          /* NULL until set; required unless -dev */
+	bool data_dir_is_temp;   /* made by agent_config_make_temp_data_dir */
+	char *bind_addr;         /* "0.0.0.0"; -dev: "127.0.0.1" */
+	enum agent_log_level log_level;  /* info */
+	int http_port;           /* ports { http }: 4646; 0 asks the kernel */
+	char *advertise_http;    /* advertise { http }: "host[:port]"; NULL: derived
+				  * by agent_config_finish from bind_addr/port */
+
+	struct {
+		bool enabled;            /* false; -dev: true */
+		char *data_dir;          /* NULL: <data_dir>/server (finish) */
+		int64_t heartbeat_ttl_ns;  /* 10s: a node silent this long is down */
+		int64_t heartbeat_grace_ns; /* 2s: extra time before "down" */
+		int64_t job_gc_threshold_ns; /* 4h: dead jobs older than this are purged */
+	} server;
+
+	struct {
+		bool enabled;            /* false; -dev: true */
+		char **servers;          /* "host:port"; may be empty with server.enabled */
+		size_t nr_servers;
+		char *node_class;        /* NULL: none */
+		char *node_pool;         /* "default" */
+		char *state_dir;         /* NULL: <data_dir>/client (finish) */
+		char *alloc_dir;         /* NULL: <data_dir>/alloc (finish) */
+		struct agent_kv *meta;   /* ${meta.KEY}, in file order, keys unique */
+		size_t nr_meta;
+		bool raw_exec_enabled;   /* false; -dev: true.  options
+					  * "driver.raw_exec.enable" or plugin "raw_exec" */
+		int64_t max_kill_timeout_ns;  /* 30s: cap on a task's kill_timeout */
+		int64_t reserved_cpu_mhz;     /* reserved { cpu }: 0 */
+		int64_t reserved_memory_mib;  /* reserved { memory }: 0 */
+		int64_t reserved_disk_mib;    /* reserved { disk }: 0 */
+		int64_t cpu_total_compute;    /* 0: fingerprinted cores x MHz */
+		int64_t memory_total_mib;     /* 0: fingerprinted */
+	} client;
+
+	struct {
+		/* Passed to gpu_host_open.  library_path points into nvml_library. */
+		struct gpu_config nvml;
+		char *nvml_library;      /* NULL: search (or HERD_NVML_LIBRARY) */
+		char *sim_file;          /* -gpu-sim FILE: a simulated GPU description */
+		enum sched_sharing sharing;  /* default mode of every GPU: exclusive */
+		struct agent_gpu_override *overrides;
+		size_t nr_overrides;
+	} gpu;
+
+	bool dev;                /* -dev was given */
+};
+
+/* Command-line flags that override the file.  NULL / -1: not given. */
+struct agent_flags {
+	bool dev;
+	const char *bind;        /* -bind ADDR */
+	int http_port;           /* -http-port N, -1: not given */
+	const char *data_dir;    /* -data-dir DIR */
+	const char *gpu_sim;     /* -gpu-sim FILE */
+};
+#define AGENT_FLAGS_INIT { false, NULL, -1, NULL, NULL }
+
+/* Fills cfg with the defaults documented above (and in docs/agent-config.md).
+ * cfg owns its strings; release with agent_config_release. */
+void agent_config_init(struct agent_config *cfg);
+
+/* Frees everything cfg owns (not the temporary data dir on disk: see
+ * agent_config_remove_temp_data_dir) and leaves it zeroed.  Accepts NULL. */
+void agent_config_release(struct agent_config *cfg);
+
+/* -dev: server and client enabled, raw_exec enabled, bind 127.0.0.1, http
+ * port 4646, log level debug.  The data dir stays unset: finish makes a
+ * temporary one unless a file or -data-dir gives one. */
+void agent_config_apply_dev(struct agent_config *cfg);
+
+/* Parses HCL text (need not be NUL-terminated) and applies it over cfg.
+ * Returns 0, or -EINVAL when errors were added to dl (then cfg is
+ * unchanged).  Warnings (keys herd accepts but ignores, like Nomad's
+ * ports { rpc }) may be added on success. */
+int agent_config_parse(struct agent_config *cfg, const char *text, size_t len,
+		       struct diag_list *dl);
+
+/* Reads path and applies it as agent_config_parse does.  A file that
+ * cannot be read is one diagnostic at 0:0 and -errno.  Relative paths in
+ * the file (data_dir, ...) are kept as written. */
+int agent_config_load_file(struct agent_config *cfg, const char *path,
+			   struct diag_list *dl);
+
+/* Applies command-line flags over cfg (flags win over files).  Returns 0,
+ * or -EINVAL with err for a bad value (port outside 0..65535). */
+int agent_config_apply_flags(struct agent_config *cfg, const struct agent_flags *flags,
+			     struct herd_err *err);
+
+/* Checks what one key cannot say alone and fills derived values: at least
+ * one of server and client enabled; a client needs servers unless the
+ * server runs in the same process; data_dir required unless dev (then a
+ * temporary one is made under $TMPDIR, data_dir_is_temp set); server
+ * data_dir, client state_dir and alloc_dir under data_dir; advertise_http
+ * "<bind_addr>:<http_port>" when not given (127.0.0.1 for a wildcard bind,
+ * which nobody can dial: the integrator may replace it with a fingerprinted
+ * address), and an advertise without port gets http_port.  Returns
+ * 0 or -EINVAL/-errno with err; on failure cfg may have gained the derived
+ * paths but nothing else. */
+int agent_config_finish(struct agent_config *cfg, struct herd_err *err);
+
+/* Makes a fresh mode-0700 directory $TMPDIR/herd-dev-XXXXXX (TMPDIR
+ * default /tmp) and sets cfg->data_dir to it.  Returns 0 or -errno. */
+int agent_config_make_temp_data_dir(struct agent_config *cfg, struct herd_err *err);
+
+/* Removes the temporary data dir and everything under it when
+ * data_dir_is_temp (an agent -dev on shutdown); else does nothing.
+ * Returns 0 or -errno of the first failure. */
+int agent_config_remove_temp_data_dir(struct agent_config *cfg);
+
+/* The sharing mode of a GPU by its UUID, parent UUID (for a MIG instance)
+ * or NVML index, from the overrides, else cfg->gpu.sharing. */
+enum sched_sharing agent_config_gpu_sharing(const struct agent_config *cfg,
+					    const char *uuid, const char *parent_uuid,
+					    unsigned nvml_index);
+
+/* The value of client meta key, or NULL. */
+const char *agent_config_meta(const struct agent_config *cfg, const char *key);
+
+#endif

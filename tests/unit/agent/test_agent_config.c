@@ -1,0 +1,351 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/config.h"
+#include "common/units.h"
+
+static int parse(struct agent_config *cfg, const char *text, struct diag_list *dl)
+{
+	return agent_config_parse(cfg, text, strlen(text), dl);
+}
+
+/* True when some diagnostic at line:col contains needle. */
+static int has_diag(const struct diag_list *dl, int line, int col, const char *needle)
+{
+	for (size_t i = 0; i < dl->n; i++)
+		if (dl->v[i].line == line && (col == 0 || dl->v[i].col == col) &&
+		    strstr(dl->v[i].msg, needle))
+			return 1;
+	return 0;
+}
+
+static void test_defaults(void **state)
+{
+	struct agent_config cfg;
+	agent_config_init(&cfg);
+	assert_string_equal(cfg.bind_addr, "0.0.0.0");
+	assert_int_equal(cfg.http_port, 4646);
+	assert_int_equal(cfg.log_level, AGENT_LOG_INFO);
+	assert_false(cfg.server.enabled);
+	assert_false(cfg.client.enabled);
+	assert_false(cfg.client.raw_exec_enabled);
+	assert_null(cfg.data_dir);
+	assert_string_equal(cfg.datacenter, "dc1");
+	assert_string_equal(cfg.client.node_pool, "default");
+	assert_int_equal(cfg.server.heartbeat_ttl_ns, 10 * NS_PER_SEC);
+	assert_int_equal(cfg.gpu.sharing, SCHED_EXCLUSIVE);
+	assert_int_equal(cfg.gpu.nvml.nr_ignored_xids, 6);
+	/* Nothing enabled: finish says so. */
+	struct herd_err err = { 0 };
+	assert_int_equal(agent_config_finish(&cfg, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "neither server nor client"));
+	agent_config_release(&cfg);
+	agent_config_release(NULL);
+}
+
+static const char full_file[] =
+	"name = \"gpu-7\"\n"
+	"data_dir = \"/var/lib/herd\"\n"
+	"bind_addr = \"10.0.0.5\"\n"
+	"log_level = \"WARN\"\n"
+	"ports { http = 5656 }\n"
+	"advertise { http = \"192.168.1.10\" }\n"
+	"server {\n  enabled = true\n  heartbeat_ttl = \"30s\"\n}\n"
+	"client {\n"
+	"  enabled = true\n"
+	"  servers = [\"10.0.0.1:4646\", \"[fd00::1]:4646\"]\n"
+	"  datacenter = \"eu-west\"\n"
+	"  node_class = \"h100\"\n"
+	"  meta { rack = \"r12\"\n  tier = 2 }\n"
+	"  options = { \"driver.raw_exec.enable\" = \"1\" }\n"
+	"  reserved { memory = 1024 }\n"
+	"}\n"
+	"gpu {\n"
+	"  nvml_library = \"/opt/nvml.so\"\n"
+	"  stats_period = \"2s\"\n"
+	"  ignored_xids = [13, 48]\n"
+	"  sharing = \"mps\"\n"
+	"  device \"GPU-abc\" { sharing = \"timeslice\" }\n"
+	"}\n";
+
+static void test_full_file(void **state)
+{
+	struct agent_config cfg;
+	struct diag_list dl;
+	struct herd_err err = { 0 };
+	agent_config_init(&cfg);
+	diag_list_init(&dl);
+	assert_int_equal(parse(&cfg, full_file, &dl), 0);
+	assert_int_equal(dl.errors, 0);
+	assert_string_equal(cfg.name, "gpu-7");
+	assert_string_equal(cfg.data_dir, "/var/lib/herd");
+	assert_string_equal(cfg.bind_addr, "10.0.0.5");
+	assert_int_equal(cfg.log_level, AGENT_LOG_WARN);
+	assert_int_equal(cfg.http_port, 5656);
+	assert_true(cfg.server.enabled);
+	assert_int_equal(cfg.server.heartbeat_ttl_ns, 30 * NS_PER_SEC);
+	assert_true(cfg.client.enabled);
+	assert_int_equal(cfg.client.nr_servers, 2);
+	assert_string_equal(cfg.client.servers[1], "[fd00::1]:4646");
+	assert_string_equal(cfg.datacenter, "eu-west");
+	assert_string_equal(cfg.client.node_class, "h100");
+	assert_string_equal(agent_config_meta(&cfg, "rack"), "r12");
+	assert_string_equal(agent_config_meta(&cfg, "tier"), "2");
+	assert_null(agent_config_meta(&cfg, "nope"));
+	assert_true(cfg.client.raw_exec_enabled);
+	assert_int_equal(cfg.client.reserved_memory_mib, 1024);
+	assert_string_equal(cfg.gpu.nvml.library_path, "/opt/nvml.so");
+	assert_int_equal(cfg.gpu.nvml.stats_period_ns, 2 * NS_PER_SEC);
+	assert_int_equal(cfg.gpu.nvml.nr_ignored_xids, 2);
+	assert_int_equal(cfg.gpu.nvml.ignored_xids[1], 48);
+	assert_int_equal(agent_config_gpu_sharing(&cfg, "GPU-abc", "", 0), SCHED_TIMESLICE);
+	assert_int_equal(agent_config_gpu_sharing(&cfg, "MIG-1", "GPU-abc", 0), SCHED_TIMESLICE);
+	assert_int_equal(agent_config_gpu_sharing(&cfg, "GPU-def", "", 1), SCHED_MPS);
+
+	assert_int_equal(agent_config_finish(&cfg, &err), 0);
+	assert_string_equal(cfg.server.data_dir, "/var/lib/herd/server");
+	assert_string_equal(cfg.client.state_dir, "/var/lib/herd/client");
+	assert_string_equal(cfg.client.alloc_dir, "/var/lib/herd/alloc");
+	/* advertise without port takes the http port */
+	assert_string_equal(cfg.advertise_http, "192.168.1.10:5656");
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+}
+
+/* Every error of a file in one run, each at its position; cfg unchanged. */
+static void test_every_error_reported(void **state)
+{
+	static const char text[] =
+		"data_dir = \"/d\"\n"                     /* 1: fine, but must not be applied */
+		"colour = \"blue\"\n"                     /* 2: unknown key */
+		"ports { http = 70000 }\n"                /* 3: range */
+		"server { enabled = \"yes\" }\n"          /* 4: wrong kind */
+		"client {\n"                              /* 5 */
+		"  servers = [\"nohost\", \"ok:1\"]\n"    /* 6: no port */
+		"  frobnicate = true\n"                   /* 7: unknown in client */
+		"  options = { \"driver.docker.x\" = \"1\" }\n" /* 8: unknown option */
+		"}\n"
+		"gpu { sharing = \"shared\"\n"            /* 10: bad sharing */
+		"  stats_period = \"1ms\" }\n"            /* 11: too short */
+		"plugin \"docker\" { }\n"                 /* 12: unknown plugin */
+		"log_level = \"loud\"\n"                  /* 13 */
+		"server { }\n";                           /* 14: twice */
+	struct agent_config cfg;
+	struct diag_list dl;
+	agent_config_init(&cfg);
+	diag_list_init(&dl);
+	assert_int_equal(parse(&cfg, text, &dl), -EINVAL);
+	assert_true(has_diag(&dl, 2, 1, "unknown key 'colour' in the agent configuration"));
+	assert_true(has_diag(&dl, 3, 16, "http: expected 0 to 65535"));
+	assert_true(has_diag(&dl, 4, 20, "enabled: expected true or false"));
+	assert_true(has_diag(&dl, 6, 0, "expected \"host:port\", not \"nohost\""));
+	assert_true(has_diag(&dl, 7, 3, "unknown key 'frobnicate' in client"));
+	assert_true(has_diag(&dl, 8, 0, "unknown option 'driver.docker.x'"));
+	assert_true(has_diag(&dl, 10, 0, "sharing: expected \"exclusive\", \"mps\""));
+	assert_true(has_diag(&dl, 11, 0, "stats_period: expected at least 100ms"));
+	assert_true(has_diag(&dl, 12, 0, "unknown plugin 'docker'"));
+	assert_true(has_diag(&dl, 13, 0, "log_level: expected trace"));
+	assert_true(has_diag(&dl, 14, 1, "block 'server' given twice (first at line 4)"));
+	assert_int_equal(dl.errors, 11);
+	/* nothing applied */
+	assert_null(cfg.data_dir);
+	assert_false(cfg.client.enabled);
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+}
+
+static void test_syntax_error(void **state)
+{
+	struct agent_config cfg;
+	struct diag_list dl;
+	agent_config_init(&cfg);
+	diag_list_init(&dl);
+	assert_int_equal(parse(&cfg, "client {\n  enabled = \n", &dl), -EINVAL);
+	assert_true(dl.errors > 0);
+	assert_true(dl.v[0].line >= 2);
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+}
+
+static void test_plugin_and_warnings(void **state)
+{
+	static const char text[] =
+		"plugin \"raw_exec\" {\n  config {\n    enabled = true\n  }\n}\n"
+		"ports { http = 4000\n rpc = 4647 }\n"
+		"client { enabled = true }\n";
+	struct agent_config cfg;
+	struct diag_list dl;
+	agent_config_init(&cfg);
+	diag_list_init(&dl);
+	assert_int_equal(parse(&cfg, text, &dl), 0);
+	assert_true(cfg.client.raw_exec_enabled);
+	assert_int_equal(dl.errors, 0);
+	assert_int_equal(dl.warnings, 1);
+	assert_true(has_diag(&dl, 7, 2, "rpc in ports is ignored"));
+	/* a second file overrides the first, key by key */
+	assert_int_equal(parse(&cfg, "plugin \"raw_exec\" { config { enabled = false } }", &dl), 0);
+	assert_false(cfg.client.raw_exec_enabled);
+	assert_int_equal(cfg.http_port, 4000);
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+}
+
+static void test_dev_and_flags(void **state)
+{
+	struct agent_config cfg;
+	struct herd_err err = { 0 };
+	struct agent_flags flags = AGENT_FLAGS_INIT;
+	char tmpl[] = "/tmp/herd-cfg-test-XXXXXX";
+	assert_non_null(mkdtemp(tmpl));
+	setenv("TMPDIR", tmpl, 1);
+
+	agent_config_init(&cfg);
+	flags.dev = true;
+	flags.http_port = 5000;
+	flags.gpu_sim = "machines/8xh100.json";
+	assert_int_equal(agent_config_apply_flags(&cfg, &flags, &err), 0);
+	assert_true(cfg.dev && cfg.server.enabled && cfg.client.enabled);
+	assert_true(cfg.client.raw_exec_enabled);
+	assert_string_equal(cfg.bind_addr, "127.0.0.1");
+	assert_int_equal(cfg.http_port, 5000);
+	assert_string_equal(cfg.gpu.sim_file, "machines/8xh100.json");
+	assert_int_equal(agent_config_finish(&cfg, &err), 0);
+	assert_true(cfg.data_dir_is_temp);
+	assert_int_equal(strncmp(cfg.data_dir, tmpl, strlen(tmpl)), 0);
+	assert_string_equal(cfg.advertise_http, "127.0.0.1:5000");
+	struct stat st;
+	assert_int_equal(stat(cfg.data_dir, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	/* something inside, as the agent would leave it */
+	char *sub = NULL;
+	assert_true(asprintf(&sub, "%s/server", cfg.data_dir) > 0);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	char *dir = strdup(cfg.data_dir);
+	assert_int_equal(agent_config_remove_temp_data_dir(&cfg), 0);
+	assert_int_equal(stat(dir, &st), -1);
+	free(dir);
+	free(sub);
+	agent_config_release(&cfg);
+	rmdir(tmpl);
+	unsetenv("TMPDIR");
+
+	/* bad flag values change nothing */
+	agent_config_init(&cfg);
+	flags = (struct agent_flags)AGENT_FLAGS_INIT;
+	flags.http_port = 70000;
+	flags.dev = true;
+	assert_int_equal(agent_config_apply_flags(&cfg, &flags, &err), -EINVAL);
+	assert_false(cfg.dev);
+	assert_non_null(strstr(err.msg, "-http-port"));
+	agent_config_release(&cfg);
+}
+
+static void test_finish_rules(void **state)
+{
+	struct agent_config cfg;
+	struct diag_list dl;
+	struct herd_err err = { 0 };
+	agent_config_init(&cfg);
+	diag_list_init(&dl);
+	assert_int_equal(parse(&cfg, "client { enabled = true }\ndata_dir = \"/d\"", &dl), 0);
+	assert_int_equal(agent_config_finish(&cfg, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "client.servers is empty"));
+	agent_config_release(&cfg);
+
+	agent_config_init(&cfg);
+	assert_int_equal(parse(&cfg, "server { enabled = true }", &dl), 0);
+	assert_int_equal(agent_config_finish(&cfg, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "data_dir is not set"));
+	/* -data-dir satisfies it */
+	struct agent_flags flags = AGENT_FLAGS_INIT;
+	flags.data_dir = "/srv/herd";
+	assert_int_equal(agent_config_apply_flags(&cfg, &flags, &err), 0);
+	assert_int_equal(agent_config_finish(&cfg, &err), 0);
+	assert_string_equal(cfg.server.data_dir, "/srv/herd/server");
+	assert_string_equal(cfg.advertise_http, "127.0.0.1:4646");
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+}
+
+static void test_load_file(void **state)
+{
+	char path[] = "/tmp/herd-cfg-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	static const char text[] = "data_dir = \"/x\"\nclient {\n  enabled = 1\n}\n";
+	assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
+	close(fd);
+	struct agent_config cfg;
+	struct diag_list dl;
+	agent_config_init(&cfg);
+	diag_list_init(&dl);
+	assert_int_equal(agent_config_load_file(&cfg, path, &dl), -EINVAL);
+	assert_true(has_diag(&dl, 3, 13, "enabled: expected true or false, not a number"));
+	unlink(path);
+	assert_int_equal(agent_config_load_file(&cfg, path, &dl), -ENOENT);
+	assert_true(has_diag(&dl, 0, 0, "cannot open the agent configuration"));
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+}
+
+static void test_bad_addresses(void **state)
+{
+	static const char *bad[] = {
+		"bind_addr = \"1.2.3.4:80\"", "bind_addr = \"\"",
+		"advertise { http = \":80\" }", "advertise { http = \"h:99999\" }",
+		"client { servers = [\"fd00::1:4646\"] }", "client { servers = [\"h:\"] }", "client { servers = [\"a:1\", 3] }",
+		"data_dir = \"\"", "client { meta { a = [1] } }", "gpu { ignored_xids = [-1] }",
+		"gpu { device \"0\" { } }", "plugin { }", "ports \"x\" { }",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct agent_config cfg;
+		struct diag_list dl;
+		agent_config_init(&cfg);
+		diag_list_init(&dl);
+		if (parse(&cfg, bad[i], &dl) != -EINVAL)
+			fail_msg("accepted: %s", bad[i]);
+		assert_true(dl.errors >= 1);
+		diag_list_release(&dl);
+		agent_config_release(&cfg);
+	}
+	static const char *good[] = {
+		"bind_addr = \"::\"", "bind_addr = \"node-1.example\"",
+		"advertise { http = \"[fd00::2]:80\" }", "gpu { ignored_xids = \"none\" }",
+		"gpu { wsl = true }",
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		struct agent_config cfg;
+		struct diag_list dl;
+		agent_config_init(&cfg);
+		diag_list_init(&dl);
+		if (parse(&cfg, good[i], &dl) != 0)
+			fail_msg("rejected: %s: %s", good[i], dl.n ? dl.v[0].msg : "");
+		diag_list_release(&dl);
+		agent_config_release(&cfg);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_full_file),
+		cmocka_unit_test(test_every_error_reported),
+		cmocka_unit_test(test_syntax_error),
+		cmocka_unit_test(test_plugin_and_warnings),
+		cmocka_unit_test(test_dev_and_flags),
+		cmocka_unit_test(test_finish_rules),
+		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_bad_addresses),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
