@@ -93,7 +93,12 @@ struct hcl_keyset_entry {
 	struct hcl_pos pos;
 };
 
+#define HCL_KEYSET_SMALL 8
+
 struct hcl_keyset {
+	/* the first keys are searched linearly (most bodies and objects are
+	 * small, and this saves an allocation); a hash table beyond that */
+	struct hcl_keyset_entry small[HCL_KEYSET_SMALL];
 	struct hcl_keyset_entry *v;
 	size_t cap, n;
 };

@@ -327,17 +327,35 @@ static void lex_string(struct hcl_lexer *lx, struct hcl_token *tok)
 	int stack[TEMPLATE_STACK];
 	int sp = 0;
 	bool closed = false, too_deep = false, control = false;
+	const char *run = p;
+
+	/* Most strings are plain text: copy them with one exact allocation. */
+	while (run < end && (unsigned char)*run >= 0x20 && (unsigned char)*run < 0x7F &&
+	       *run != '"' && *run != '\\' && *run != '$' && *run != '%')
+		run++;
+	if (run < end && *run == '"' && (size_t)(run - p) <= HCL_MAX_STRING) {
+		tok->kind = HCL_T_STRING;
+		tok->pos = pos_at(lx, start);
+		tok->raw = start;
+		tok->raw_len = (size_t)(run + 1 - start);
+		tok->len = (size_t)(run - p);
+		tok->s = xstrndup(p, tok->len);
+		tok->heredoc = false;
+		lx->p = run + 1;
+		return;
+	}
+	strbuf_init(&sc.sb, (size_t)(run - p) + 16);
 
 	while (p < end && *p != '\n') {
 		unsigned char c = (unsigned char)*p;
 		if (sp == 0) {
-			const char *run = p;
+			const char *seg = p;
 			/* the common case: a run of plain printable ASCII */
 			while (p < end && (unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7F &&
 			       *p != '"' && *p != '\\' && *p != '$' && *p != '%')
 				p++;
-			if (p > run) {
-				scan_add(&sc, run, (size_t)(p - run));
+			if (p > seg) {
+				scan_add(&sc, seg, (size_t)(p - seg));
 				continue;
 			}
 			if (c == '"') {
@@ -636,8 +654,8 @@ static void lex_number(struct hcl_lexer *lx, struct hcl_token *tok)
 		goto out;
 	}
 	len = (size_t)(p - start);
-	hcl_msg_quote(start, len, shown, sizeof(shown));
 	if (bad) {
+		hcl_msg_quote(start, len, shown, sizeof(shown));
 		lex_error(lx, tok->pos, "invalid number %s", shown);
 		goto out;
 	}
@@ -649,6 +667,7 @@ static void lex_number(struct hcl_lexer *lx, struct hcl_token *tok)
 	buf[len] = '\0';
 	tok->num = strtod(buf, NULL);
 	if (isinf(tok->num)) {
+		hcl_msg_quote(start, len, shown, sizeof(shown));
 		lex_error(lx, tok->pos, "number %s is out of range", shown);
 		tok->num = 0;
 		goto out;

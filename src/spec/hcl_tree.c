@@ -133,16 +133,39 @@ static void keyset_grow(struct hcl_keyset *ks)
 	ks->cap = cap;
 }
 
+static struct hcl_keyset_entry *keyset_probe(struct hcl_keyset *ks, const char *key, size_t h)
+{
+	size_t j;
+	for (j = h & (ks->cap - 1); ks->v[j].key; j = (j + 1) & (ks->cap - 1))
+		if (ks->v[j].hash == h && strcmp(ks->v[j].key, key) == 0)
+			break;
+	return &ks->v[j];
+}
+
 const struct hcl_keyset_entry *hcl_keyset_add(struct hcl_keyset *ks, const char *key,
 					      struct hcl_pos pos)
 {
-	size_t h = hash_key(key), j;
+	size_t h = hash_key(key);
+	struct hcl_keyset_entry *e;
+
+	if (ks->n < HCL_KEYSET_SMALL) {
+		for (size_t i = 0; i < ks->n; i++)
+			if (ks->small[i].hash == h && strcmp(ks->small[i].key, key) == 0)
+				return &ks->small[i];
+		ks->small[ks->n++] = (struct hcl_keyset_entry){ key, h, pos };
+		return NULL;
+	}
+	if (!ks->v) {
+		keyset_grow(ks);
+		for (size_t i = 0; i < HCL_KEYSET_SMALL; i++)
+			*keyset_probe(ks, ks->small[i].key, ks->small[i].hash) = ks->small[i];
+	}
 	if ((ks->n + 1) * 2 > ks->cap)
 		keyset_grow(ks);
-	for (j = h & (ks->cap - 1); ks->v[j].key; j = (j + 1) & (ks->cap - 1))
-		if (ks->v[j].hash == h && strcmp(ks->v[j].key, key) == 0)
-			return &ks->v[j];
-	ks->v[j] = (struct hcl_keyset_entry){ key, h, pos };
+	e = keyset_probe(ks, key, h);
+	if (e->key)
+		return e;
+	*e = (struct hcl_keyset_entry){ key, h, pos };
 	ks->n++;
 	return NULL;
 }
@@ -150,5 +173,6 @@ const struct hcl_keyset_entry *hcl_keyset_add(struct hcl_keyset *ks, const char 
 void hcl_keyset_release(struct hcl_keyset *ks)
 {
 	free(ks->v);
-	*ks = (struct hcl_keyset){ 0 };
+	ks->v = NULL;
+	ks->cap = ks->n = 0;
 }

@@ -324,6 +324,27 @@ static void test_syntax_errors(void **state)
 			  "1:3: expected a quoted label or \"{\" after block \"b\", found a heredoc\n");
 }
 
+/* Duplicates are found past the first few keys too (the key set switches
+ * from a linear search to a hash table). */
+static void test_duplicates_in_large_bodies(void **state)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char want[512];
+	for (int i = 0; i < 40; i++)
+		strbuf_addf(&sb, "k%d = %d\n", i, i);
+	strbuf_adds(&sb, "k3 = 0\nk29 = 0\no = {\n");
+	for (int i = 0; i < 40; i++)
+		strbuf_addf(&sb, "  x%d = %d\n", i, i);
+	strbuf_adds(&sb, "  x0 = 1, x39 = 2\n}\n");
+	snprintf(want, sizeof(want),
+		 "41:1: attribute \"k3\" is already set at line 4\n"
+		 "42:1: attribute \"k29\" is already set at line 30\n"
+		 "84:3: duplicate key \"x0\" in object (first at line 44)\n"
+		 "84:11: duplicate key \"x39\" in object (first at line 83)\n");
+	assert_hcl_errors(sb.buf, want);
+	strbuf_release(&sb);
+}
+
 static void test_string_errors(void **state)
 {
 	assert_hcl_errors("a = \"C:\\dir\"\n",
@@ -565,6 +586,7 @@ int main(void)
 		cmocka_unit_test(test_comments),
 		cmocka_unit_test(test_empty_inputs),
 		cmocka_unit_test(test_syntax_errors),
+		cmocka_unit_test(test_duplicates_in_large_bodies),
 		cmocka_unit_test(test_string_errors),
 		cmocka_unit_test(test_number_errors),
 		cmocka_unit_test(test_expressions_refused),
