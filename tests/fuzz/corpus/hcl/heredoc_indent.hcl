@@ -1,0 +1,6 @@
+x = <<-EOT
+		indented
+	  mixed
+
+    EOT
+y = 1

@@ -1,0 +1,77 @@
+/* Fuzz target for the HCL and JSON readers: every input is parsed both as
+ * HCL and as JSON; what parses is converted to JSON with positions and
+ * freed.  Invariants checked: a result exists exactly when no error was
+ * reported, every converted value has a position, and the JSON written
+ * for a tree is valid JSON that jansson reads back. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "spec/hcl.h"
+#include "spec/posmap.h"
+
+static void check(int ok)
+{
+	if (!ok)
+		abort();
+}
+
+static void to_json(const struct hcl_expr *e)
+{
+	struct posmap *pm = posmap_new();
+	json_t *j = hcl_expr_to_json(e, pm), *back;
+	char *dump;
+	struct hcl_pos pos = posmap_get(pm, j);
+
+	check(j != NULL);
+	check(e->kind == HCL_BOOL || e->kind == HCL_NULL ||
+	      (pos.line == e->pos.line && pos.col == e->pos.col));
+	dump = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
+	check(dump != NULL);
+	back = json_loads(dump, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+	check(back != NULL);
+	json_decref(back);
+	free(dump);
+	json_decref(j);
+	posmap_free(pm);
+}
+
+static void walk_body(const struct hcl_body *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		const struct hcl_item *it = &b->items[i];
+		if (it->kind == HCL_ITEM_ATTRIBUTE) {
+			check(hcl_body_attr(b, it->u.attr.name) == &it->u.attr);
+			to_json(it->u.attr.value);
+		} else {
+			check(it->u.block.nlabels >= 0 && it->u.block.nlabels <= 2);
+			walk_body(it->u.block.body);
+		}
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct diag_list dl;
+	struct hcl_body *body;
+	struct hcl_expr *e;
+
+	diag_list_init(&dl);
+	body = hcl_parse((const char *)data, size, &dl);
+	check((body != NULL) == (dl.errors == 0));
+	if (body)
+		walk_body(body);
+	hcl_body_free(body);
+	diag_list_release(&dl);
+
+	diag_list_init(&dl);
+	e = hcl_parse_json((const char *)data, size, &dl);
+	check((e != NULL) == (dl.errors == 0));
+	if (e)
+		to_json(e);
+	hcl_expr_free(e);
+	diag_list_release(&dl);
+	return 0;
+}
