@@ -76,6 +76,16 @@ void hcl_token_release(struct hcl_token *tok);
 /* Hands tok's string to the caller (heap, NUL-terminated). */
 char *hcl_token_take_string(struct hcl_token *tok, size_t *len);
 
+/* True when dl records no more messages (see DIAG_MAX): the error is
+ * then only counted, which spares formatting a message nobody will see. */
+static inline bool hcl_diags_full(struct diag_list *dl)
+{
+	if (!dl->truncated)
+		return false;
+	diag_error(dl, 0, 0, "%s", "");
+	return true;
+}
+
 /* Describes a token for "found ..." in messages, into buf. */
 const char *hcl_token_describe(const struct hcl_token *tok, char *buf, size_t size);
 

@@ -31,6 +31,9 @@ static void error_at(struct jparser *p, struct hcl_pos pos, const char *fmt, ...
 {
 	struct strbuf sb = STRBUF_INIT;
 	va_list ap;
+
+	if (hcl_diags_full(p->diags))
+		return;
 	va_start(ap, fmt);
 	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
@@ -42,7 +45,7 @@ static void error_at(struct jparser *p, struct hcl_pos pos, const char *fmt, ...
 static void syntax_error(struct jparser *p, const char *what)
 {
 	char buf[HCL_QUOTE_MAX];
-	if (p->tok.kind == HCL_T_INVALID)
+	if (p->tok.kind == HCL_T_INVALID || hcl_diags_full(p->diags))
 		return;
 	error_at(p, p->tok.pos, "%s, found %s", what, hcl_token_describe(&p->tok, buf, sizeof(buf)));
 }

@@ -26,6 +26,9 @@ static void lex_error(struct hcl_lexer *lx, struct hcl_pos pos, const char *fmt,
 {
 	struct strbuf sb = STRBUF_INIT;
 	va_list ap;
+
+	if (hcl_diags_full(lx->diags))
+		return;
 	va_start(ap, fmt);
 	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);

@@ -19,6 +19,7 @@ struct parser {
 	struct hcl_lexer lx;
 	struct hcl_token tok;
 	struct diag_list *diags;
+	size_t errors0; /* errors in diags before this parse */
 	int depth;
 	/* The brackets opened by the current item and not closed when an error
 	 * stopped it, innermost last: recover() skips to their ends. */
@@ -53,6 +54,9 @@ static void error_at(struct parser *p, struct hcl_pos pos, const char *fmt, ...)
 {
 	struct strbuf sb = STRBUF_INIT;
 	va_list ap;
+
+	if (hcl_diags_full(p->diags))
+		return;
 	va_start(ap, fmt);
 	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
@@ -71,6 +75,8 @@ static void syntax_error(struct parser *p, const char *fmt, ...)
 	va_list ap;
 
 	if (cur(p) == HCL_T_INVALID)
+		return;
+	if (hcl_diags_full(p->diags))
 		return;
 	va_start(ap, fmt);
 	strbuf_vaddf(&sb, fmt, ap);
@@ -499,6 +505,12 @@ static struct hcl_body *parse_body(struct parser *p, const char *owner, struct h
 
 	bb.body->open_pos = open_pos;
 	for (;;) {
+		if (p->diags->errors - p->errors0 > DIAG_MAX) {
+			/* no one will read more messages: stop at once */
+			p->lx.p = p->lx.end;
+			advance(p);
+			break;
+		}
 		skip_newlines(p);
 		if (cur(p) == HCL_T_EOF) {
 			if (owner)
@@ -526,7 +538,7 @@ static struct hcl_body *parse_body(struct parser *p, const char *owner, struct h
 struct hcl_body *hcl_parse(const char *text, size_t len, struct diag_list *diags)
 {
 	size_t errors = diags->errors;
-	struct parser p = { .diags = diags, .open = STRBUF_INIT };
+	struct parser p = { .diags = diags, .errors0 = diags->errors, .open = STRBUF_INIT };
 	struct hcl_body *body;
 
 	if (len > HCL_MAX_INPUT) {

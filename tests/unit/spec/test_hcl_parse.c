@@ -545,6 +545,35 @@ static void test_size_limits(void **state)
 	strbuf_release(&sb);
 }
 
+/* Past DIAG_MAX errors the list says "too many errors" and the parse
+ * stops (the result is NULL all the same). */
+static void test_many_errors(void **state)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct diag_list dl;
+	for (int i = 0; i < 1000; i++)
+		strbuf_adds(&sb, "count 3\n");
+	diag_list_init(&dl);
+	assert_null(hcl_parse(sb.buf, sb.len, &dl));
+	assert_int_equal(dl.n, DIAG_MAX + 1);
+	assert_true(dl.errors > DIAG_MAX && dl.errors < 1000);
+	assert_int_equal(dl.v[DIAG_MAX - 1].line, DIAG_MAX);
+	assert_string_equal(dl.v[DIAG_MAX].msg, "too many errors; stopping here");
+	diag_list_release(&dl);
+	/* errors already in the list do not stop a later parse early, and
+	 * a parse with no error of its own still fails only on its errors */
+	diag_list_init(&dl);
+	for (int i = 0; i < DIAG_MAX + 5; i++)
+		diag_error(&dl, 1, 1, "earlier");
+	{
+		struct hcl_body *b = hcl_parse("a = 1\n", 6, &dl);
+		assert_non_null(b);
+		hcl_body_free(b);
+	}
+	diag_list_release(&dl);
+	strbuf_release(&sb);
+}
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -557,7 +586,8 @@ static double now_ms(void)
  * these inputs takes minutes. */
 static void test_linear_time(void **state)
 {
-	const char *units[] = { "a = \"${", "/*", "x = [[[[", "\"", "k = {a=1,b=2,c=3}\n", "<<EOF\n" };
+	const char *units[] = { "a = \"${", "/*", "x = [[[[", "\"", "k = {a=1,b=2,c=3}\n", "<<EOF\n",
+				"@", "count 3\n", "a = \"\\q\"\n", "a {\n", "}", "a = <<X\n" };
 	for (size_t u = 0; u < sizeof(units) / sizeof(units[0]); u++) {
 		struct strbuf sb = STRBUF_INIT;
 		struct diag_list dl;
@@ -593,6 +623,7 @@ int main(void)
 		cmocka_unit_test(test_recovery),
 		cmocka_unit_test(test_depth_limit),
 		cmocka_unit_test(test_size_limits),
+		cmocka_unit_test(test_many_errors),
 		cmocka_unit_test(test_linear_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
