@@ -49,8 +49,10 @@ struct subcommand {
 };
 int dispatch(const char *group, const struct subcommand *cmds, int argc, char **argv);
 
+int cmd_alloc(int argc, char **argv);
 int cmd_gpu(int argc, char **argv);
 int cmd_job(int argc, char **argv);
+int cmd_node(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 

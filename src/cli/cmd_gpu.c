@@ -1,4 +1,5 @@
-/* herd gpu: this machine's GPUs, read locally through NVML (no server).
+/* herd gpu: this machine's GPUs, read locally through NVML (no server);
+ * `herd gpu status` asks a server about every GPU of the cluster.
  *
  * `herd gpu list` prints one row per schedulable device (a whole GPU or a
  * MIG instance); -json prints the same data as the agent reports it;
@@ -9,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli-api.h"
 #include "cli/cli.h"
+#include "common/strbuf.h"
 #include "common/xalloc.h"
 #include "gpu/gpu-json.h"
 #include "gpu/gpu.h"
@@ -115,10 +118,88 @@ static int cmd_gpu_list(int argc, char **argv)
 	return 0;
 }
 
+/* herd gpu status: every GPU and MIG slice of the cluster (GET /v1/gpus). */
+static int cmd_gpu_status(int argc, char **argv)
+{
+	bool json = false;
+	const struct flag flags[] = {
+		{ "json", FLAG_BOOL, &json, "print JSON" },
+		{ NULL, 0, NULL, NULL },
+	};
+	const struct command_help help = {
+		"herd gpu status [options]",
+		"Shows every GPU and MIG instance of the cluster ($HERD_ADDR): its node, who\n"
+		"holds it and what share, memory used and total, utilization and health.",
+		flags,
+	};
+	static const char *const heads[] = { "NODE", "DEVICE", "MODEL", "MIG", "SHARING",
+					     "HOLDERS", "ALLOCATED", "MEMORY USED/TOTAL", "UTIL",
+					     "HEALTH" };
+	struct httpc_response r;
+	struct table t;
+	size_t i, k;
+	json_t *g, *a;
+	int i0 = flags_parse(&help, argc, argv);
+
+	if (i0 < 0)
+		return i0 == -1 ? 0 : EXIT_USAGE;
+	if (i0 < argc)
+		return usage_error(argv[0], "unexpected argument '%s'", argv[i0]);
+	if (api_call(argv[0], "GET", "/v1/gpus", NULL, &r) < 0)
+		return 1;
+	if (json) {
+		api_print_json(r.body);
+		httpc_response_release(&r);
+		return 0;
+	}
+	if (!json_array_size(r.body)) {
+		printf("no GPUs in the cluster\n");
+		httpc_response_release(&r);
+		return 0;
+	}
+	table_init(&t, 10, heads);
+	json_array_foreach(r.body, i, g) {
+		const json_t *d = json_object_get(g, "device");
+		const json_t *st = json_object_get(d, "stats");
+		struct strbuf h = STRBUF_INIT;
+		json_array_foreach(json_object_get(g, "allocations"), k, a) {
+			char sid[16];
+			strbuf_addf(&h, "%s%s/%s", k ? ", " : "", js(a, "job_id"),
+				    short_id(js(a, "alloc_id"), sid));
+			if (!jb(a, "whole"))
+				strbuf_addf(&h, " %lld.%lld%%", (long long)ji(a, "compute_milli") / 10,
+					    (long long)ji(a, "compute_milli") % 10);
+		}
+		table_addf(&t, "%s%s%s", js(g, "node_name"),
+			   strcmp(js(g, "node_status"), "ready") ? " " : "",
+			   strcmp(js(g, "node_status"), "ready") ? js(g, "node_status") : "");
+		table_add(&t, js(d, "id"));
+		table_add(&t, js(d, "model"));
+		table_add(&t, *js(d, "mig_profile") ? js(d, "mig_profile") : "-");
+		table_add(&t, js(d, "sharing"));
+		table_add(&t, h.len ? h.buf : "-");
+		table_addf(&t, "%lld.%lld%%", (long long)ji(g, "compute_used_milli") / 10,
+			   (long long)ji(g, "compute_used_milli") % 10);
+		table_addf(&t, "%lld/%lld MiB", (long long)ji(st, "memory_used_mib"),
+			   (long long)ji(d, "memory_mib"));
+		table_addf(&t, "%lld%%", (long long)ji(st, "utilization_gpu"));
+		if (jb(d, "healthy"))
+			table_add(&t, "healthy");
+		else
+			table_addf(&t, "unhealthy: %s", js(d, "health_reason"));
+		strbuf_release(&h);
+	}
+	table_print(&t, stdout, "");
+	table_release(&t);
+	httpc_response_release(&r);
+	return 0;
+}
+
 int cmd_gpu(int argc, char **argv)
 {
 	static const struct subcommand cmds[] = {
 		{ "list", cmd_gpu_list, "list this machine's GPUs (local, no server)" },
+		{ "status", cmd_gpu_status, "every GPU of the cluster, who holds it, its health" },
 		{ NULL, NULL, NULL },
 	};
 	return dispatch(argv[0], cmds, argc, argv);

@@ -1,4 +1,5 @@
-/* herd job validate|inspect: reading job files locally (docs/jobspec.md).
+/* herd job validate|inspect: reading job files locally (docs/jobspec.md);
+ * run, plan, status, stop and inspect ID talk to a server (cmd_job_remote.c).
  * Both load the file through spec_load, print every diagnostic as
  * "file:line:col: message" (sorted) on stderr, and exit 1 when the file has
  * any error. */
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli-api.h"
 #include "cli/cli.h"
 #include "common/strbuf.h"
 #include "common/units.h"
@@ -44,8 +46,9 @@ static int read_input(const char *path, struct strbuf *out)
 	return 0;
 }
 
-/* Loads a job file; prints its diagnostics.  NULL when it has errors. */
-static struct job *load_file(const char *cmd, const char *path)
+/* Loads a job file; prints its diagnostics.  NULL when it has errors
+ * (cli-api.h). */
+struct job *job_load_file(const char *cmd, const char *path)
 {
 	struct strbuf text = STRBUF_INIT;
 	struct diag_list diags;
@@ -109,7 +112,7 @@ static int job_validate_cmd(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
-	job = load_file(argv[0], file);
+	job = job_load_file(argv[0], file);
 	if (!job)
 		return 1;
 	for (size_t i = 0; i < job->ngroups; i++)
@@ -172,10 +175,11 @@ static int job_inspect_cmd(int argc, char **argv)
 		{ NULL, 0, NULL, NULL },
 	};
 	const struct command_help help = {
-		"herd job inspect [options] FILE",
+		"herd job inspect [options] FILE|ID",
 		"Loads a job file (HCL or JSON; - reads stdin) and prints the job with every\n"
 		"default filled: a summary, or with -json the canonical JSON form that\n"
-		"the API takes.",
+		"the API takes.  An argument that is not an existing file is a job id:\n"
+		"the job as the server stores it is printed as JSON ($HERD_ADDR).",
 		flags,
 	};
 	const char *file = NULL;
@@ -184,7 +188,9 @@ static int job_inspect_cmd(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
-	job = load_file(argv[0], file);
+	if (strcmp(file, "-") && access(file, F_OK) != 0)
+		return job_inspect_remote(argv[0], file);
+	job = job_load_file(argv[0], file);
 	if (!job)
 		return 1;
 	if (as_json) {
@@ -203,7 +209,11 @@ int cmd_job(int argc, char **argv)
 {
 	static const struct subcommand cmds[] = {
 		{ "validate", job_validate_cmd, "check a job file and report every error" },
-		{ "inspect", job_inspect_cmd, "print a job file with every default filled" },
+		{ "run", job_run_cmd, "submit a job and follow it until it runs" },
+		{ "plan", job_plan_cmd, "show what submitting a job would do (dry run)" },
+		{ "status", job_status_cmd, "list jobs, or show one job and its allocations" },
+		{ "stop", job_stop_cmd, "stop a job (and purge it with -purge)" },
+		{ "inspect", job_inspect_cmd, "print a job file with every default filled, or a job" },
 		{ NULL, NULL, NULL },
 	};
 	return dispatch(argv[0], cmds, argc, argv);

@@ -10,8 +10,10 @@
 
 static const struct subcommand commands[] = {
 	
-	{ "gpu", cmd_gpu, "list this machine's GPUs" },
-	{ "job", cmd_job, "validate and inspect job files" },
+	{ "alloc", cmd_alloc, "show allocations" },
+	{ "gpu", cmd_gpu, "list this machine's GPUs, or the cluster's" },
+	{ "job", cmd_job, "run, plan, stop and inspect jobs; validate job files" },
+	{ "node", cmd_node, "show client nodes, drain them" },
 	{ "sim", cmd_sim, "replay a cluster trace through the placement engine" },
 	{ "version", cmd_version, "print herd's version" },
 	{ NULL, NULL, NULL },

@@ -1,0 +1,250 @@
+/* cli-api: see cli-api.h. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli-api.h"
+#include "cli/cli.h"
+#include "common/strbuf.h"
+#include "common/xalloc.h"
+
+static void report(const char *cmd, int rc, const struct herd_err *err)
+{
+	fprintf(stderr, "%s: %s\n", cmd, err->msg[0] ? err->msg : strerror(-rc));
+	if (rc == -ECONNREFUSED)
+		fprintf(stderr, "%s: is an agent running there? (HERD_ADDR, default %s)\n", cmd,
+			HTTPC_DEFAULT_ADDR);
+}
+
+int api_call(const char *cmd, const char *method, const char *path, const json_t *body,
+	     struct httpc_response *resp)
+{
+	struct httpc c;
+	struct herd_err err = { 0, "" };
+	int rc;
+
+	httpc_init(&c, NULL);
+	rc = httpc_request(&c, method, path, body, resp, &err);
+	httpc_release(&c);
+	if (rc < 0) {
+		report(cmd, rc, &err);
+		httpc_response_release(resp);
+	}
+	return rc;
+}
+
+int api_get_blocking(const char *cmd, const char *path, uint64_t index, long wait_ms,
+		     struct httpc_response *resp)
+{
+	struct httpc c;
+	struct herd_err err = { 0, "" };
+	int rc;
+
+	httpc_init(&c, NULL);
+	rc = httpc_get_blocking(&c, path, index, wait_ms, resp, &err);
+	httpc_release(&c);
+	if (rc < 0) {
+		report(cmd, rc, &err);
+		httpc_response_release(resp);
+	}
+	return rc;
+}
+
+void api_print_json(const json_t *j)
+{
+	json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	putchar('\n');
+}
+
+const char *js(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "";
+}
+
+int64_t ji(const json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	if (json_is_integer(v))
+		return (int64_t)json_integer_value(v);
+	if (json_is_real(v))
+		return (int64_t)json_real_value(v);
+	return 0;
+}
+
+bool jb(const json_t *o, const char *key)
+{
+	return json_is_true(json_object_get(o, key));
+}
+
+const char *short_id(const char *id, char buf[16])
+{
+	snprintf(buf, 16, "%.8s", id ? id : "");
+	return buf;
+}
+
+const char *format_ago(int64_t unix_ns, char *buf, size_t size)
+{
+	struct timespec now;
+	int64_t d;
+
+	if (unix_ns <= 0) {
+		snprintf(buf, size, "-");
+		return buf;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	d = (int64_t)now.tv_sec - unix_ns / 1000000000LL;
+	if (d < 0)
+		d = 0;
+	if (d < 60)
+		snprintf(buf, size, "%llds ago", (long long)d);
+	else if (d < 3600)
+		snprintf(buf, size, "%lldm%llds ago", (long long)(d / 60), (long long)(d % 60));
+	else if (d < 86400)
+		snprintf(buf, size, "%lldh%lldm ago", (long long)(d / 3600),
+			 (long long)(d % 3600 / 60));
+	else {
+		time_t t = (time_t)(unix_ns / 1000000000LL);
+		struct tm tm;
+		localtime_r(&t, &tm);
+		strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
+	}
+	return buf;
+}
+
+char *api_resolve_prefix(const char *cmd, const char *list_path, const char *what,
+			 const char *prefix)
+{
+	struct httpc_response r;
+	size_t i, n = 0, len = strlen(prefix);
+	json_t *v;
+	char *found = NULL;
+
+	if (api_call(cmd, "GET", list_path, NULL, &r) < 0)
+		return NULL;
+	json_array_foreach(r.body, i, v) {
+		const char *id = js(v, "id");
+		if (!strcmp(id, prefix) || (len && !strncmp(id, prefix, len))) {
+			if (!found)
+				found = xstrdup(id);
+			n++;
+			if (!strcmp(id, prefix)) {
+				n = 1;
+				free(found);
+				found = xstrdup(id);
+				break;
+			}
+		}
+	}
+	httpc_response_release(&r);
+	if (n == 1)
+		return found;
+	free(found);
+	if (n == 0)
+		fprintf(stderr, "%s: no %s with id \"%s\"\n", cmd, what, prefix);
+	else
+		fprintf(stderr, "%s: %zu %ss have ids that start with \"%s\": give more of it\n",
+			cmd, n, what, prefix);
+	return NULL;
+}
+
+void table_init(struct table *t, size_t ncols, const char *const *headings)
+{
+	memset(t, 0, sizeof(*t));
+	t->ncols = ncols;
+	for (size_t i = 0; i < ncols; i++)
+		table_add(t, headings[i]);
+}
+
+void table_add(struct table *t, const char *cell)
+{
+	ALLOC_GROW(t->cells, t->ncells + 1, t->alloc);
+	t->cells[t->ncells++] = xstrdup(cell ? cell : "");
+}
+
+void table_addf(struct table *t, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	strbuf_vaddf(&sb, fmt, ap);
+	va_end(ap);
+	ALLOC_GROW(t->cells, t->ncells + 1, t->alloc);
+	t->cells[t->ncells++] = strbuf_detach(&sb, NULL);
+}
+
+/* Display width: UTF-8 continuation bytes take no column. */
+static size_t width(const char *s)
+{
+	size_t w = 0;
+	for (; *s; s++)
+		if (((unsigned char)*s & 0xc0) != 0x80)
+			w++;
+	return w;
+}
+
+void table_print(const struct table *t, FILE *f, const char *indent)
+{
+	size_t *w = xcalloc(t->ncols, sizeof(*w));
+
+	for (size_t i = 0; i < t->ncells; i++) {
+		size_t cw = width(t->cells[i]);
+		if (cw > w[i % t->ncols])
+			w[i % t->ncols] = cw;
+	}
+	for (size_t i = 0; i < t->ncells; i++) {
+		size_t col = i % t->ncols;
+		if (col == 0)
+			fputs(indent ? indent : "", f);
+		fputs(t->cells[i], f);
+		if (col + 1 == t->ncols) {
+			fputc('\n', f);
+		} else {
+			for (size_t k = width(t->cells[i]); k < w[col] + 2; k++)
+				fputc(' ', f);
+		}
+	}
+	free(w);
+}
+
+void table_release(struct table *t)
+{
+	for (size_t i = 0; i < t->ncells; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	memset(t, 0, sizeof(*t));
+}
+
+int flags_parse_anywhere(const struct command_help *help, int argc, char **argv, char **pos,
+			 int maxpos)
+{
+	char **rest = xcalloc((size_t)argc + 1, sizeof(*rest));
+	int n = argc, np = 0, rc;
+
+	memcpy(rest, argv, (size_t)argc * sizeof(*rest));
+	for (;;) {
+		int k = flags_parse(help, n, rest);
+		if (k < 0) {
+			rc = k;
+			goto out;
+		}
+		if (k >= n)
+			break;
+		if (np == maxpos) {
+			usage_error(argv[0], "unexpected argument '%s'", rest[k]);
+			rc = -2;
+			goto out;
+		}
+		pos[np++] = rest[k];
+		/* Keep argv[0], drop what was read, go on after the positional. */
+		memmove(rest + 1, rest + k + 1, (size_t)(n - k - 1) * sizeof(*rest));
+		n -= k;
+	}
+	rc = np;
+out:
+	free(rest);
+	return rc;
+}

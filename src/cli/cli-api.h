@@ -1,0 +1,83 @@
+/* cli-api: what the commands that talk to a server share (cmd_job remote
+ * parts, cmd_alloc, cmd_node, cmd_gpu status): calling the API with the
+ * error printed once, reading fields of JSON answers, aligned tables. */
+#ifndef HERD_CLI_API_H
+#define HERD_CLI_API_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "common/httpc.h"
+
+struct job;
+
+/* One request to $HERD_ADDR.  On failure prints "cmd: <message>" to stderr
+ * and returns the negative code (resp released); on success resp holds the
+ * answer for the caller to release. */
+int api_call(const char *cmd, const char *method, const char *path, const json_t *body,
+	     struct httpc_response *resp);
+int api_get_blocking(const char *cmd, const char *path, uint64_t index, long wait_ms,
+		     struct httpc_response *resp);
+
+/* Parses flags that may come before, between or after positional
+ * arguments.  Stores up to maxpos positionals in pos and returns their
+ * count; -1 after --help (exit 0), -2 on a usage error (printed; exit 2),
+ * also when more than maxpos positionals are given. */
+struct command_help;
+int flags_parse_anywhere(const struct command_help *help, int argc, char **argv, char **pos,
+			 int maxpos);
+
+/* Prints j as indented JSON with a newline on stdout. */
+void api_print_json(const json_t *j);
+
+/* Field readers that never fail: "" / 0 / false when absent. */
+const char *js(const json_t *o, const char *key);
+int64_t ji(const json_t *o, const char *key);
+bool jb(const json_t *o, const char *key);
+
+/* The first 8 characters of an id, into buf. */
+const char *short_id(const char *id, char buf[16]);
+
+/* "12s ago", "3m ago", "2026-11-21 08:10:00" for a unix-ns time; "-" for 0. */
+const char *format_ago(int64_t unix_ns, char *buf, size_t size);
+
+/* Finds the one object in the array answer of GET list_path whose "id"
+ * starts with prefix.  Prints why and returns NULL when none or several
+ * match; else returns the full id (caller frees). */
+char *api_resolve_prefix(const char *cmd, const char *list_path, const char *what,
+			 const char *prefix);
+
+/* Loads a job file the way `herd job validate` does (diagnostics printed);
+ * NULL when it has errors.  In cmd_job.c. */
+struct job *job_load_file(const char *cmd, const char *path);
+
+/* The remote job commands (cmd_job_remote.c), dispatched by cmd_job. */
+int job_run_cmd(int argc, char **argv);
+int job_plan_cmd(int argc, char **argv);
+int job_status_cmd(int argc, char **argv);
+int job_stop_cmd(int argc, char **argv);
+/* `herd job inspect ID`: the stored job as JSON. */
+int job_inspect_remote(const char *cmd, const char *id);
+
+/* Prints the failed placements of an evaluation or plan ({"<group>":
+ * {"explanation","nodes_evaluated","missing"}}) to f. */
+void print_failed_placements(FILE *f, const json_t *failed);
+
+/* An aligned text table: columns as wide as their widest cell. */
+struct table {
+	size_t ncols;
+	char **cells;          /* row-major, heading first */
+	size_t ncells, alloc;
+};
+/* headings: ncols strings. */
+void table_init(struct table *t, size_t ncols, const char *const *headings);
+void table_add(struct table *t, const char *cell);
+void table_addf(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints with two spaces between columns and indent before each row. */
+void table_print(const struct table *t, FILE *f, const char *indent);
+void table_release(struct table *t);
+
+#endif

@@ -1,0 +1,577 @@
+/* herd job run|plan|status|stop, and inspect ID: jobs on a server.
+ *
+ * `run` parses the file locally (so errors come with file:line:col before
+ * anything is sent), submits the canonical JSON, then follows the
+ * evaluation and the job's allocations with blocking queries: no polling,
+ * each answer arrives when the state changed. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli-api.h"
+#include "cli/cli.h"
+#include "common/strbuf.h"
+#include "common/xalloc.h"
+#include "spec/spec.h"
+
+/* How long `job run` waits for a batch job that is running to complete
+ * before it says "running" and leaves it be. */
+#define RUN_BATCH_GRACE_MS 3000
+#define FOLLOW_WAIT_MS 5000
+
+void print_failed_placements(FILE *f, const json_t *failed)
+{
+	const char *group;
+	json_t *fp;
+
+	json_object_foreach((json_t *)failed, group, fp) {
+		const char *expl = js(fp, "explanation");
+		fprintf(f, "group \"%s\": %lld placement%s failed (%lld node%s evaluated)\n", group,
+			(long long)ji(fp, "missing"), ji(fp, "missing") == 1 ? "" : "s",
+			(long long)ji(fp, "nodes_evaluated"),
+			ji(fp, "nodes_evaluated") == 1 ? "" : "s");
+		/* Indent every line of the engine's explanation. */
+		while (*expl) {
+			const char *nl = strchr(expl, '\n');
+			size_t len = nl ? (size_t)(nl - expl) : strlen(expl);
+			if (len)
+				fprintf(f, "  %.*s\n", (int)len, expl);
+			expl += len + (nl ? 1 : 0);
+		}
+	}
+}
+
+static json_t *wrap_job(const struct job *job)
+{
+	json_t *body = json_object();
+	json_object_set_new(body, "job", job_to_json(job));
+	return body;
+}
+
+static int64_t total_count(const struct job *job)
+{
+	int64_t n = 0;
+	for (size_t g = 0; g < job->ngroups; g++)
+		n += job->groups[g].count;
+	return n;
+}
+
+static char *job_path(const char *id, const char *suffix)
+{
+	char *e = httpc_escape(id);
+	char *p = xasprintf("/v1/job/%s%s", e, suffix);
+	free(e);
+	return p;
+}
+
+/* Follows the evaluation until it is no longer pending.  Returns the
+ * evaluation (new reference) or NULL after printing why. */
+static json_t *follow_eval(const char *cmd, const char *eval_id)
+{
+	char *e = httpc_escape(eval_id);
+	char *path = xasprintf("/v1/evaluation/%s", e);
+	uint64_t index = 0;
+	json_t *ev = NULL;
+
+	free(e);
+	for (;;) {
+		struct httpc_response r;
+		if (api_get_blocking(cmd, path, index, FOLLOW_WAIT_MS, &r) < 0)
+			break;
+		index = r.index;
+		if (strcmp(js(r.body, "status"), "pending")) {
+			ev = json_incref(r.body);
+			httpc_response_release(&r);
+			break;
+		}
+		httpc_response_release(&r);
+	}
+	free(path);
+	return ev;
+}
+
+static void print_alloc_events(const json_t *alloc)
+{
+	const char *task;
+	json_t *ts;
+
+	json_object_foreach(json_object_get(alloc, "task_states"), task, ts) {
+		size_t i;
+		json_t *ev;
+		json_array_foreach(json_object_get(ts, "events"), i, ev)
+			fprintf(stderr, "    task %s: %s%s%s\n", task, js(ev, "type"),
+				*js(ev, "message") ? ": " : "", js(ev, "message"));
+	}
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Follows the job's allocations until `want` of them run (or completed, for
+ * batch).  Prints each allocation's change of client status once. */
+static int follow_allocs(const char *cmd, const char *job_id, bool batch, int64_t want)
+{
+	char *path = job_path(job_id, "/allocations");
+	uint64_t index = 0;
+	json_t *seen = json_object();   /* alloc id -> last printed status */
+	int64_t running_since = -1;
+	int rc = 1;
+
+	for (;;) {
+		struct httpc_response r;
+		size_t i;
+		json_t *a;
+		int64_t running = 0, complete = 0, failed = 0, wait = FOLLOW_WAIT_MS;
+
+		if (running_since >= 0) {
+			wait = RUN_BATCH_GRACE_MS - (now_ms() - running_since);
+			if (wait <= 0) {
+				printf("==> job \"%s\": %lld allocation%s running\n", job_id,
+				       (long long)running, running == 1 ? "" : "s");
+				rc = 0;
+				break;
+			}
+		}
+		if (api_get_blocking(cmd, path, index, wait, &r) < 0)
+			break;
+		index = r.index;
+		json_array_foreach(r.body, i, a) {
+			const char *id = js(a, "id"), *st = js(a, "client_status");
+			char sid[16];
+			if (strcmp(js(a, "desired_status"), "run"))
+				continue;
+			if (strcmp(js(json_object_get(seen, id), "s") , st)) {
+				json_t *rec = json_pack("{s:s}", "s", st);
+				printf("    alloc %s on node %s: %s%s%s\n", short_id(id, sid),
+				       js(a, "node_name"), st, *js(a, "client_description") ? ": " : "",
+				       js(a, "client_description"));
+				if (!strcmp(st, "failed"))
+					print_alloc_events(a);
+				json_object_set_new(seen, id, rec);
+			}
+			running += !strcmp(st, "running");
+			complete += !strcmp(st, "complete");
+			failed += !strcmp(st, "failed") || !strcmp(st, "lost");
+		}
+		httpc_response_release(&r);
+		fflush(stdout);
+		if (failed) {
+			fprintf(stderr, "%s: %lld allocation%s of job \"%s\" failed (herd alloc status ID)\n",
+				cmd, (long long)failed, failed == 1 ? "" : "s", job_id);
+			break;
+		}
+		if (complete + running < want)
+			continue;
+		if (batch && complete >= want) {
+			printf("==> job \"%s\": complete\n", job_id);
+			rc = 0;
+			break;
+		}
+		if (!batch) {
+			printf("==> job \"%s\": %lld allocation%s running\n", job_id,
+			       (long long)running, running == 1 ? "" : "s");
+			rc = 0;
+			break;
+		}
+		if (running_since < 0)
+			running_since = now_ms();
+	}
+	json_decref(seen);
+	free(path);
+	return rc;
+}
+
+int job_run_cmd(int argc, char **argv)
+{
+	bool detach = false, as_json = false;
+	const struct flag flags[] = {
+		{ "detach", FLAG_BOOL, &detach, "return once the job is submitted" },
+		{ "json", FLAG_BOOL, &as_json, "print the server's answer as JSON (implies -detach)" },
+		{ NULL, 0, NULL, NULL },
+	};
+	const struct command_help help = {
+		"herd job run [options] FILE",
+		"Submits a job file (HCL or JSON; - reads stdin) to $HERD_ADDR and follows it\n"
+		"until every allocation runs (a batch job: until it completes, when it does\n"
+		"so within a few seconds).  When the job cannot be placed, prints why per\n"
+		"group and exits 1: the job stays pending and is placed when capacity\n"
+		"appears.  Exits 1 when an allocation fails.",
+		flags,
+	};
+	char *pos[1];
+	struct job *job;
+	json_t *body, *ev, *failed;
+	struct httpc_response r;
+	const char *eval_id;
+	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc = 1;
+	int64_t want, missing = 0;
+	bool batch;
+
+	if (n < 0)
+		return n == -1 ? 0 : EXIT_USAGE;
+	if (n < 1)
+		return usage_error(argv[0], "missing job file (a path, or - for stdin)");
+	job = job_load_file(argv[0], pos[0]);
+	if (!job)
+		return 1;
+	body = wrap_job(job);
+	if (api_call(argv[0], "POST", "/v1/jobs", body, &r) < 0) {
+		json_decref(body);
+		job_free(job);
+		return 1;
+	}
+	json_decref(body);
+	if (as_json) {
+		api_print_json(r.body);
+		httpc_response_release(&r);
+		job_free(job);
+		return 0;
+	}
+	eval_id = js(r.body, "eval_id");
+	if (!*eval_id) {
+		printf("job \"%s\" unchanged: nothing to do\n", job->id);
+		httpc_response_release(&r);
+		job_free(job);
+		return 0;
+	}
+	printf("==> job \"%s\" submitted, evaluation %s\n", job->id, eval_id);
+	if (detach) {
+		httpc_response_release(&r);
+		job_free(job);
+		return 0;
+	}
+	fflush(stdout);
+	ev = follow_eval(argv[0], eval_id);
+	httpc_response_release(&r);
+	if (!ev)
+		goto out;
+	printf("==> evaluation %s\n", js(ev, "status"));
+	failed = json_object_get(ev, "failed_placements");
+	if (json_object_size(failed)) {
+		const char *g;
+		json_t *fp;
+		json_object_foreach(failed, g, fp)
+			missing += ji(fp, "missing");
+		print_failed_placements(stdout, failed);
+		printf("==> job \"%s\" stays pending: it is placed when capacity appears\n", job->id);
+		json_decref(ev);
+		goto out;
+	}
+	if (!strcmp(js(ev, "status"), "failed")) {
+		fprintf(stderr, "%s: evaluation failed: %s\n", argv[0], js(ev, "status_description"));
+		json_decref(ev);
+		goto out;
+	}
+	json_decref(ev);
+	batch = !strcmp(job->type, "batch");
+	want = total_count(job) - missing;
+	rc = follow_allocs(argv[0], job->id, batch, want);
+out:
+	job_free(job);
+	return rc;
+}
+
+int job_plan_cmd(int argc, char **argv)
+{
+	bool as_json = false;
+	const struct flag flags[] = {
+		{ "json", FLAG_BOOL, &as_json, "print the plan as JSON" },
+		{ NULL, 0, NULL, NULL },
+	};
+	const struct command_help help = {
+		"herd job plan [options] FILE",
+		"Shows what submitting the job file would do, without changing anything:\n"
+		"allocations created, replaced or stopped, where each would land, and why\n"
+		"what cannot be placed is not.  Exits 0 when everything fits, 1 when not.",
+		flags,
+	};
+	char *pos[1];
+	struct job *job;
+	json_t *body, *changes, *failed, *pl;
+	struct httpc_response r;
+	char *path;
+	size_t i;
+	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc;
+
+	if (n < 0)
+		return n == -1 ? 0 : EXIT_USAGE;
+	if (n < 1)
+		return usage_error(argv[0], "missing job file (a path, or - for stdin)");
+	job = job_load_file(argv[0], pos[0]);
+	if (!job)
+		return 1;
+	body = wrap_job(job);
+	path = job_path(job->id, "/plan");
+	rc = api_call(argv[0], "POST", path, body, &r);
+	free(path);
+	json_decref(body);
+	if (rc < 0) {
+		job_free(job);
+		return 1;
+	}
+	failed = json_object_get(r.body, "failed_placements");
+	if (as_json) {
+		api_print_json(r.body);
+	} else {
+		struct table t;
+		static const char *const heads[] = { "GROUP", "NODE", "DEVICES" };
+		changes = json_object_get(r.body, "changes");
+		printf("job \"%s\": %lld to create, %lld to update, %lld to destroy, %lld unchanged\n",
+		       job->id, (long long)ji(changes, "create"), (long long)ji(changes, "update"),
+		       (long long)ji(changes, "destroy"), (long long)ji(changes, "ignore"));
+		table_init(&t, 3, heads);
+		json_array_foreach(json_object_get(r.body, "placements"), i, pl) {
+			struct strbuf d = STRBUF_INIT;
+			size_t k;
+			json_t *dv;
+			json_array_foreach(json_object_get(pl, "devices"), k, dv) {
+				const char *id = json_is_string(dv) ? json_string_value(dv) : js(dv, "id");
+				strbuf_addf(&d, "%s%s", k ? "," : "", id);
+			}
+			table_add(&t, js(pl, "task_group"));
+			table_add(&t, *js(pl, "node_name") ? js(pl, "node_name") : js(pl, "node_id"));
+			table_add(&t, d.len ? d.buf : "-");
+			strbuf_release(&d);
+		}
+		if (json_array_size(json_object_get(r.body, "placements")))
+			table_print(&t, stdout, "  ");
+		table_release(&t);
+		if (json_object_size(failed))
+			print_failed_placements(stdout, failed);
+	}
+	rc = json_object_size(failed) ? 1 : 0;
+	httpc_response_release(&r);
+	job_free(job);
+	return rc;
+}
+
+static void print_jobs(const json_t *jobs)
+{
+	static const char *const heads[] = { "ID", "TYPE", "PRIORITY", "STATUS", "SUBMITTED" };
+	struct table t;
+	size_t i;
+	json_t *j;
+	char buf[64];
+
+	if (!json_array_size(jobs)) {
+		printf("no jobs\n");
+		return;
+	}
+	table_init(&t, 5, heads);
+	json_array_foreach(jobs, i, j) {
+		table_add(&t, js(j, "id"));
+		table_add(&t, js(j, "type"));
+		table_addf(&t, "%lld", (long long)ji(j, "priority"));
+		table_add(&t, jb(j, "stop") && strcmp(js(j, "status"), "dead") ? "stopping"
+								     : js(j, "status"));
+		table_add(&t, format_ago(ji(j, "submit_time"), buf, sizeof(buf)));
+	}
+	table_print(&t, stdout, "");
+	table_release(&t);
+}
+
+/* The allocations table shared with node status. */
+void print_allocs_table(const json_t *allocs, bool show_node);
+void print_allocs_table(const json_t *allocs, bool show_node)
+{
+	static const char *const heads[] = { "ID", "NODE", "GROUP", "VERSION", "DESIRED",
+					     "STATUS", "DEVICES", "CREATED" };
+	static const char *const heads_nonode[] = { "ID", "JOB", "GROUP", "VERSION", "DESIRED",
+						    "STATUS", "DEVICES", "CREATED" };
+	struct table t;
+	size_t i;
+	json_t *a;
+
+	table_init(&t, 8, show_node ? heads : heads_nonode);
+	json_array_foreach(allocs, i, a) {
+		char sid[16], buf[64];
+		size_t ndev = json_array_size(json_object_get(json_object_get(a, "resources"),
+							      "devices"));
+		table_add(&t, short_id(js(a, "id"), sid));
+		table_add(&t, show_node ? js(a, "node_name") : js(a, "job_id"));
+		table_add(&t, js(a, "task_group"));
+		table_addf(&t, "%lld", (long long)ji(a, "job_version"));
+		table_add(&t, js(a, "desired_status"));
+		table_add(&t, js(a, "client_status"));
+		table_addf(&t, "%zu", ndev);
+		table_add(&t, format_ago(ji(a, "create_time"), buf, sizeof(buf)));
+	}
+	table_print(&t, stdout, "");
+	table_release(&t);
+}
+
+static int show_job(const char *cmd, const char *id, bool as_json)
+{
+	char *path = job_path(id, "");
+	char *apath = job_path(id, "/allocations");
+	struct httpc_response r, ra;
+	int rc = 1;
+	const char *g;
+	json_t *s;
+	char buf[64];
+
+	if (api_call(cmd, "GET", path, NULL, &r) < 0)
+		goto out;
+	if (api_call(cmd, "GET", apath, NULL, &ra) < 0) {
+		httpc_response_release(&r);
+		goto out;
+	}
+	rc = 0;
+	if (as_json) {
+		json_t *o = json_pack("{s:O,s:O}", "job", r.body, "allocations", ra.body);
+		api_print_json(o);
+		json_decref(o);
+	} else {
+		struct table t;
+		static const char *const heads[] = { "GROUP", "PENDING", "RUNNING", "COMPLETE",
+						     "FAILED", "LOST" };
+		json_t *sum = json_object();
+		size_t i;
+		json_t *a, *grp;
+		printf("%-12s %s\n%-12s %s\n%-12s %s\n%-12s %lld\n%-12s %lld\n%-12s %s%s\n%-12s %s\n",
+		       "ID", js(r.body, "id"), "Name", js(r.body, "name"), "Type",
+		       js(r.body, "type"), "Priority", (long long)ji(r.body, "priority"), "Version",
+		       (long long)ji(r.body, "version"), "Status", js(r.body, "status"),
+		       jb(r.body, "stop") ? " (stopped)" : "", "Submitted",
+		       format_ago(ji(r.body, "submit_time"), buf, sizeof(buf)));
+		/* Summary per group, counted from the allocations. */
+		json_array_foreach(json_object_get(r.body, "groups"), i, grp)
+			json_object_set_new(sum, js(grp, "name"),
+					    json_pack("{s:i,s:i,s:i,s:i,s:i}", "pending", 0,
+						      "running", 0, "complete", 0, "failed", 0,
+						      "lost", 0));
+		json_array_foreach(ra.body, i, a) {
+			json_t *c = json_object_get(sum, js(a, "task_group"));
+			const char *st = js(a, "client_status");
+			if (c && json_object_get(c, st))
+				json_object_set_new(c, st, json_integer(ji(c, st) + 1));
+		}
+		printf("\nSummary\n");
+		table_init(&t, 6, heads);
+		json_object_foreach(sum, g, s) {
+			table_add(&t, g);
+			table_addf(&t, "%lld", (long long)ji(s, "pending"));
+			table_addf(&t, "%lld", (long long)ji(s, "running"));
+			table_addf(&t, "%lld", (long long)ji(s, "complete"));
+			table_addf(&t, "%lld", (long long)ji(s, "failed"));
+			table_addf(&t, "%lld", (long long)ji(s, "lost"));
+		}
+		table_print(&t, stdout, "");
+		table_release(&t);
+		json_decref(sum);
+		printf("\nAllocations\n");
+		if (json_array_size(ra.body))
+			print_allocs_table(ra.body, true);
+		else
+			printf("none\n");
+		if (!strcmp(js(r.body, "status"), "pending")) {
+			/* Why not placed: the latest evaluation with failed placements. */
+			char *epath = job_path(id, "/evaluations");
+			struct httpc_response re;
+			if (api_call(cmd, "GET", epath, NULL, &re) == 0) {
+				json_t *best = NULL, *ev;
+				json_array_foreach(re.body, i, ev)
+					if (json_object_size(json_object_get(ev, "failed_placements")) &&
+					    (!best || ji(ev, "create_index") > ji(best, "create_index")))
+						best = ev;
+				if (best) {
+					printf("\nPlacement failures\n");
+					print_failed_placements(stdout,
+								json_object_get(best, "failed_placements"));
+				}
+				httpc_response_release(&re);
+			}
+			free(epath);
+		}
+	}
+	httpc_response_release(&r);
+	httpc_response_release(&ra);
+out:
+	free(path);
+	free(apath);
+	return rc;
+}
+
+int job_status_cmd(int argc, char **argv)
+{
+	bool as_json = false;
+	const struct flag flags[] = {
+		{ "json", FLAG_BOOL, &as_json, "print JSON" },
+		{ NULL, 0, NULL, NULL },
+	};
+	const struct command_help help = {
+		"herd job status [options] [ID]",
+		"Without ID lists the jobs; with ID shows the job, a summary per group, its\n"
+		"allocations and, while it is pending, why it is not placed.",
+		flags,
+	};
+	char *pos[1];
+	struct httpc_response r;
+	int n = flags_parse_anywhere(&help, argc, argv, pos, 1);
+
+	if (n < 0)
+		return n == -1 ? 0 : EXIT_USAGE;
+	if (n == 1)
+		return show_job(argv[0], pos[0], as_json);
+	if (api_call(argv[0], "GET", "/v1/jobs", NULL, &r) < 0)
+		return 1;
+	if (as_json)
+		api_print_json(r.body);
+	else
+		print_jobs(r.body);
+	httpc_response_release(&r);
+	return 0;
+}
+
+int job_stop_cmd(int argc, char **argv)
+{
+	bool purge = false;
+	const struct flag flags[] = {
+		{ "purge", FLAG_BOOL, &purge, "also remove the job and its history" },
+		{ NULL, 0, NULL, NULL },
+	};
+	const struct command_help help = {
+		"herd job stop [options] ID",
+		"Stops every allocation of the job (the tasks get their kill_signal, then\n"
+		"SIGKILL after kill_timeout).  With -purge the job is removed as well.",
+		flags,
+	};
+	char *pos[1];
+	struct httpc_response r;
+	char *path, *p;
+	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc;
+
+	if (n < 0)
+		return n == -1 ? 0 : EXIT_USAGE;
+	if (n < 1)
+		return usage_error(argv[0], "missing job id");
+	p = job_path(pos[0], purge ? "?purge=true" : "");
+	path = p;
+	rc = api_call(argv[0], "DELETE", path, NULL, &r);
+	free(p);
+	if (rc < 0)
+		return 1;
+	printf("job \"%s\" %s%s%s\n", pos[0], purge ? "stopped and purged" : "stopped",
+	       *js(r.body, "eval_id") ? ", evaluation " : "", js(r.body, "eval_id"));
+	httpc_response_release(&r);
+	return 0;
+}
+
+int job_inspect_remote(const char *cmd, const char *id)
+{
+	char *path = job_path(id, "");
+	struct httpc_response r;
+	int rc = api_call(cmd, "GET", path, NULL, &r);
+
+	free(path);
+	if (rc < 0)
+		return 1;
+	api_print_json(r.body);
+	httpc_response_release(&r);
+	return 0;
+}

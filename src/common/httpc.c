@@ -1,0 +1,266 @@
+/* httpc: see httpc.h. */
+#include "common/httpc.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "common/strbuf.h"
+#include "common/xalloc.h"
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+
+static void global_init(void)
+{
+	/* curl_global_init is not thread-safe on older libcurl: once. */
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static char *normalise_addr(const char *addr)
+{
+	size_t len;
+	char *s;
+
+	if (!strstr(addr, "://"))
+		s = xasprintf("http://%s", addr);
+	else
+		s = xstrdup(addr);
+	len = strlen(s);
+	while (len > 0 && s[len - 1] == '/')
+		s[--len] = '\0';
+	return s;
+}
+
+void httpc_init(struct httpc *c, const char *addr)
+{
+	const char *tok = getenv("HERD_TOKEN");
+
+	pthread_once(&global_once, global_init);
+	memset(c, 0, sizeof(*c));
+	if (!addr || !*addr)
+		addr = getenv("HERD_ADDR");
+	if (!addr || !*addr)
+		addr = HTTPC_DEFAULT_ADDR;
+	c->base = normalise_addr(addr);
+	c->token = tok && *tok ? xstrdup(tok) : NULL;
+	c->timeout_ms = HTTPC_DEFAULT_TIMEOUT_MS;
+	c->connect_timeout_ms = 5000;
+}
+
+void httpc_release(struct httpc *c)
+{
+	if (!c)
+		return;
+	if (c->curl)
+		curl_easy_cleanup(c->curl);
+	free(c->base);
+	free(c->token);
+	memset(c, 0, sizeof(*c));
+}
+
+void httpc_set_addr(struct httpc *c, const char *addr)
+{
+	free(c->base);
+	c->base = normalise_addr(addr);
+}
+
+void httpc_response_release(struct httpc_response *resp)
+{
+	if (!resp)
+		return;
+	json_decref(resp->body);
+	resp->body = NULL;
+}
+
+char *httpc_escape(const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (isalnum(ch) || strchr("-._~", ch))
+			strbuf_addch(&sb, ch);
+		else
+			strbuf_addf(&sb, "%%%02X", ch);
+	}
+	return strbuf_detach(&sb, NULL);
+}
+
+struct recv {
+	struct strbuf body;
+	uint64_t index;
+	int too_big;
+};
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct recv *r = arg;
+	size_t n = size * nmemb;
+
+	if (r->body.len + n > HTTPC_MAX_BODY) {
+		r->too_big = 1;
+		return 0;
+	}
+	strbuf_add(&r->body, data, n);
+	return n;
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct recv *r = arg;
+	size_t n = size * nmemb;
+	static const char name[] = "x-herd-index:";
+
+	if (n > sizeof(name) - 1 && !strncasecmp(data, name, sizeof(name) - 1)) {
+		char buf[32];
+		size_t len = n - (sizeof(name) - 1);
+		if (len >= sizeof(buf))
+			len = sizeof(buf) - 1;
+		memcpy(buf, data + sizeof(name) - 1, len);
+		buf[len] = '\0';
+		r->index = strtoull(buf, NULL, 10);
+	}
+	return n;
+}
+
+static int status_errno(long status)
+{
+	switch (status) {
+	case 400: return -EINVAL;
+	case 401:
+	case 403: return -EACCES;
+	case 404: return -ENOENT;
+	case 409: return -EEXIST;
+	default: return -EIO;
+	}
+}
+
+/* Fills resp->error_code and err from an error body, or a generic line. */
+static int decode_error(struct httpc_response *resp, const struct recv *r, struct herd_err *err)
+{
+	json_t *e = resp->body ? json_object_get(resp->body, "error") : NULL;
+	const char *code = json_string_value(json_object_get(e, "code"));
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	int rc = status_errno(resp->status);
+
+	if (code) {
+		snprintf(resp->error_code, sizeof(resp->error_code), "%s", code);
+		return herd_errf(err, rc, "server: %s: %s", code, msg ? msg : "");
+	}
+	return herd_errf(err, rc, "server: http %ld: %.200s", resp->status,
+			 r->body.len ? r->body.buf : "no body");
+}
+
+static int perform(struct httpc *c, const char *method, const char *url, const json_t *body,
+		   long timeout_ms, struct httpc_response *resp, struct herd_err *err)
+{
+	CURL *h;
+	CURLcode cc;
+	struct curl_slist *hdrs = NULL;
+	struct recv r = { STRBUF_INIT, 0, 0 };
+	char *payload = NULL;
+	char errbuf[CURL_ERROR_SIZE] = "";
+	int rc = 0;
+
+	memset(resp, 0, sizeof(*resp));
+	if (!c->curl)
+		c->curl = curl_easy_init();
+	if (!c->curl)
+		return herd_errf(err, -ENOMEM, "cannot start an http client");
+	h = c->curl;
+	curl_easy_reset(h);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	if (!strcmp(method, "HEAD"))
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	hdrs = curl_slist_append(hdrs, "Accept: application/json");
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	if (c->token) {
+		char *t = xasprintf("X-Herd-Token: %s", c->token);
+		hdrs = curl_slist_append(hdrs, t);
+		free(t);
+	}
+	if (body) {
+		payload = json_dumps(body, JSON_COMPACT);
+		if (!payload) {
+			rc = herd_errf(err, -EINVAL, "request body cannot be encoded as json");
+			goto out;
+		}
+		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(payload));
+	} else if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
+	}
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+
+	cc = curl_easy_perform(h);
+	if (cc != CURLE_OK) {
+		if (r.too_big)
+			rc = herd_errf(err, -EFBIG, "%s: answer larger than %d bytes", c->base,
+				       HTTPC_MAX_BODY);
+		else if (cc == CURLE_COULDNT_CONNECT)
+			rc = herd_errf(err, -ECONNREFUSED, "cannot reach %s: %s", c->base,
+				       errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		else if (cc == CURLE_OPERATION_TIMEDOUT)
+			rc = herd_errf(err, -ETIMEDOUT, "%s did not answer in time", c->base);
+		else
+			rc = herd_errf(err, -EIO, "%s: %s", c->base,
+				       errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		goto out;
+	}
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+	resp->index = r.index;
+	if (r.body.len) {
+		json_error_t je;
+		resp->body = json_loadb(r.body.buf, r.body.len, JSON_DECODE_ANY, &je);
+	}
+	if (resp->status < 200 || resp->status >= 300) {
+		rc = decode_error(resp, &r, err);
+		goto out;
+	}
+	if (r.body.len && !resp->body)
+		rc = herd_errf(err, -EPROTO, "%s: answer is not json", c->base);
+out:
+	curl_slist_free_all(hdrs);
+	free(payload);
+	strbuf_release(&r.body);
+	return rc;
+}
+
+int httpc_request(struct httpc *c, const char *method, const char *path, const json_t *body,
+		  struct httpc_response *resp, struct herd_err *err)
+{
+	char *url = xasprintf("%s%s", c->base, path);
+	int rc = perform(c, method, url, body, c->timeout_ms, resp, err);
+
+	free(url);
+	return rc;
+}
+
+int httpc_get_blocking(struct httpc *c, const char *path, uint64_t index, long wait_ms,
+		       struct httpc_response *resp, struct herd_err *err)
+{
+	char *url = xasprintf("%s%s%cindex=%llu&wait=%ldms", c->base, path,
+			      strchr(path, '?') ? '&' : '?', (unsigned long long)index, wait_ms);
+	/* The server may answer up to wait later (plus its jitter): allow
+	 * that and the ordinary limit on top. */
+	int rc = perform(c, "GET", url, NULL, wait_ms + c->timeout_ms, resp, err);
+
+	free(url);
+	return rc;
+}

@@ -1,0 +1,81 @@
+/* httpc: a small JSON-over-HTTP client for herd's API (libcurl).
+ *
+ * One struct httpc is one connection to one base address (kept alive
+ * between requests).  It is not thread-safe: give each thread its own.
+ *
+ *     struct httpc c;
+ *     httpc_init(&c, NULL);                       HERD_ADDR, HERD_TOKEN
+ *     struct httpc_response r;
+ *     if (httpc_request(&c, "GET", "/v1/jobs", NULL, &r, &err) < 0) ...
+ *     ... r.status, r.body, r.index ...
+ *     httpc_response_release(&r);
+ *     httpc_release(&c);
+ *
+ * Library code: nothing here prints. */
+#ifndef HERD_COMMON_HTTPC_H
+#define HERD_COMMON_HTTPC_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "common/err.h"
+
+#define HTTPC_DEFAULT_ADDR "http://127.0.0.1:4646"
+#define HTTPC_DEFAULT_TIMEOUT_MS 30000
+#define HTTPC_MAX_BODY (64 * 1024 * 1024)
+
+struct httpc {
+	char *base;          /* "http://host:port", no trailing slash */
+	char *token;         /* X-Herd-Token, or NULL */
+	long timeout_ms;     /* whole-request limit of ordinary requests */
+	long connect_timeout_ms;
+	void *curl;          /* CURL *, made on first use */
+};
+
+struct httpc_response {
+	long status;         /* HTTP status; 0 when no answer came */
+	json_t *body;        /* parsed JSON body (a new reference) or NULL */
+	uint64_t index;      /* X-Herd-Index, 0 when absent */
+	char error_code[64]; /* the "code" of an error body, "" otherwise */
+};
+
+/* Sets up c for addr ("http://host:port", "host:port" or NULL for
+ * $HERD_ADDR, else HTTPC_DEFAULT_ADDR) and the token from $HERD_TOKEN.
+ * Never fails (the address is checked by the first request). */
+void httpc_init(struct httpc *c, const char *addr);
+
+/* Frees what c owns; accepts NULL. */
+void httpc_release(struct httpc *c);
+
+/* Replaces the base address (for an agent that moves to another server). */
+void httpc_set_addr(struct httpc *c, const char *addr);
+
+/* Sends method (GET, POST, PUT, DELETE) to base + path (path starts with
+ * '/' and may carry a query), with body as JSON when not NULL (only read).
+ * On success (a 2xx answer) fills resp and returns 0.  Otherwise:
+ *   - the server answered 4xx/5xx: resp is filled (status, body, index,
+ *     error_code), err says "server: <code>: <message>" and the return is
+ *     -ENOENT (404), -EINVAL (400), -EEXIST (409), -EACCES (401/403) or
+ *     -EIO (anything else);
+ *   - no answer (connection refused, timeout): resp->status is 0 and the
+ *     return is -ECONNREFUSED, -ETIMEDOUT or -EIO with err naming the
+ *     address.
+ * A 2xx answer whose body is not JSON is -EPROTO.  The caller releases
+ * resp with httpc_response_release in every case. */
+int httpc_request(struct httpc *c, const char *method, const char *path, const json_t *body,
+		  struct httpc_response *resp, struct herd_err *err);
+
+/* A blocking query: GET path with ?index=index&wait=<wait_ms>ms appended
+ * (index 0 answers at once), allowing the request wait_ms plus a margin
+ * before giving up.  Same results as httpc_request. */
+int httpc_get_blocking(struct httpc *c, const char *path, uint64_t index, long wait_ms,
+		       struct httpc_response *resp, struct herd_err *err);
+
+/* Frees the body; accepts NULL. */
+void httpc_response_release(struct httpc_response *resp);
+
+/* Percent-encodes s for a path segment or query value; caller frees. */
+char *httpc_escape(const char *s);
+
+#endif
