@@ -354,9 +354,17 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 			best = sc;
 			ties = 1;
 		} else if (sc == best) {
-			/* reservoir sampling: each tied node wins with equal odds */
-			if (rng_below(&r, ++ties) != 0)
+			if (opt->tie_rank && opt->policy != SCHED_RANDOM) {
+				if (opt->tie_rank[ni] >= opt->tie_rank[best_node])
+					continue;
+			} else if (opt->policy == SCHED_HERD) {
+				/* herd packs: among equals the first node in the
+				 * snapshot's order, so that the same nodes fill up */
 				continue;
+			} else if (rng_below(&r, ++ties) != 0) {
+				/* reservoir sampling: each tied node wins with equal odds */
+				continue;
+			}
 		} else {
 			continue;
 		}

@@ -283,9 +283,16 @@ static double herd_score(struct sched_snapshot *s, const struct nodeview *v, con
 			}
 		}
 	}
-	/* secondary: prefer fuller nodes (less GPU left after placement) */
+	/* FGD's bucket of the gradient, then nodes whose GPUs are already in
+	 * use: among moves of about the same fragmentation cost, keep untouched
+	 * nodes whole for the large tasks.  The exact gradient alone does worse
+	 * (it chases differences of a few milli and scatters tasks; see
+	 * docs/scheduling.md), so equal buckets stay ties, broken by the
+	 * caller's stable node order. */
 	(void)n;
-	return best - (double)(v->left_total - ask_gpu_total(a)) * 1e-4;
+	if (best <= -1e299)
+		return -1e300;
+	return floor(100.0 * sigmoid(best / 1000.0)) * 2.0 + (v->left_total < v->gpu_total ? 1.0 : 0.0);
 }
 
 double policy_score(enum sched_policy p, struct sched_snapshot *s, const struct nodeview *v,

@@ -196,6 +196,14 @@ struct sched_options {
 	uint64_t seed;  /* random tie-breaking */
 	const struct sched_workload *workload; /* fgd/herd; NULL = the request alone */
 	int lookahead;  /* herd: candidates examined with a one-step lookahead; 0 = default */
+	/* Tie-breaking among nodes with equal scores: NULL = uniformly at random
+	 * (seeded); otherwise one rank per node of the snapshot and the lowest
+	 * rank wins.  The FGD artifact breaks ties this way (its Kubernetes
+	 * scheduler is patched to keep the smallest node name, and node names
+	 * are prefixed with a per-run random permutation), so `herd sim` uses a
+	 * seeded permutation to reproduce the published figures.  `random`
+	 * ignores it (its scores are all equal by design). */
+	const uint32_t *tie_rank;
 };
 
 /* ---- placement -------------------------------------------------------- */

@@ -111,6 +111,34 @@ fail:
 	return NULL;
 }
 
+static int cmp_node_name(const void *x, const void *y, void *arg)
+{
+	const struct trace_node *n = arg;
+	return strcmp(n[*(const uint32_t *)x].name, n[*(const uint32_t *)y].name);
+}
+
+/* rank[node] = position of the node in a random permutation drawn for the
+ * nodes sorted by name, so that the ranks depend on the seed and the node
+ * names only, not on the file's row order. */
+static void node_ranks(const struct trace *t, struct rng *r, uint32_t *rank)
+{
+	uint32_t *byname = xcalloc(t->nnodes + 1, sizeof(*byname));
+	uint32_t *perm = xcalloc(t->nnodes + 1, sizeof(*perm));
+	for (size_t i = 0; i < t->nnodes; i++)
+		byname[i] = perm[i] = (uint32_t)i;
+	qsort_r(byname, t->nnodes, sizeof(*byname), cmp_node_name, t->nodes);
+	for (size_t i = t->nnodes; i > 1; i--) {
+		size_t j = (size_t)rng_below(r, i);
+		uint32_t x = perm[i - 1];
+		perm[i - 1] = perm[j];
+		perm[j] = x;
+	}
+	for (size_t i = 0; i < t->nnodes; i++)
+		rank[byname[i]] = perm[i];
+	free(perm);
+	free(byname);
+}
+
 /* gpu_spec "A|B" as the device constraint ${device.model} set_contains_any
  * "A,B": the trace's model filter through the engine's constraint path. */
 static char *spec_as_set(const char *spec)
@@ -133,6 +161,7 @@ int sim_run(const struct trace *t, const struct sched_workload *w, enum sched_po
 	double sum[SIM_MAX_BUCKET + 1] = { 0 }, fsum[SIM_MAX_BUCKET + 1] = { 0 };
 	size_t cnt[SIM_MAX_BUCKET + 1] = { 0 };
 	double frag_total = 0;
+	uint32_t *rank;
 	struct sched_options opt = { .policy = policy, .workload = w };
 
 	if (cap <= 0 || !t->npods)
@@ -171,6 +200,11 @@ int sim_run(const struct trace *t, const struct sched_workload *w, enum sched_po
 		memmove(&order[j], &order[j + 1], (n - j - 1) * sizeof(*order));
 		n--;
 	}
+	/* node ranks for tie-breaking: a seeded permutation of the nodes in
+	 * name order (see sched_options.tie_rank) */
+	rank = xcalloc(t->nnodes + 1, sizeof(*rank));
+	node_ranks(t, &r, rank);
+	opt.tie_rank = getenv("RANDTIE") ? NULL : rank;
 	frag_total = sched_frag(s, w, -1);
 
 	/* 3..5. offer one at a time, record after each */
@@ -220,6 +254,7 @@ int sim_run(const struct trace *t, const struct sched_workload *w, enum sched_po
 	out->frag_70 = cnt[70] ? fsum[70] / (double)cnt[70] : NAN;
 	out->frag_90 = cnt[90] ? fsum[90] / (double)cnt[90] : NAN;
 	free(order);
+	free(rank);
 	sched_snapshot_free(s);
 	return 0;
 }
