@@ -1,0 +1,97 @@
+/* The driver registry, persisted task state and signal names; see driver.h. */
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/units.h"
+#include "common/xalloc.h"
+#include "drivers/driver.h"
+
+extern const struct driver_ops raw_exec_ops;
+
+const struct driver_ops *const driver_all[] = { &raw_exec_ops, NULL };
+
+const struct driver_ops *driver_find(const char *name)
+{
+	for (size_t i = 0; driver_all[i]; i++)
+		if (!strcmp(driver_all[i]->name, name))
+			return driver_all[i];
+	return NULL;
+}
+
+char *driver_state_to_json(const struct driver_state *s)
+{
+	json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:s}",
+			      "driver", s->driver,
+			      "shim_pid", (json_int_t)s->shim_pid,
+			      "shim_start_time", (json_int_t)s->shim_start_time,
+			      "task_pid", (json_int_t)s->task_pid,
+			      "task_start_time", (json_int_t)s->task_start_time,
+			      "exit_file", s->exit_file);
+	char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	char *out = xstrdup(text);
+	free(text);
+	return out;
+}
+
+int driver_state_from_json(const char *text, struct driver_state *out, struct herd_err *err)
+{
+	json_error_t je;
+	json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+	if (!o)
+		return herd_errf(err, -EINVAL, "task state: %s at %d:%d", je.text, je.line, je.column);
+	const char *driver, *exit_file;
+	json_int_t shim_pid, shim_start, task_pid, task_start;
+	int rc = json_unpack_ex(o, &je, JSON_STRICT, "{s:s, s:I, s:I, s:I, s:I, s:s}",
+				"driver", &driver, "shim_pid", &shim_pid,
+				"shim_start_time", &shim_start, "task_pid", &task_pid,
+				"task_start_time", &task_start, "exit_file", &exit_file);
+	if (rc < 0) {
+		rc = herd_errf(err, -EINVAL, "task state: %s", je.text);
+		goto out;
+	}
+	if (strlen(driver) >= DRIVER_NAME_MAX || strlen(exit_file) >= DRIVER_PATH_MAX ||
+	    shim_pid <= 0 || task_pid <= 0 || shim_pid > INT32_MAX || task_pid > INT32_MAX ||
+	    shim_start < 0 || task_start < 0) {
+		rc = herd_errf(err, -EINVAL, "task state: a value is out of range");
+		goto out;
+	}
+	struct driver_state s = { 0 };
+	snprintf(s.driver, sizeof(s.driver), "%s", driver);
+	snprintf(s.exit_file, sizeof(s.exit_file), "%s", exit_file);
+	s.shim_pid = (pid_t)shim_pid;
+	s.shim_start_time = (uint64_t)shim_start;
+	s.task_pid = (pid_t)task_pid;
+	s.task_start_time = (uint64_t)task_start;
+	*out = s;
+	rc = 0;
+out:
+	json_decref(o);
+	return rc;
+}
+
+int driver_signal_parse(const char *s)
+{
+	static const struct { const char *name; int sig; } names[] = {
+		{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "KILL", SIGKILL },
+		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "ALRM", SIGALRM },
+		{ "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "WINCH", SIGWINCH },
+		{ "ABRT", SIGABRT },
+	};
+	int64_t v;
+	if (!s || !*s)
+		return -EINVAL;
+	if (parse_int64(s, 1, NSIG - 1, &v, NULL) == 0)
+		return (int)v;
+	if (!strncasecmp(s, "SIG", 3))
+		s += 3;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcasecmp(s, names[i].name))
+			return names[i].sig;
+	return -EINVAL;
+}

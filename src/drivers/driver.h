@@ -1,0 +1,159 @@
+/* driver: how the agent runs a task.  One ops table per driver (raw_exec
+ * now; exec and docker slot in beside it), chosen by the task's `driver`.
+ *
+ * Process model (docs/drivers.md).  The agent never forks: start()
+ * posix_spawns a small supervisor, the task shim (shim.h), in its own
+ * session.  The shim posix_spawns the task in a session of its own (so the
+ * task's process group id is its pid), pumps the task's stdout and stderr
+ * into rotated log files, reaps it, and writes its exit status to a file
+ * before it exits itself.  Because the shim, not the agent, is the task's
+ * parent and log reader, `kill -9` of the agent leaves the task running and
+ * its logs captured; a new agent calls recover() with the handle state it
+ * persisted and gets the same task back, including its exit status later.
+ *
+ * Typical use by a task runner:
+ *
+ *     const struct driver_ops *d = driver_find("raw_exec");
+ *     struct driver_handle *h;
+ *     if (d->start(&env, &task, &h, &err) < 0)       failed; err says why
+ *             ("exec /bin/nope: No such file or directory")
+ *     persist driver_handle_state(h) (driver_state_to_json)
+ *     loop: d->wait(h, timeout_ms, &exit, &err)      1: exited, 0: still running
+ *           (or poll driver_handle_fd(h) in an event loop, then wait(h, 0, ...))
+ *     on stop: d->stop(h, kill_signal, kill_timeout_ns, &exit, &err)
+ *     d->destroy(h)                                  frees, never kills
+ *
+ * After an agent restart: d->recover(&env, &state, &h, &err), then as above.
+ *
+ * Thread safety: a handle is used by one thread at a time.  Nothing here
+ * prints or logs. */
+#ifndef HERD_DRIVERS_DRIVER_H
+#define HERD_DRIVERS_DRIVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+#define DRIVER_NAME_MAX 32
+#define DRIVER_PATH_MAX 4096
+
+/* How the agent runs drivers; shared by every driver. */
+struct driver_env {
+	/* The command that runs the task shim: argv prefix, NULL-terminated,
+	 * e.g. { "/usr/libexec/herd-task-shim", NULL } or
+	 * { "/proc/self/exe", "task-shim", NULL } (a hidden subcommand calling
+	 * task_shim_main). */
+	const char *const *shim_argv;
+	bool raw_exec_enabled;     /* client config: raw_exec is off unless enabled */
+};
+
+/* One task to start.  Strings are borrowed for the duration of start(). */
+struct driver_task {
+	const char *name;          /* the task's name: log file prefix, [A-Za-z0-9_.-] */
+	const char *command;       /* absolute, or relative to task_dir, or a name
+				    * looked up in the task env's PATH */
+	const char *const *args;   /* argv[1..], NULL-terminated; may be NULL */
+	const char *const *env;    /* the complete environment, "K=V", NULL-terminated;
+				    * nothing of the agent's leaks in */
+	const char *task_dir;      /* working directory; must exist */
+	const char *log_dir;       /* where <name>.stdout.N / .stderr.N go; must exist */
+	const char *state_dir;     /* where the shim writes <name>.exit; must exist */
+	int log_max_files;         /* logs { max_files }: files kept per stream (>= 1) */
+	int64_t log_max_file_size; /* logs { max_file_size } in bytes (>= 1) */
+};
+
+/* How a task ended. */
+struct driver_exit {
+	int exit_code;             /* 0..255 when exited; -1 when killed by a signal */
+	int signal;                /* the signal that killed it, else 0 */
+	bool oom_killed;           /* the kernel's OOM killer (exec driver, later) */
+	bool lost;                 /* the shim vanished without a status: unknown */
+	int64_t finished_ns;       /* CLOCK_REALTIME when the shim saw the exit */
+};
+
+/* What the agent persists to find a task again after a restart.  Plain
+ * data: driver_state_to_json / driver_state_from_json carry it. */
+struct driver_state {
+	char driver[DRIVER_NAME_MAX];
+	pid_t shim_pid;
+	uint64_t shim_start_time;  /* /proc/<pid>/stat starttime: guards pid reuse */
+	pid_t task_pid;            /* also the task's process group id */
+	uint64_t task_start_time;
+	char exit_file[DRIVER_PATH_MAX];
+};
+
+struct driver_handle;
+
+struct driver_fingerprint {
+	bool detected;             /* usable on this node: sets driver.<name> = 1 */
+	bool healthy;
+	char reason[256];          /* when not detected or not healthy */
+};
+
+struct driver_ops {
+	const char *name;
+
+	/* Whether the driver can run tasks here.  Never fails. */
+	void (*fingerprint)(const struct driver_env *env, struct driver_fingerprint *out);
+
+	/* Starts the task.  Returns 0 with *out (free with destroy), or -errno
+	 * with err: -EPERM when the driver is disabled, -ENOENT/-EACCES/...
+	 * when the command cannot be executed ("exec PATH: strerror"), -EINVAL
+	 * for a bad task.  Nothing is left running on failure. */
+	int (*start)(const struct driver_env *env, const struct driver_task *task,
+		     struct driver_handle **out, struct herd_err *err);
+
+	/* Waits up to timeout_ms (0: poll, -1: forever) for the task to end.
+	 * Returns 1 with *exit filled, 0 when still running, -errno with err.
+	 * Once it has returned 1 it returns 1 again with the same exit. */
+	int (*wait)(struct driver_handle *h, int timeout_ms, struct driver_exit *exit,
+		    struct herd_err *err);
+
+	/* Sends sig to the task's whole process group.  Returns 0, -ESRCH when
+	 * the task has ended, -errno otherwise. */
+	int (*signal)(struct driver_handle *h, int sig);
+
+	/* Stops the task: kill_signal to its process group, then SIGKILL to
+	 * the group when it has not ended after kill_timeout_ns.  Returns 0
+	 * with *exit once it has ended, -errno with err. */
+	int (*stop)(struct driver_handle *h, int kill_signal, int64_t kill_timeout_ns,
+		    struct driver_exit *exit, struct herd_err *err);
+
+	/* Frees the handle (closes fds).  Does not stop the task: a task whose
+	 * handle is destroyed keeps running and can be recovered.  NULL ok. */
+	void (*destroy)(struct driver_handle *h);
+
+	/* Finds a task again from persisted state.  Returns 0 with *out;
+	 * -ESRCH when the shim is gone (then, if it left an exit status,
+	 * *out is still returned and wait() reports that exit; otherwise the
+	 * exit has lost = true), -errno with err for bad state. */
+	int (*recover)(const struct driver_env *env, const struct driver_state *state,
+		       struct driver_handle **out, struct herd_err *err);
+};
+
+/* The driver named name, or NULL. */
+const struct driver_ops *driver_find(const char *name);
+
+/* Every driver, NULL-terminated (for fingerprinting). */
+extern const struct driver_ops *const driver_all[];
+
+/* The persistable state of a handle (owned by the handle). */
+const struct driver_state *driver_handle_state(const struct driver_handle *h);
+
+/* An fd that becomes readable when the task's shim exits (a pidfd), for
+ * the agent's event loop; then call wait(h, 0, ...).  Owned by the handle. */
+int driver_handle_fd(const struct driver_handle *h);
+
+/* State to/from a JSON text (a new string the caller frees / parsed into
+ * *out).  from_json returns 0 or -EINVAL with err; *out untouched then. */
+char *driver_state_to_json(const struct driver_state *s);
+int driver_state_from_json(const char *text, struct driver_state *out, struct herd_err *err);
+
+/* Signal names as job files write kill_signal: "SIGTERM", "TERM", "15".
+ * Returns the number, or -EINVAL. */
+int driver_signal_parse(const char *s);
+
+#endif

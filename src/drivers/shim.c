@@ -1,0 +1,253 @@
+/* The task shim; see shim.h for its command line and protocol. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/units.h"
+#include "common/xalloc.h"
+#include "drivers/drivers-int.h"
+#include "drivers/logrot.h"
+#include "drivers/shim.h"
+
+extern char **environ;
+
+struct shim_args {
+	const char *task, *log_dir, *exit_file, *cwd;
+	int64_t max_files, max_size;
+	char **argv;   /* COMMAND ARG... */
+};
+
+static void status_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void status_line(const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(buf))
+		n = sizeof(buf) - 1;
+	ssize_t w = write(TASK_SHIM_STATUS_FD, buf, (size_t)n);
+	(void)w;
+	close(TASK_SHIM_STATUS_FD);
+}
+
+static int parse_args(int argc, char **argv, struct shim_args *a)
+{
+	memset(a, 0, sizeof(*a));
+	int i;
+	for (i = 1; i < argc; i++) {
+		const char *f = argv[i];
+		if (!strcmp(f, "--")) {
+			i++;
+			break;
+		}
+		if (i + 1 >= argc)
+			return -1;
+		const char *v = argv[++i];
+		if (!strcmp(f, "-task"))
+			a->task = v;
+		else if (!strcmp(f, "-log-dir"))
+			a->log_dir = v;
+		else if (!strcmp(f, "-exit-file"))
+			a->exit_file = v;
+		else if (!strcmp(f, "-cwd"))
+			a->cwd = v;
+		else if (!strcmp(f, "-max-files")) {
+			if (parse_int64(v, 1, 100000, &a->max_files, NULL) < 0)
+				return -1;
+		} else if (!strcmp(f, "-max-size")) {
+			if (parse_int64(v, 1, INT64_MAX, &a->max_size, NULL) < 0)
+				return -1;
+		} else
+			return -1;
+	}
+	if (i >= argc || !a->task || !a->log_dir || !a->exit_file || !a->cwd ||
+	    !a->max_files || !a->max_size)
+		return -1;
+	a->argv = &argv[i];
+	return 0;
+}
+
+/* Writes "<code> <signal> <ns>\n" so that a reader never sees half a file. */
+static void write_exit_file(const char *path, int code, int sig)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	char *tmp = xasprintf("%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		char buf[96];
+		int n = snprintf(buf, sizeof(buf), "%d %d %lld\n", code, sig,
+				 (long long)ts.tv_sec * NS_PER_SEC + ts.tv_nsec);
+		if (write(fd, buf, (size_t)n) == n && fsync(fd) == 0) {
+			close(fd);
+			rename(tmp, path);
+		} else {
+			close(fd);
+			unlink(tmp);
+		}
+	}
+	free(tmp);
+}
+
+/* Reads what is in fd into lr; returns 0 at EOF, 1 when more may come. */
+static int pump(int fd, struct logrot *lr)
+{
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? 1 : 0;
+		if (n == 0)
+			return 0;
+		/* A full disk must not block the task: drop what cannot be
+		 * written and keep draining. */
+		logrot_write(lr, buf, (size_t)n);
+		if ((size_t)n < sizeof(buf))
+			return 1;
+	}
+}
+
+int task_shim_main(int argc, char **argv)
+{
+	struct shim_args a;
+	struct logrot out = { .fd = -1, .dirfd = -1 }, errlog = { .fd = -1, .dirfd = -1 };
+	struct herd_err err = { 0 };
+	int pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
+	int devnull = -1, rc = 127;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
+	pid_t pid;
+
+	/* Nothing the agent may have leaked goes further than here. */
+	fcntl(TASK_SHIM_STATUS_FD, F_SETFD, FD_CLOEXEC);
+	syscall(SYS_close_range, TASK_SHIM_STATUS_FD + 1, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (parse_args(argc, argv, &a) < 0) {
+		status_line("err %d task shim: bad command line\n", EINVAL);
+		return 2;
+	}
+	char *base = xasprintf("%s.stdout", a.task);
+	int r = logrot_open(&out, a.log_dir, base, (int)a.max_files, a.max_size, &err);
+	free(base);
+	if (r == 0) {
+		base = xasprintf("%s.stderr", a.task);
+		r = logrot_open(&errlog, a.log_dir, base, (int)a.max_files, a.max_size, &err);
+		free(base);
+	}
+	if (r < 0) {
+		status_line("err %d %s\n", -r, err.msg);
+		goto out;
+	}
+	if (chdir(a.cwd) < 0) {
+		status_line("err %d task dir %s: %s\n", errno, a.cwd, strerror(errno));
+		goto out;
+	}
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (devnull < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
+		status_line("err %d pipes: %s\n", errno, strerror(errno));
+		goto out;
+	}
+	/* dup2 onto 0-2 clears close-on-exec there only; every other fd of
+	 * this process is close-on-exec, so the task gets exactly 0, 1, 2. */
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, devnull, 0);
+	posix_spawn_file_actions_adddup2(&fa, pout[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, perr[1], 2);
+	posix_spawnattr_init(&attr);
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &all);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+				 POSIX_SPAWN_SETSIGDEF);
+	/* glibc's posix_spawn returns the exec error itself (it spawns with
+	 * CLONE_VFORK and passes errno back), so a failed exec is reported as
+	 * such.  posix_spawnp searches the PATH of our (the task's) env. */
+	r = posix_spawnp(&pid, a.argv[0], &fa, &attr, a.argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	close(pout[1]);
+	close(perr[1]);
+	close(devnull);
+	devnull = -1;
+	if (r != 0) {
+		status_line("err %d exec %s: %s\n", r, a.argv[0], strerror(r));
+		goto out;
+	}
+	uint64_t start = 0;
+	proc_start_time(pid, &start);
+	status_line("ok %d %" PRIu64 "\n", (int)pid, start);
+
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	fcntl(pout[0], F_SETFL, O_NONBLOCK);
+	fcntl(perr[0], F_SETFL, O_NONBLOCK);
+	bool out_open = true, err_open = true, exited = false;
+	int status = 0;
+	while (!exited) {
+		struct pollfd pfd[3] = {
+			{ out_open ? pout[0] : -1, POLLIN, 0 },
+			{ err_open ? perr[0] : -1, POLLIN, 0 },
+			{ pidfd, POLLIN, 0 },
+		};
+		/* Without a pidfd (old kernel) fall back to a 100 ms poll. */
+		int n = poll(pfd, 3, pidfd >= 0 ? -1 : 100);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (out_open && (pfd[0].revents & (POLLIN | POLLHUP)))
+			out_open = pump(pout[0], &out);
+		if (err_open && (pfd[1].revents & (POLLIN | POLLHUP)))
+			err_open = pump(perr[0], &errlog);
+		if (pidfd < 0 || (pfd[2].revents & POLLIN)) {
+			pid_t w = waitpid(pid, &status, pidfd >= 0 ? 0 : WNOHANG);
+			if (w == pid)
+				exited = true;
+			else if (w < 0 && errno != EINTR)
+				break;
+		}
+	}
+	/* What the task wrote before it ended is in the pipes: drain it.
+	 * Descendants that keep the pipes open are not waited for. */
+	if (out_open)
+		pump(pout[0], &out);
+	if (err_open)
+		pump(perr[0], &errlog);
+	if (pidfd >= 0)
+		close(pidfd);
+	if (exited) {
+		if (WIFSIGNALED(status))
+			write_exit_file(a.exit_file, -1, WTERMSIG(status));
+		else
+			write_exit_file(a.exit_file, WEXITSTATUS(status), 0);
+		rc = 0;
+	}
+out:
+	if (devnull >= 0)
+		close(devnull);
+	if (pout[0] >= 0)
+		close(pout[0]);
+	if (perr[0] >= 0)
+		close(perr[0]);
+	logrot_close(&out);
+	logrot_close(&errlog);
+	return rc;
+}

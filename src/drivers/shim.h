@@ -1,0 +1,31 @@
+/* The task shim: the small supervisor between the agent and a task.
+ *
+ * The raw_exec driver (and later exec) starts it with posix_spawn; it
+ * starts the task, pumps its stdout/stderr into rotated logs (logrot.h),
+ * reaps it and records how it ended, so that the task outlives an agent
+ * restart.  It is a function rather than only a program so that the `herd`
+ * binary can offer it as a hidden subcommand; src/drivers also builds it as
+ * the program herd-task-shim.
+ *
+ * Command line (argv[0] is ignored; the shim's own environment is passed
+ * to the task unchanged):
+ *
+ *   -task NAME -log-dir DIR -exit-file PATH -cwd DIR
+ *   -max-files N -max-size BYTES -- COMMAND [ARG...]
+ *
+ * fd 3 is the status pipe: the shim writes one line and closes it:
+ *   "ok <task pid> <task start time>\n"      the task runs
+ *   "err <errno> <message>\n"                it could not start
+ * The exit file gets "<exit code> <signal> <finished unix ns>\n" (written
+ * to a temporary name, fsynced, renamed) when the task has ended.
+ *
+ * Returns the shim's exit status: 0 after recording the task's exit, 127
+ * when the task could not start, 2 for a bad command line. */
+#ifndef HERD_DRIVERS_SHIM_H
+#define HERD_DRIVERS_SHIM_H
+
+#define TASK_SHIM_STATUS_FD 3
+
+int task_shim_main(int argc, char **argv);
+
+#endif
