@@ -1,0 +1,485 @@
+/* alloc_runner: one allocation on this node, from its directory to its
+ * last status report.  Its thread runs the tasks in lifecycle order:
+ *
+ *   prestart hooks (not sidecars)  all at once, each must end with exit 0
+ *   main tasks + sidecars          until every main task is dead; then the
+ *                                  sidecars are stopped
+ *   poststop hooks                 also after a stop
+ *
+ * and reports task states and client_status (PUT /v1/allocation/:id/
+ * status) whenever something changed, persisting them first (state.c).
+ * Each task runs on a thread of its own (task_runner.c). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/client-int.h"
+#include "agent/log.h"
+#include "common/xalloc.h"
+#include "spec/spec.h"
+
+void alloc_runner_mark_dirty(struct alloc_runner *ar)
+{
+	pthread_mutex_lock(&ar->lock);
+	ar->dirty = true;
+	pthread_cond_broadcast(&ar->cond);
+	pthread_mutex_unlock(&ar->lock);
+}
+
+struct alloc_runner *alloc_runner_new(struct client *c, json_t *alloc)
+{
+	struct alloc_runner *ar = xcalloc(1, sizeof(*ar));
+	const char *id = json_string_value(json_object_get(alloc, "id"));
+
+	ar->c = c;
+	ar->alloc = alloc;
+	snprintf(ar->id, sizeof(ar->id), "%s", id ? id : "");
+	ar->dir = xasprintf("%s/%s", c->cfg->client.alloc_dir, ar->id);
+	snprintf(ar->client_status, sizeof(ar->client_status), "pending");
+	pthread_mutex_init(&ar->lock, NULL);
+	pthread_cond_init(&ar->cond, NULL);
+	return ar;
+}
+
+void alloc_runner_update(struct alloc_runner *ar, json_t *alloc)
+{
+	pthread_mutex_lock(&ar->lock);
+	json_decref(ar->alloc);
+	ar->alloc = json_incref(alloc);
+	pthread_mutex_unlock(&ar->lock);
+}
+
+void alloc_runner_stop(struct alloc_runner *ar)
+{
+	pthread_mutex_lock(&ar->lock);
+	if (!ar->stop_requested)
+		log_info("client: alloc %.8s: stopping", ar->id);
+	ar->stop_requested = true;
+	pthread_cond_broadcast(&ar->cond);
+	pthread_mutex_unlock(&ar->lock);
+}
+
+/* The job version the allocation runs: saved with the state, or from the
+ * server (GET /v1/job/:id/versions, else the current job). */
+static json_t *fetch_job(struct alloc_runner *ar, struct httpc *h, struct herd_err *err)
+{
+	const char *job_id = json_string_value(json_object_get(ar->alloc, "job_id"));
+	const char *ns = json_string_value(json_object_get(ar->alloc, "namespace"));
+	json_int_t version = json_integer_value(json_object_get(ar->alloc, "job_version"));
+	char *e = httpc_escape(job_id ? job_id : ""), *ens = httpc_escape(ns ? ns : "default");
+	char *path = xasprintf("/v1/job/%s/versions?namespace=%s", e, ens);
+	struct httpc_response r;
+	json_t *job = NULL, *v;
+	size_t i;
+
+	if (httpc_request(h, "GET", path, NULL, &r, err) == 0) {
+		json_array_foreach(r.body, i, v)
+			if (json_integer_value(json_object_get(v, "version")) == version)
+				job = json_incref(v);
+	}
+	httpc_response_release(&r);
+	free(path);
+	if (!job) {
+		path = xasprintf("/v1/job/%s?namespace=%s", e, ens);
+		if (httpc_request(h, "GET", path, NULL, &r, err) == 0)
+			job = json_incref(r.body);
+		httpc_response_release(&r);
+		free(path);
+	}
+	free(e);
+	free(ens);
+	return job;
+}
+
+static json_t *task_states_json(struct alloc_runner *ar)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; i < ar->ntasks; i++) {
+		struct task_runner *tr = &ar->tasks[i];
+		json_object_set_new(o, tr->task->name,
+				    json_pack("{s:s,s:b,s:i,s:I,s:I,s:i,s:O}", "state", tr->state,
+					      "failed", tr->failed, "restarts", tr->restarts,
+					      "started_at", (json_int_t)tr->started_at,
+					      "finished_at", (json_int_t)tr->finished_at,
+					      "exit_code", tr->exit_code, "events", tr->events));
+	}
+	return o;
+}
+
+/* Persists and reports when dirty.  Returns 0 when the server has the
+ * latest state. */
+static int report(struct alloc_runner *ar, struct httpc *h)
+{
+	struct herd_err err = { 0, "" };
+	struct httpc_response r;
+	json_t *body;
+	char *path;
+	int rc;
+
+	pthread_mutex_lock(&ar->lock);
+	if (!ar->dirty) {
+		pthread_mutex_unlock(&ar->lock);
+		return 0;
+	}
+	ar->dirty = false;
+	if (ar->tasks && state_save_alloc(ar, &err) < 0)
+		log_warn("client: alloc %.8s: %s", ar->id, err.msg);
+	body = json_pack("{s:s,s:s,s:o}", "client_status", ar->client_status,
+			 "client_description", ar->client_description, "task_states",
+			 task_states_json(ar));
+	pthread_mutex_unlock(&ar->lock);
+	path = xasprintf("/v1/allocation/%s/status", ar->id);
+	rc = httpc_request(h, "PUT", path, body, &r, &err);
+	if (rc < 0) {
+		if (r.status == 0)
+			client_server_reachable(ar->c, false, err.msg);
+		else
+			log_warn("client: alloc %.8s: status report: %s", ar->id, err.msg);
+		/* Try again on the next round; a 404 (allocation gone) is final. */
+		if (r.status != 404 && r.status != 400)
+			alloc_runner_mark_dirty(ar);
+	}
+	httpc_response_release(&r);
+	json_decref(body);
+	free(path);
+	return rc;
+}
+
+static void set_status(struct alloc_runner *ar, const char *status, const char *desc)
+{
+	pthread_mutex_lock(&ar->lock);
+	if (strcmp(ar->client_status, status))
+		log_info("client: alloc %.8s (%s): %s%s%s", ar->id,
+			 json_string_value(json_object_get(ar->alloc, "name")) ?: "", status,
+			 *desc ? ": " : "", desc);
+	snprintf(ar->client_status, sizeof(ar->client_status), "%s", status);
+	snprintf(ar->client_description, sizeof(ar->client_description), "%s", desc);
+	ar->dirty = true;
+	pthread_cond_broadcast(&ar->cond);
+	pthread_mutex_unlock(&ar->lock);
+}
+
+static void *task_thread(void *arg)
+{
+	task_runner_run(arg);
+	alloc_runner_mark_dirty(((struct task_runner *)arg)->ar);
+	return NULL;
+}
+
+static void start_task(struct task_runner *tr)
+{
+	if (tr->thread_started)
+		return;
+	if (pthread_create(&tr->thread, NULL, task_thread, tr))
+		abort();   /* no threads left: nothing sensible remains */
+	tr->thread_started = true;
+}
+
+static bool is_dead(struct alloc_runner *ar, struct task_runner *tr)
+{
+	bool dead;
+	pthread_mutex_lock(&ar->lock);
+	dead = !strcmp(tr->state, "dead");
+	pthread_mutex_unlock(&ar->lock);
+	return dead;
+}
+
+/* Waits (reporting as things change) until every task matched by pick is
+ * dead, or the client detaches.  Returns false on detach. */
+static bool wait_tasks(struct alloc_runner *ar, struct httpc *h,
+		       bool (*pick)(const struct task_runner *))
+{
+	for (;;) {
+		bool all = true;
+		struct timespec until;
+		for (size_t i = 0; i < ar->ntasks; i++)
+			if (pick(&ar->tasks[i]) && ar->tasks[i].thread_started &&
+			    !is_dead(ar, &ar->tasks[i]))
+				all = false;
+		/* The alloc is running once every main task has started. */
+		if (!strcmp(ar->client_status, "pending")) {
+			bool running = false, any = false;
+			for (size_t i = 0; i < ar->ntasks; i++) {
+				struct task_runner *tr = &ar->tasks[i];
+				if (tr->phase != PHASE_MAIN || tr->sidecar)
+					continue;
+				any = true;
+				pthread_mutex_lock(&ar->lock);
+				running = !strcmp(tr->state, "running") ||
+					  (!strcmp(tr->state, "dead") && !tr->failed);
+				pthread_mutex_unlock(&ar->lock);
+				if (!running)
+					break;
+			}
+			if (any && running)
+				set_status(ar, "running", "tasks are running");
+		}
+		report(ar, h);
+		if (all)
+			return true;
+		pthread_mutex_lock(&ar->lock);
+		if (ar->detach) {
+			pthread_mutex_unlock(&ar->lock);
+			return false;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		if (!ar->dirty)
+			pthread_cond_timedwait(&ar->cond, &ar->lock, &until);
+		pthread_mutex_unlock(&ar->lock);
+	}
+}
+
+static bool pick_prestart(const struct task_runner *tr)
+{
+	return tr->phase == PHASE_PRESTART && !tr->sidecar;
+}
+
+static bool pick_main(const struct task_runner *tr)
+{
+	return tr->phase == PHASE_MAIN && !tr->sidecar;
+}
+
+static bool pick_sidecar(const struct task_runner *tr)
+{
+	return tr->sidecar;
+}
+
+static bool pick_poststop(const struct task_runner *tr)
+{
+	return tr->phase == PHASE_POSTSTOP;
+}
+
+/* Sets up the task runners from the job, with what was saved before a
+ * restart (states, events, handles to recover). */
+static void setup_tasks(struct alloc_runner *ar)
+{
+	const struct job_group *g = ar->group;
+
+	ar->tasks = xcalloc(g->ntasks ? g->ntasks : 1, sizeof(*ar->tasks));
+	ar->ntasks = g->ntasks;
+	for (size_t i = 0; i < g->ntasks; i++) {
+		struct task_runner *tr = &ar->tasks[i];
+		const struct job_task *t = &g->tasks[i];
+		json_t *saved = json_object_get(ar->saved, t->name);
+		tr->ar = ar;
+		tr->task = t;
+		tr->dir = xasprintf("%s/%s", ar->dir, t->name);
+		tr->events = json_array();
+		snprintf(tr->state, sizeof(tr->state), "pending");
+		tr->phase = PHASE_MAIN;
+		if (t->lifecycle && t->lifecycle->hook) {
+			if (!strcmp(t->lifecycle->hook, "prestart"))
+				tr->phase = PHASE_PRESTART;
+			else if (!strcmp(t->lifecycle->hook, "poststop"))
+				tr->phase = PHASE_POSTSTOP;
+			tr->sidecar = t->lifecycle->sidecar ||
+				      !strcmp(t->lifecycle->hook, "poststart");
+		}
+		if (saved) {
+			const char *st = json_string_value(json_object_get(saved, "state"));
+			const char *hs = json_string_value(json_object_get(saved, "handle"));
+			snprintf(tr->state, sizeof(tr->state), "%s", st ? st : "pending");
+			tr->failed = json_is_true(json_object_get(saved, "failed"));
+			tr->restarts = (int)json_integer_value(json_object_get(saved, "restarts"));
+			tr->started_at = json_integer_value(json_object_get(saved, "started_at"));
+			tr->finished_at = json_integer_value(json_object_get(saved, "finished_at"));
+			tr->exit_code = (int)json_integer_value(json_object_get(saved, "exit_code"));
+			if (json_is_array(json_object_get(saved, "events"))) {
+				json_decref(tr->events);
+				tr->events = json_deep_copy(json_object_get(saved, "events"));
+			}
+			if (hs && !strcmp(tr->state, "running")) {
+				struct driver_state ds;
+				struct herd_err err = { 0, "" };
+				const struct driver_ops *d = driver_find(t->driver);
+				int rc = d ? driver_state_from_json(hs, &ds, &err) : -ENOENT;
+				if (rc == 0)
+					rc = d->recover(&ar->c->driver_env, &ds, &tr->handle, &err);
+				if (tr->handle) {
+					log_info("client: alloc %.8s: task %s recovered%s", ar->id,
+						 t->name, rc == -ESRCH ? " (it has ended)" : "");
+				} else {
+					log_warn("client: alloc %.8s: task %s not recovered: %s",
+						 ar->id, t->name, err.msg);
+					snprintf(tr->state, sizeof(tr->state), "pending");
+				}
+			}
+		}
+	}
+}
+
+static bool any_failed(struct alloc_runner *ar, bool (*pick)(const struct task_runner *))
+{
+	bool f = false;
+	pthread_mutex_lock(&ar->lock);
+	for (size_t i = 0; i < ar->ntasks; i++)
+		if (pick(&ar->tasks[i]) && ar->tasks[i].failed)
+			f = true;
+	pthread_mutex_unlock(&ar->lock);
+	return f;
+}
+
+static bool stop_requested(struct alloc_runner *ar)
+{
+	bool s;
+	pthread_mutex_lock(&ar->lock);
+	s = ar->stop_requested;
+	pthread_mutex_unlock(&ar->lock);
+	return s;
+}
+
+static void *alloc_main(void *arg)
+{
+	struct alloc_runner *ar = arg;
+	struct httpc h;
+	struct herd_err err = { 0, "" };
+	struct diag_list dl;
+	const char *group_name = json_string_value(json_object_get(ar->alloc, "task_group"));
+	int64_t backoff = 100 * 1000000LL;
+	bool failed;
+
+	httpc_init(&h, ar->c->server_addr);
+	h.timeout_ms = 10000;
+	/* The job: saved, else from the server (retrying while it is away). */
+	while (!ar->job_json) {
+		ar->job_json = fetch_job(ar, &h, &err);
+		if (ar->job_json)
+			break;
+		log_warn("client: alloc %.8s: cannot read its job: %s", ar->id, err.msg);
+		if (stop_requested(ar) || client_sleep(ar->c, backoff)) {
+			set_status(ar, "failed", "the job could not be read");
+			report(ar, &h);
+			goto out;
+		}
+		backoff = backoff * 2 > 2000000000LL ? 2000000000LL : backoff * 2;
+	}
+	diag_list_init(&dl);
+	ar->job = job_from_json(ar->job_json, NULL, &dl);
+	diag_list_release(&dl);
+	for (size_t g = 0; ar->job && g < ar->job->ngroups; g++)
+		if (group_name && !strcmp(ar->job->groups[g].name, group_name))
+			ar->group = &ar->job->groups[g];
+	if (!ar->group) {
+		set_status(ar, "failed", "the job has no such group");
+		report(ar, &h);
+		goto out;
+	}
+	if (alloc_dir_build(ar->dir, ar->group, &err) < 0) {
+		set_status(ar, "failed", err.msg);
+		report(ar, &h);
+		goto out;
+	}
+	pthread_mutex_lock(&ar->lock);
+	setup_tasks(ar);
+	pthread_mutex_unlock(&ar->lock);
+	alloc_runner_mark_dirty(ar);
+
+	/* Prestart hooks. */
+	for (size_t i = 0; i < ar->ntasks; i++)
+		if (pick_prestart(&ar->tasks[i]) && !is_dead(ar, &ar->tasks[i]))
+			start_task(&ar->tasks[i]);
+	if (!wait_tasks(ar, &h, pick_prestart))
+		goto out;
+	failed = any_failed(ar, pick_prestart);
+	/* Main tasks and sidecars. */
+	if (!failed && !stop_requested(ar)) {
+		for (size_t i = 0; i < ar->ntasks; i++)
+			if ((pick_main(&ar->tasks[i]) || pick_sidecar(&ar->tasks[i])) &&
+			    !is_dead(ar, &ar->tasks[i]))
+				start_task(&ar->tasks[i]);
+		if (!wait_tasks(ar, &h, pick_main))
+			goto out;
+		pthread_mutex_lock(&ar->lock);
+		for (size_t i = 0; i < ar->ntasks; i++)
+			if (ar->tasks[i].sidecar)
+				ar->tasks[i].kill = true;
+		pthread_mutex_unlock(&ar->lock);
+		if (!wait_tasks(ar, &h, pick_sidecar))
+			goto out;
+		failed = any_failed(ar, pick_main);
+	}
+	/* Poststop hooks, also after a stop. */
+	for (size_t i = 0; i < ar->ntasks; i++)
+		if (pick_poststop(&ar->tasks[i]) && !is_dead(ar, &ar->tasks[i]))
+			start_task(&ar->tasks[i]);
+	if (!wait_tasks(ar, &h, pick_poststop))
+		goto out;
+	/* Tasks that never started (a failed prestart, a stop) are dead too. */
+	pthread_mutex_lock(&ar->lock);
+	for (size_t i = 0; i < ar->ntasks; i++)
+		snprintf(ar->tasks[i].state, sizeof(ar->tasks[i].state), "dead");
+	ar->done = true;
+	pthread_mutex_unlock(&ar->lock);
+	if (stop_requested(ar) && !failed)
+		set_status(ar, "complete", "stopped");
+	else if (failed)
+		set_status(ar, "failed", "a task failed");
+	else
+		set_status(ar, "complete", "all tasks completed");
+	/* The last report must arrive: retry while the server is away. */
+	while (report(ar, &h) < 0) {
+		pthread_mutex_lock(&ar->lock);
+		bool detach = ar->detach;
+		pthread_mutex_unlock(&ar->lock);
+		if (detach || client_sleep(ar->c, 1000000000LL))
+			break;
+	}
+out:
+	httpc_release(&h);
+	pthread_mutex_lock(&ar->lock);
+	ar->done = true;
+	pthread_mutex_unlock(&ar->lock);
+	return NULL;
+}
+
+int alloc_runner_start(struct alloc_runner *ar)
+{
+	if (ar->saved == NULL && ar->job_json == NULL)
+		log_info("client: alloc %.8s (%s): received", ar->id,
+			 json_string_value(json_object_get(ar->alloc, "name")) ?: "");
+	if (pthread_create(&ar->thread, NULL, alloc_main, ar))
+		return -EAGAIN;
+	return 0;
+}
+
+void alloc_runner_free(struct alloc_runner *ar, bool detach)
+{
+	if (!ar)
+		return;
+	pthread_mutex_lock(&ar->lock);
+	ar->detach = detach;
+	pthread_cond_broadcast(&ar->cond);
+	pthread_mutex_unlock(&ar->lock);
+	pthread_join(ar->thread, NULL);
+	for (size_t i = 0; i < ar->ntasks; i++)
+		if (ar->tasks[i].thread_started)
+			pthread_join(ar->tasks[i].thread, NULL);
+	if (detach && ar->tasks) {
+		struct herd_err err = { 0, "" };
+		pthread_mutex_lock(&ar->lock);
+		if (state_save_alloc(ar, &err) < 0)
+			log_warn("client: alloc %.8s: %s", ar->id, err.msg);
+		pthread_mutex_unlock(&ar->lock);
+	}
+	for (size_t i = 0; i < ar->ntasks; i++) {
+		struct task_runner *tr = &ar->tasks[i];
+		const struct driver_ops *d = driver_find(tr->task->driver);
+		if (tr->handle && d)
+			d->destroy(tr->handle);   /* never kills */
+		strv_free(tr->env);
+		free(tr->dir);
+		json_decref(tr->events);
+	}
+	free(ar->tasks);
+	job_free(ar->job);
+	json_decref(ar->job_json);
+	json_decref(ar->saved);
+	json_decref(ar->alloc);
+	free(ar->dir);
+	pthread_mutex_destroy(&ar->lock);
+	pthread_cond_destroy(&ar->cond);
+	free(ar);
+}

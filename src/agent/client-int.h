@@ -1,0 +1,143 @@
+/* client-int: the client's internals, shared by client.c, node_register.c,
+ * heartbeat.c, alloc_runner.c, task_runner.c, alloc_dir.c, state.c. */
+#ifndef HERD_AGENT_CLIENT_INT_H
+#define HERD_AGENT_CLIENT_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "agent/client.h"
+#include "agent/config.h"
+#include "common/httpc.h"
+#include "drivers/driver.h"
+#include "gpu/gpu.h"
+#include "spec/job.h"
+
+struct alloc_runner;
+
+struct client {
+	const struct agent_config *cfg;
+	char node_id[64];
+	char *server_addr;            /* "host:port" currently used */
+	char **servers;               /* all known */
+	size_t nr_servers;
+	struct driver_env driver_env;
+	struct gpu_host *gpus;        /* NULL until fingerprinted */
+	pthread_mutex_t gpu_lock;     /* sampling from the heartbeat thread */
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool shutting_down;
+	bool registered;
+	int64_t heartbeat_ttl_ns;
+	bool server_down_logged;      /* one log line per outage */
+	struct alloc_runner **runners;
+	size_t nr_runners, alloc_runners;
+
+	pthread_t heartbeat_thread, watch_thread;
+	bool threads_started;
+};
+
+/* Builds the node JSON of POST /v1/node/register (node_register.c). */
+json_t *client_node_json(struct client *c);
+/* The device health/stats list of a heartbeat. */
+json_t *client_devices_heartbeat(struct client *c);
+/* Registers (blocking, one try).  0 or -errno with err. */
+int client_register(struct client *c, struct httpc *h, struct herd_err *err);
+
+/* heartbeat.c: the heartbeat thread. */
+void *client_heartbeat_main(void *arg);
+/* Sleeps up to ns or until shutdown; returns true when shutting down. */
+bool client_sleep(struct client *c, int64_t ns);
+/* Notes that a server answered or not; logs the change once. */
+void client_server_reachable(struct client *c, bool ok, const char *why);
+
+/* --- allocations --- */
+
+enum task_phase { PHASE_PRESTART, PHASE_MAIN, PHASE_POSTSTOP };
+
+struct task_runner {
+	struct alloc_runner *ar;
+	const struct job_task *task;  /* in ar->job */
+	enum task_phase phase;
+	bool sidecar;
+	char *dir;                    /* <alloc>/<task> */
+	char **env;                   /* "K=V", NULL-terminated */
+	struct driver_handle *handle;
+	/* Reported state (under ar->lock). */
+	char state[16];               /* pending | running | dead */
+	bool failed;
+	int restarts;
+	int64_t started_at, finished_at;
+	int exit_code;
+	json_t *events;               /* [{"type","time","message"}] */
+	bool kill;                    /* stop this task (sidecars after main) */
+	pthread_t thread;
+	bool thread_started;
+};
+
+struct alloc_runner {
+	struct client *c;
+	char id[64];
+	json_t *alloc;                /* last allocation JSON from the server */
+	struct job *job;
+	const struct job_group *group;
+	char *dir;                    /* <alloc_dir>/<id> */
+	struct task_runner *tasks;
+	size_t ntasks;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop_requested;          /* desired stop or client shutdown with stop */
+	bool detach;                  /* client shutdown: leave tasks running */
+	bool done;                    /* thread has finished its work */
+	bool dirty;                   /* state to persist and report */
+	char client_status[16];
+	char client_description[256];
+	bool recovered;               /* from local state */
+	json_t *saved;                /* task states loaded from disk */
+	json_t *job_json;             /* the job version this allocation runs */
+	pthread_t thread;
+};
+
+/* alloc_runner.c */
+struct alloc_runner *alloc_runner_new(struct client *c, json_t *alloc);
+int alloc_runner_start(struct alloc_runner *ar);
+void alloc_runner_stop(struct alloc_runner *ar);      /* desired stop */
+void alloc_runner_update(struct alloc_runner *ar, json_t *alloc);
+/* Joins the thread and frees; detach leaves tasks running. */
+void alloc_runner_free(struct alloc_runner *ar, bool detach);
+void alloc_runner_mark_dirty(struct alloc_runner *ar);
+void task_event(struct task_runner *tr, const char *type, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* task_runner.c: runs one task to its end (restarts included); returns
+ * when it is dead or a stop was requested and carried out. */
+void task_runner_run(struct task_runner *tr);
+
+/* alloc_dir.c: makes <dir>/alloc/{logs,tmp,data} and <dir>/<task>/{local,
+ * secrets,tmp}.  0 or -errno with err. */
+int alloc_dir_build(const char *dir, const struct job_group *g, struct herd_err *err);
+/* Removes an alloc dir tree (best effort). */
+void alloc_dir_destroy(const char *dir);
+
+/* alloc_env.c: the task's environment ("K=V" NULL-terminated, caller frees
+ * with strv_free). */
+char **alloc_task_env(struct alloc_runner *ar, struct task_runner *tr);
+void strv_free(char **v);
+
+/* state.c: <state_dir>/allocs/<id>.json, written atomically. */
+int state_save_alloc(struct alloc_runner *ar, struct herd_err *err);
+/* Loads every saved alloc: array of {"alloc":..., "tasks":{...}}. */
+json_t *state_load_allocs(const char *state_dir);
+void state_remove_alloc(const char *state_dir, const char *id);
+/* Writes data to path atomically (temp, fsync, rename). */
+int state_write_file(const char *path, const char *data, size_t len, struct herd_err *err);
+int mkdir_p(const char *path, unsigned mode);
+
+int64_t now_unix_ns(void);
+
+#endif

@@ -1,0 +1,340 @@
+/* client: start, stop, node id, and the allocation watcher (client.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
+
+#include "agent/client-int.h"
+#include "agent/log.h"
+#include "common/strbuf.h"
+#include "common/xalloc.h"
+
+#define WATCH_WAIT_MS 60000
+
+const char *client_node_id(const struct client *c)
+{
+	return c->node_id;
+}
+
+/* Reads <state_dir>/node-id, or makes one and keeps it (the node keeps its
+ * id, and so its allocations, across restarts). */
+static int load_node_id(struct client *c, struct herd_err *err)
+{
+	char *path = xasprintf("%s/node-id", c->cfg->client.state_dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd >= 0) {
+		char buf[64] = "";
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+			n--;
+		if (n == 36) {
+			buf[n] = '\0';
+			uuid_t u;
+			if (uuid_parse(buf, u) == 0) {
+				memcpy(c->node_id, buf, 37);
+				goto out;
+			}
+		}
+		log_warn("client: %s does not hold a node id: making a new one", path);
+	}
+	{
+		uuid_t u;
+		char text[48];
+		uuid_generate_random(u);
+		uuid_unparse_lower(u, c->node_id);
+		snprintf(text, sizeof(text), "%s\n", c->node_id);
+		rc = state_write_file(path, text, strlen(text), err);
+	}
+out:
+	free(path);
+	return rc;
+}
+
+static struct alloc_runner *find_runner(struct client *c, const char *id)
+{
+	for (size_t i = 0; i < c->nr_runners; i++)
+		if (!strcmp(c->runners[i]->id, id))
+			return c->runners[i];
+	return NULL;
+}
+
+static void add_runner(struct client *c, struct alloc_runner *ar)
+{
+	ALLOC_GROW(c->runners, c->nr_runners + 1, c->alloc_runners);
+	c->runners[c->nr_runners++] = ar;
+}
+
+/* Tells the server about an allocation this client will never run (it was
+ * stopped before it started). */
+static void report_terminal(struct httpc *h, const char *id, const char *status,
+			    const char *desc)
+{
+	struct httpc_response r;
+	struct herd_err err = { 0, "" };
+	char *path = xasprintf("/v1/allocation/%s/status", id);
+	json_t *body = json_pack("{s:s,s:s,s:{}}", "client_status", status, "client_description",
+				 desc, "task_states");
+
+	if (httpc_request(h, "PUT", path, body, &r, &err) < 0)
+		log_debug("client: alloc %s: status: %s", id, err.msg);
+	httpc_response_release(&r);
+	json_decref(body);
+	free(path);
+}
+
+static void reconcile(struct client *c, struct httpc *h, json_t *allocs)
+{
+	size_t i;
+	json_t *a;
+
+	json_array_foreach(allocs, i, a) {
+		const char *id = json_string_value(json_object_get(a, "id"));
+		const char *desired = json_string_value(json_object_get(a, "desired_status"));
+		const char *cs = json_string_value(json_object_get(a, "client_status"));
+		struct alloc_runner *ar;
+		bool live_status;
+
+		if (!id || !desired || !cs)
+			continue;
+		live_status = !strcmp(cs, "pending") || !strcmp(cs, "running");
+		ar = find_runner(c, id);
+		if (ar) {
+			alloc_runner_update(ar, a);
+			if (strcmp(desired, "run"))
+				alloc_runner_stop(ar);
+			continue;
+		}
+		if (!strcmp(desired, "run") && live_status) {
+			ar = alloc_runner_new(c, json_incref(a));
+			if (alloc_runner_start(ar) < 0) {
+				alloc_runner_free(ar, false);
+				continue;
+			}
+			add_runner(c, ar);
+		} else if (live_status) {
+			/* Stopped before this client ran it (or it ran on an
+			 * earlier life of this node without state): done. */
+			report_terminal(h, id, "complete", "stopped before it started");
+		}
+	}
+}
+
+/* Frees the runners whose work is over and whose allocation the server no
+ * longer lists, so a long-lived client does not grow. */
+static void collect_runners(struct client *c, json_t *allocs)
+{
+	for (size_t i = 0; i < c->nr_runners;) {
+		struct alloc_runner *ar = c->runners[i];
+		bool listed = false, done;
+		size_t k;
+		json_t *a;
+		json_array_foreach(allocs, k, a)
+			if (!strcmp(json_string_value(json_object_get(a, "id")) ?: "", ar->id))
+				listed = true;
+		pthread_mutex_lock(&ar->lock);
+		done = ar->done;
+		pthread_mutex_unlock(&ar->lock);
+		if (done && !listed) {
+			state_remove_alloc(c->cfg->client.state_dir, ar->id);
+			alloc_runner_free(ar, false);
+			c->runners[i] = c->runners[--c->nr_runners];
+			continue;
+		}
+		i++;
+	}
+}
+
+static int watch_should_abort(void *arg)
+{
+	struct client *c = arg;
+	int stop;
+
+	pthread_mutex_lock(&c->lock);
+	stop = c->shutting_down;
+	pthread_mutex_unlock(&c->lock);
+	return stop;
+}
+
+static void *watch_main(void *arg)
+{
+	struct client *c = arg;
+	struct httpc h;
+	uint64_t index = 0;
+	char path[128];
+	int64_t backoff = 100 * 1000000LL;
+
+	httpc_init(&h, c->server_addr);
+	h.abort_cb = watch_should_abort;
+	h.abort_arg = c;
+	snprintf(path, sizeof(path), "/v1/node/%s/allocations", c->node_id);
+	for (;;) {
+		struct httpc_response r = { 0 };
+		struct herd_err err = { 0, "" };
+		bool registered, stop;
+		int rc;
+
+		pthread_mutex_lock(&c->lock);
+		while (!c->registered && !c->shutting_down)
+			pthread_cond_wait(&c->cond, &c->lock);
+		stop = c->shutting_down;
+		registered = c->registered;
+		pthread_mutex_unlock(&c->lock);
+		if (stop)
+			break;
+		(void)registered;
+		rc = httpc_get_blocking(&h, path, index, WATCH_WAIT_MS, &r, &err);
+		pthread_mutex_lock(&c->lock);
+		stop = c->shutting_down;
+		pthread_mutex_unlock(&c->lock);
+		if (stop) {
+			httpc_response_release(&r);
+			break;
+		}
+		if (rc < 0) {
+			if (r.status == 0)
+				client_server_reachable(c, false, err.msg);
+			else
+				log_warn("client: allocations: %s", err.msg);
+			/* A restarted server may count from a lower index. */
+			index = 0;
+			httpc_response_release(&r);
+			if (client_sleep(c, backoff))
+				break;
+			backoff = backoff * 2 > 2000000000LL ? 2000000000LL : backoff * 2;
+			continue;
+		}
+		backoff = 100 * 1000000LL;
+		/* An index that went backwards means a new server state. */
+		if (r.index < index)
+			index = 0;
+		else
+			index = r.index;
+		if (json_is_array(r.body)) {
+			reconcile(c, &h, r.body);
+			collect_runners(c, r.body);
+		}
+		httpc_response_release(&r);
+	}
+	httpc_release(&h);
+	return NULL;
+}
+
+/* Restarts runners for the allocations saved by an earlier client life:
+ * their tasks are recovered through the driver, not started again. */
+static void recover_allocs(struct client *c)
+{
+	json_t *saved = state_load_allocs(c->cfg->client.state_dir);
+	size_t i;
+	json_t *s;
+
+	json_array_foreach(saved, i, s) {
+		json_t *alloc = json_object_get(s, "alloc");
+		struct alloc_runner *ar;
+		if (json_is_true(json_object_get(s, "done")))
+			continue;
+		ar = alloc_runner_new(c, json_incref(alloc));
+		ar->recovered = true;
+		ar->saved = json_incref(json_object_get(s, "tasks"));
+		ar->job_json = json_incref(json_object_get(s, "job"));
+		log_info("client: alloc %s: recovering from local state", ar->id);
+		if (alloc_runner_start(ar) < 0) {
+			alloc_runner_free(ar, true);
+			continue;
+		}
+		add_runner(c, ar);
+	}
+	json_decref(saved);
+}
+
+int client_start(const struct agent_config *cfg, const char *local_server,
+		 const char *const *shim_argv, struct client **out, struct herd_err *err)
+{
+	struct client *c = xcalloc(1, sizeof(*c));
+	int rc;
+
+	c->cfg = cfg;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->gpu_lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	c->heartbeat_ttl_ns = 10LL * 1000000000LL;
+	c->driver_env.shim_argv = shim_argv;
+	c->driver_env.raw_exec_enabled = cfg->client.raw_exec_enabled;
+	if (cfg->client.nr_servers)
+		c->server_addr = xstrdup(cfg->client.servers[0]);
+	else if (local_server)
+		c->server_addr = xstrdup(local_server);
+	else {
+		rc = herd_errf(err, -EINVAL, "client: no server address (client { servers = [...] })");
+		goto fail;
+	}
+	if ((rc = mkdir_p(cfg->client.state_dir, 0700)) < 0) {
+		rc = herd_errf(err, rc, "client: cannot make %s: %s", cfg->client.state_dir,
+			       strerror(-rc));
+		goto fail;
+	}
+	if ((rc = mkdir_p(cfg->client.alloc_dir, 0711)) < 0) {
+		rc = herd_errf(err, rc, "client: cannot make %s: %s", cfg->client.alloc_dir,
+			       strerror(-rc));
+		goto fail;
+	}
+	if ((rc = load_node_id(c, err)) < 0)
+		goto fail;
+	c->gpus = gpu_host_open(&cfg->gpu.nvml);
+	if (!c->gpus->nvml_loaded)
+		log_info("client: no GPUs: %s", c->gpus->reason);
+	else
+		log_info("client: %zu GPU device%s%s", c->gpus->nr_devs,
+			 c->gpus->nr_devs == 1 ? "" : "s", c->gpus->simulated ? " (simulated)" : "");
+	for (size_t i = 0; i < c->gpus->nr_warnings; i++)
+		log_warn("client: gpu: %s", c->gpus->warnings[i]);
+
+	recover_allocs(c);
+	if (pthread_create(&c->heartbeat_thread, NULL, client_heartbeat_main, c) ||
+	    pthread_create(&c->watch_thread, NULL, watch_main, c)) {
+		/* Thread creation only fails without resources: a broken
+		 * machine; say so and give up. */
+		rc = herd_errf(err, -EAGAIN, "client: cannot start threads");
+		abort();
+	}
+	c->threads_started = true;
+	log_info("client: started, node id %s, server %s", c->node_id, c->server_addr);
+	*out = c;
+	return 0;
+fail:
+	free(c->server_addr);
+	free(c);
+	return rc;
+}
+
+void client_stop(struct client *c, bool stop_tasks)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->shutting_down = true;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	if (c->threads_started) {
+		/* The watcher may sit in a long poll: its abort callback
+		 * sees shutting_down within about a second. */
+		pthread_join(c->watch_thread, NULL);
+		pthread_join(c->heartbeat_thread, NULL);
+	}
+	for (size_t i = 0; i < c->nr_runners; i++) {
+		if (stop_tasks)
+			alloc_runner_stop(c->runners[i]);
+		alloc_runner_free(c->runners[i], !stop_tasks);
+	}
+	free(c->runners);
+	gpu_host_free(c->gpus);
+	free(c->server_addr);
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->gpu_lock);
+	pthread_cond_destroy(&c->cond);
+	free(c);
+}

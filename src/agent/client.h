@@ -1,0 +1,47 @@
+/* client: the agent's client part (docs/operations.md).
+ *
+ * client_start fingerprints the node (machine facts from fingerprint.h,
+ * GPUs from gpu.h), keeps its node id in <state_dir>/node-id, registers
+ * with a server and then runs three kinds of threads:
+ *
+ *   heartbeat   PUT /v1/node/:id/heartbeat every TTL/2 with device health;
+ *               re-registers on 404 (a server that lost or restarted the node)
+ *   watcher     long-polls GET /v1/node/:id/allocations?index=N and starts
+ *               an alloc runner for every allocation it should run, tells
+ *               runners to stop what the server wants stopped
+ *   runners     one per allocation (alloc_runner.c): alloc dir, tasks in
+ *               lifecycle order through the driver, restarts, status reports
+ *
+ * Allocations and task handles are persisted under <state_dir>/allocs, so a
+ * restarted client finds its running tasks again (driver recover) instead
+ * of killing them.  When no server answers, the client keeps its tasks
+ * running and retries with backoff (logged once per outage). */
+#ifndef HERD_AGENT_CLIENT_H
+#define HERD_AGENT_CLIENT_H
+
+#include <stdbool.h>
+
+#include "agent/config.h"
+#include "common/err.h"
+
+struct client;
+
+/* Starts the client for cfg (finished by agent_config_finish; borrowed and
+ * must outlive the client).  local_server, when not NULL, is the address
+ * ("127.0.0.1:4646") of a server in the same process, used when
+ * cfg->client.servers is empty.  shim_argv is the command that runs the
+ * task shim (driver.h), borrowed.  Returns 0 with *out, or -errno with err
+ * (state dir not writable, no server address); registration failures are
+ * not fatal (retried in the background). */
+int client_start(const struct agent_config *cfg, const char *local_server,
+		 const char *const *shim_argv, struct client **out, struct herd_err *err);
+
+/* The node id (valid while the client lives). */
+const char *client_node_id(const struct client *c);
+
+/* Stops the client's threads.  stop_tasks: stop every running task first
+ * (-dev shutdown); otherwise tasks keep running for the next client to
+ * recover.  Frees c; accepts NULL. */
+void client_stop(struct client *c, bool stop_tasks);
+
+#endif

@@ -1,0 +1,124 @@
+/* taskenv: the environment of a task, and `${...}` interpolation.
+ *
+ * taskenv_build turns what the agent knows about one task (allocation,
+ * directories, assigned GPUs, ports, node) into the task's complete
+ * environment: the HERD_* variables, the matching NOMAD_* names (job files
+ * written for Nomad keep working), GPU visibility, and the job's own `env`
+ * with its values interpolated.  Nothing of the agent's own environment is
+ * passed on except what is listed here (PATH gets a default).
+ *
+ * Variables (NOMAD_<X> has the same value as HERD_<X> unless noted):
+ *   HERD_ALLOC_ID, HERD_SHORT_ALLOC_ID (first 8), HERD_ALLOC_NAME,
+ *   HERD_ALLOC_INDEX, HERD_ALLOC_DIR, HERD_TASK_DIR, HERD_SECRETS_DIR,
+ *   HERD_JOB_ID, HERD_JOB_NAME, HERD_GROUP_NAME, HERD_TASK_NAME,
+ *   HERD_NAMESPACE, HERD_DC, HERD_REGION, HERD_CPU_LIMIT (MHz),
+ *   HERD_MEMORY_LIMIT (MiB), HERD_PORT_<label>, HERD_HOST_PORT_<label>,
+ *   HERD_IP_<label>, HERD_ADDR_<label> ("ip:port"), HERD_META_<key>,
+ *   HERD_GPU_IDS (the assigned UUIDs, comma separated; no NOMAD_ name).
+ *   Labels and keys: characters other than [A-Za-z0-9_] become '_'.
+ *
+ * GPU visibility: CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES list the
+ * assigned UUIDs ("GPU-..." for whole GPUs, "MIG-..." for slices), comma
+ * separated, in the order given.  With no GPU assigned, CUDA_VISIBLE_DEVICES
+ * is "" (CUDA then enumerates no device) and NVIDIA_VISIBLE_DEVICES is
+ * "void" (the NVIDIA container runtime then exposes none): a task that
+ * asked for no GPU must never see all of them, which an unset variable
+ * would mean.  The job's env cannot set these two, nor HERD_* / NOMAD_*:
+ * that is an error, not a silent override.
+ *
+ * Interpolation (taskenv_interpolate), for config, env and args:
+ *   ${attr.NAME}      node attribute (kernel.name, cpu.arch, ...)
+ *   ${node.unique.id} ${node.unique.name} ${node.datacenter}
+ *   ${node.class} ${node.region} ${node.pool}
+ *   ${meta.KEY}       node meta (client { meta { } })
+ *   ${NAME}           a variable of the task env (HERD_*, NOMAD_*, job env)
+ *   ${env.NAME}       the same, spelled as an explicit env lookup
+ *   $${               a literal "${"
+ * A reference that resolves to nothing is left as written (Nomad does the
+ * same; a shell in the task may still expand it).  An unterminated "${" is
+ * an error.
+ *
+ * Library code: nothing here prints. */
+#ifndef HERD_AGENT_TASKENV_H
+#define HERD_AGENT_TASKENV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/config.h"
+#include "agent/fingerprint.h"
+#include "common/err.h"
+
+struct taskenv_port {
+	const char *label;       /* network { port "http" { } } */
+	const char *ip;          /* host address the port is on */
+	int value;               /* port inside the task (== host port for raw_exec) */
+	int host_value;          /* port on the host */
+};
+
+/* The node, for ${node.*}. */
+struct taskenv_node {
+	const char *id;
+	const char *name;
+	const char *datacenter;
+	const char *node_class;
+	const char *region;
+	const char *pool;
+};
+
+struct taskenv_input {
+	const char *alloc_id;      /* required */
+	const char *alloc_name;    /* "job.group[0]"; NULL: omitted */
+	int alloc_index;           /* -1: omitted */
+	const char *namespace_;    /* NULL: "default" */
+	const char *job_id;        /* required */
+	const char *job_name;      /* NULL: job_id */
+	const char *group;         /* required */
+	const char *task;          /* required */
+	const char *alloc_dir;     /* required */
+	const char *task_dir;      /* required */
+	const char *secrets_dir;   /* NULL: <task_dir>/secrets */
+	int64_t cpu_mhz;           /* resources { cpu }; 0: omitted */
+	int64_t memory_mib;        /* resources { memory }; 0: omitted */
+
+	const char *const *gpu_uuids;   /* assigned devices, in order */
+	size_t nr_gpus;
+
+	const struct taskenv_port *ports;
+	size_t nr_ports;
+
+	const struct taskenv_node *node;          /* may be NULL */
+	const struct node_attr *attrs;            /* ${attr.*}; may be NULL */
+	size_t nr_attrs;
+	const struct agent_kv *node_meta;         /* ${meta.*} */
+	size_t nr_node_meta;
+	const struct agent_kv *task_meta;         /* job+group+task meta: HERD_META_* */
+	size_t nr_task_meta;
+	const struct agent_kv *env;               /* the job's env; values interpolated */
+	size_t nr_env;
+};
+
+struct taskenv;
+
+/* Builds the environment.  Returns 0 with *out (free with taskenv_free), or
+ * -EINVAL with err: a required field missing, a job env name that is not a
+ * valid variable name or that is reserved (HERD_*, NOMAD_*, CUDA/NVIDIA
+ * visibility), an env value whose interpolation fails. */
+int taskenv_build(const struct taskenv_input *in, struct taskenv **out, struct herd_err *err);
+
+void taskenv_free(struct taskenv *te);  /* accepts NULL */
+
+/* The value of variable name, or NULL. */
+const char *taskenv_get(const struct taskenv *te, const char *name);
+
+/* "NAME=value" strings, sorted by name, NULL-terminated: an envp for
+ * posix_spawn (driver_task.env).  Owned by te. */
+const char *const *taskenv_envp(const struct taskenv *te);
+size_t taskenv_count(const struct taskenv *te);
+
+/* Interpolates s (see above) into a new string *out the caller frees.
+ * Returns 0, or -EINVAL with err for an unterminated "${" (*out untouched). */
+int taskenv_interpolate(const struct taskenv *te, const char *s, char **out,
+			struct herd_err *err);
+
+#endif

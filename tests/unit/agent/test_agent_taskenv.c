@@ -1,0 +1,193 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/taskenv.h"
+
+static const struct node_attr attrs[] = {
+	{ "cpu.arch", "amd64" }, { "kernel.name", "linux" },
+};
+static const struct agent_kv node_meta[] = { { "rack", "r12" } };
+static const struct taskenv_node node = { "node-uuid-1", "gpu-7", "dc1", "h100", "global", "default" };
+
+static struct taskenv_input base(void)
+{
+	struct taskenv_input in = {
+		.alloc_id = "0123456789abcdef", .alloc_name = "train.workers[2]", .alloc_index = 2,
+		.job_id = "train", .group = "workers", .task = "main",
+		.alloc_dir = "/data/alloc/0123/alloc", .task_dir = "/data/alloc/0123/main",
+		.node = &node, .attrs = attrs, .nr_attrs = 2, .node_meta = node_meta,
+		.nr_node_meta = 1, .cpu_mhz = 500, .memory_mib = 256,
+	};
+	return in;
+}
+
+static void test_standard_vars(void **state)
+{
+	struct taskenv_input in = base();
+	static const struct taskenv_port ports[] = { { "http-api", "10.0.0.5", 8080, 0 } };
+	static const struct agent_kv meta[] = { { "owner", "ml" } };
+	in.ports = ports;
+	in.nr_ports = 1;
+	in.task_meta = meta;
+	in.nr_task_meta = 1;
+	struct taskenv *te = NULL;
+	assert_int_equal(taskenv_build(&in, &te, NULL), 0);
+	assert_string_equal(taskenv_get(te, "HERD_ALLOC_ID"), "0123456789abcdef");
+	assert_string_equal(taskenv_get(te, "NOMAD_ALLOC_ID"), "0123456789abcdef");
+	assert_string_equal(taskenv_get(te, "HERD_SHORT_ALLOC_ID"), "01234567");
+	assert_string_equal(taskenv_get(te, "HERD_ALLOC_INDEX"), "2");
+	assert_string_equal(taskenv_get(te, "NOMAD_ALLOC_DIR"), "/data/alloc/0123/alloc");
+	assert_string_equal(taskenv_get(te, "HERD_TASK_DIR"), "/data/alloc/0123/main");
+	assert_string_equal(taskenv_get(te, "HERD_SECRETS_DIR"), "/data/alloc/0123/main/secrets");
+	assert_string_equal(taskenv_get(te, "HERD_JOB_ID"), "train");
+	assert_string_equal(taskenv_get(te, "NOMAD_JOB_NAME"), "train");
+	assert_string_equal(taskenv_get(te, "HERD_GROUP_NAME"), "workers");
+	assert_string_equal(taskenv_get(te, "NOMAD_TASK_NAME"), "main");
+	assert_string_equal(taskenv_get(te, "HERD_NAMESPACE"), "default");
+	assert_string_equal(taskenv_get(te, "NOMAD_DC"), "dc1");
+	assert_string_equal(taskenv_get(te, "HERD_CPU_LIMIT"), "500");
+	assert_string_equal(taskenv_get(te, "NOMAD_MEMORY_LIMIT"), "256");
+	assert_string_equal(taskenv_get(te, "HERD_PORT_http_api"), "8080");
+	assert_string_equal(taskenv_get(te, "NOMAD_HOST_PORT_http_api"), "8080");
+	assert_string_equal(taskenv_get(te, "HERD_ADDR_http_api"), "10.0.0.5:8080");
+	assert_string_equal(taskenv_get(te, "NOMAD_IP_http_api"), "10.0.0.5");
+	assert_string_equal(taskenv_get(te, "NOMAD_META_owner"), "ml");
+	assert_non_null(taskenv_get(te, "PATH"));
+	assert_null(taskenv_get(te, "HOME"));  /* nothing of the agent's env */
+	/* envp: sorted, NAME=value, NULL-terminated, count agrees */
+	const char *const *envp = taskenv_envp(te);
+	size_t n = 0;
+	for (; envp[n]; n++) {
+		assert_non_null(strchr(envp[n], '='));
+		if (n)
+			assert_true(strcmp(envp[n - 1], envp[n]) < 0);
+	}
+	assert_int_equal(n, taskenv_count(te));
+	taskenv_free(te);
+	taskenv_free(NULL);
+}
+
+static void test_gpu_visibility(void **state)
+{
+	struct taskenv_input in = base();
+	struct taskenv *te = NULL;
+	/* no GPU asked: every GPU hidden, never "unset" */
+	assert_int_equal(taskenv_build(&in, &te, NULL), 0);
+	assert_non_null(taskenv_get(te, "CUDA_VISIBLE_DEVICES"));
+	assert_string_equal(taskenv_get(te, "CUDA_VISIBLE_DEVICES"), "");
+	assert_string_equal(taskenv_get(te, "NVIDIA_VISIBLE_DEVICES"), "void");
+	taskenv_free(te);
+
+	static const char *const uuids[] = { "GPU-aaaa-1111", "MIG-bbbb-2222" };
+	in.gpu_uuids = uuids;
+	in.nr_gpus = 2;
+	assert_int_equal(taskenv_build(&in, &te, NULL), 0);
+	assert_string_equal(taskenv_get(te, "CUDA_VISIBLE_DEVICES"), "GPU-aaaa-1111,MIG-bbbb-2222");
+	assert_string_equal(taskenv_get(te, "NVIDIA_VISIBLE_DEVICES"), "GPU-aaaa-1111,MIG-bbbb-2222");
+	assert_string_equal(taskenv_get(te, "HERD_GPU_IDS"), "GPU-aaaa-1111,MIG-bbbb-2222");
+	taskenv_free(te);
+
+	/* the job cannot widen its GPUs through env */
+	static const struct agent_kv env[] = { { "CUDA_VISIBLE_DEVICES", "0,1,2,3" } };
+	struct herd_err err = { 0 };
+	in.env = env;
+	in.nr_env = 1;
+	te = (void *)0x1;
+	assert_int_equal(taskenv_build(&in, &te, &err), -EINVAL);
+	assert_ptr_equal(te, (void *)0x1);
+	assert_non_null(strstr(err.msg, "env CUDA_VISIBLE_DEVICES"));
+}
+
+static void test_job_env_interpolated(void **state)
+{
+	struct taskenv_input in = base();
+	static const struct agent_kv env[] = {
+		{ "DATA", "${NOMAD_ALLOC_DIR}/data" },
+		{ "WHERE", "${attr.kernel.name}-${node.unique.name}-${meta.rack}" },
+		{ "LITERAL", "$${HOME} and ${unknown.thing}" },
+		{ "PATH", "/opt/bin:/usr/bin" },
+	};
+	in.env = env;
+	in.nr_env = 4;
+	struct taskenv *te = NULL;
+	assert_int_equal(taskenv_build(&in, &te, NULL), 0);
+	assert_string_equal(taskenv_get(te, "DATA"), "/data/alloc/0123/alloc/data");
+	assert_string_equal(taskenv_get(te, "WHERE"), "linux-gpu-7-r12");
+	assert_string_equal(taskenv_get(te, "LITERAL"), "${HOME} and ${unknown.thing}");
+	assert_string_equal(taskenv_get(te, "PATH"), "/opt/bin:/usr/bin");
+	taskenv_free(te);
+}
+
+static void test_interpolate(void **state)
+{
+	struct taskenv_input in = base();
+	struct taskenv *te = NULL;
+	struct herd_err err = { 0 };
+	char *s = NULL;
+	assert_int_equal(taskenv_build(&in, &te, NULL), 0);
+	static const struct { const char *in, *out; } cases[] = {
+		{ "plain", "plain" },
+		{ "${HERD_TASK_NAME}", "main" },
+		{ "${ env.HERD_JOB_ID }", "train" },
+		{ "${node.datacenter}/${node.class}/${node.unique.id}", "dc1/h100/node-uuid-1" },
+		{ "${attr.cpu.arch}", "amd64" },
+		{ "${attr.nope}", "${attr.nope}" },
+		{ "$${x} $$ $", "${x} $$ $" },
+		{ "a${NOMAD_GROUP_NAME}b${HERD_ALLOC_INDEX}", "aworkersb2" },
+		{ "", "" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(taskenv_interpolate(te, cases[i].in, &s, &err), 0);
+		assert_string_equal(s, cases[i].out);
+		free(s);
+	}
+	s = (char *)"untouched";
+	assert_int_equal(taskenv_interpolate(te, "x ${HERD_JOB_ID", &s, &err), -EINVAL);
+	assert_string_equal(s, "untouched");
+	assert_non_null(strstr(err.msg, "unterminated"));
+	taskenv_free(te);
+}
+
+static void test_bad_input(void **state)
+{
+	struct taskenv *te = NULL;
+	struct herd_err err = { 0 };
+	struct taskenv_input in = base();
+	in.task = NULL;
+	assert_int_equal(taskenv_build(&in, &te, &err), -EINVAL);
+	in = base();
+	static const struct agent_kv bad_name[] = { { "1X", "v" } };
+	in.env = bad_name;
+	in.nr_env = 1;
+	assert_int_equal(taskenv_build(&in, &te, &err), -EINVAL);
+	static const struct agent_kv reserved[] = { { "HERD_ALLOC_ID", "forged" } };
+	in.env = reserved;
+	assert_int_equal(taskenv_build(&in, &te, &err), -EINVAL);
+	static const struct agent_kv unterminated[] = { { "X", "${oops" } };
+	in.env = unterminated;
+	assert_int_equal(taskenv_build(&in, &te, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "env X: unterminated"));
+	in = base();
+	static const char *const bad_gpu[] = { "GPU-1,GPU-2" };
+	in.gpu_uuids = bad_gpu;
+	in.nr_gpus = 1;
+	assert_int_equal(taskenv_build(&in, &te, &err), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_standard_vars),
+		cmocka_unit_test(test_gpu_visibility),
+		cmocka_unit_test(test_job_env_interpolated),
+		cmocka_unit_test(test_interpolate),
+		cmocka_unit_test(test_bad_input),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
