@@ -188,6 +188,14 @@ int sim_run(const struct trace *t, const struct sched_workload *w, enum sched_po
 	/* 2. inflate to tune x capacity (or trim down to it) */
 	for (size_t i = 0; i < n; i++)
 		total += (int64_t)order[i]->num_gpu * order[i]->gpu_milli;
+	if (total == 0 || (double)total * SIM_MAX_INFLATE < tune * (double)cap) {
+		/* without GPU asks the loop below would never end; with tiny
+		 * ones it would build a list of millions */
+		free(order);
+		sched_snapshot_free(s);
+		return herd_errf(err, -EINVAL, "trace: its tasks ask for %lld GPU milli, too little to "
+				 "inflate to %g x %lld", (long long)total, tune, (long long)cap);
+	}
 	while ((double)total < tune * (double)cap) {
 		const struct trace_pod *p = &t->pods[rng_below(&r, t->npods)];
 		ALLOC_GROW(order, n + 1, alloc);

@@ -10,6 +10,7 @@
 #include "sched/trace.h"
 
 #define SIM_MAX_BUCKET 200 /* arrived % buckets 0..200 */
+#define SIM_MAX_INFLATE 100 /* inflation may multiply the task list at most this much */
 
 struct sim_result {
 	double alloc_100, alloc_130;   /* GPU allocation %, bucket mean at arrived 100 / 130 % */
@@ -30,7 +31,8 @@ int64_t sim_capacity(const struct trace *t);
 
 /* Runs one seed of policy over the trace with workload w (from
  * sim_workload).  tune is the inflation factor (1.3 in the paper).  Returns
- * 0, or -EINVAL with err filled (no GPUs, tune out of 0.1..2). */
+ * 0, or -EINVAL with err filled (no GPUs, tune out of 0.1..2, tasks asking
+ * for less than 1/SIM_MAX_INFLATE of the GPU to reach). */
 int sim_run(const struct trace *t, const struct sched_workload *w, enum sched_policy policy,
 	    uint64_t seed, double tune, struct sim_result *out, struct herd_err *err);
 

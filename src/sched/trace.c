@@ -1,6 +1,7 @@
 /* trace: a strict reader of the openb CSV files.  Fields hold no quotes or
  * commas in these files; a quote is rejected rather than half-understood. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +76,7 @@ static int parse(struct trace *t, const char *buf, size_t len, const char *const
 	struct row h;
 	int cols[MAX_COLS];
 	size_t line = 0;
+	bool header = false; /* the first non-blank line is the header, not line 1 */
 
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -87,12 +89,14 @@ static int parse(struct trace *t, const char *buf, size_t len, const char *const
 			p = nl ? nl + 1 : end;
 			continue;
 		}
-		if (memchr(p, 0, (size_t)(e - p)) || split(p, e, line == 1 ? &h : &r))
+		if (memchr(p, 0, (size_t)(e - p)) || split(p, e, header ? &r : &h))
 			return herd_errf(err, -EINVAL, "line %zu: malformed CSV row", line);
-		if (line == 1) {
+		if (!header) {
 			for (int i = 0; i < ncols; i++)
 				if ((cols[i] = col(&h, names[i])) < 0)
-					return herd_errf(err, -EINVAL, "line 1: no column %s", names[i]);
+					return herd_errf(err, -EINVAL, "line %zu: no column %s", line,
+							 names[i]);
+			header = true;
 		} else {
 			if (line > TRACE_MAX_ROWS)
 				return herd_errf(err, -E2BIG, "more than %d rows", TRACE_MAX_ROWS);
@@ -101,7 +105,7 @@ static int parse(struct trace *t, const char *buf, size_t len, const char *const
 		}
 		p = nl ? nl + 1 : end;
 	}
-	if (line == 0)
+	if (!header)
 		return herd_errf(err, -EINVAL, "empty file: expected a header line");
 	return 0;
 }
