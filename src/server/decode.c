@@ -1,0 +1,205 @@
+/* decode: checks the bodies agents send (node registration, allocation
+ * status) before anything is stored.  Kept apart from the routes so that
+ * the fuzz targets drive exactly this code. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+#include "sched/sched.h"
+#include "server/server-int.h"
+
+#define MAX_TEXT 4096
+
+static bool short_string(const json_t *v, size_t max)
+{
+	return json_is_string(v) && json_string_length(v) <= max &&
+	       strlen(json_string_value(v)) == json_string_length(v);
+}
+
+/* An optional string field: absent/null -> dflt, else it must be a string. */
+static int opt_string(json_t *o, const char *key, const char *dflt, size_t max, const char *what,
+		      struct herd_err *err)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v)) {
+		json_object_set_new(o, key, json_string(dflt));
+		return 0;
+	}
+	if (!short_string(v, max))
+		return herd_errf(err, -EINVAL, "%s.%s must be a string of at most %zu bytes", what, key, max);
+	return 0;
+}
+
+static int string_map(json_t *o, const char *key, const char *what, struct herd_err *err)
+{
+	json_t *m = json_object_get(o, key), *v;
+	const char *k;
+	if (!m || json_is_null(m)) {
+		json_object_set_new(o, key, json_object());
+		return 0;
+	}
+	if (!json_is_object(m))
+		return herd_errf(err, -EINVAL, "%s.%s must be an object", what, key);
+	json_object_foreach(m, k, v)
+		if (!short_string(v, MAX_TEXT) && !json_is_number(v) && !json_is_boolean(v))
+			return herd_errf(err, -EINVAL, "%s.%s.%s must be a string, number or boolean", what, key, k);
+	return 0;
+}
+
+static int nonneg_int(json_t *o, const char *key, int64_t dflt, const char *what, struct herd_err *err)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v)) {
+		json_object_set_new(o, key, json_integer(dflt));
+		return 0;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > (INT64_C(1) << 50))
+		return herd_errf(err, -EINVAL, "%s.%s must be a non-negative integer", what, key);
+	return 0;
+}
+
+static int decode_device(json_t *d, size_t i, json_t *seen, struct herd_err *err)
+{
+	char what[64];
+	enum sched_sharing sh;
+	json_t *h;
+	int rc;
+
+	snprintf(what, sizeof(what), "node.devices[%zu]", i);
+	if (!json_is_object(d))
+		return herd_errf(err, -EINVAL, "%s must be an object", what);
+	if (!valid_id(jstr(d, "id", NULL)))
+		return herd_errf(err, -EINVAL, "%s.id must be a printable id of 1..%d bytes", what, STORE_MAX_KEY);
+	if (json_object_get(seen, jstr(d, "id", "")))
+		return herd_errf(err, -EINVAL, "%s.id \"%s\" appears twice", what, jstr(d, "id", ""));
+	json_object_set_new(seen, jstr(d, "id", ""), json_true());
+	if ((rc = opt_string(d, "vendor", "nvidia", 64, what, err)) ||
+	    (rc = opt_string(d, "type", "gpu", 64, what, err)) ||
+	    (rc = opt_string(d, "model", "", 256, what, err)) ||
+	    (rc = opt_string(d, "sharing", "exclusive", 16, what, err)) ||
+	    (rc = opt_string(d, "health_reason", "", MAX_TEXT, what, err)) ||
+	    (rc = opt_string(d, "mig_profile", "", 64, what, err)) ||
+	    (rc = opt_string(d, "parent_id", "", STORE_MAX_KEY, what, err)) ||
+	    (rc = nonneg_int(d, "memory_mib", 0, what, err)) ||
+	    (rc = nonneg_int(d, "replicas", 1, what, err)) ||
+	    (rc = string_map(d, "attributes", what, err)))
+		return rc;
+	if (sched_sharing_parse(jstr(d, "sharing", ""), &sh) < 0)
+		return herd_errf(err, -EINVAL, "%s.sharing must be exclusive, mps or timeslice", what);
+	if (!json_object_get(d, "group")) {
+		char *g = xasprintf("%s/%s/%s", jstr(d, "vendor", ""), jstr(d, "type", ""), jstr(d, "model", ""));
+		json_object_set_new(d, "group", json_string(g));
+		free(g);
+	} else if ((rc = opt_string(d, "group", "", 512, what, err))) {
+		return rc;
+	}
+	for (int k = 0; k < 2; k++) {
+		const char *key = k ? "numa_node" : "nvlink_group";
+		json_t *v = json_object_get(d, key);
+		if (!v || json_is_null(v))
+			json_object_set_new(d, key, json_integer(-1));
+		else if (!json_is_integer(v) || json_integer_value(v) < -1 || json_integer_value(v) > 1000000)
+			return herd_errf(err, -EINVAL, "%s.%s must be an integer >= -1", what, key);
+	}
+	h = json_object_get(d, "healthy");
+	if (!h || json_is_null(h))
+		json_object_set_new(d, "healthy", json_true());
+	else if (!json_is_boolean(h))
+		return herd_errf(err, -EINVAL, "%s.healthy must be a boolean", what);
+	json_object_del(d, "stats"); /* kept in memory, not in the store */
+	return 0;
+}
+
+int node_from_request(const json_t *body, json_t **out, struct herd_err *err)
+{
+	json_t *n = json_object_get(body, "node"), *devs, *seen, *d;
+	size_t i;
+	int rc;
+
+	if (!json_is_object(n))
+		return herd_errf(err, -EINVAL, "body must be {\"node\": {...}}");
+	n = json_deep_copy(n);
+	if (!valid_id(jstr(n, "id", NULL))) {
+		rc = herd_errf(err, -EINVAL, "node.id must be a printable id of 1..%d bytes", STORE_MAX_KEY);
+		goto fail;
+	}
+	if ((rc = opt_string(n, "name", jstr(n, "id", ""), 256, "node", err)) ||
+	    (rc = opt_string(n, "datacenter", "dc1", 256, "node", err)) ||
+	    (rc = opt_string(n, "node_class", "", 256, "node", err)) ||
+	    (rc = opt_string(n, "node_pool", "default", 256, "node", err)) ||
+	    (rc = opt_string(n, "http_addr", "", 256, "node", err)) ||
+	    (rc = string_map(n, "attributes", "node", err)) ||
+	    (rc = string_map(n, "meta", "node", err)))
+		goto fail;
+	d = json_object_get(n, "resources");
+	if (!d || json_is_null(d))
+		json_object_set_new(n, "resources", d = json_object());
+	if (!json_is_object(d)) {
+		rc = herd_errf(err, -EINVAL, "node.resources must be an object");
+		goto fail;
+	}
+	if ((rc = nonneg_int(d, "cpu_milli", 0, "node.resources", err)) ||
+	    (rc = nonneg_int(d, "memory_mib", 0, "node.resources", err)) ||
+	    (rc = nonneg_int(d, "disk_mib", 0, "node.resources", err)))
+		goto fail;
+	d = json_object_get(n, "drivers");
+	if (d && !json_is_object(d) && !json_is_null(d)) {
+		rc = herd_errf(err, -EINVAL, "node.drivers must be an object");
+		goto fail;
+	}
+	devs = json_object_get(n, "devices");
+	if (!devs || json_is_null(devs))
+		json_object_set_new(n, "devices", devs = json_array());
+	if (!json_is_array(devs) || json_array_size(devs) > SCHED_MAX_DEVS_PER_NODE) {
+		rc = herd_errf(err, -EINVAL, "node.devices must be an array of at most %d devices",
+			       SCHED_MAX_DEVS_PER_NODE);
+		goto fail;
+	}
+	seen = json_object();
+	json_array_foreach(devs, i, d)
+		if ((rc = decode_device(d, i, seen, err)))
+			break;
+	json_decref(seen);
+	if (rc)
+		goto fail;
+	/* the server's fields are the server's */
+	static const char *const server_fields[] = { "status", "eligibility", "drain",
+		"status_description", "last_heartbeat", "heartbeat_ttl", "create_index",
+		"modify_index", NULL };
+	for (i = 0; server_fields[i]; i++)
+		json_object_del(n, server_fields[i]);
+	*out = n;
+	return 0;
+fail:
+	json_decref(n);
+	return rc;
+}
+
+int alloc_status_from_request(const json_t *body, struct alloc_status *out, struct herd_err *err)
+{
+	const char *st = jstr(body, "client_status", NULL);
+	json_t *desc = json_object_get(body, "client_description");
+	json_t *ts = json_object_get(body, "task_states"), *v;
+	const char *k;
+
+	if (!json_is_object(body))
+		return herd_errf(err, -EINVAL, "body must be an object");
+	if (!st || (strcmp(st, "pending") && strcmp(st, "running") && strcmp(st, "complete") &&
+		    strcmp(st, "failed")))
+		return herd_errf(err, -EINVAL, "client_status must be pending, running, complete or failed");
+	if (desc && !json_is_null(desc) && !short_string(desc, MAX_TEXT))
+		return herd_errf(err, -EINVAL, "client_description must be a string of at most %d bytes", MAX_TEXT);
+	if (ts && !json_is_null(ts)) {
+		if (!json_is_object(ts) || json_object_size(ts) > 1000)
+			return herd_errf(err, -EINVAL, "task_states must be an object of at most 1000 tasks");
+		json_object_foreach(ts, k, v)
+			if (!json_is_object(v))
+				return herd_errf(err, -EINVAL, "task_states.%s must be an object", k);
+	}
+	out->client_status = st;
+	out->client_description = json_is_string(desc) ? json_string_value(desc) : "";
+	out->task_states = json_is_object(ts) ? ts : NULL;
+	return 0;
+}

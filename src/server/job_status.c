@@ -1,0 +1,76 @@
+/* job_status: what readers see of a job: its status and a summary per
+ * group, derived from its allocations at read time (so they are never out
+ * of step with them), and the evaluation records the routes create. */
+#include <string.h>
+
+#include "server/server-int.h"
+
+json_t *eval_new(const char *ns, const char *job_id, const char *trigger, const char *node_id)
+{
+	char id[ID_LEN];
+	new_id(id);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{}, s:s, s:I, s:I, s:I}", "id", id,
+			 "namespace", ns, "job_id", job_id, "triggered_by", trigger, "status", "pending",
+			 "status_description", "", "failed_placements", "node_id",
+			 node_id ? node_id : "", "wait_until", (json_int_t)0, "create_time",
+			 (json_int_t)now_ns(), "modify_time", (json_int_t)now_ns());
+}
+
+/* dead: stopped, or a batch job whose every instance completed;
+ * running: some allocation runs; pending: otherwise. */
+const char *job_status(const json_t *job, const json_t *allocs)
+{
+	int64_t want = 0, complete = 0, running = 0;
+	bool batch = !strcmp(jstr(job, "type", "service"), "batch");
+	size_t i;
+	json_t *x;
+
+	if (jbool(job, "stop", false))
+		return "dead";
+	json_array_foreach(json_object_get(job, "groups"), i, x)
+		want += jint(x, "count", 1);
+	json_array_foreach(allocs, i, x) {
+		const char *c = jstr(x, "client_status", "");
+		if (strcmp(jstr(x, "desired_status", "run"), "run"))
+			continue;
+		if (!strcmp(c, "running"))
+			running++;
+		else if (!strcmp(c, "complete"))
+			complete++;
+	}
+	if (batch && want > 0 && complete >= want)
+		return "dead";
+	return running ? "running" : "pending";
+}
+
+json_t *job_summary(const json_t *job, const json_t *allocs)
+{
+	json_t *sum = json_object(), *x;
+	size_t i;
+
+	json_array_foreach(json_object_get(job, "groups"), i, x)
+		json_object_set_new(sum, jstr(x, "name", ""),
+				    json_pack("{s:i, s:i, s:i, s:i, s:i}", "pending", 0, "running", 0,
+					      "complete", 0, "failed", 0, "lost", 0));
+	json_array_foreach(allocs, i, x) {
+		json_t *g = json_object_get(sum, jstr(x, "task_group", ""));
+		const char *c = jstr(x, "client_status", "pending");
+		if (g && json_object_get(g, c))
+			json_object_set_new(g, c, json_integer(jint(g, c, 0) + 1));
+	}
+	return sum;
+}
+
+json_t *job_for_reader(struct server *srv, const json_t *stored, struct herd_err *err)
+{
+	struct store_filter f = { jstr(stored, "namespace", "default"), jstr(stored, "id", ""), NULL };
+	json_t *allocs = NULL, *out;
+	int rc = store_list(srv->store, STORE_ALLOC, &f, &allocs, err);
+	if (rc < 0)
+		return NULL;
+	out = json_deep_copy(stored);
+	json_object_set_new(out, "status", json_string(job_status(stored, allocs)));
+	json_object_set(out, "job_modify_index", json_object_get(stored, "modify_index"));
+	json_decref(allocs);
+	return out;
+}

@@ -1,0 +1,232 @@
+/* reconcile: compares what a job asks (count instances per group, its
+ * current version) with its allocations, and decides what to stop and
+ * what to place.
+ *
+ * Each group has `count` slots (instance indexes).  A slot's current
+ * allocation is the one whose desired status is "run"; older ones of the
+ * slot were stopped when they were replaced.  For a slot:
+ *   - no current allocation: place one;
+ *   - current pending/running on a node that is down, gone or draining, or
+ *     of an older job version whose group changed: stop it and place a
+ *     replacement (the replacement waits for capacity, never the stop);
+ *   - current complete: done for a batch job; a service is replaced;
+ *   - current failed: replaced per the group's reschedule policy (attempts
+ *     within interval, delay); if the delay has not passed, a follow-up is
+ *     due then; attempts exhausted: the slot stays failed;
+ *   - current lost: replaced at once.
+ * Allocations of removed groups or of slots past count are stopped. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+#include "server/server-int.h"
+
+void reconcile_result_release(struct reconcile_result *r)
+{
+	if (!r)
+		return;
+	json_decref(r->stops);
+	json_decref(r->updates);
+	for (size_t i = 0; i < r->nplace; i++)
+		json_decref(r->place[i].previous);
+	free(r->place);
+	memset(r, 0, sizeof(*r));
+}
+
+static void stop_alloc(struct reconcile_result *r, const json_t *alloc, const char *why, int64_t now)
+{
+	json_t *c = json_copy((json_t *)alloc);
+	json_object_set_new(c, "desired_status", json_string("stop"));
+	json_object_set_new(c, "desired_description", json_string(why));
+	json_object_set_new(c, "modify_time", json_integer(now));
+	json_array_append_new(r->stops, c);
+}
+
+static void add_place(struct reconcile_result *r, int group, int slot, const json_t *previous,
+		      int attempts)
+{
+	ALLOC_GROW(r->place, r->nplace + 1, r->aplace);
+	r->place[r->nplace].group = group;
+	r->place[r->nplace].slot = slot;
+	r->place[r->nplace].previous = previous ? json_incref((json_t *)previous) : NULL;
+	r->place[r->nplace++].reschedule_attempts = attempts;
+}
+
+/* The parts of a job that decide where a group's allocations run and what
+ * they run: the group itself and the job-wide placement rules. */
+static json_t *group_shape(const json_t *job, const char *group)
+{
+	json_t *g = NULL, *x;
+	size_t i;
+	json_array_foreach(json_object_get(job, "groups"), i, x)
+		if (!strcmp(jstr(x, "name", ""), group))
+			g = x;
+	if (!g)
+		return NULL;
+	return json_pack("{s:O, s:O*, s:O*, s:O*, s:O*}", "group", g,
+			 "constraints", json_object_get(job, "constraints"),
+			 "affinities", json_object_get(job, "affinities"),
+			 "datacenters", json_object_get(job, "datacenters"),
+			 "node_pool", json_object_get(job, "node_pool"));
+}
+
+/* Whether the group of alloc changed between its job version and job. */
+static bool group_changed(struct store *s, const json_t *job, const json_t *alloc)
+{
+	int64_t av = jint(alloc, "job_version", -1), jv = jint(job, "version", 0);
+	struct store_key key = { jstr(job, "namespace", "default"), jstr(job, "id", ""), av };
+	const char *group = jstr(alloc, "task_group", "");
+	json_t *old = NULL, *a, *b;
+	bool changed;
+
+	if (av == jv)
+		return false;
+	if (av < 0 || store_get(s, STORE_JOB_VERSION, &key, &old, NULL) < 0)
+		return true;
+	a = group_shape(old, group);
+	b = group_shape(job, group);
+	changed = !a || !b || !json_equal(a, b);
+	json_decref(a);
+	json_decref(b);
+	json_decref(old);
+	return changed;
+}
+
+/* When the next reschedule of alloc may happen (unix ns), or -1 when the
+ * policy allows no more. */
+static int64_t reschedule_at(const struct job_reschedule *p, const json_t *alloc, int64_t now)
+{
+	json_t *events = json_object_get(alloc, "reschedule_events"), *e;
+	int64_t recent = 0, n = (int64_t)json_array_size(events), delay = p->delay;
+	size_t i;
+
+	json_array_foreach(events, i, e)
+		if (p->interval <= 0 || json_integer_value(e) > now - p->interval)
+			recent++;
+	if (!p->unlimited && recent >= p->attempts)
+		return -1;
+	if (!strcmp(p->delay_function, "exponential")) {
+		for (int64_t k = 0; k < n && delay < INT64_MAX / 2; k++)
+			delay *= 2;
+	} else if (!strcmp(p->delay_function, "fibonacci")) {
+		int64_t a = p->delay, b = p->delay;
+		for (int64_t k = 1; k < n && b < INT64_MAX / 2; k++) {
+			int64_t c = a + b;
+			a = b;
+			b = c;
+		}
+		delay = n ? b : p->delay;
+	}
+	if (p->max_delay > 0 && delay > p->max_delay)
+		delay = p->max_delay;
+	return jint(alloc, "modify_time", now) + delay;
+}
+
+static int find_group(const struct job *job, const char *name)
+{
+	for (size_t i = 0; i < job->ngroups; i++)
+		if (!strcmp(job->groups[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+int reconcile(struct store *s, const json_t *job, const struct job *job_model,
+	      struct sched_view *v, int64_t now, struct reconcile_result *out,
+	      struct herd_err *err)
+{
+	struct reconcile_result r = { 0 };
+	unsigned char **slots = NULL; /* per group, per slot: taken */
+	bool batch;
+	size_t i;
+	json_t *al;
+
+	r.stops = json_array();
+	r.updates = json_array();
+	if (!job_model) {
+		json_array_foreach(v->job_allocs, i, al)
+			if (!strcmp(jstr(al, "desired_status", "run"), "run"))
+				stop_alloc(&r, al, job ? "job stopped" : "job purged", now);
+		*out = r;
+		return 0;
+	}
+	batch = !strcmp(job_model->type, "batch");
+	slots = xcalloc(job_model->ngroups + 1, sizeof(*slots));
+	for (size_t g = 0; g < job_model->ngroups; g++)
+		slots[g] = xcalloc((size_t)job_model->groups[g].count + 1, 1);
+
+	json_array_foreach(v->job_allocs, i, al) {
+		const char *client = jstr(al, "client_status", "pending");
+		int g, slot = (int)jint(al, "index", -1);
+		struct view_node *vn;
+		int64_t at;
+
+		if (strcmp(jstr(al, "desired_status", "run"), "run"))
+			continue;
+		g = find_group(job_model, jstr(al, "task_group", ""));
+		if (g < 0) {
+			stop_alloc(&r, al, "group removed from the job", now);
+			continue;
+		}
+		if (slot < 0 || slot >= job_model->groups[g].count || slots[g][slot]) {
+			stop_alloc(&r, al, "more instances than count", now);
+			continue;
+		}
+		slots[g][slot] = 1;
+		vn = sched_view_node(v, jstr(al, "node_id", ""));
+		if (!strcmp(client, "pending") || !strcmp(client, "running")) {
+			const char *why = NULL;
+			if (!vn || !strcmp(jstr(vn->node, "status", ""), "down"))
+				why = "node down; replaced";
+			else if (jbool(vn->node, "drain", false))
+				why = "node draining; migrated";
+			else if (group_changed(s, job, al))
+				why = "job version changed; replaced";
+			if (why) {
+				stop_alloc(&r, al, why, now);
+				add_place(&r, g, slot, al, (int)jint(al, "reschedule_attempts", 0));
+			} else {
+				if (jint(al, "job_version", -1) != jint(job, "version", 0)) {
+					json_t *c = json_copy(al);
+					json_object_set(c, "job_version", json_object_get(job, "version"));
+					json_object_set_new(c, "modify_time", json_integer(now));
+					json_array_append_new(r.updates, c);
+				}
+				r.ignore++;
+			}
+			continue;
+		}
+		if (!strcmp(client, "complete") && batch) {
+			r.ignore++;
+			continue;
+		}
+		if (!strcmp(client, "lost")) {
+			stop_alloc(&r, al, "lost; replaced", now);
+			add_place(&r, g, slot, al, (int)jint(al, "reschedule_attempts", 0) + 1);
+			continue;
+		}
+		/* failed, or a service that completed */
+		at = reschedule_at(&job_model->groups[g].reschedule, al, now);
+		if (at < 0) {
+			r.ignore++; /* attempts exhausted: the slot stays failed */
+		} else if (at <= now) {
+			stop_alloc(&r, al, "rescheduled", now);
+			add_place(&r, g, slot, al, (int)jint(al, "reschedule_attempts", 0) + 1);
+		} else {
+			if (!r.followup_at || at < r.followup_at)
+				r.followup_at = at;
+			r.ignore++;
+		}
+	}
+	for (size_t g = 0; g < job_model->ngroups; g++) {
+		for (int64_t k = 0; k < job_model->groups[g].count; k++)
+			if (!slots[g][k])
+				add_place(&r, (int)g, (int)k, NULL, 0);
+		free(slots[g]);
+	}
+	free(slots);
+	(void)err;
+	*out = r;
+	return 0;
+}

@@ -1,0 +1,423 @@
+/* routes_jobs: register, parse, plan, read, stop and purge jobs. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+#include "server/server-int.h"
+#include "spec/spec.h"
+
+#define REGISTER_ATTEMPTS 10
+
+/* The diagnostics of a failed decode as the API shows them; messages
+ * start with the JSON path of the thing ("groups[0].count: ..."). */
+static json_t *diags_json(const struct diag_list *dl, bool errors_only)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < dl->n; i++) {
+		const struct diag *d = &dl->v[i];
+		const char *colon = strstr(d->msg, ": ");
+		char *path = NULL;
+		if (errors_only && d->level != DIAG_ERROR)
+			continue;
+		if (colon && !memchr(d->msg, ' ', (size_t)(colon - d->msg)))
+			path = xstrndup(d->msg, (size_t)(colon - d->msg));
+		json_array_append_new(a, json_pack("{s:s, s:i, s:i, s:s, s:s}", "path", path ? path : "",
+						   "line", d->line, "col", d->col, "level",
+						   d->level == DIAG_ERROR ? "error" : "warning",
+						   "message", d->msg));
+		free(path);
+	}
+	return a;
+}
+
+static json_t *warnings_json(const struct diag_list *dl)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < dl->n; i++)
+		if (dl->v[i].level == DIAG_WARNING)
+			json_array_append_new(a, json_string(dl->v[i].msg));
+	return a;
+}
+
+static int invalid_job(struct http_response *resp, const struct diag_list *dl, const char *fallback)
+{
+	const char *first = fallback;
+	json_t *body;
+	for (size_t i = 0; i < dl->n && !first; i++)
+		if (dl->v[i].level == DIAG_ERROR)
+			first = dl->v[i].msg;
+	body = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", "invalid_job", "message",
+			 first ? first : "invalid job", "diagnostics", diags_json(dl, false));
+	http_reply(resp, 400, body);
+	return 0;
+}
+
+/* Decodes {"job": {...}} into the model; NULL with resp filled on error. */
+static struct job *decode_job(struct http_request *req, struct http_response *resp,
+			      struct diag_list *dl)
+{
+	json_t *j = json_object_get(req->body, "job");
+	struct job *job;
+	if (!json_is_object(j)) {
+		invalid_job(resp, dl, "body must be {\"job\": {...}}");
+		return NULL;
+	}
+	job = job_from_json(j, NULL, dl);
+	if (!job)
+		invalid_job(resp, dl, NULL);
+	return job;
+}
+
+/* The canonical job as stored, with the server's fields. */
+static json_t *stored_job(const struct job *job, int64_t version)
+{
+	json_t *o = job_to_json(job);
+	json_object_set_new(o, "version", json_integer(version));
+	json_object_set_new(o, "stop", json_false());
+	json_object_set_new(o, "status", json_string("pending"));
+	json_object_set_new(o, "submit_time", json_integer(now_ns()));
+	return o;
+}
+
+/* Whether a stored job holds the same canonical job (and is not stopped). */
+static bool same_job(const json_t *old, const json_t *canon)
+{
+	json_t *a = json_copy((json_t *)old);
+	static const char *const fields[] = { "version", "stop", "status", "submit_time",
+					      "create_index", "modify_index", "job_modify_index", NULL };
+	bool same;
+	for (int i = 0; fields[i]; i++)
+		json_object_del(a, fields[i]);
+	same = json_equal(a, (json_t *)canon) && !jbool(old, "stop", false);
+	json_decref(a);
+	return same;
+}
+
+static int post_jobs(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	struct diag_list dl;
+	struct job *job;
+	struct herd_err err = { 0 };
+	int rc = 0;
+
+	diag_list_init(&dl);
+	job = decode_job(req, resp, &dl);
+	if (!job)
+		goto out;
+	for (int attempt = 0; attempt < REGISTER_ATTEMPTS; attempt++) {
+		struct store_key key = { job->namespace, job->id, 0 };
+		struct store_batch b = STORE_BATCH_INIT;
+		json_t *old = NULL, *canon = job_to_json(job), *stored, *eval;
+		uint64_t idx = 0;
+
+		rc = store_get(srv->store, STORE_JOB, &key, &old, &err);
+		if (rc < 0 && rc != -ENOENT) {
+			json_decref(canon);
+			goto out;
+		}
+		if (old && same_job(old, canon)) {
+			http_reply(resp, 200, json_pack("{s:s, s:I, s:I, s:o}", "eval_id", "",
+							"job_modify_index", (json_int_t)jint(old, "modify_index", 0),
+							"index", (json_int_t)req->index, "warnings", warnings_json(&dl)));
+			json_decref(old);
+			json_decref(canon);
+			rc = 0;
+			goto out;
+		}
+		json_decref(canon);
+		stored = stored_job(job, old ? jint(old, "version", 0) + 1 : 0);
+		eval = eval_new(job->namespace, job->id, "job-register", NULL);
+		store_batch_init(&b);
+		store_batch_put(&b, STORE_JOB, stored);
+		store_batch_put(&b, STORE_JOB_VERSION, stored);
+		store_batch_put(&b, STORE_EVAL, eval);
+		store_batch_require_index(&b, STORE_JOB, &key, old ? (uint64_t)jint(old, "modify_index", 0) : 0);
+		rc = store_commit(srv->store, &b, &idx, &err);
+		store_batch_release(&b);
+		json_decref(old);
+		json_decref(stored);
+		if (rc == 0) {
+			broker_enqueue(&srv->broker, jstr(eval, "id", ""), job->namespace, job->id, 0);
+			resp->has_index = 1;
+			resp->index = idx;
+			http_reply(resp, 200, json_pack("{s:s, s:I, s:I, s:o}", "eval_id", jstr(eval, "id", ""),
+							"job_modify_index", (json_int_t)idx, "index",
+							(json_int_t)idx, "warnings", warnings_json(&dl)));
+		}
+		json_decref(eval);
+		if (rc != -ESTALE)
+			break;
+	}
+	if (rc == -ESTALE)
+		rc = http_error(resp, 409, "conflict", "job %s kept changing; try again", job->id);
+out:
+	if (rc < 0)
+		server_log(srv, "error", "register job: %s", err.msg);
+	job_free(job);
+	diag_list_release(&dl);
+	return rc;
+}
+
+static int post_parse(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	const char *hcl = json_string_value(json_object_get(req->body, "job_hcl"));
+	struct diag_list dl;
+	struct job *job;
+
+	(void)ctx;
+	diag_list_init(&dl);
+	if (!hcl) {
+		invalid_job(resp, &dl, "body must be {\"job_hcl\": \"...\"}");
+	} else {
+		job = spec_load(hcl, strlen(hcl), &dl);
+		if (job)
+			http_reply(resp, 200, job_to_json(job));
+		else
+			invalid_job(resp, &dl, NULL);
+		job_free(job);
+	}
+	diag_list_release(&dl);
+	return 0;
+}
+
+static int post_plan(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	const char *id = http_param(req, "id");
+	struct diag_list dl;
+	struct herd_err err = { 0 };
+	struct sched_view v;
+	struct plan p;
+	struct job *job;
+	json_t *cand;
+	int rc;
+
+	diag_list_init(&dl);
+	job = decode_job(req, resp, &dl);
+	if (!job) {
+		diag_list_release(&dl);
+		return 0;
+	}
+	if (strcmp(job->id, id)) {
+		rc = http_error(resp, 400, "invalid_job", "job id \"%s\" does not match the path's \"%s\"", job->id, id);
+		goto out_job;
+	}
+	rc = sched_view_read(srv->store, job->namespace, job->id, &v, &err);
+	if (rc < 0)
+		goto out_job;
+	cand = job_to_json(job);
+	if (v.job && same_job(v.job, cand)) {
+		/* unchanged: the plan shows what a new evaluation would do */
+		json_decref(cand);
+		cand = json_incref(v.job);
+	} else {
+		json_decref(cand);
+		cand = stored_job(job, v.job ? jint(v.job, "version", 0) + 1 : 0);
+	}
+	plan_init(&p);
+	rc = plan_compute(srv, &v, cand, "", &p, &err);
+	if (rc == 0)
+		http_reply(resp, 200, json_pack("{s:O, s:O, s:{s:i, s:i, s:i, s:i}, s:o}", "placements",
+						p.placements, "failed_placements", p.failed, "changes",
+						"create", p.create, "destroy", p.destroy, "update", p.update,
+						"ignore", p.ignore, "warnings", warnings_json(&dl)));
+	plan_release(&p);
+	json_decref(cand);
+	sched_view_release(&v);
+out_job:
+	job_free(job);
+	diag_list_release(&dl);
+	return rc;
+}
+
+static int get_jobs(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	const char *ns = req_namespace(req);
+	struct store_filter f = { strcmp(ns, "*") ? ns : NULL, NULL, NULL };
+	json_t *jobs = NULL, *allocs = NULL, *byjob = json_object(), *out = json_array(), *x;
+	size_t i;
+	int rc;
+
+	rc = store_list(srv->store, STORE_JOB, &f, &jobs, NULL);
+	if (!rc)
+		rc = store_list(srv->store, STORE_ALLOC, &f, &allocs, NULL);
+	if (rc < 0)
+		goto out;
+	json_array_foreach(allocs, i, x) {
+		char *k = xasprintf("%s\x1f%s", jstr(x, "namespace", ""), jstr(x, "job_id", ""));
+		json_t *a = json_object_get(byjob, k);
+		if (!a) {
+			a = json_array();
+			json_object_set_new(byjob, k, a);
+		}
+		json_array_append(a, x);
+		free(k);
+	}
+	json_array_foreach(jobs, i, x) {
+		char *k = xasprintf("%s\x1f%s", jstr(x, "namespace", ""), jstr(x, "id", ""));
+		json_t *a = json_object_get(byjob, k);
+		free(k);
+		json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:b, s:I, s:o, s:I, s:I}",
+			"id", jstr(x, "id", ""), "namespace", jstr(x, "namespace", ""),
+			"type", jstr(x, "type", ""), "priority", (json_int_t)jint(x, "priority", 50),
+			"status", job_status(x, a), "version", (json_int_t)jint(x, "version", 0),
+			"stop", jbool(x, "stop", false), "submit_time", (json_int_t)jint(x, "submit_time", 0),
+			"summary", job_summary(x, a), "create_index", (json_int_t)jint(x, "create_index", 0),
+			"modify_index", (json_int_t)jint(x, "modify_index", 0)));
+	}
+	http_reply(resp, 200, out);
+	out = NULL;
+out:
+	json_decref(out);
+	json_decref(jobs);
+	json_decref(allocs);
+	json_decref(byjob);
+	return rc;
+}
+
+static int load_job(struct server *srv, struct http_request *req, struct http_response *resp,
+		    json_t **job)
+{
+	struct store_key key = { req_namespace(req), http_param(req, "id"), 0 };
+	int rc;
+	if (!valid_id(key.id))
+		return http_error(resp, 404, "job_not_found", "no job %s", key.id), 1;
+	rc = store_get(srv->store, STORE_JOB, &key, job, NULL);
+	if (rc == -ENOENT)
+		return http_error(resp, 404, "job_not_found", "no job %s in namespace %s", key.id, key.ns), 1;
+	return rc;
+}
+
+static int get_job(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	json_t *job = NULL, *out;
+	int rc = load_job(srv, req, resp, &job);
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	out = job_for_reader(srv, job, NULL);
+	json_decref(job);
+	if (!out)
+		return -EIO;
+	http_reply(resp, 200, out);
+	return 0;
+}
+
+/* GET /v1/job/:id/{versions,allocations,evaluations}: lists of one job. */
+static int get_job_list(struct http_request *req, struct http_response *resp, void *ctx,
+			enum store_kind kind)
+{
+	struct server *srv = ctx;
+	struct store_filter f = { req_namespace(req), http_param(req, "id"), NULL };
+	json_t *job = NULL, *list = NULL;
+	int rc = load_job(srv, req, resp, &job);
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	json_decref(job);
+	rc = store_list(srv->store, kind, &f, &list, NULL);
+	if (rc < 0)
+		return rc;
+	http_reply(resp, 200, list);
+	return 0;
+}
+
+static int get_job_versions(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	return get_job_list(req, resp, ctx, STORE_JOB_VERSION);
+}
+
+static int get_job_allocs(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	return get_job_list(req, resp, ctx, STORE_ALLOC);
+}
+
+static int get_job_evals(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	return get_job_list(req, resp, ctx, STORE_EVAL);
+}
+
+/* DELETE /v1/job/:id[?purge=true]: stop (the job stays, marked stopped) or
+ * purge (the job and its versions go); either way an evaluation stops the
+ * allocations, whose records stay until their clients report them ended. */
+static int delete_job(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	const char *purge_arg = http_query(req, "purge");
+	bool purge = purge_arg && (!strcmp(purge_arg, "true") || !strcmp(purge_arg, "1"));
+	struct herd_err err = { 0 };
+	int rc = 0;
+
+	for (int attempt = 0; attempt < REGISTER_ATTEMPTS; attempt++) {
+		struct store_batch b = STORE_BATCH_INIT;
+		json_t *job = NULL, *eval, *versions = NULL, *x;
+		uint64_t idx = 0;
+		size_t i;
+		rc = load_job(srv, req, resp, &job);
+		if (rc)
+			return rc > 0 ? 0 : rc;
+		struct store_key key = { jstr(job, "namespace", "default"), jstr(job, "id", ""), 0 };
+		eval = eval_new(key.ns, key.id, "job-deregister", NULL);
+		store_batch_init(&b);
+		store_batch_require_index(&b, STORE_JOB, &key, (uint64_t)jint(job, "modify_index", 0));
+		if (purge) {
+			struct store_filter f = { key.ns, key.id, NULL };
+			rc = store_list(srv->store, STORE_JOB_VERSION, &f, &versions, &err);
+			store_batch_delete(&b, STORE_JOB, &key);
+			json_array_foreach(versions, i, x) {
+				struct store_key vk = { key.ns, key.id, jint(x, "version", 0) };
+				store_batch_delete(&b, STORE_JOB_VERSION, &vk);
+			}
+		} else {
+			json_object_set_new(job, "stop", json_true());
+			store_batch_put(&b, STORE_JOB, job);
+		}
+		store_batch_put(&b, STORE_EVAL, eval);
+		if (rc == 0)
+			rc = store_commit(srv->store, &b, &idx, &err);
+		store_batch_release(&b);
+		if (rc == 0) {
+			broker_enqueue(&srv->broker, jstr(eval, "id", ""), key.ns, key.id, 0);
+			resp->has_index = 1;
+			resp->index = idx;
+			http_reply(resp, 200, json_pack("{s:s, s:I}", "eval_id", jstr(eval, "id", ""),
+							"index", (json_int_t)idx));
+		}
+		json_decref(eval);
+		json_decref(versions);
+		json_decref(job);
+		if (rc != -ESTALE)
+			break;
+	}
+	if (rc == -ESTALE)
+		return http_error(resp, 409, "conflict", "job kept changing; try again");
+	return rc;
+}
+
+int routes_jobs(struct server *srv, struct herd_err *err)
+{
+	static const struct {
+		const char *method, *pattern;
+		http_handler_fn *fn;
+		unsigned flags;
+	} routes[] = {
+		{ "POST", "/v1/jobs", post_jobs, HTTP_ROUTE_BODY },
+		{ "GET", "/v1/jobs", get_jobs, HTTP_ROUTE_BLOCKING },
+		{ "POST", "/v1/jobs/parse", post_parse, HTTP_ROUTE_BODY },
+		{ "POST", "/v1/job/:id/plan", post_plan, HTTP_ROUTE_BODY },
+		{ "GET", "/v1/job/:id", get_job, HTTP_ROUTE_BLOCKING },
+		{ "DELETE", "/v1/job/:id", delete_job, 0 },
+		{ "GET", "/v1/job/:id/versions", get_job_versions, 0 },
+		{ "GET", "/v1/job/:id/allocations", get_job_allocs, HTTP_ROUTE_BLOCKING },
+		{ "GET", "/v1/job/:id/evaluations", get_job_evals, 0 },
+	};
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		int rc = http_router_add(srv->router, routes[i].method, routes[i].pattern, routes[i].fn,
+					 routes[i].flags, srv, err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,347 @@
+/* routes_nodes: what agents call (register, heartbeat, their allocations)
+ * and what operators call (nodes, drain, eligibility, GPUs). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+#include "server/server-int.h"
+
+#define NODE_ATTEMPTS 20
+
+static int load_node(struct server *srv, const char *id, struct http_response *resp, json_t **node)
+{
+	struct store_key key = { NULL, id, 0 };
+	int rc;
+	if (!valid_id(id))
+		return http_error(resp, 404, "node_not_found", "no node %s", id), 1;
+	rc = store_get(srv->store, STORE_NODE, &key, node, NULL);
+	if (rc == -ENOENT)
+		return http_error(resp, 404, "node_not_found", "no node %s", id), 1;
+	return rc;
+}
+
+static int post_register(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	struct herd_err err = { 0 };
+	json_t *node = NULL;
+	uint64_t idx = 0;
+	int rc = node_from_request(req->body, &node, &err);
+
+	if (rc < 0)
+		return http_error(resp, 400, "invalid_node", "%s", err.msg);
+	for (int attempt = 0; attempt < NODE_ATTEMPTS; attempt++) {
+		struct store_key key = { NULL, jstr(node, "id", ""), 0 };
+		struct store_batch b = STORE_BATCH_INIT;
+		json_t *old = NULL;
+		rc = store_get(srv->store, STORE_NODE, &key, &old, &err);
+		if (rc < 0 && rc != -ENOENT)
+			break;
+		json_object_set_new(node, "status", json_string("ready"));
+		json_object_set_new(node, "status_description", json_string(""));
+		json_object_set_new(node, "eligibility",
+				    json_string(old ? jstr(old, "eligibility", "eligible") : "eligible"));
+		json_object_set_new(node, "drain", json_boolean(old ? jbool(old, "drain", false) : false));
+		store_batch_init(&b);
+		store_batch_put(&b, STORE_NODE, node);
+		store_batch_require_index(&b, STORE_NODE, &key, old ? (uint64_t)jint(old, "modify_index", 0) : 0);
+		rc = store_commit(srv->store, &b, &idx, &err);
+		store_batch_release(&b);
+		json_decref(old);
+		if (rc != -ESTALE)
+			break;
+	}
+	if (rc == 0) {
+		json_t *devs = json_object_get(json_object_get(req->body, "node"), "devices");
+		heartbeat_touch(srv, jstr(node, "id", ""), json_is_array(devs) ? devs : NULL);
+		broker_unblock_all(&srv->broker); /* capacity may have appeared */
+		resp->has_index = 1;
+		resp->index = idx;
+		http_reply(resp, 200, json_pack("{s:s, s:I, s:I}", "node_id", jstr(node, "id", ""),
+						"heartbeat_ttl", (json_int_t)srv->ttl_ns, "index", (json_int_t)idx));
+	} else if (rc == -ESTALE) {
+		rc = http_error(resp, 409, "conflict", "node kept changing; try again");
+	}
+	json_decref(node);
+	return rc;
+}
+
+/* Copies health from a heartbeat's devices into the stored node; returns
+ * whether anything changed. */
+static bool merge_health(json_t *node, const json_t *devices)
+{
+	bool changed = false;
+	size_t i, j;
+	json_t *hd, *nd;
+	json_array_foreach(devices, i, hd) {
+		json_t *h = json_object_get(hd, "healthy"), *r = json_object_get(hd, "health_reason");
+		json_array_foreach(json_object_get(node, "devices"), j, nd) {
+			if (strcmp(jstr(nd, "id", ""), jstr(hd, "id", "\x01")))
+				continue;
+			if (json_is_boolean(h) && !json_equal(h, json_object_get(nd, "healthy"))) {
+				json_object_set(nd, "healthy", h);
+				changed = true;
+			}
+			if (json_is_string(r) && json_string_length(r) <= 4096 &&
+			    !json_equal(r, json_object_get(nd, "health_reason"))) {
+				json_object_set(nd, "health_reason", r);
+				changed = true;
+			}
+		}
+	}
+	return changed;
+}
+
+static int put_heartbeat(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	const char *id = http_param(req, "id");
+	json_t *devs = json_object_get(req->body, "devices");
+	struct herd_err err = { 0 };
+	uint64_t idx = req->index;
+	int rc = 0;
+
+	if (devs && !json_is_array(devs) && !json_is_null(devs))
+		return http_error(resp, 400, "invalid_argument", "devices must be an array");
+	for (int attempt = 0; attempt < NODE_ATTEMPTS; attempt++) {
+		struct store_key key = { NULL, id, 0 };
+		json_t *node = NULL;
+		bool was_down, changed;
+		rc = load_node(srv, id, resp, &node);
+		if (rc)
+			return rc > 0 ? 0 : rc;
+		was_down = strcmp(jstr(node, "status", ""), "ready") != 0;
+		changed = merge_health(node, devs);
+		if (was_down || changed) {
+			struct store_batch b = STORE_BATCH_INIT;
+			json_object_set_new(node, "status", json_string("ready"));
+			json_object_set_new(node, "status_description", json_string(""));
+			store_batch_init(&b);
+			store_batch_put(&b, STORE_NODE, node);
+			store_batch_require_index(&b, STORE_NODE, &key, (uint64_t)jint(node, "modify_index", 0));
+			rc = store_commit(srv->store, &b, &idx, &err);
+			store_batch_release(&b);
+		}
+		json_decref(node);
+		if (rc == 0) {
+			heartbeat_touch(srv, id, json_is_array(devs) ? devs : NULL);
+			if (was_down || changed)
+				broker_unblock_all(&srv->broker);
+		}
+		if (rc != -ESTALE)
+			break;
+	}
+	if (rc < 0)
+		return rc == -ESTALE ? http_error(resp, 409, "conflict", "node kept changing") : rc;
+	resp->has_index = 1;
+	resp->index = idx;
+	http_reply(resp, 200, json_pack("{s:I, s:I}", "heartbeat_ttl", (json_int_t)srv->ttl_ns,
+					"index", (json_int_t)idx));
+	return 0;
+}
+
+static int get_node_allocs(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	const char *id = http_param(req, "id");
+	struct store_filter f = { NULL, NULL, id };
+	json_t *node = NULL, *list = NULL;
+	int rc = load_node(srv, id, resp, &node);
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	json_decref(node);
+	rc = store_list(srv->store, STORE_ALLOC, &f, &list, NULL);
+	if (rc < 0)
+		return rc;
+	http_reply(resp, 200, list);
+	return 0;
+}
+
+static int get_nodes(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	json_t *list = NULL, *n;
+	size_t i;
+	int rc = store_list(srv->store, STORE_NODE, NULL, &list, NULL);
+	if (rc < 0)
+		return rc;
+	json_array_foreach(list, i, n)
+		heartbeat_decorate(srv, n);
+	http_reply(resp, 200, list);
+	return 0;
+}
+
+static int get_node(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	json_t *node = NULL;
+	int rc = load_node(srv, http_param(req, "id"), resp, &node);
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	heartbeat_decorate(srv, node);
+	http_reply(resp, 200, node);
+	return 0;
+}
+
+/* Drain and eligibility: change the node, and for drain an evaluation per
+ * job with allocations there (they move away). */
+static int set_node_flags(struct http_request *req, struct http_response *resp, struct server *srv,
+			  bool drain_op)
+{
+	const char *field = drain_op ? "enable" : "eligible";
+	json_t *flag = json_object_get(req->body, field);
+	const char *id = http_param(req, "id");
+	struct herd_err err = { 0 };
+	int rc = 0;
+
+	if (!json_is_boolean(flag))
+		return http_error(resp, 400, "invalid_argument", "body must be {\"%s\": true|false}", field);
+	for (int attempt = 0; attempt < NODE_ATTEMPTS; attempt++) {
+		struct store_key key = { NULL, id, 0 };
+		struct store_filter f = { NULL, NULL, id };
+		struct store_batch b = STORE_BATCH_INIT;
+		json_t *node = NULL, *allocs = NULL, *evals = json_array(), *seen = json_object(), *al, *ids;
+		uint64_t idx = 0;
+		size_t i;
+
+		rc = load_node(srv, id, resp, &node);
+		if (rc) {
+			json_decref(evals);
+			json_decref(seen);
+			return rc > 0 ? 0 : rc;
+		}
+		if (drain_op) {
+			json_object_set(node, "drain", flag);
+			json_object_set_new(node, "eligibility", json_string(json_is_true(flag) ? "ineligible" : "eligible"));
+		} else {
+			json_object_set_new(node, "eligibility", json_string(json_is_true(flag) ? "eligible" : "ineligible"));
+		}
+		store_batch_init(&b);
+		store_batch_put(&b, STORE_NODE, node);
+		store_batch_require_index(&b, STORE_NODE, &key, (uint64_t)jint(node, "modify_index", 0));
+		if (drain_op && json_is_true(flag))
+			rc = store_list(srv->store, STORE_ALLOC, &f, &allocs, &err);
+		json_array_foreach(allocs, i, al) {
+			char *k;
+			if (strcmp(jstr(al, "desired_status", ""), "run") || alloc_client_terminal(al))
+				continue;
+			k = xasprintf("%s\x1f%s", jstr(al, "namespace", ""), jstr(al, "job_id", ""));
+			if (!json_object_get(seen, k)) {
+				json_t *e = eval_new(jstr(al, "namespace", "default"), jstr(al, "job_id", ""),
+						     "node-drain", id);
+				json_object_set_new(seen, k, json_true());
+				store_batch_put(&b, STORE_EVAL, e);
+				json_array_append_new(evals, e);
+			}
+			free(k);
+		}
+		if (rc == 0)
+			rc = store_commit(srv->store, &b, &idx, &err);
+		store_batch_release(&b);
+		if (rc == 0) {
+			server_queue_evals(srv, evals);
+			if (json_is_true(flag) != drain_op) /* eligible again: capacity */
+				broker_unblock_all(&srv->broker);
+			ids = json_array();
+			json_array_foreach(evals, i, al)
+				json_array_append_new(ids, json_string(jstr(al, "id", "")));
+			resp->has_index = 1;
+			resp->index = idx;
+			http_reply(resp, 200, json_pack("{s:I, s:o}", "index", (json_int_t)idx, "eval_ids", ids));
+		}
+		json_decref(node);
+		json_decref(allocs);
+		json_decref(evals);
+		json_decref(seen);
+		if (rc != -ESTALE)
+			break;
+	}
+	if (rc == -ESTALE)
+		return http_error(resp, 409, "conflict", "node kept changing; try again");
+	return rc;
+}
+
+static int post_drain(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	return set_node_flags(req, resp, ctx, true);
+}
+
+static int post_eligibility(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	return set_node_flags(req, resp, ctx, false);
+}
+
+/* GET /v1/gpus: every device of every node, who holds it and how much. */
+static int get_gpus(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	json_t *nodes = NULL, *allocs = NULL, *out = json_array(), *n, *d, *al;
+	size_t i, j, k;
+	int rc = store_list(srv->store, STORE_NODE, NULL, &nodes, NULL);
+	if (!rc)
+		rc = store_list(srv->store, STORE_ALLOC, NULL, &allocs, NULL);
+	if (rc < 0)
+		goto out;
+	json_array_foreach(nodes, i, n) {
+		heartbeat_decorate(srv, n);
+		json_array_foreach(json_object_get(n, "devices"), j, d) {
+			json_t *holders = json_array();
+			int64_t compute = 0, mem = 0;
+			json_array_foreach(allocs, k, al) {
+				size_t m;
+				json_t *ad;
+				if (!alloc_takes_capacity(al) || strcmp(jstr(al, "node_id", ""), jstr(n, "id", "")))
+					continue;
+				json_array_foreach(json_object_get(json_object_get(al, "resources"), "devices"), m, ad) {
+					if (strcmp(jstr(ad, "id", ""), jstr(d, "id", "")))
+						continue;
+					compute += jint(ad, "compute_milli", 0);
+					mem += jint(ad, "memory_mib", 0);
+					json_array_append_new(holders, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:b}",
+						"alloc_id", jstr(al, "id", ""), "job_id", jstr(al, "job_id", ""),
+						"namespace", jstr(al, "namespace", ""), "task_group", jstr(al, "task_group", ""),
+						"compute_milli", (json_int_t)jint(ad, "compute_milli", 0), "memory_mib",
+						(json_int_t)jint(ad, "memory_mib", 0), "whole", jbool(ad, "whole", false)));
+				}
+			}
+			json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:O, s:o, s:I, s:I, s:I}",
+				"node_id", jstr(n, "id", ""), "node_name", jstr(n, "name", ""),
+				"node_status", jstr(n, "status", ""), "device", d, "allocations", holders,
+				"compute_used_milli", (json_int_t)compute, "memory_used_mib", (json_int_t)mem,
+				"tenants", (json_int_t)json_array_size(holders)));
+		}
+	}
+	http_reply(resp, 200, out);
+	out = NULL;
+out:
+	json_decref(out);
+	json_decref(nodes);
+	json_decref(allocs);
+	return rc;
+}
+
+int routes_nodes(struct server *srv, struct herd_err *err)
+{
+	static const struct {
+		const char *method, *pattern;
+		http_handler_fn *fn;
+		unsigned flags;
+	} routes[] = {
+		{ "POST", "/v1/node/register", post_register, HTTP_ROUTE_BODY },
+		{ "PUT", "/v1/node/:id/heartbeat", put_heartbeat, 0 },
+		{ "GET", "/v1/node/:id/allocations", get_node_allocs, HTTP_ROUTE_BLOCKING },
+		{ "GET", "/v1/nodes", get_nodes, HTTP_ROUTE_BLOCKING },
+		{ "GET", "/v1/node/:id", get_node, HTTP_ROUTE_BLOCKING },
+		{ "POST", "/v1/node/:id/drain", post_drain, HTTP_ROUTE_BODY },
+		{ "POST", "/v1/node/:id/eligibility", post_eligibility, HTTP_ROUTE_BODY },
+		{ "GET", "/v1/gpus", get_gpus, HTTP_ROUTE_BLOCKING },
+	};
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		int rc = http_router_add(srv->router, routes[i].method, routes[i].pattern, routes[i].fn,
+					 routes[i].flags, srv, err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,300 @@
+/* server-int.h: the parts of the control plane, private to src/server.
+ *
+ *   routes_*.c   HTTP handlers (decode, check, write through the store)
+ *   eval_broker  the in-memory queue of evaluations (ready, delayed, blocked)
+ *   worker       takes an evaluation, snapshots, reconciles, places, applies
+ *   reconcile    what a job needs: allocations to place, to stop
+ *   snapshot_build  nodes and what existing allocations take -> sched snapshot
+ *   plan_apply   commits a plan with conditions that catch concurrent plans
+ *   heartbeat    node liveness (in memory) and the TTL timer
+ *   objects      small helpers on the JSON objects (ids, time, fields)
+ */
+#ifndef HERD_SERVER_SERVER_INT_H
+#define HERD_SERVER_SERVER_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/strbuf.h"
+#include "sched/sched.h"
+#include "server/http.h"
+#include "server/server.h"
+#include "spec/job.h"
+#include "store/store.h"
+
+/* ---- objects.c ---------------------------------------------------------- */
+
+#define ID_LEN 37
+/* A new random UUID, lower case, into id. */
+void new_id(char id[ID_LEN]);
+/* Wall clock in unix nanoseconds. */
+int64_t now_ns(void);
+/* Monotonic clock in nanoseconds. */
+int64_t mono_ns(void);
+/* Field readers that tolerate absence and wrong types. */
+const char *jstr(const json_t *o, const char *key, const char *dflt);
+int64_t jint(const json_t *o, const char *key, int64_t dflt);
+bool jbool(const json_t *o, const char *key, bool dflt);
+/* Whether s is a plausible object id for a path (1..STORE_MAX_KEY bytes,
+ * printable ASCII without '/'). */
+bool valid_id(const char *s);
+/* The namespace a request names (?namespace=), default "default". */
+const char *req_namespace(const struct http_request *req);
+/* Allocation predicates. */
+bool alloc_client_terminal(const json_t *alloc); /* complete, failed, lost */
+bool alloc_takes_capacity(const json_t *alloc);  /* client pending or running */
+/* Decodes a stored job (canonical JSON plus server fields) into the model;
+ * NULL if it does not decode (a store written by another version). */
+struct job *job_from_stored(const json_t *stored);
+/* Answers a store failure: 500 for anything but -ENOENT (404 code_404). */
+int reply_store_error(struct http_response *resp, int rc, const char *what);
+
+/* ---- decode.c ------------------------------------------------------------ */
+
+/* Checks a node registration body {"node": {...}} and returns the node as
+ * it will be stored (defaults filled, server fields and device stats
+ * removed): a new reference in *out.  -EINVAL with err naming the field. */
+int node_from_request(const json_t *body, json_t **out, struct herd_err *err);
+
+struct alloc_status {
+	const char *client_status;      /* pending | running | complete | failed */
+	const char *client_description; /* "" when absent */
+	const json_t *task_states;      /* an object, or NULL when absent */
+};
+
+/* Checks an allocation status body; out points into body.  -EINVAL with err. */
+int alloc_status_from_request(const json_t *body, struct alloc_status *out, struct herd_err *err);
+
+/* ---- eval_broker.c ------------------------------------------------------ */
+
+struct broker_item {
+	char *id, *ns, *job_id;
+	int64_t wait_until; /* unix ns; 0: now */
+	uint64_t gen;       /* unblock generation when dequeued */
+};
+
+struct eval_broker {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;      /* CLOCK_MONOTONIC; signalled on any change */
+	struct broker_item *ready; size_t nready, aready;
+	struct broker_item *delayed; size_t ndelayed, adelayed;
+	struct broker_item *blocked; size_t nblocked, ablocked;
+	char **inflight; size_t ninflight, ainflight; /* "ns\x1fjob" keys */
+	uint64_t gen;
+	bool stopping;
+};
+
+void broker_init(struct eval_broker *b);
+void broker_release(struct eval_broker *b);
+/* Queues an evaluation (copies the strings); wait_until > now delays it. */
+void broker_enqueue(struct eval_broker *b, const char *id, const char *ns, const char *job_id,
+		    int64_t wait_until);
+/* Takes the next ready evaluation whose job has none in progress; waits.
+ * Returns 0 and fills *out (release with broker_done), or -ECANCELED when
+ * the broker stops. */
+int broker_dequeue(struct eval_broker *b, struct broker_item *out);
+/* Ends an evaluation taken by broker_dequeue and frees *it. */
+void broker_done(struct eval_broker *b, struct broker_item *it);
+/* Parks a blocked evaluation until capacity appears; if capacity appeared
+ * since it was dequeued (generation moved), it is queued again at once. */
+void broker_block(struct eval_broker *b, const struct broker_item *it);
+/* Capacity appeared: every blocked evaluation is queued again. */
+void broker_unblock_all(struct eval_broker *b);
+/* Waits until nothing is ready or in progress; 0 or -ETIMEDOUT. */
+int broker_wait_idle(struct eval_broker *b, int64_t timeout_ns);
+void broker_stop(struct eval_broker *b);
+
+/* ---- usage / snapshot_build.c ------------------------------------------ */
+
+struct dev_usage {
+	char *id;
+	int32_t compute;
+	int64_t memory;
+	int tenants;
+};
+
+/* What the non-terminal allocations of one node take. */
+struct node_usage {
+	int64_t cpu, memory;
+	struct dev_usage *devs; size_t ndevs, adevs;
+	int *ports; size_t nports, aports;
+};
+
+void node_usage_release(struct node_usage *u);
+void node_usage_copy(struct node_usage *dst, const struct node_usage *src);
+/* Adds (sign 1) or removes (sign -1) what alloc takes. */
+void node_usage_add_alloc(struct node_usage *u, const json_t *alloc, int sign);
+bool node_usage_port_used(const struct node_usage *u, int port);
+
+/* One node in a worker's view: its record and what it has taken. */
+struct view_node {
+	json_t *node;          /* owned reference */
+	const char *id;
+	bool schedulable;      /* ready, eligible, not draining */
+	struct node_usage use;
+};
+
+/* A consistent read of what one evaluation needs. */
+struct sched_view {
+	uint64_t index;        /* the store's index when read */
+	json_t *job;           /* stored job or NULL (purged) */
+	json_t *job_allocs;    /* array */
+	json_t *evals_blocked; /* unused for now */
+	struct view_node *nodes; size_t nnodes;
+};
+
+/* Reads a view for job (ns, job_id) in one read transaction. */
+int sched_view_read(struct store *s, const char *ns, const char *job_id, struct sched_view *v,
+		    struct herd_err *err);
+void sched_view_release(struct sched_view *v);
+struct view_node *sched_view_node(struct sched_view *v, const char *id);
+
+/* What a task group asks of one node: translated once per group. */
+struct group_ask {
+	struct sched_request req;
+	struct sched_device_request dev;
+	struct sched_constraint *cons; size_t ncons;
+	struct sched_affinity *affs; size_t naffs;
+	struct sched_constraint *dcons; size_t ndcons;
+	struct sched_affinity *daffs; size_t ndaffs;
+	bool distinct_hosts;
+	int ndevice_asks;      /* > 1 is not supported yet */
+	const struct job *job;
+	const struct job_group *group;
+};
+
+/* Translates the job's constraints, affinities and resources for group g.
+ * -EINVAL with err for what the engine cannot express. */
+int group_ask_init(struct group_ask *a, const struct job *job, const struct job_group *g,
+		   struct herd_err *err);
+void group_ask_release(struct group_ask *a);
+
+/* Builds the engine's snapshot of the nodes of v that may take ask (pool,
+ * datacenter, static ports, distinct_hosts), with what they have taken.
+ * map[i] receives the view index of snapshot node i (map has v->nnodes
+ * slots).  The caller frees the snapshot. */
+struct sched_snapshot *snapshot_build(struct sched_view *v, const struct group_ask *ask,
+				      const json_t *job_allocs_live, int *map,
+				      struct herd_err *err);
+
+/* ---- reconcile.c -------------------------------------------------------- */
+
+struct place_need {
+	int group;            /* index into job->groups */
+	int slot;             /* instance index */
+	json_t *previous;     /* the allocation replaced, or NULL (owned ref) */
+	int reschedule_attempts;
+};
+
+struct reconcile_result {
+	json_t *stops;        /* array of allocation objects, desired stop set */
+	json_t *updates;      /* other changed allocations (in-place) */
+	struct place_need *place; size_t nplace, aplace;
+	int64_t followup_at;  /* a delayed reschedule is due then; 0 none */
+	int ignore;           /* allocations left as they are */
+	bool job_dead;        /* nothing of the job runs nor will */
+};
+
+void reconcile_result_release(struct reconcile_result *r);
+/* Decides what job needs given its allocations and the nodes of v.
+ * job_model is NULL when the job is gone or stopped: then every allocation
+ * stops. */
+int reconcile(struct store *s, const json_t *job, const struct job *job_model,
+	      struct sched_view *v, int64_t now, struct reconcile_result *out,
+	      struct herd_err *err);
+
+/* ---- placement: worker.c / plan_apply.c ------------------------------- */
+
+struct plan {
+	json_t *allocs;            /* new and changed allocations to put */
+	json_t *failed;            /* {"<group>": {"explanation","nodes_evaluated","missing"}} */
+	json_t *placements;        /* for the plan endpoint */
+	int create, destroy, update, ignore;
+	int64_t followup_at;
+	char **nodes; size_t nnodes, anodes; /* nodes receiving new allocations */
+};
+
+void plan_init(struct plan *p);
+void plan_release(struct plan *p);
+
+/* Computes the plan of one evaluation against view v: reconcile, then place
+ * each missing instance with the engine.  eval_id names the evaluation the
+ * new allocations carry ("" for a dry run). */
+int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
+		 const char *eval_id, struct plan *p, struct herd_err *err);
+
+/* Commits plan p (and eval, the evaluation's final record, and extra, an
+ * array of more records: follow-up evaluations) on condition that the
+ * allocations of the job and of every node receiving one are as v saw
+ * them.  -ESTALE when they are not. */
+int plan_apply(struct server *srv, const struct sched_view *v, const struct plan *p,
+	       json_t *eval, json_t *extra_evals, uint64_t *out_index, struct herd_err *err);
+
+/* The worker thread: takes evaluations until the broker stops. */
+void *worker_main(void *srv);
+
+/* ---- heartbeat.c -------------------------------------------------------- */
+
+struct node_live {
+	char *id;
+	int64_t last_mono;     /* monotonic ns of the last heartbeat */
+	int64_t last_wall;     /* unix ns */
+	json_t *stats;         /* {"<device id>": stats}, owned */
+};
+
+int heartbeat_start(struct server *srv, struct herd_err *err);
+void heartbeat_stop(struct server *srv);
+/* Records a heartbeat of node id now (stats may be NULL: a device array). */
+void heartbeat_touch(struct server *srv, const char *id, const json_t *devices);
+/* Fills last_heartbeat, heartbeat_ttl and device stats into a node for a reader. */
+void heartbeat_decorate(struct server *srv, json_t *node);
+/* Marks node `id` down now: its allocations lost, node-update evaluations
+ * for their jobs.  Used by the timer; returns 0 or -errno. */
+int node_mark_down(struct server *srv, const char *id, struct herd_err *err);
+
+/* ---- server.c ----------------------------------------------------------- */
+
+struct server {
+	struct server_config cfg;
+	char *data_dir, *bind_addr;
+	json_t *self_config;
+	char *self_node_id;
+	enum sched_policy policy;
+	int64_t ttl_ns;
+	struct store *store;
+	struct http_router *router;
+	struct http_server *http;
+	struct eval_broker broker;
+	pthread_t *workers; unsigned nworkers;
+	pthread_t hb_thread; bool hb_running;
+	pthread_mutex_t hb_lock;
+	pthread_cond_t hb_cond;
+	bool hb_stop;
+	struct node_live *live; size_t nlive, alive;
+	pthread_mutex_t lock;  /* guards self_node_id */
+	uint64_t seed;
+};
+
+void server_log(struct server *srv, const char *level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Creates an evaluation record for job (ns, job_id) with trigger; the
+ * caller puts it (usually in a batch) and then calls server_queue_eval. */
+json_t *eval_new(const char *ns, const char *job_id, const char *trigger, const char *node_id);
+/* Queues stored evaluations (an array) with the broker. */
+void server_queue_evals(struct server *srv, const json_t *evals);
+/* Job status derived from its allocations. */
+const char *job_status(const json_t *job, const json_t *allocs);
+json_t *job_summary(const json_t *job, const json_t *allocs);
+/* Job JSON as readers see it: stored fields with status derived. */
+json_t *job_for_reader(struct server *srv, const json_t *stored, struct herd_err *err);
+
+/* ---- routes ------------------------------------------------------------- */
+
+int routes_jobs(struct server *srv, struct herd_err *err);
+int routes_nodes(struct server *srv, struct herd_err *err);
+int routes_allocs(struct server *srv, struct herd_err *err);
+
+#endif

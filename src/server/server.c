@@ -1,0 +1,199 @@
+/* server: assembles the control plane: store, HTTP routes, evaluation
+ * broker, scheduler workers, heartbeat timer; and takes it apart again. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/xalloc.h"
+#include "server/server-int.h"
+
+void server_log(struct server *srv, const char *level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	if (!srv->cfg.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	srv->cfg.log(level, msg, srv->cfg.log_arg);
+}
+
+void server_queue_evals(struct server *srv, const json_t *evals)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(evals, i, e)
+		broker_enqueue(&srv->broker, jstr(e, "id", ""), jstr(e, "namespace", "default"),
+			       jstr(e, "job_id", ""), jint(e, "wait_until", 0));
+}
+
+static void log_http_error(const char *method, const char *path, int rc, void *arg)
+{
+	server_log(arg, "error", "%s %s: internal error (%s)", method, path, strerror(-rc));
+}
+
+/* Queues again what the store holds unfinished: pending evaluations as
+ * they were, blocked ones once (capacity may have changed meanwhile). */
+static int requeue_evals(struct server *srv, struct herd_err *err)
+{
+	json_t *evals = NULL, *e;
+	size_t i;
+	int rc = store_list(srv->store, STORE_EVAL, NULL, &evals, err);
+	if (rc < 0)
+		return rc;
+	json_array_foreach(evals, i, e) {
+		const char *st = jstr(e, "status", "");
+		if (!strcmp(st, "pending") || !strcmp(st, "blocked"))
+			broker_enqueue(&srv->broker, jstr(e, "id", ""), jstr(e, "namespace", "default"),
+				       jstr(e, "job_id", ""),
+				       !strcmp(st, "pending") ? jint(e, "wait_until", 0) : 0);
+	}
+	json_decref(evals);
+	return 0;
+}
+
+static int make_dir(const char *path, struct herd_err *err)
+{
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return herd_errf(err, -errno, "cannot create data directory %s: %s", path, strerror(errno));
+	return 0;
+}
+
+static void server_free(struct server *srv)
+{
+	http_server_stop(srv->http);
+	broker_stop(&srv->broker);
+	for (unsigned i = 0; i < srv->nworkers; i++)
+		pthread_join(srv->workers[i], NULL);
+	heartbeat_stop(srv);
+	broker_release(&srv->broker);
+	store_close(srv->store);
+	http_router_free(srv->router);
+	for (size_t i = 0; i < srv->nlive; i++) {
+		free(srv->live[i].id);
+		json_decref(srv->live[i].stats);
+	}
+	free(srv->live);
+	free(srv->workers);
+	free(srv->data_dir);
+	free(srv->bind_addr);
+	free(srv->self_node_id);
+	json_decref(srv->self_config);
+	pthread_mutex_destroy(&srv->lock);
+	pthread_mutex_destroy(&srv->hb_lock);
+	pthread_cond_destroy(&srv->hb_cond);
+	free(srv);
+}
+
+int server_start(const struct server_config *cfg, struct server **out, struct herd_err *err)
+{
+	struct server *srv;
+	struct http_server_config hc = { 0 };
+	char *db;
+	int rc;
+
+	if (!cfg->data_dir || !*cfg->data_dir)
+		return herd_errf(err, -EINVAL, "server data_dir is required");
+	srv = xcalloc(1, sizeof(*srv));
+	srv->cfg = *cfg;
+	srv->data_dir = xstrdup(cfg->data_dir);
+	srv->bind_addr = xstrdup(cfg->bind_addr ? cfg->bind_addr : "127.0.0.1");
+	srv->cfg.data_dir = srv->data_dir;
+	srv->cfg.bind_addr = srv->bind_addr;
+	srv->cfg.self_config = NULL;
+	srv->self_config = cfg->self_config ? json_deep_copy(cfg->self_config) : json_object();
+	srv->self_node_id = xstrdup(cfg->self_node_id ? cfg->self_node_id : "");
+	srv->ttl_ns = cfg->heartbeat_ttl_ns > 0 ? cfg->heartbeat_ttl_ns : SERVER_DEFAULT_HEARTBEAT_TTL_NS;
+	pthread_mutex_init(&srv->lock, NULL);
+	pthread_mutex_init(&srv->hb_lock, NULL);
+	{
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&srv->hb_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	broker_init(&srv->broker);
+	srv->router = http_router_new();
+
+	rc = sched_policy_parse(cfg->policy ? cfg->policy : "herd", &srv->policy);
+	if (rc < 0) {
+		rc = herd_errf(err, -EINVAL, "unknown scheduler policy \"%s\"", cfg->policy);
+		goto fail;
+	}
+	rc = make_dir(srv->data_dir, err);
+	if (rc < 0)
+		goto fail;
+	db = xasprintf("%s/state.db", srv->data_dir);
+	rc = store_open_sqlite(db, &srv->store, err);
+	free(db);
+	if (rc < 0)
+		goto fail;
+	http_router_on_error(srv->router, log_http_error, srv);
+	rc = http_routes_base(srv->router, err);
+	if (!rc)
+		rc = routes_jobs(srv, err);
+	if (!rc)
+		rc = routes_nodes(srv, err);
+	if (!rc)
+		rc = routes_allocs(srv, err);
+	if (!rc)
+		rc = requeue_evals(srv, err);
+	if (!rc)
+		rc = heartbeat_start(srv, err);
+	if (rc < 0)
+		goto fail;
+	srv->nworkers = cfg->workers ? cfg->workers : SERVER_DEFAULT_WORKERS;
+	srv->workers = xcalloc(srv->nworkers, sizeof(pthread_t));
+	for (unsigned i = 0; i < srv->nworkers; i++) {
+		rc = -pthread_create(&srv->workers[i], NULL, worker_main, srv);
+		if (rc < 0) {
+			srv->nworkers = i;
+			herd_errf(err, rc, "cannot start scheduler worker: %s", strerror(-rc));
+			goto fail;
+		}
+	}
+	hc.bind_addr = srv->bind_addr;
+	hc.port = cfg->http_port;
+	hc.threads = cfg->http_threads;
+	hc.max_body = cfg->max_body;
+	hc.router = srv->router;
+	hc.watch = store_watch(srv->store);
+	rc = http_server_start(&hc, &srv->http, err);
+	if (rc < 0)
+		goto fail;
+	*out = srv;
+	return 0;
+fail:
+	server_free(srv);
+	return rc;
+}
+
+uint16_t server_port(const struct server *srv)
+{
+	return http_server_port(srv->http);
+}
+
+void server_set_self_node_id(struct server *srv, const char *id)
+{
+	char *copy = xstrdup(id ? id : "");
+	pthread_mutex_lock(&srv->lock);
+	free(srv->self_node_id);
+	srv->self_node_id = copy;
+	pthread_mutex_unlock(&srv->lock);
+}
+
+int server_wait_idle(struct server *srv, int64_t timeout_ns)
+{
+	return broker_wait_idle(&srv->broker, timeout_ns);
+}
+
+void server_stop(struct server *srv)
+{
+	if (srv)
+		server_free(srv);
+}

@@ -1,0 +1,76 @@
+/* server: herd's control plane in one object (docs/api.md is its wire
+ * contract).
+ *
+ * server_start opens the state store in cfg->data_dir (SQLite, WAL), starts
+ * the HTTP API on cfg->bind_addr:cfg->http_port, the scheduler workers that
+ * turn evaluations into allocations, and the heartbeat timer that marks
+ * silent nodes down.  Pending and blocked evaluations found in the store are
+ * queued again, so a restart loses no work.  server_stop ends all of it and
+ * frees the server.
+ *
+ * The server never prints: it reports failures of start through err, and
+ * failures while running (a handler's 500, a worker's store error) through
+ * cfg->log when given. */
+#ifndef HERD_SERVER_SERVER_H
+#define HERD_SERVER_SERVER_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+#define SERVER_DEFAULT_HEARTBEAT_TTL_NS (10LL * 1000000000LL)
+#define SERVER_DEFAULT_WORKERS 2
+#define SERVER_PORT_MIN 20000   /* dynamic ports are taken from this range */
+#define SERVER_PORT_MAX 32000
+
+/* Where the server reports what went wrong while it runs (never on the
+ * request path for client errors).  level: "error" or "warn". */
+typedef void server_log_fn(const char *level, const char *msg, void *arg);
+
+struct server_config {
+	const char *data_dir;      /* required; created when absent; holds state.db */
+	const char *bind_addr;     /* numeric address; NULL: 127.0.0.1 */
+	uint16_t http_port;        /* 0: an ephemeral port (see server_port) */
+	int64_t heartbeat_ttl_ns;  /* 0: SERVER_DEFAULT_HEARTBEAT_TTL_NS */
+	const char *policy;        /* scheduling policy name (sched_policy_parse); NULL: "herd" */
+	size_t max_body;           /* request body limit in bytes; 0: HTTP_DEFAULT_MAX_BODY */
+	unsigned workers;          /* scheduler workers; 0: SERVER_DEFAULT_WORKERS */
+	unsigned http_threads;     /* 0: the HTTP layer's default */
+	/* What GET /v1/agent/self shows: the agent's configuration (borrowed,
+	 * copied at start; NULL: {}), the local client's node id (NULL: ""),
+	 * and whether this process also runs a client. */
+	const json_t *self_config;
+	const char *self_node_id;
+	int client_enabled;
+	server_log_fn *log;        /* may be NULL */
+	void *log_arg;
+};
+
+struct server;
+
+/* Starts a server.  On failure returns -errno with a message in err
+ * (-EINVAL: bad configuration such as an unknown policy; -EADDRINUSE: the
+ * port is taken; store errors as store_open_sqlite reports them) and
+ * leaves nothing running.  On success *out owns the server. */
+int server_start(const struct server_config *cfg, struct server **out, struct herd_err *err);
+
+/* The HTTP port the server listens on (the chosen one when asked for 0). */
+uint16_t server_port(const struct server *srv);
+
+/* Sets the node id shown by GET /v1/agent/self (a dev agent learns it once
+ * its client has registered).  Thread-safe; copies id. */
+void server_set_self_node_id(struct server *srv, const char *id);
+
+/* Waits until no evaluation is queued or being processed (delayed and
+ * blocked ones do not count), at most timeout_ns.  Returns 0 when idle,
+ * -ETIMEDOUT otherwise.  For tests and benchmarks. */
+int server_wait_idle(struct server *srv, int64_t timeout_ns);
+
+/* Stops the HTTP server (held blocking queries answer at once), the
+ * workers (an evaluation in progress finishes first), the heartbeat timer,
+ * and closes the store.  Accepts NULL. */
+void server_stop(struct server *srv);
+
+#endif

@@ -1,0 +1,362 @@
+/* snapshot_build: one consistent read of what an evaluation needs (the
+ * job, its allocations, every node and what its allocations take), and its
+ * translation into the placement engine's snapshot and request. */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+#include "server/server-int.h"
+
+struct view_arg {
+	const char *ns, *job_id;
+	struct sched_view *v;
+};
+
+static bool node_schedulable(const json_t *node)
+{
+	return !strcmp(jstr(node, "status", ""), "ready") &&
+	       !strcmp(jstr(node, "eligibility", "eligible"), "eligible") &&
+	       !jbool(node, "drain", false);
+}
+
+static int read_view(struct store *s, void *arg, struct herd_err *err)
+{
+	struct view_arg *a = arg;
+	struct sched_view *v = a->v;
+	struct store_key key = { a->ns, a->job_id, 0 };
+	struct store_filter jf = { a->ns, a->job_id, NULL };
+	json_t *nodes = NULL, *node;
+	size_t i;
+	int rc;
+
+	v->index = store_index(s);
+	rc = store_get(s, STORE_JOB, &key, &v->job, err);
+	if (rc == -ENOENT)
+		v->job = NULL;
+	else if (rc < 0)
+		return rc;
+	rc = store_list(s, STORE_ALLOC, &jf, &v->job_allocs, err);
+	if (rc < 0)
+		return rc;
+	rc = store_list(s, STORE_NODE, NULL, &nodes, err);
+	if (rc < 0)
+		return rc;
+	v->nodes = xcalloc(json_array_size(nodes) + 1, sizeof(*v->nodes));
+	json_array_foreach(nodes, i, node) {
+		struct view_node *vn = &v->nodes[v->nnodes++];
+		vn->node = json_incref(node);
+		vn->id = jstr(node, "id", "");
+		vn->schedulable = node_schedulable(node);
+		if (vn->schedulable) {
+			struct store_filter nf = { NULL, NULL, vn->id };
+			json_t *allocs = NULL, *al;
+			size_t j;
+			rc = store_list(s, STORE_ALLOC, &nf, &allocs, err);
+			if (rc < 0)
+				break;
+			json_array_foreach(allocs, j, al)
+				if (alloc_takes_capacity(al))
+					node_usage_add_alloc(&vn->use, al, 1);
+			json_decref(allocs);
+		}
+	}
+	json_decref(nodes);
+	return rc < 0 ? rc : 0;
+}
+
+int sched_view_read(struct store *s, const char *ns, const char *job_id, struct sched_view *v,
+		    struct herd_err *err)
+{
+	struct view_arg a = { ns, job_id, v };
+	int rc;
+	memset(v, 0, sizeof(*v));
+	rc = store_view(s, read_view, &a, err);
+	if (rc < 0)
+		sched_view_release(v);
+	return rc;
+}
+
+void sched_view_release(struct sched_view *v)
+{
+	if (!v)
+		return;
+	json_decref(v->job);
+	json_decref(v->job_allocs);
+	json_decref(v->evals_blocked);
+	for (size_t i = 0; i < v->nnodes; i++) {
+		json_decref(v->nodes[i].node);
+		node_usage_release(&v->nodes[i].use);
+	}
+	free(v->nodes);
+	memset(v, 0, sizeof(*v));
+}
+
+struct view_node *sched_view_node(struct sched_view *v, const char *id)
+{
+	for (size_t i = 0; i < v->nnodes; i++)
+		if (!strcmp(v->nodes[i].id, id))
+			return &v->nodes[i];
+	return NULL;
+}
+
+/* ---- the request -------------------------------------------------------- */
+
+static int add_rules(struct group_ask *a, const struct job_rules *r, bool affinity,
+		     struct sched_constraint **cv, size_t *cn, struct sched_affinity **av,
+		     size_t *an, struct herd_err *err)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		const struct job_constraint *c = &r->v[i];
+		struct sched_constraint sc;
+		if (!affinity && !strcmp(c->operator, "distinct_hosts")) {
+			a->distinct_hosts = !c->value || !strcmp(c->value, "true");
+			continue;
+		}
+		if (!affinity && !strcmp(c->operator, "distinct_property"))
+			return herd_errf(err, -EINVAL, "constraint operator distinct_property is not supported by the scheduler yet");
+		if (sched_op_parse(c->operator, &sc.op) < 0)
+			return herd_errf(err, -EINVAL, "constraint operator \"%s\" is not supported by the scheduler", c->operator);
+		sc.ltarget = c->attribute;
+		sc.rtarget = c->value;
+		if (affinity) {
+			*av = xreallocarray(*av, *an + 1, sizeof(**av));
+			(*av)[*an].c = sc;
+			(*av)[(*an)++].weight = (int)c->weight;
+		} else {
+			*cv = xreallocarray(*cv, *cn + 1, sizeof(**cv));
+			(*cv)[(*cn)++] = sc;
+		}
+	}
+	return 0;
+}
+
+int group_ask_init(struct group_ask *a, const struct job *job, const struct job_group *g,
+		   struct herd_err *err)
+{
+	int rc = 0;
+	const struct job_device *dev = NULL;
+
+	memset(a, 0, sizeof(*a));
+	a->job = job;
+	a->group = g;
+	/* A job's cpu is in MHz (Nomad's unit); the engine counts thousandths
+	 * of a core.  herd takes a nominal 1 GHz core: 1 MHz = 1 thousandth,
+	 * and `cores` asks whole cores. */
+	for (size_t t = 0; t < g->ntasks; t++) {
+		const struct job_resources *r = &g->tasks[t].resources;
+		a->req.cpu_milli += r->cores > 0 ? r->cores * 1000 : r->cpu;
+		a->req.memory_mib += r->memory;
+		for (size_t d = 0; d < r->ndevices; d++) {
+			if (!dev)
+				dev = &r->devices[d];
+			a->ndevice_asks++;
+		}
+	}
+	rc = add_rules(a, &job->constraints, false, &a->cons, &a->ncons, NULL, NULL, err);
+	if (!rc)
+		rc = add_rules(a, &g->constraints, false, &a->cons, &a->ncons, NULL, NULL, err);
+	for (size_t t = 0; !rc && t < g->ntasks; t++)
+		rc = add_rules(a, &g->tasks[t].constraints, false, &a->cons, &a->ncons, NULL, NULL, err);
+	if (!rc)
+		rc = add_rules(a, &job->affinities, true, NULL, NULL, &a->affs, &a->naffs, err);
+	if (!rc)
+		rc = add_rules(a, &g->affinities, true, NULL, NULL, &a->affs, &a->naffs, err);
+	for (size_t t = 0; !rc && t < g->ntasks; t++)
+		rc = add_rules(a, &g->tasks[t].affinities, true, NULL, NULL, &a->affs, &a->naffs, err);
+	if (!rc && a->ndevice_asks > 1)
+		rc = herd_errf(err, -EINVAL, "group \"%s\" asks for %d device blocks; the scheduler places one device block per group for now",
+			       g->name, a->ndevice_asks);
+	if (!rc && dev) {
+		rc = add_rules(a, &dev->constraints, false, &a->dcons, &a->ndcons, NULL, NULL, err);
+		if (!rc)
+			rc = add_rules(a, &dev->affinities, true, NULL, NULL, &a->daffs, &a->ndaffs, err);
+		a->dev.name = dev->name;
+		a->dev.count = (int)dev->count;
+		a->dev.compute = dev->compute;
+		a->dev.memory_mib = dev->memory;
+		a->dev.constraints = a->dcons;
+		a->dev.nconstraints = a->ndcons;
+		a->dev.affinities = a->daffs;
+		a->dev.naffinities = a->ndaffs;
+		a->req.device = &a->dev;
+	}
+	a->req.count = 1;
+	a->req.constraints = a->cons;
+	a->req.nconstraints = a->ncons;
+	a->req.affinities = a->affs;
+	a->req.naffinities = a->naffs;
+	if (rc)
+		group_ask_release(a);
+	return rc;
+}
+
+void group_ask_release(struct group_ask *a)
+{
+	if (!a)
+		return;
+	free(a->cons);
+	free(a->affs);
+	free(a->dcons);
+	free(a->daffs);
+	memset(a, 0, sizeof(*a));
+}
+
+/* ---- the snapshot ------------------------------------------------------- */
+
+static bool dc_matches(const struct job *job, const char *dc)
+{
+	for (size_t i = 0; i < job->datacenters.n; i++)
+		if (!fnmatch(job->datacenters.v[i], dc, 0))
+			return true;
+	return job->datacenters.n == 0;
+}
+
+static bool node_fits_group(const struct view_node *vn, const struct group_ask *a,
+			    const json_t *live)
+{
+	const char *pool = a->job->node_pool ? a->job->node_pool : "default";
+	const char *npool = jstr(vn->node, "node_pool", "");
+	size_t i;
+	json_t *al;
+
+	if (!*npool)
+		npool = "default";
+	if (strcmp(pool, "all") && strcmp(pool, npool))
+		return false;
+	if (!dc_matches(a->job, jstr(vn->node, "datacenter", "dc1")))
+		return false;
+	for (size_t p = 0; p < a->group->network.nports; p++) {
+		int64_t sp = a->group->network.ports[p].static_port;
+		if (sp > 0 && node_usage_port_used(&vn->use, (int)sp))
+			return false;
+	}
+	if (a->distinct_hosts)
+		json_array_foreach(live, i, al)
+			if (!strcmp(jstr(al, "node_id", ""), vn->id))
+				return false;
+	return true;
+}
+
+/* A JSON map of strings (numbers and booleans written as text) as kv. */
+static struct sched_kv *kv_of(const json_t *obj, size_t *n, char ***owned, size_t *nowned)
+{
+	struct sched_kv *v = xcalloc(json_object_size(obj) + 1, sizeof(*v));
+	const char *k;
+	json_t *val;
+	*n = 0;
+	json_object_foreach((json_t *)obj, k, val) {
+		const char *s = json_string_value(val);
+		if (!s) {
+			char *t;
+			if (json_is_integer(val))
+				t = xasprintf("%lld", (long long)json_integer_value(val));
+			else if (json_is_real(val))
+				t = xasprintf("%g", json_real_value(val));
+			else if (json_is_boolean(val))
+				t = xstrdup(json_is_true(val) ? "true" : "false");
+			else
+				continue;
+			*owned = xreallocarray(*owned, *nowned + 1, sizeof(char *));
+			(*owned)[(*nowned)++] = t;
+			s = t;
+		}
+		v[*n].key = k;
+		v[(*n)++].value = s;
+	}
+	return v;
+}
+
+static const struct dev_usage *dev_use(const struct node_usage *u, const char *id)
+{
+	for (size_t i = 0; i < u->ndevs; i++)
+		if (!strcmp(u->devs[i].id, id))
+			return &u->devs[i];
+	return NULL;
+}
+
+static int add_node(struct sched_snapshot *snap, const struct view_node *vn, struct herd_err *err)
+{
+	const json_t *res = json_object_get(vn->node, "resources");
+	struct sched_node_spec ns = { 0 };
+	char **owned = NULL;
+	size_t nowned = 0, i;
+	json_t *d;
+	int idx;
+
+	ns.id = vn->id;
+	ns.name = jstr(vn->node, "name", NULL);
+	ns.node_class = jstr(vn->node, "node_class", NULL);
+	ns.datacenter = jstr(vn->node, "datacenter", NULL);
+	ns.cpu_milli = jint(res, "cpu_milli", 0);
+	ns.memory_mib = jint(res, "memory_mib", 0);
+	ns.cpu_used = vn->use.cpu > 0 ? vn->use.cpu : 0;
+	ns.memory_used = vn->use.memory > 0 ? vn->use.memory : 0;
+	struct sched_kv *attrs = kv_of(json_object_get(vn->node, "attributes"), &ns.nattrs, &owned, &nowned);
+	struct sched_kv *meta = kv_of(json_object_get(vn->node, "meta"), &ns.nmeta, &owned, &nowned);
+	ns.attrs = attrs;
+	ns.meta = meta;
+	idx = sched_snapshot_add_node(snap, &ns, err);
+	json_array_foreach(json_object_get(vn->node, "devices"), i, d) {
+		struct sched_device_spec ds = { 0 };
+		const struct dev_usage *u;
+		struct sched_kv *dattrs;
+		int rc;
+		if (idx < 0)
+			break;
+		ds.id = jstr(d, "id", NULL);
+		if (!ds.id)
+			continue;
+		ds.vendor = jstr(d, "vendor", "nvidia");
+		ds.type = jstr(d, "type", "gpu");
+		ds.model = jstr(d, "model", "");
+		ds.memory_mib = jint(d, "memory_mib", 0);
+		ds.numa_node = (int)jint(d, "numa_node", -1);
+		ds.nvlink_group = (int)jint(d, "nvlink_group", -1);
+		ds.unhealthy = !jbool(d, "healthy", true);
+		if (sched_sharing_parse(jstr(d, "sharing", "exclusive"), &ds.sharing) < 0)
+			ds.sharing = SCHED_EXCLUSIVE;
+		u = dev_use(&vn->use, ds.id);
+		if (u) {
+			ds.compute_taken = u->compute > SCHED_MILLI ? SCHED_MILLI : u->compute;
+			ds.memory_taken = ds.memory_mib && u->memory > ds.memory_mib ? ds.memory_mib : u->memory;
+			ds.tenants = u->tenants;
+		}
+		dattrs = kv_of(json_object_get(d, "attributes"), &ds.nattrs, &owned, &nowned);
+		ds.attrs = dattrs;
+		rc = sched_snapshot_add_device(snap, idx, &ds, err);
+		free(dattrs);
+		if (rc < 0) {
+			idx = rc;
+			break;
+		}
+	}
+	free(attrs);
+	free(meta);
+	for (i = 0; i < nowned; i++)
+		free(owned[i]);
+	free(owned);
+	return idx < 0 ? idx : 0;
+}
+
+struct sched_snapshot *snapshot_build(struct sched_view *v, const struct group_ask *ask,
+				      const json_t *job_allocs_live, int *map,
+				      struct herd_err *err)
+{
+	struct sched_snapshot *snap = sched_snapshot_new();
+	int n = 0;
+	for (size_t i = 0; i < v->nnodes; i++) {
+		struct view_node *vn = &v->nodes[i];
+		if (!vn->schedulable || !node_fits_group(vn, ask, job_allocs_live))
+			continue;
+		/* A node or device the engine refuses (bad numbers from an
+		 * agent) is left out rather than failing every evaluation; the
+		 * map follows the engine's node indexes either way. */
+		(void)add_node(snap, vn, err);
+		if (sched_snapshot_nodes(snap) > (size_t)n)
+			map[n++] = (int)i;
+	}
+	return snap;
+}

@@ -1,0 +1,116 @@
+/* worker: the scheduler's threads.  Each takes an evaluation from the
+ * broker, reads a consistent view, computes a plan and commits it; when the
+ * commit finds the state moved (-ESTALE), it plans again from a new view.
+ * An evaluation that cannot place everything is "blocked" with the engine's
+ * explanation and parked until capacity appears. */
+#include <errno.h>
+#include <string.h>
+
+#include "server/server-int.h"
+
+#define WORKER_MAX_ATTEMPTS 50
+
+enum eval_outcome { EVAL_DONE, EVAL_BLOCKED, EVAL_SKIPPED };
+
+static int process_once(struct server *srv, const json_t *eval, enum eval_outcome *outcome,
+			json_t **followups, struct herd_err *err)
+{
+	const char *ns = jstr(eval, "namespace", "default"), *job_id = jstr(eval, "job_id", "");
+	const char *eval_id = jstr(eval, "id", "");
+	struct sched_view v;
+	struct plan p;
+	json_t *done, *extra = json_array();
+	int rc;
+
+	rc = sched_view_read(srv->store, ns, job_id, &v, err);
+	if (rc < 0) {
+		json_decref(extra);
+		return rc;
+	}
+	plan_init(&p);
+	rc = plan_compute(srv, &v, v.job, eval_id, &p, err);
+	if (rc < 0)
+		goto out;
+	done = json_deep_copy(eval);
+	if (json_object_size(p.failed)) {
+		json_object_set_new(done, "status", json_string("blocked"));
+		json_object_set_new(done, "status_description",
+				    json_string("some allocations could not be placed"));
+		json_object_set(done, "failed_placements", p.failed);
+		*outcome = EVAL_BLOCKED;
+	} else {
+		json_object_set_new(done, "status", json_string("complete"));
+		json_object_set_new(done, "status_description", json_string(""));
+		json_object_set_new(done, "failed_placements", json_object());
+		*outcome = EVAL_DONE;
+	}
+	json_object_set_new(done, "modify_time", json_integer(now_ns()));
+	if (p.followup_at) {
+		json_t *f = eval_new(ns, job_id, "reschedule", NULL);
+		json_object_set_new(f, "wait_until", json_integer(p.followup_at));
+		json_object_set_new(f, "previous_eval", json_string(eval_id));
+		json_array_append_new(extra, f);
+	}
+	rc = plan_apply(srv, &v, &p, done, extra, NULL, err);
+	json_decref(done);
+	if (rc == 0) {
+		*followups = extra;
+		extra = NULL;
+	}
+out:
+	json_decref(extra);
+	plan_release(&p);
+	sched_view_release(&v);
+	return rc;
+}
+
+/* Marks an evaluation failed after an error that retrying will not fix. */
+static void eval_fail(struct server *srv, const json_t *eval, const char *why)
+{
+	json_t *f = json_deep_copy(eval);
+	json_object_set_new(f, "status", json_string("failed"));
+	json_object_set_new(f, "status_description", json_string(why));
+	(void)store_put(srv->store, STORE_EVAL, f, NULL, NULL);
+	json_decref(f);
+}
+
+static void process_eval(struct server *srv, struct broker_item *it)
+{
+	struct store_key key = { NULL, it->id, 0 };
+	struct herd_err err = { 0 };
+	json_t *eval = NULL, *followups = NULL;
+	enum eval_outcome outcome = EVAL_SKIPPED;
+	const char *status;
+	int rc = -ESTALE;
+
+	if (store_get(srv->store, STORE_EVAL, &key, &eval, &err) < 0)
+		return;
+	status = jstr(eval, "status", "pending");
+	if (strcmp(status, "pending") && strcmp(status, "blocked")) {
+		json_decref(eval);
+		return;
+	}
+	for (int attempt = 0; attempt < WORKER_MAX_ATTEMPTS && rc == -ESTALE; attempt++)
+		rc = process_once(srv, eval, &outcome, &followups, &err);
+	if (rc < 0) {
+		server_log(srv, "error", "evaluation %s: %s", it->id, err.msg);
+		eval_fail(srv, eval, err.msg);
+	} else {
+		if (outcome == EVAL_BLOCKED)
+			broker_block(&srv->broker, it);
+		server_queue_evals(srv, followups);
+	}
+	json_decref(followups);
+	json_decref(eval);
+}
+
+void *worker_main(void *arg)
+{
+	struct server *srv = arg;
+	struct broker_item it;
+	while (broker_dequeue(&srv->broker, &it) == 0) {
+		process_eval(srv, &it);
+		broker_done(&srv->broker, &it);
+	}
+	return NULL;
+}
