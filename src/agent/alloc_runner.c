@@ -357,7 +357,21 @@ static void *alloc_main(void *arg)
 		backoff = backoff * 2 > 2000000000LL ? 2000000000LL : backoff * 2;
 	}
 	diag_list_init(&dl);
-	ar->job = job_from_json(ar->job_json, NULL, &dl);
+	{
+		/* The stored job carries server fields the job decoder does
+		 * not know: leave them out. */
+		static const char *const server_fields[] = {
+			"version", "stop", "status", "submit_time", "create_index",
+			"modify_index", "job_modify_index", "status_description", NULL };
+		json_t *copy = json_copy(ar->job_json);
+		for (size_t k = 0; server_fields[k]; k++)
+			json_object_del(copy, server_fields[k]);
+		ar->job = job_from_json(copy, NULL, &dl);
+		json_decref(copy);
+	}
+	if (!ar->job && dl.n)
+		log_warn("client: alloc %.8s: its job does not decode: %s", ar->id,
+			 dl.v[0].msg);
 	diag_list_release(&dl);
 	for (size_t g = 0; ar->job && g < ar->job->ngroups; g++)
 		if (group_name && !strcmp(ar->job->groups[g].name, group_name))

@@ -10,6 +10,7 @@
 
 static const struct subcommand commands[] = {
 	
+	{ "agent", cmd_agent, "run an agent: server, client, or both (-dev)" },
 	{ "alloc", cmd_alloc, "show allocations" },
 	{ "gpu", cmd_gpu, "list this machine's GPUs, or the cluster's" },
 	{ "job", cmd_job, "run, plan, stop and inspect jobs; validate job files" },
@@ -45,6 +46,9 @@ int main(int argc, char **argv)
 		printf("herd: a GPU farm orchestrator\n\n");
 		argv[1] = "--help";
 	}
+	/* The hidden task supervisor the raw_exec driver starts (shim.h). */
+	if (argc >= 2 && !strcmp(argv[1], "task-shim"))
+		return cmd_task_shim(argc - 1, argv + 1);
 	argv[0] = "herd";
 	return dispatch("herd", commands, argc, argv);
 }

@@ -127,6 +127,13 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	struct httpc *c = arg;
+	return c->abort_cb(c->abort_arg) ? 1 : 0;
+}
+
 static int status_errno(long status)
 {
 	switch (status) {
@@ -184,6 +191,11 @@ static int perform(struct httpc *c, const char *method, const char *url, const j
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	if (c->abort_cb) {
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	}
 	if (!strcmp(method, "HEAD"))
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	hdrs = curl_slist_append(hdrs, "Accept: application/json");
@@ -213,6 +225,8 @@ static int perform(struct httpc *c, const char *method, const char *url, const j
 		if (r.too_big)
 			rc = herd_errf(err, -EFBIG, "%s: answer larger than %d bytes", c->base,
 				       HTTPC_MAX_BODY);
+		else if (cc == CURLE_ABORTED_BY_CALLBACK)
+			rc = herd_errf(err, -ECANCELED, "%s: request abandoned", c->base);
 		else if (cc == CURLE_COULDNT_CONNECT)
 			rc = herd_errf(err, -ECONNREFUSED, "cannot reach %s: %s", c->base,
 				       errbuf[0] ? errbuf : curl_easy_strerror(cc));

@@ -31,6 +31,11 @@ struct httpc {
 	long timeout_ms;     /* whole-request limit of ordinary requests */
 	long connect_timeout_ms;
 	void *curl;          /* CURL *, made on first use */
+	/* When set, called about once a second during a request; a non-zero
+	 * answer aborts it (-ECANCELED): how a thread in a long poll notices
+	 * that it should stop. */
+	int (*abort_cb)(void *arg);
+	void *abort_arg;
 };
 
 struct httpc_response {
@@ -60,7 +65,8 @@ void httpc_set_addr(struct httpc *c, const char *addr);
  *     -EIO (anything else);
  *   - no answer (connection refused, timeout): resp->status is 0 and the
  *     return is -ECONNREFUSED, -ETIMEDOUT or -EIO with err naming the
- *     address.
+ *     address;
+ *   - abort_cb said stop: -ECANCELED.
  * A 2xx answer whose body is not JSON is -EPROTO.  The caller releases
  * resp with httpc_response_release in every case. */
 int httpc_request(struct httpc *c, const char *method, const char *path, const json_t *body,

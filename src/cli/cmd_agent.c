@@ -1,0 +1,293 @@
+/* herd agent: the long-running process (docs/operations.md).  A server
+ * (server.h) when server { enabled }, a client (agent/client.h) when
+ * client { enabled }; -dev runs both with a temporary data dir.
+ *
+ * Signals: SIGINT and SIGTERM are blocked in every thread and taken by
+ * sigwait here, so shutdown runs in one known place: the client stops
+ * (its tasks keep running, except in -dev), then the server. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/client.h"
+#include "agent/config.h"
+#include "agent/log.h"
+#include "cli/cli.h"
+#include "common/xalloc.h"
+#include "drivers/shim.h"
+#include "server/server.h"
+
+#ifndef HERD_SOURCE_ROOT
+#define HERD_SOURCE_ROOT "."
+#endif
+#ifndef HERD_NVML_SIM_LIB
+#define HERD_NVML_SIM_LIB ""
+#endif
+
+#define DEV_GPU_EXAMPLE "examples/gpus/h100-sxm-8x-nvlink.json"
+
+int cmd_task_shim(int argc, char **argv)
+{
+	return task_shim_main(argc, argv);
+}
+
+static bool nvidia_driver_present(void)
+{
+	void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return false;
+	dlclose(h);
+	return true;
+}
+
+/* The simulated NVML next to this binary's build, or as built. */
+static char *find_sim_library(void)
+{
+	const char *env = getenv("HERD_NVML_LIBRARY");
+	char self[4096];
+	ssize_t n;
+
+	if (env && *env)
+		return xstrdup(env);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		char *slash, *p;
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			p = xasprintf("%s/../gpu/sim/libherd-nvml-sim.so", self);
+			if (access(p, R_OK) == 0)
+				return p;
+			free(p);
+		}
+	}
+	if (*HERD_NVML_SIM_LIB && access(HERD_NVML_SIM_LIB, R_OK) == 0)
+		return xstrdup(HERD_NVML_SIM_LIB);
+	return NULL;
+}
+
+/* -gpu-sim FILE (or the -dev default): point the GPU layer at the
+ * simulated NVML. */
+static int setup_gpu_sim(struct agent_config *cfg, const char *cmd)
+{
+	char *abs, *lib;
+
+	if (!cfg->gpu.sim_file)
+		return 0;
+	abs = realpath(cfg->gpu.sim_file, NULL);
+	if (!abs) {
+		fprintf(stderr, "%s: -gpu-sim %s: %s\n", cmd, cfg->gpu.sim_file, strerror(errno));
+		return -1;
+	}
+	setenv("HERD_NVML_SIM", abs, 1);
+	free(abs);
+	if (!cfg->gpu.nvml_library) {
+		lib = find_sim_library();
+		if (!lib) {
+			fprintf(stderr, "%s: the simulated NVML library (libherd-nvml-sim.so) was not "
+				"found: set HERD_NVML_LIBRARY\n", cmd);
+			return -1;
+		}
+		cfg->gpu.nvml_library = lib;
+		cfg->gpu.nvml.library_path = lib;
+	}
+	return 0;
+}
+
+static void server_log(const char *level, const char *msg, void *arg)
+{
+	agent_log(!strcmp(level, "error") ? AGENT_LOG_ERROR : AGENT_LOG_WARN, "server: %s", msg);
+}
+
+static void split_servers(struct agent_config *cfg, const char *list)
+{
+	char *dup = xstrdup(list), *save = NULL;
+
+	for (size_t i = 0; i < cfg->client.nr_servers; i++)
+		free(cfg->client.servers[i]);
+	free(cfg->client.servers);
+	cfg->client.servers = NULL;
+	cfg->client.nr_servers = 0;
+	for (char *s = strtok_r(dup, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+		if (!*s)
+			continue;
+		cfg->client.servers = xreallocarray(cfg->client.servers, cfg->client.nr_servers + 1,
+						    sizeof(char *));
+		cfg->client.servers[cfg->client.nr_servers++] = xstrdup(s);
+	}
+	free(dup);
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	const char *config_file = NULL, *bind = NULL, *data_dir = NULL, *gpu_sim = NULL;
+	const char *servers = NULL, *node = NULL, *log_level = NULL;
+	bool dev = false;
+	int64_t http_port = -1;
+	const struct flag flags[] = {
+		{ "config", FLAG_STRING, &config_file, "agent configuration file (HCL)" },
+		{ "dev", FLAG_BOOL, &dev, "server and client in one process, temporary data dir" },
+		{ "bind", FLAG_STRING, &bind, "address to listen on" },
+		{ "http-port", FLAG_INT, &http_port, "HTTP API port (0: any free port)" },
+		{ "data-dir", FLAG_STRING, &data_dir, "where state is kept" },
+		{ "gpu-sim", FLAG_STRING, &gpu_sim, "simulated GPUs from a description (examples/gpus)" },
+		{ "servers", FLAG_STRING, &servers, "servers a client joins: host:port,..." },
+		{ "node", FLAG_STRING, &node, "this node's name" },
+		{ "log-level", FLAG_STRING, &log_level, "trace, debug, info, warn or error" },
+		{ NULL, 0, NULL, NULL },
+	};
+	const struct command_help help = {
+		"herd agent [options]",
+		"Runs a herd agent: a server, a client, or both (-dev).  Logs go to stderr.\n"
+		"SIGINT or SIGTERM shut it down; a client's tasks keep running and are\n"
+		"found again by the next client on this data dir (-dev stops them).",
+		flags,
+	};
+	struct agent_config cfg;
+	struct agent_flags af = AGENT_FLAGS_INIT;
+	struct diag_list dl;
+	struct herd_err err = { 0, "" };
+	struct server *srv = NULL;
+	struct client *cl = NULL;
+	char *local = NULL, *shim_exe = NULL;
+	const char *shim_argv[3];
+	sigset_t sigs;
+	int i = flags_parse(&help, argc, argv), rc = 1, sig;
+
+	if (i < 0)
+		return i == -1 ? 0 : EXIT_USAGE;
+	if (i < argc)
+		return usage_error(argv[0], "unexpected argument '%s'", argv[i]);
+	if (http_port > 65535 || http_port < -1)
+		return usage_error(argv[0], "-http-port: %lld is not a port", (long long)http_port);
+
+	agent_config_init(&cfg);
+	if (dev)
+		agent_config_apply_dev(&cfg);
+	if (config_file) {
+		diag_list_init(&dl);
+		int lrc = agent_config_load_file(&cfg, config_file, &dl);
+		diag_sort(&dl);
+		diag_print(&dl, config_file, stderr);
+		diag_list_release(&dl);
+		if (lrc < 0)
+			goto out;
+	}
+	af.dev = dev;
+	af.bind = bind;
+	af.http_port = (int)http_port;
+	af.data_dir = data_dir;
+	af.gpu_sim = gpu_sim;
+	if (agent_config_apply_flags(&cfg, &af, &err) < 0) {
+		fprintf(stderr, "%s: %s\n", argv[0], err.msg);
+		goto out;
+	}
+	if (servers)
+		split_servers(&cfg, servers);
+	if (node) {
+		free(cfg.name);
+		cfg.name = xstrdup(node);
+	}
+	if (log_level && agent_log_level_parse(log_level, &cfg.log_level) < 0) {
+		fprintf(stderr, "%s: -log-level: \"%s\" is not a level\n", argv[0], log_level);
+		goto out;
+	}
+	if (cfg.dev && !cfg.gpu.sim_file && !cfg.gpu.nvml_library && !getenv("HERD_NVML_LIBRARY") &&
+	    !nvidia_driver_present()) {
+		char *ex = xasprintf("%s/%s", HERD_SOURCE_ROOT, DEV_GPU_EXAMPLE);
+		if (access(ex, R_OK) == 0) {
+			printf("no NVIDIA driver: using simulated GPUs from %s\n", ex);
+			fflush(stdout);
+			cfg.gpu.sim_file = ex;
+		} else {
+			printf("no NVIDIA driver and no simulated GPU description: running without "
+			       "GPUs (give -gpu-sim FILE)\n");
+			free(ex);
+		}
+	}
+	if (setup_gpu_sim(&cfg, argv[0]) < 0)
+		goto out;
+	if (agent_config_finish(&cfg, &err) < 0) {
+		fprintf(stderr, "%s: %s\n", argv[0], err.msg);
+		goto out;
+	}
+	agent_log_set_level(cfg.log_level);
+
+	/* Block the shutdown signals in every thread started from here. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (cfg.server.enabled) {
+		struct server_config sc;
+		memset(&sc, 0, sizeof(sc));
+		sc.data_dir = cfg.server.data_dir;
+		sc.bind_addr = cfg.bind_addr;
+		sc.http_port = (uint16_t)cfg.http_port;
+		sc.heartbeat_ttl_ns = cfg.server.heartbeat_ttl_ns;
+		sc.client_enabled = cfg.client.enabled;
+		sc.log = server_log;
+		if (server_start(&sc, &srv, &err) < 0) {
+			log_error("server: %s", err.msg);
+			goto out;
+		}
+		log_info("server: listening on http://%s:%u (data dir %s)", cfg.bind_addr,
+			 server_port(srv), cfg.server.data_dir);
+		local = xasprintf("%s:%u",
+				  strcmp(cfg.bind_addr, "0.0.0.0") ? cfg.bind_addr : "127.0.0.1",
+				  server_port(srv));
+		if (cfg.http_port == 0) {
+			/* Tell a caller that asked for any port which one it got. */
+			printf("http port %u\n", server_port(srv));
+			fflush(stdout);
+		}
+	}
+	if (srv && (cfg.http_port == 0 || !cfg.advertise_http)) {
+		/* The port was chosen at start: advertise the real one. */
+		free(cfg.advertise_http);
+		cfg.advertise_http = xstrdup(local);
+	}
+	if (cfg.client.enabled) {
+		char self[4096];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		self[n > 0 ? n : 0] = '\0';
+		shim_exe = xstrdup(n > 0 ? self : "/proc/self/exe");
+		shim_argv[0] = shim_exe;
+		shim_argv[1] = "task-shim";
+		shim_argv[2] = NULL;
+		if (client_start(&cfg, local, shim_argv, &cl, &err) < 0) {
+			log_error("%s", err.msg);
+			goto stop;
+		}
+		if (srv)
+			server_set_self_node_id(srv, client_node_id(cl));
+	}
+	if (cfg.dev)
+		log_info("agent: dev mode: data in %s (removed on exit); try "
+			 "HERD_ADDR=http://%s herd job run examples/jobs/gpu-batch.hcl",
+			 cfg.data_dir, local ? local : "127.0.0.1:4646");
+
+	while (sigwait(&sigs, &sig) != 0)
+		;
+	log_info("agent: %s: shutting down", sig == SIGINT ? "interrupt" : "terminated");
+	rc = 0;
+stop:
+	client_stop(cl, cfg.dev);
+	server_stop(srv);
+	if (cfg.data_dir_is_temp)
+		agent_config_remove_temp_data_dir(&cfg);
+	log_info("agent: stopped");
+out:
+	free(local);
+	free(shim_exe);
+	agent_config_release(&cfg);
+	return rc;
+}
