@@ -9,18 +9,26 @@
  * labels, quoted or bare identifiers); expressions are strings with escapes
  * (\n \t \r \" \\ \uNNNN \UNNNNNNNN), heredocs `<<EOF` and indented `<<-EOF`,
  * numbers, true/false/null, lists `[a, b,]`, objects `{ k = v, "k2": v }`;
- * comments `#`, `//` and slash-star blocks.  `${...}` and `%{...}` inside strings are
- * kept verbatim for run-time interpolation, `$${` and `%%{` too (the literal
+ * comments `#`, `//` and slash-star blocks.  `${...}` and `%{...}` inside
+ * strings are kept verbatim for run-time interpolation, `$${` and `%%{` too (the literal
  * escapes are resolved by the interpolator, never here).  Anything else
  * (operators, function calls, variables) is an error that says so.
  *
  * JSON: hcl_parse_json reads one JSON value (RFC 8259) into the same
  * expression tree, so JSON job files get line:col positions as well.
  *
+ * Details: a number may start with "-" (`weight = -50`); integers that do
+ * not fit int64 become reals.  A heredoc's value ends with the newline
+ * before its closing marker, which may be indented; `<<-` removes the
+ * indentation (spaces and tabs, counted in bytes) common to all lines that
+ * are not blank.  Heredocs are raw: no escapes.  Strings and heredocs must be
+ * valid UTF-8.  A block's "{" must be on the line of its type.
+ *
  * Errors: every error in the input is reported into a diag_list (positions
  * 1-based; col counts bytes) and parsing goes on where it can; when any error
- * was reported the result is NULL.  Limits below give errors, never crashes
- * or unbounded work. */
+ * was reported the result is NULL.  A syntax error skips the rest of its
+ * attribute or block header; past DIAG_MAX errors the parse stops.  Limits
+ * below give errors, never crashes or unbounded work. */
 #ifndef HERD_SPEC_HCL_H
 #define HERD_SPEC_HCL_H
 
@@ -62,7 +70,7 @@ struct hcl_expr {
 	union {
 		struct {
 			char *s;      /* NUL-terminated, escapes resolved except $${ %%{ */
-			size_t len;   /* may be less than strlen only if \u0000 was written */
+			size_t len;   /* counts NUL bytes (\u0000) inside, unlike strlen */
 			bool heredoc;
 		} str;
 		struct {

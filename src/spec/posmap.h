@@ -22,7 +22,9 @@ struct hcl_pos posmap_get(const struct posmap *pm, const json_t *value);
 
 /* Converts an expression tree to JSON (numbers that is_int become integers,
  * others reals), recording every value's position in pm (may be NULL).
- * Returns a new reference. */
+ * true, false and null are shared singletons in jansson, so they get no
+ * position: report those through their parent object or array.
+ * Returns a new reference; never NULL. */
 json_t *hcl_expr_to_json(const struct hcl_expr *expr, struct posmap *pm);
 
 #endif

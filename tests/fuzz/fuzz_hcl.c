@@ -2,10 +2,12 @@
  * HCL and as JSON; what parses is converted to JSON with positions and
  * freed.  Invariants checked: a result exists exactly when no error was
  * reported, every converted value has a position, and the JSON written
- * for a tree is valid JSON that jansson reads back. */
+ * for a tree is valid JSON that jansson reads back, and the JSON reader
+ * accepts what jansson accepts (see compare_with_jansson). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "spec/hcl.h"
 #include "spec/posmap.h"
@@ -50,6 +52,44 @@ static void walk_body(const struct hcl_body *b)
 	}
 }
 
+static int json_depth(const json_t *j)
+{
+	int d = 0, sub;
+	size_t i;
+	const char *k;
+	json_t *v;
+	if (json_is_array(j)) {
+		json_array_foreach(j, i, v)
+			if ((sub = json_depth(v)) > d)
+				d = sub;
+		return d + 1;
+	}
+	if (json_is_object(j)) {
+		json_object_foreach((json_t *)j, k, v)
+			if ((sub = json_depth(v)) > d)
+				d = sub;
+		return d + 1;
+	}
+	return 0;
+}
+
+/* Differential check against jansson, a strict RFC 8259 reader: both must
+ * agree on what is JSON, except where our limits or number rules differ
+ * (depth past HCL_MAX_DEPTH; integers beyond int64, which we read as
+ * reals and jansson refuses). */
+static void compare_with_jansson(const uint8_t *data, size_t size, bool ours)
+{
+	json_error_t jerr;
+	json_t *j = json_loadb((const char *)data, size,
+			       JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	if (j) {
+		check(ours || json_depth(j) > HCL_MAX_DEPTH);
+		json_decref(j);
+	} else if (ours) {
+		check(strstr(jerr.text, "too big") != NULL);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -69,6 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	diag_list_init(&dl);
 	e = hcl_parse_json((const char *)data, size, &dl);
 	check((e != NULL) == (dl.errors == 0));
+	compare_with_jansson(data, size, e != NULL);
 	if (e)
 		to_json(e);
 	hcl_expr_free(e);

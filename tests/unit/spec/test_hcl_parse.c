@@ -161,6 +161,41 @@ static void test_heredocs(void **state)
 	hcl_body_free(b);
 }
 
+static void test_heredoc_variants(void **state)
+{
+	struct hcl_body *b = must_parse(
+		"a = <<EOF\n"
+		"EOFX is not the end\n"
+		"  EOF is the end (indented marker)\n"
+		"  EOF\n"
+		"l = [<<X\n"
+		"one\n"
+		"X\n"
+		", \"two\"]\n"
+		"t = <<-T\n"
+		"\t\tx\n"
+		"\t  y\n"
+		"\tT\n"
+		"u = <<-U\n"
+		"  keep\n"
+		"    deeper\n"
+		"\n"
+		"U\n"
+		"last = <<E\n"
+		"no newline after the marker\n"
+		"E");
+	const struct hcl_expr *l;
+	assert_string_equal(str_of(b, "a"), "EOFX is not the end\n  EOF is the end (indented marker)\n");
+	l = attr_value(b, "l");
+	assert_int_equal(l->u.list.n, 2);
+	assert_string_equal(l->u.list.v[0]->u.str.s, "one\n");
+	assert_true(l->u.list.v[0]->u.str.heredoc);
+	assert_string_equal(str_of(b, "t"), "x\n y\n"); /* the marker line does not count */
+	assert_string_equal(str_of(b, "u"), "keep\n  deeper\n\n");
+	assert_string_equal(str_of(b, "last"), "no newline after the marker\n");
+	hcl_body_free(b);
+}
+
 static void test_numbers(void **state)
 {
 	struct hcl_body *b = must_parse(
@@ -611,6 +646,7 @@ int main(void)
 		cmocka_unit_test(test_strings_and_escapes),
 		cmocka_unit_test(test_templates_verbatim),
 		cmocka_unit_test(test_heredocs),
+		cmocka_unit_test(test_heredoc_variants),
 		cmocka_unit_test(test_numbers),
 		cmocka_unit_test(test_literals_lists_objects),
 		cmocka_unit_test(test_comments),
