@@ -9,6 +9,7 @@
 #include "common/xalloc.h"
 #include "sched/sched.h"
 #include "server/server-int.h"
+#include "spec/spec.h"
 
 #define MAX_TEXT 4096
 
@@ -202,4 +203,59 @@ int alloc_status_from_request(const json_t *body, struct alloc_status *out, stru
 	out->client_description = json_is_string(desc) ? json_string_value(desc) : "";
 	out->task_states = json_is_object(ts) ? ts : NULL;
 	return 0;
+}
+
+/* ---- job bodies ------------------------------------------------------------ */
+
+/* The diagnostics as the API shows them; messages start with the JSON path
+ * of the thing ("groups[0].count: ..."), which becomes "path". */
+static json_t *diags_json(const struct diag_list *dl)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < dl->n; i++) {
+		const struct diag *d = &dl->v[i];
+		const char *colon = strstr(d->msg, ": ");
+		char *path = NULL;
+		if (colon && !memchr(d->msg, ' ', (size_t)(colon - d->msg)))
+			path = xstrndup(d->msg, (size_t)(colon - d->msg));
+		json_array_append_new(a, json_pack("{s:s, s:i, s:i, s:s, s:s}", "path", path ? path : "",
+						   "line", d->line, "col", d->col, "level",
+						   d->level == DIAG_ERROR ? "error" : "warning",
+						   "message", d->msg));
+		free(path);
+	}
+	return a;
+}
+
+json_t *job_warnings(const struct diag_list *dl)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < dl->n; i++)
+		if (dl->v[i].level == DIAG_WARNING)
+			json_array_append_new(a, json_string(dl->v[i].msg));
+	return a;
+}
+
+json_t *job_error_body(const struct diag_list *dl, const char *fallback)
+{
+	const char *first = fallback;
+	for (size_t i = 0; i < dl->n && !first; i++)
+		if (dl->v[i].level == DIAG_ERROR)
+			first = dl->v[i].msg;
+	return json_pack("{s:{s:s, s:s, s:o}}", "error", "code", "invalid_job", "message",
+			 first ? first : "invalid job", "diagnostics", diags_json(dl));
+}
+
+struct job *job_from_request(const json_t *body, struct diag_list *dl, json_t **error_body)
+{
+	json_t *j = json_object_get(body, "job");
+	struct job *job;
+	if (!json_is_object(j)) {
+		*error_body = job_error_body(dl, "body must be {\"job\": {...}}");
+		return NULL;
+	}
+	job = job_from_json(j, NULL, dl);
+	if (!job)
+		*error_body = job_error_body(dl, NULL);
+	return job;
 }

@@ -9,47 +9,9 @@
 
 #define REGISTER_ATTEMPTS 10
 
-/* The diagnostics of a failed decode as the API shows them; messages
- * start with the JSON path of the thing ("groups[0].count: ..."). */
-static json_t *diags_json(const struct diag_list *dl, bool errors_only)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; i < dl->n; i++) {
-		const struct diag *d = &dl->v[i];
-		const char *colon = strstr(d->msg, ": ");
-		char *path = NULL;
-		if (errors_only && d->level != DIAG_ERROR)
-			continue;
-		if (colon && !memchr(d->msg, ' ', (size_t)(colon - d->msg)))
-			path = xstrndup(d->msg, (size_t)(colon - d->msg));
-		json_array_append_new(a, json_pack("{s:s, s:i, s:i, s:s, s:s}", "path", path ? path : "",
-						   "line", d->line, "col", d->col, "level",
-						   d->level == DIAG_ERROR ? "error" : "warning",
-						   "message", d->msg));
-		free(path);
-	}
-	return a;
-}
-
-static json_t *warnings_json(const struct diag_list *dl)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; i < dl->n; i++)
-		if (dl->v[i].level == DIAG_WARNING)
-			json_array_append_new(a, json_string(dl->v[i].msg));
-	return a;
-}
-
 static int invalid_job(struct http_response *resp, const struct diag_list *dl, const char *fallback)
 {
-	const char *first = fallback;
-	json_t *body;
-	for (size_t i = 0; i < dl->n && !first; i++)
-		if (dl->v[i].level == DIAG_ERROR)
-			first = dl->v[i].msg;
-	body = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", "invalid_job", "message",
-			 first ? first : "invalid job", "diagnostics", diags_json(dl, false));
-	http_reply(resp, 400, body);
+	http_reply(resp, 400, job_error_body(dl, fallback));
 	return 0;
 }
 
@@ -57,15 +19,10 @@ static int invalid_job(struct http_response *resp, const struct diag_list *dl, c
 static struct job *decode_job(struct http_request *req, struct http_response *resp,
 			      struct diag_list *dl)
 {
-	json_t *j = json_object_get(req->body, "job");
-	struct job *job;
-	if (!json_is_object(j)) {
-		invalid_job(resp, dl, "body must be {\"job\": {...}}");
-		return NULL;
-	}
-	job = job_from_json(j, NULL, dl);
+	json_t *eb = NULL;
+	struct job *job = job_from_request(req->body, dl, &eb);
 	if (!job)
-		invalid_job(resp, dl, NULL);
+		http_reply(resp, 400, eb);
 	return job;
 }
 
@@ -120,7 +77,7 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 		if (old && same_job(old, canon)) {
 			http_reply(resp, 200, json_pack("{s:s, s:I, s:I, s:o}", "eval_id", "",
 							"job_modify_index", (json_int_t)jint(old, "modify_index", 0),
-							"index", (json_int_t)req->index, "warnings", warnings_json(&dl)));
+							"index", (json_int_t)req->index, "warnings", job_warnings(&dl)));
 			json_decref(old);
 			json_decref(canon);
 			rc = 0;
@@ -144,7 +101,7 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 			resp->index = idx;
 			http_reply(resp, 200, json_pack("{s:s, s:I, s:I, s:o}", "eval_id", jstr(eval, "id", ""),
 							"job_modify_index", (json_int_t)idx, "index",
-							(json_int_t)idx, "warnings", warnings_json(&dl)));
+							(json_int_t)idx, "warnings", job_warnings(&dl)));
 		}
 		json_decref(eval);
 		if (rc != -ESTALE)
@@ -222,7 +179,7 @@ static int post_plan(struct http_request *req, struct http_response *resp, void 
 		http_reply(resp, 200, json_pack("{s:O, s:O, s:{s:i, s:i, s:i, s:i}, s:o}", "placements",
 						p.placements, "failed_placements", p.failed, "changes",
 						"create", p.create, "destroy", p.destroy, "update", p.update,
-						"ignore", p.ignore, "warnings", warnings_json(&dl)));
+						"ignore", p.ignore, "warnings", job_warnings(&dl)));
 	plan_release(&p);
 	json_decref(cand);
 	sched_view_release(&v);

@@ -68,6 +68,16 @@ struct alloc_status {
 /* Checks an allocation status body; out points into body.  -EINVAL with err. */
 int alloc_status_from_request(const json_t *body, struct alloc_status *out, struct herd_err *err);
 
+/* Decodes a job register or plan body {"job": {...}}.  Returns the
+ * validated job (free with job_free; warnings stay in dl), or NULL with
+ * *error_body set to the 400 answer (invalid_job with diagnostics). */
+struct job *job_from_request(const json_t *body, struct diag_list *dl, json_t **error_body);
+/* {"error": {"code": "invalid_job", "message", "diagnostics"}} for dl;
+ * fallback is the message when dl holds no error. */
+json_t *job_error_body(const struct diag_list *dl, const char *fallback);
+/* The warnings of dl as an array of strings. */
+json_t *job_warnings(const struct diag_list *dl);
+
 /* ---- eval_broker.c ------------------------------------------------------ */
 
 struct broker_item {

@@ -62,22 +62,30 @@ static void port_remove(struct node_usage *u, int port)
 	}
 }
 
+/* Amounts as stored are the server's own, but clamp them so that a
+ * damaged record cannot overflow the sums. */
+static int64_t amount(const json_t *o, const char *key)
+{
+	int64_t v = jint(o, key, 0);
+	return v < 0 ? 0 : v > (INT64_C(1) << 40) ? (INT64_C(1) << 40) : v;
+}
+
 void node_usage_add_alloc(struct node_usage *u, const json_t *alloc, int sign)
 {
 	const json_t *res = json_object_get(alloc, "resources");
 	size_t i;
 	json_t *d;
 
-	u->cpu += sign * jint(res, "cpu_milli", 0);
-	u->memory += sign * jint(res, "memory_mib", 0);
+	u->cpu += sign * amount(res, "cpu_milli");
+	u->memory += sign * amount(res, "memory_mib");
 	json_array_foreach(json_object_get(res, "devices"), i, d) {
 		const char *id = jstr(d, "id", NULL);
 		struct dev_usage *du;
 		if (!id)
 			continue;
 		du = dev_of(u, id);
-		du->compute += sign * (int32_t)jint(d, "compute_milli", 0);
-		du->memory += sign * jint(d, "memory_mib", 0);
+		du->compute += sign * (int32_t)(amount(d, "compute_milli") > SCHED_MILLI ? SCHED_MILLI : amount(d, "compute_milli"));
+		du->memory += sign * amount(d, "memory_mib");
 		du->tenants += sign;
 	}
 	json_array_foreach(json_object_get(res, "ports"), i, d) {
