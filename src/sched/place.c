@@ -209,6 +209,41 @@ static double node_affinity(const struct sched_snapshot *s, const struct sched_n
 	return total > 0 ? sum / total : 0;
 }
 
+/* policy_score through the node's memo.  Valid because a score depends
+ * only on the node's state (its version), the request's numbers, the
+ * policy and the workload, when the request names no device constraint or
+ * affinity (the caller checks) and the policy draws no random numbers. */
+static double memo_score(struct sched_snapshot *s, struct sched_node *n, const struct nodeview *v,
+			 const struct ask *a, uint64_t name, enum sched_policy pol,
+			 const struct sched_workload *wl, struct rng *r, int *pick)
+{
+	struct score_memo *m;
+	for (int i = 0; i < SCHED_SCORE_MEMO; i++) {
+		m = &n->memo[i];
+		if (m->used && m->version == n->version && m->policy == (int)pol && m->wl == wl &&
+		    m->cpu == a->cpu && m->mem == a->mem && m->dmem == a->dmem &&
+		    m->milli == a->milli && m->num == a->num && m->name == name) {
+			memcpy(pick, m->pick, sizeof(m->pick));
+			return m->score;
+		}
+	}
+	m = &n->memo[n->memo_next];
+	n->memo_next = (n->memo_next + 1) % SCHED_SCORE_MEMO;
+	m->score = policy_score(pol, s, v, a, wl, r, pick);
+	memcpy(m->pick, pick, sizeof(m->pick));
+	m->used = true;
+	m->version = n->version;
+	m->policy = (int)pol;
+	m->wl = wl;
+	m->cpu = a->cpu;
+	m->mem = a->mem;
+	m->dmem = a->dmem;
+	m->milli = a->milli;
+	m->num = a->num;
+	m->name = name;
+	return m->score;
+}
+
 int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 		const struct sched_options *opt, struct sched_placement *out,
 		struct sched_explain *why, struct herd_err *err)
@@ -222,6 +257,8 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 	signed char *pok = pok_fast;
 	double *paff = paff_fast, best = -INFINITY;
 	uint64_t ties = 0;
+	bool memo_ok;
+	uint64_t name_hash = 0xcbf29ce484222325ULL;
 	struct sched_workload *own_wl = NULL;
 	const struct sched_workload *wl = opt->workload;
 	struct nodeview *v = xmalloc(sizeof(*v));
@@ -251,6 +288,12 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 		wl = own_wl = sched_workload_new(&self, 1);
 	}
 	rng_seed(&r, opt->seed);
+	/* random draws numbers while scoring; own_wl is freed below and its
+	 * address may come back */
+	memo_ok = opt->policy != SCHED_RANDOM && !own_wl &&
+		  (!dr || (!dr->nconstraints && !dr->naffinities));
+	for (const char *c = dr && dr->name ? dr->name : ""; *c; c++)
+		name_hash = (name_hash ^ (unsigned char)*c) * 0x100000001b3ULL; /* FNV-1a */
 	for (size_t ni = 0; ni < s->n; ni++) {
 		struct sched_node *n = &s->node[ni];
 		int pick[SCHED_MAX_DEVS_PER_ASK] = { 0 }, named = 0, fit = 0;
@@ -339,7 +382,10 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 			}
 			continue;
 		}
-		sc = policy_score(opt->policy, s, v, &a, wl, &r, pick);
+		if (memo_ok)
+			sc = memo_score(s, n, v, &a, name_hash, opt->policy, wl, &r, pick);
+		else
+			sc = policy_score(opt->policy, s, v, &a, wl, &r, pick);
 		if (!isfinite(sc) || sc <= -1e299)
 			continue;
 		if (req->naffinities || (dr && dr->naffinities)) {

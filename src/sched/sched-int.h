@@ -26,6 +26,8 @@ struct sched_dev {
 	enum sched_sharing sharing;
 };
 
+#define SCHED_SCORE_MEMO 4 /* request shapes remembered per node */
+
 /* Per-node indexes kept up to date by apply/release (never rebuilt). */
 struct sched_node {
 	char *id, *name, *node_class, *datacenter;
@@ -38,6 +40,22 @@ struct sched_node {
 	int hosted[10];         /* allocations by class: [0] fractional, [k] k whole devices (k<=8, 9 = more) */
 	int nhosted_classes;    /* how many of hosted[] are non-zero */
 	uint64_t version;       /* bumped on every change */
+	/* scores of the last few request shapes on this state of the node:
+	 * between two placements only one node changes, and a trace's
+	 * requests repeat a few shapes, so most scores are looked up */
+	struct score_memo {
+		bool used;
+		uint64_t version;
+		int policy;
+		const struct sched_workload *wl;
+		int64_t cpu, mem, dmem;
+		uint64_t name;    /* hash of the device request's name */
+		int32_t milli;
+		int num;
+		double score;
+		int pick[SCHED_MAX_DEVS_PER_ASK];
+	} memo[SCHED_SCORE_MEMO];
+	int memo_next;
 	/* fragmentation cache for one workload */
 	const struct sched_workload *frag_wl;
 	uint64_t frag_version;
