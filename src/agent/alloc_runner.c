@@ -42,14 +42,6 @@ struct alloc_runner *alloc_runner_new(struct client *c, json_t *alloc)
 	return ar;
 }
 
-void alloc_runner_update(struct alloc_runner *ar, json_t *alloc)
-{
-	pthread_mutex_lock(&ar->lock);
-	json_decref(ar->alloc);
-	ar->alloc = json_incref(alloc);
-	pthread_mutex_unlock(&ar->lock);
-}
-
 void alloc_runner_stop(struct alloc_runner *ar)
 {
 	pthread_mutex_lock(&ar->lock);

@@ -82,7 +82,10 @@ struct task_runner {
 struct alloc_runner {
 	struct client *c;
 	char id[64];
-	json_t *alloc;                /* last allocation JSON from the server */
+	json_t *alloc;                /* the allocation as first seen; never replaced
+				       * (threads read it without the lock): what
+				       * changes later, desired_status, comes
+				       * through alloc_runner_stop */
 	struct job *job;
 	const struct job_group *group;
 	char *dir;                    /* <alloc_dir>/<id> */
@@ -107,7 +110,6 @@ struct alloc_runner {
 struct alloc_runner *alloc_runner_new(struct client *c, json_t *alloc);
 int alloc_runner_start(struct alloc_runner *ar);
 void alloc_runner_stop(struct alloc_runner *ar);      /* desired stop */
-void alloc_runner_update(struct alloc_runner *ar, json_t *alloc);
 /* Joins the thread and frees; detach leaves tasks running. */
 void alloc_runner_free(struct alloc_runner *ar, bool detach);
 void alloc_runner_mark_dirty(struct alloc_runner *ar);

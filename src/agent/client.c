@@ -104,7 +104,6 @@ static void reconcile(struct client *c, struct httpc *h, json_t *allocs)
 		live_status = !strcmp(cs, "pending") || !strcmp(cs, "running");
 		ar = find_runner(c, id);
 		if (ar) {
-			alloc_runner_update(ar, a);
 			if (strcmp(desired, "run"))
 				alloc_runner_stop(ar);
 			continue;

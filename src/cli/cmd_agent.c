@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/client.h"
@@ -98,6 +99,26 @@ static int setup_gpu_sim(struct agent_config *cfg, const char *cmd)
 		cfg->gpu.nvml.library_path = lib;
 	}
 	return 0;
+}
+
+/* mkdir -p: the data dir and its parents may not exist yet. */
+static int make_dirs(const char *path)
+{
+	char *p = xstrdup(path);
+	int rc = 0;
+
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			rc = -errno;
+		*s = '/';
+	}
+	if (mkdir(p, 0700) < 0 && errno != EEXIST)
+		rc = -errno;
+	free(p);
+	return rc;
 }
 
 static void server_log(const char *level, const char *msg, void *arg)
@@ -218,6 +239,11 @@ int cmd_agent(int argc, char **argv)
 		goto out;
 	}
 	agent_log_set_level(cfg.log_level);
+	if (make_dirs(cfg.data_dir) < 0) {
+		fprintf(stderr, "%s: cannot make data dir %s: %s\n", argv[0], cfg.data_dir,
+			strerror(errno));
+		goto out;
+	}
 
 	/* Block the shutdown signals in every thread started from here. */
 	sigemptyset(&sigs);
