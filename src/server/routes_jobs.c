@@ -161,7 +161,7 @@ static int post_plan(struct http_request *req, struct http_response *resp, void 
 		rc = http_error(resp, 400, "invalid_job", "job id \"%s\" does not match the path's \"%s\"", job->id, id);
 		goto out_job;
 	}
-	rc = sched_view_read(srv->store, job->namespace, job->id, &v, &err);
+	rc = sched_view_read(srv->store, &srv->view_cache, job->namespace, job->id, &v, &err);
 	if (rc < 0)
 		goto out_job;
 	cand = job_to_json(job);

@@ -156,9 +156,30 @@ struct sched_view {
 	struct view_node *nodes; size_t nnodes;
 };
 
-/* Reads a view for job (ns, job_id) in one read transaction. */
-int sched_view_read(struct store *s, const char *ns, const char *job_id, struct sched_view *v,
-		    struct herd_err *err);
+/* What views read last, reused while the store says it has not changed:
+ * the node list (by the node kind's index) and each node's usage (by the
+ * node's allocation index).  Without it every evaluation would parse every
+ * allocation record of the cluster. */
+struct view_cache_node {
+	char *id;
+	uint64_t allocs_index;
+	struct node_usage use;
+};
+
+struct view_cache {
+	pthread_mutex_t lock;
+	uint64_t nodes_index;  /* 0: nothing cached */
+	json_t *nodes;
+	struct view_cache_node *v; size_t n, a;
+};
+
+void view_cache_init(struct view_cache *c);
+void view_cache_release(struct view_cache *c);
+
+/* Reads a view for job (ns, job_id) in one read transaction; cache may be
+ * NULL. */
+int sched_view_read(struct store *s, struct view_cache *cache, const char *ns,
+		    const char *job_id, struct sched_view *v, struct herd_err *err);
 void sched_view_release(struct sched_view *v);
 struct view_node *sched_view_node(struct sched_view *v, const char *id);
 
@@ -278,6 +299,7 @@ struct server {
 	struct http_router *router;
 	struct http_server *http;
 	struct eval_broker broker;
+	struct view_cache view_cache;
 	pthread_t *workers; unsigned nworkers;
 	pthread_t hb_thread; bool hb_running;
 	pthread_mutex_t hb_lock;

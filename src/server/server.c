@@ -71,6 +71,7 @@ static void server_free(struct server *srv)
 		pthread_join(srv->workers[i], NULL);
 	heartbeat_stop(srv);
 	broker_release(&srv->broker);
+	view_cache_release(&srv->view_cache);
 	store_close(srv->store);
 	http_router_free(srv->router);
 	for (size_t i = 0; i < srv->nlive; i++) {
@@ -118,6 +119,7 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 		pthread_condattr_destroy(&ca);
 	}
 	broker_init(&srv->broker);
+	view_cache_init(&srv->view_cache);
 	srv->router = http_router_new();
 
 	rc = sched_policy_parse(cfg->policy ? cfg->policy : "herd", &srv->policy);

@@ -11,9 +11,96 @@
 #include "server/server-int.h"
 
 struct view_arg {
+	struct view_cache *cache;
 	const char *ns, *job_id;
 	struct sched_view *v;
 };
+
+void view_cache_init(struct view_cache *c)
+{
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->lock, NULL);
+}
+
+void view_cache_release(struct view_cache *c)
+{
+	json_decref(c->nodes);
+	for (size_t i = 0; i < c->n; i++) {
+		free(c->v[i].id);
+		node_usage_release(&c->v[i].use);
+	}
+	free(c->v);
+	pthread_mutex_destroy(&c->lock);
+}
+
+/* The node list as of this transaction (cache->lock held). */
+static int nodes_of(struct store *s, struct view_cache *c, json_t **out, struct herd_err *err)
+{
+	uint64_t idx = 0;
+	int rc;
+	if (!c)
+		return store_list(s, STORE_NODE, NULL, out, err);
+	rc = store_kind_index(s, STORE_NODE, &idx, err);
+	if (rc < 0)
+		return rc;
+	if (!c->nodes || c->nodes_index != idx) {
+		json_t *list = NULL;
+		rc = store_list(s, STORE_NODE, NULL, &list, err);
+		if (rc < 0)
+			return rc;
+		json_decref(c->nodes);
+		c->nodes = list;
+		c->nodes_index = idx;
+	}
+	/* views own their nodes and change nothing in them: share a copy of
+	 * the array, not of every node */
+	*out = json_copy(c->nodes);
+	return 0;
+}
+
+/* The usage of node id as of this transaction (cache->lock held). */
+static int usage_of(struct store *s, struct view_cache *c, const char *id, struct node_usage *out,
+		    struct herd_err *err)
+{
+	struct store_filter nf = { NULL, NULL, id };
+	struct view_cache_node *cn = NULL;
+	uint64_t idx = 0;
+	json_t *allocs = NULL, *al;
+	size_t j;
+	int rc;
+
+	if (c) {
+		rc = store_node_allocs_index(s, id, &idx, err);
+		if (rc < 0)
+			return rc;
+		for (size_t i = 0; i < c->n; i++)
+			if (!strcmp(c->v[i].id, id))
+				cn = &c->v[i];
+		if (cn && cn->allocs_index == idx) {
+			node_usage_copy(out, &cn->use);
+			return 0;
+		}
+	}
+	rc = store_list(s, STORE_ALLOC, &nf, &allocs, err);
+	if (rc < 0)
+		return rc;
+	json_array_foreach(allocs, j, al)
+		if (alloc_takes_capacity(al))
+			node_usage_add_alloc(out, al, 1);
+	json_decref(allocs);
+	if (c) {
+		if (!cn) {
+			ALLOC_GROW(c->v, c->n + 1, c->a);
+			cn = &c->v[c->n++];
+			memset(cn, 0, sizeof(*cn));
+			cn->id = xstrdup(id);
+		}
+		node_usage_release(&cn->use);
+		node_usage_copy(&cn->use, out);
+		cn->allocs_index = idx;
+	}
+	return 0;
+}
 
 static bool node_schedulable(const json_t *node)
 {
@@ -41,7 +128,7 @@ static int read_view(struct store *s, void *arg, struct herd_err *err)
 	rc = store_list(s, STORE_ALLOC, &jf, &v->job_allocs, err);
 	if (rc < 0)
 		return rc;
-	rc = store_list(s, STORE_NODE, NULL, &nodes, err);
+	rc = nodes_of(s, a->cache, &nodes, err);
 	if (rc < 0)
 		return rc;
 	v->nodes = xcalloc(json_array_size(nodes) + 1, sizeof(*v->nodes));
@@ -51,29 +138,26 @@ static int read_view(struct store *s, void *arg, struct herd_err *err)
 		vn->id = jstr(node, "id", "");
 		vn->schedulable = node_schedulable(node);
 		if (vn->schedulable) {
-			struct store_filter nf = { NULL, NULL, vn->id };
-			json_t *allocs = NULL, *al;
-			size_t j;
-			rc = store_list(s, STORE_ALLOC, &nf, &allocs, err);
+			rc = usage_of(s, a->cache, vn->id, &vn->use, err);
 			if (rc < 0)
 				break;
-			json_array_foreach(allocs, j, al)
-				if (alloc_takes_capacity(al))
-					node_usage_add_alloc(&vn->use, al, 1);
-			json_decref(allocs);
 		}
 	}
 	json_decref(nodes);
 	return rc < 0 ? rc : 0;
 }
 
-int sched_view_read(struct store *s, const char *ns, const char *job_id, struct sched_view *v,
-		    struct herd_err *err)
+int sched_view_read(struct store *s, struct view_cache *cache, const char *ns,
+		    const char *job_id, struct sched_view *v, struct herd_err *err)
 {
-	struct view_arg a = { ns, job_id, v };
+	struct view_arg a = { cache, ns, job_id, v };
 	int rc;
 	memset(v, 0, sizeof(*v));
+	if (cache)
+		pthread_mutex_lock(&cache->lock);
 	rc = store_view(s, read_view, &a, err);
+	if (cache)
+		pthread_mutex_unlock(&cache->lock);
 	if (rc < 0)
 		sched_view_release(v);
 	return rc;

@@ -22,7 +22,7 @@ static int process_once(struct server *srv, const json_t *eval, enum eval_outcom
 	json_t *done, *extra = json_array();
 	int rc;
 
-	rc = sched_view_read(srv->store, ns, job_id, &v, err);
+	rc = sched_view_read(srv->store, &srv->view_cache, ns, job_id, &v, err);
 	if (rc < 0) {
 		json_decref(extra);
 		return rc;
