@@ -69,8 +69,10 @@ static char *field_str(const struct row *r, int c)
 typedef int (*row_fn)(struct trace *t, const struct row *r, const int *cols, size_t line,
 		      struct herd_err *err);
 
+/* names[0..nrequired) must be columns of the header; later ones may be
+ * absent (their index is then -1). */
 static int parse(struct trace *t, const char *buf, size_t len, const char *const *names,
-		 int ncols, row_fn fn, struct herd_err *err)
+		 int ncols, int nrequired, row_fn fn, struct herd_err *err)
 {
 	const char *p = buf, *end = buf + len;
 	struct row h;
@@ -93,7 +95,7 @@ static int parse(struct trace *t, const char *buf, size_t len, const char *const
 			return herd_errf(err, -EINVAL, "line %zu: malformed CSV row", line);
 		if (!header) {
 			for (int i = 0; i < ncols; i++)
-				if ((cols[i] = col(&h, names[i])) < 0)
+				if ((cols[i] = col(&h, names[i])) < 0 && i < nrequired)
 					return herd_errf(err, -EINVAL, "line %zu: no column %s", line,
 							 names[i]);
 			header = true;
@@ -152,7 +154,8 @@ static int pod_row(struct trace *t, const struct row *r, const int *c, size_t li
 	p.num_gpu = (int)g;
 	p.gpu_milli = g ? (int32_t)m : 0;
 	p.name = field_str(r, c[0]);
-	p.gpu_spec = c[5] < r->n && r->len[c[5]] ? field_str(r, c[5]) : NULL;
+	/* gpu_spec is optional: the multigpu files have no such column */
+	p.gpu_spec = c[5] >= 0 && c[5] < r->n && r->len[c[5]] ? field_str(r, c[5]) : NULL;
 	t->pods = xreallocarray(t->pods, t->npods + 1, sizeof(*t->pods));
 	t->pods[t->npods++] = p;
 	return 0;
@@ -162,7 +165,7 @@ int trace_parse_nodes(struct trace *t, const char *buf, size_t len, struct herd_
 {
 	static const char *const names[] = { "sn", "cpu_milli", "memory_mib", "gpu", "model" };
 	size_t n0 = t->nnodes;
-	int rc = parse(t, buf, len, names, 5, node_row, err);
+	int rc = parse(t, buf, len, names, 5, 5, node_row, err);
 	if (rc) {
 		for (size_t i = n0; i < t->nnodes; i++) {
 			free(t->nodes[i].name);
@@ -178,7 +181,7 @@ int trace_parse_pods(struct trace *t, const char *buf, size_t len, struct herd_e
 	static const char *const names[] = { "name", "cpu_milli", "memory_mib", "num_gpu",
 					     "gpu_milli", "gpu_spec" };
 	size_t n0 = t->npods;
-	int rc = parse(t, buf, len, names, 6, pod_row, err);
+	int rc = parse(t, buf, len, names, 6, 5, pod_row, err);
 	if (rc) {
 		for (size_t i = n0; i < t->npods; i++) {
 			free(t->pods[i].name);

@@ -2,8 +2,8 @@
  * from memory (the caller reads the file; this library does no I/O).
  *
  * Node files need the columns sn, cpu_milli, memory_mib, gpu, model; pod
- * files name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec (other
- * columns are ignored, in any order).  See
+ * files name, cpu_milli, memory_mib, num_gpu, gpu_milli, and gpu_spec when
+ * present (other columns are ignored, in any order).  See
  * ../shared/traces/openb/README.md for the format. */
 #ifndef HERD_SCHED_TRACE_H
 #define HERD_SCHED_TRACE_H

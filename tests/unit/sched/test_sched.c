@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "helpers.h"
+#include "sched/trace.h"
 
 static const struct sched_options binpack = { .policy = SCHED_BINPACK, .seed = 1 };
 
@@ -261,6 +262,77 @@ static void test_apply_rejects_overcommit(void **state)
 	sched_snapshot_free(s);
 }
 
+/* The score memo must not change a decision: the same sequence of
+ * placements, once through the memo (plain requests) and once around it (a
+ * device constraint that every device meets disables it), lands on the
+ * same nodes and devices. */
+static void test_memo_same_decisions(void **state)
+{
+	struct sched_task_class c[] = { { 2000, 0, 500, 1, NULL, 2 }, { 4000, 0, 1000, 1, NULL, 1 } };
+	struct sched_workload *w = sched_workload_new(c, 2);
+	struct sched_constraint any = { "${device.vendor}", SCHED_OP_EQ, "nvidia" };
+	enum sched_policy pols[] = { SCHED_FGD, SCHED_HERD, SCHED_BESTFIT, SCHED_PACKING };
+
+	for (size_t pi = 0; pi < sizeof(pols) / sizeof(pols[0]); pi++) {
+		struct sched_snapshot *s1 = sched_snapshot_new(), *s2 = sched_snapshot_new();
+		for (int i = 0; i < 12; i++) {
+			char id[16];
+			snprintf(id, sizeof(id), "n%d", i);
+			add_node(s1, id, 32000, 65536, 4, "T4", SCHED_TIMESLICE, 0);
+			add_node(s2, id, 32000, 65536, 4, "T4", SCHED_TIMESLICE, 0);
+		}
+		for (int k = 0; k < 40; k++) {
+			int32_t milli = (int32_t[]){ 500, 1000, 250, 700 }[k % 4];
+			struct sched_device_request d1 = { .name = "gpu", .count = 1, .compute = milli };
+			struct sched_device_request d2 = d1;
+			struct sched_request r1 = { .cpu_milli = 1000, .count = 1, .device = &d1 };
+			struct sched_request r2 = { .cpu_milli = 1000, .count = 1, .device = &d2 };
+			struct sched_options o = { .policy = pols[pi], .seed = (uint64_t)k, .workload = w };
+			struct sched_placement a, b;
+			int ra, rb;
+			d2.constraints = &any;
+			d2.nconstraints = 1;
+			ra = sched_place(s1, &r1, &o, &a, NULL, NULL);
+			rb = sched_place(s2, &r2, &o, &b, NULL, NULL);
+			assert_int_equal(ra, rb);
+			if (ra)
+				continue;
+			assert_int_equal(a.node, b.node);
+			assert_int_equal(a.dev[0].dev, b.dev[0].dev);
+			assert_int_equal(sched_apply(s1, &a), 0);
+			assert_int_equal(sched_apply(s2, &b), 0);
+		}
+		sched_snapshot_free(s1);
+		sched_snapshot_free(s2);
+	}
+	sched_workload_free(w);
+}
+
+/* The trace reader: header found after blank lines, gpu_spec optional,
+ * malformed rows named by line. */
+static void test_trace_reader(void **state)
+{
+	static const char nodes[] = "\nsn,cpu_milli,memory_mib,gpu,model\nn0,64000,1024,2,T4\n";
+	static const char pods[] = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,10,1,500\n"
+				   "p1,1000,10,0,0\n";
+	static const char bad[] = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,10,2,500\n";
+	struct trace t = { 0 };
+	struct herd_err err;
+
+	assert_int_equal(trace_parse_nodes(&t, nodes, sizeof(nodes) - 1, NULL), 0);
+	assert_int_equal(t.nnodes, 1);
+	assert_int_equal(t.nodes[0].gpus, 2);
+	assert_int_equal(trace_parse_pods(&t, pods, sizeof(pods) - 1, NULL), 0);
+	assert_int_equal(t.npods, 2);
+	assert_null(t.pods[0].gpu_spec);
+	assert_int_equal(t.pods[0].gpu_milli, 500);
+	assert_int_equal(trace_parse_pods(&t, bad, sizeof(bad) - 1, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "line 2"));
+	assert_int_equal(t.npods, 2); /* nothing appended on failure */
+	assert_int_equal(trace_parse_pods(&t, "\n\n", 2, NULL), -EINVAL);
+	trace_release(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -272,6 +344,8 @@ int main(void)
 		cmocka_unit_test(test_deterministic_seed),
 		cmocka_unit_test(test_never_overcommitted),
 		cmocka_unit_test(test_apply_rejects_overcommit),
+		cmocka_unit_test(test_memo_same_decisions),
+		cmocka_unit_test(test_trace_reader),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
