@@ -114,7 +114,7 @@ json_t *client_node_json(struct client *c)
 	const struct driver_ops *raw = driver_find("raw_exec");
 	json_t *node = json_object(), *attrs = json_object(), *meta = json_object();
 	json_t *res = json_object(), *drivers = json_object(), *devs = json_array();
-	int64_t cores = 0, mem = 0, disk = 0;
+	int64_t cpu = 0, mem = 0, disk = 0;
 
 	opts.data_dir = cfg->data_dir;
 	if (node_fingerprint(&opts, &fp, &err) < 0)
@@ -127,7 +127,9 @@ json_t *client_node_json(struct client *c)
 		node_fingerprint_set_attr(fp, "herd.version", HERD_VERSION);
 		for (size_t i = 0; i < fp->nr_attrs; i++)
 			json_object_set_new(attrs, fp->attrs[i].name, json_string(fp->attrs[i].value));
-		cores = fp->cpu_cores;
+		/* The server compares this with the tasks' `cpu` (MHz), so
+		 * the node offers what Nomad offers: cores x MHz. */
+		cpu = fp->cpu_total_compute > 0 ? fp->cpu_total_compute : fp->cpu_cores * 1000LL;
 		mem = fp->memory_bytes / (1024 * 1024);
 		disk = fp->disk_free_bytes / (1024 * 1024);
 	}
@@ -149,7 +151,9 @@ json_t *client_node_json(struct client *c)
 		mem = cfg->client.memory_total_mib;
 	mem -= cfg->client.reserved_memory_mib;
 	disk -= cfg->client.reserved_disk_mib;
-	json_object_set_new(res, "cpu_milli", json_integer(cores * 1000));
+	if (cfg->client.cpu_total_compute > 0)
+		cpu = cfg->client.cpu_total_compute;
+	json_object_set_new(res, "cpu_milli", json_integer(cpu));
 	json_object_set_new(res, "memory_mib", json_integer(mem > 0 ? mem : 0));
 	json_object_set_new(res, "disk_mib", json_integer(disk > 0 ? disk : 0));
 	json_object_set_new(drivers, "raw_exec",
