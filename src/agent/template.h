@@ -1,0 +1,82 @@
+/* template: `template { data | source, destination, perms }` of a task.
+ *
+ * A small, safe template language in the spirit of consul-template's (so
+ * simple Nomad templates carry over); everything that would reach outside
+ * the node (Consul keys, Vault secrets, services, files, commands) is an
+ * error, never an empty string.
+ *
+ *   text                    copied as is
+ *   {{ PIPELINE }}          the pipeline's value
+ *   {{- ... -}}             also trims white space before / after the action
+ *   {{/ * comment * /}}     (written without the inner spaces) nothing;
+ *                           the comment may span lines
+ *
+ * A pipeline is `command | command | ...`; each command's value is passed
+ * to the next as its last argument.  Arguments are string literals,
+ * "double quoted" (escapes \" \\ \n \t) or `raw`.  Commands:
+ *
+ *   env "NAME"       the task's environment variable NAME ("" when unset)
+ *   attr "NAME"      the node attribute NAME (attr "kernel.name"); "" when unknown
+ *   meta "KEY"       the node's meta KEY (client { meta { } }); "" when unknown
+ *   "literal"        the string itself
+ *   default "X"      X when the piped value is empty, else the value
+ *   toUpper, toLower, trimSpace    on the piped value
+ *
+ * Unsupported functions (key, keyOrDefault, ls, tree, secret, secrets,
+ * service, services, file, plugin, executeTemplate, ...) and unknown names
+ * are errors: "template line 3: key: not supported by herd (no Consul)".
+ *
+ * Files: destinations are paths relative to the task directory (an
+ * absolute path is accepted only when it lies inside the task directory);
+ * a ".." component, a path that leaves the task directory or one that
+ * passes through a symlink pointing outside it is rejected (openat2
+ * RESOLVE_BENEATH).  Files are written to a temporary name in the target
+ * directory, fsynced, given their perms and renamed over the destination,
+ * so a task never sees half a file; missing parent directories are made
+ * (0755).
+ *
+ * Library code: nothing here prints. */
+#ifndef HERD_AGENT_TEMPLATE_H
+#define HERD_AGENT_TEMPLATE_H
+
+#include <stddef.h>
+
+#include "agent/config.h"
+#include "agent/fingerprint.h"
+#include "agent/taskenv.h"
+#include "common/err.h"
+
+#define TEMPLATE_MAX_OUTPUT (4 << 20)   /* bytes a rendering may produce */
+
+struct template_ctx {
+	const struct taskenv *env;           /* env "NAME"; may be NULL */
+	const struct node_attr *attrs;       /* attr "NAME" */
+	size_t nr_attrs;
+	const struct agent_kv *meta;         /* meta "KEY" */
+	size_t nr_meta;
+};
+
+/* Renders text into a new string *out (the caller frees).  Returns 0, or
+ * -EINVAL with err ("template line N: ...") for a syntax error or an
+ * unsupported function, -E2BIG when the output would exceed
+ * TEMPLATE_MAX_OUTPUT; *out untouched on failure. */
+int template_render(const char *text, const struct template_ctx *ctx, char **out,
+		    struct herd_err *err);
+
+/* Writes len bytes of data to destination (see above) under task_dir with
+ * mode perms (e.g. 0644; only the 07777 bits count).  Returns 0, -EINVAL
+ * (bad path) / -EXDEV (escapes the task dir) / -errno with err. */
+int template_write_file(const char *task_dir, const char *destination, const void *data,
+			size_t len, unsigned perms, struct herd_err *err);
+
+/* Reads a template's `source`, confined to task_dir like a destination, at
+ * most max bytes, into a new NUL-terminated string *out.  Returns 0 or
+ * -errno with err (-EFBIG when larger than max). */
+int template_read_source(const char *task_dir, const char *source, size_t max, char **out,
+			 struct herd_err *err);
+
+/* Parses a `perms` string ("0644", "644", "0600") into *out.  Returns 0 or
+ * -EINVAL. */
+int template_parse_perms(const char *s, unsigned *out);
+
+#endif

@@ -1,0 +1,260 @@
+/* template: the language (helpers, pipelines, trimming, comments, errors
+ * with lines, unsupported functions) and confined atomic writes (perms,
+ * parents, '..', absolute paths, symlinks out of the task dir). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/template.h"
+
+static char root[] = "/tmp/herd-template-XXXXXX";
+static char task_dir[128], outside[128];
+static struct taskenv *te;
+static struct template_ctx ctx;
+
+static char *render_ok(const char *text)
+{
+	static char buf[4096];
+	char *out = NULL;
+	struct herd_err err = { 0 };
+	int rc = template_render(text, &ctx, &out, &err);
+	if (rc != 0)
+		fail_msg("render '%s': %s", text, err.msg);
+	snprintf(buf, sizeof(buf), "%s", out);
+	free(out);
+	return buf;
+}
+
+static const char *render_err(const char *text, int want)
+{
+	static struct herd_err err;
+	char *out = (char *)"untouched";
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(template_render(text, &ctx, &out, &err), want);
+	assert_string_equal(out, "untouched");
+	return err.msg;
+}
+
+static void test_helpers(void **state)
+{
+	assert_string_equal(render_ok("plain text\n"), "plain text\n");
+	assert_string_equal(render_ok("port={{ env \"GREETING\" }}!"), "port=hello world!");
+	assert_string_equal(render_ok("{{env \"HERD_TASK_NAME\"}}"), "web");
+	assert_string_equal(render_ok("[{{ env \"NOPE\" }}]"), "[]");
+	assert_string_equal(render_ok("{{ attr \"kernel.name\" }}/{{ attr \"nope\" }}"), "linux/");
+	assert_string_equal(render_ok("{{ meta \"rack\" }}"), "r12");
+	assert_string_equal(render_ok("{{ env \"NOPE\" | default \"8080\" }}"), "8080");
+	assert_string_equal(render_ok("{{ env \"GREETING\" | default \"x\" | toUpper }}"),
+			    "HELLO WORLD");
+	assert_string_equal(render_ok("{{ \"  MiXed \" | trimSpace | toLower }}"), "mixed");
+	assert_string_equal(render_ok("{{ `raw \\n \"q\"` }}"), "raw \\n \"q\"");
+	assert_string_equal(render_ok("{{ \"a\\tb\\n\\\"c\\\\\" }}"), "a\tb\n\"c\\");
+	assert_string_equal(render_ok("a {{/* note */}}b"), "a b");
+	assert_string_equal(render_ok("a\n  {{- \"x\" -}}  \n b"), "axb");
+	assert_string_equal(render_ok("{{\"-\"}}"), "-");
+	assert_string_equal(render_ok("x {{ \"}}\" }} y"), "x }} y");
+}
+
+static void test_errors(void **state)
+{
+	const char *m = render_err("line1\nline2 {{ key \"service/port\" }}", -EINVAL);
+	assert_non_null(strstr(m, "template line 2"));
+	assert_non_null(strstr(m, "key: not supported"));
+	m = render_err("{{ secret \"x\" }}", -EINVAL);
+	assert_non_null(strstr(m, "Vault"));
+	m = render_err("{{ file \"/etc/shadow\" }}", -EINVAL);
+	assert_non_null(strstr(m, "not allowed"));
+	m = render_err("{{ nosuch }}", -EINVAL);
+	assert_non_null(strstr(m, "unknown function nosuch"));
+	m = render_err("{{ env \"A\" \"B\" }}", -EINVAL);
+	assert_non_null(strstr(m, "env takes 1 argument"));
+	m = render_err("{{ env \"A\" ", -EINVAL);
+	assert_non_null(strstr(m, "unterminated"));
+	m = render_err("{{ env \"A }}", -EINVAL);
+	assert_non_null(strstr(m, "unterminated string"));
+	m = render_err("{{ env HOME }}", -EINVAL);
+	assert_non_null(strstr(m, "string literals"));
+	m = render_err("{{ \"a\" | \"b\" }}", -EINVAL);
+	assert_non_null(strstr(m, "piped"));
+	m = render_err("{{/* open", -EINVAL);
+	assert_non_null(strstr(m, "comment"));
+	render_err("{{ }}", -EINVAL);
+}
+
+static void test_output_limit(void **state)
+{
+	/* A 1 MiB value used 5 times: over the 4 MiB output limit. */
+	size_t n = 1 << 20;
+	char *big = malloc(n + 1);
+	memset(big, 'x', n);
+	big[n] = '\0';
+	struct node_attr attrs[] = { { (char *)"big", big } };
+	struct template_ctx c = { .attrs = attrs, .nr_attrs = 1 };
+	const char *t = "{{attr \"big\"}}{{attr \"big\"}}{{attr \"big\"}}{{attr \"big\"}}{{attr \"big\"}}";
+	char *out = NULL;
+	struct herd_err err = { 0 };
+	assert_int_equal(template_render(t, &c, &out, &err), -E2BIG);
+	assert_null(out);
+	free(big);
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n < 0 ? 0 : n] = '\0';
+	return buf;
+}
+
+static void test_write_files(void **state)
+{
+	struct herd_err err = { 0 };
+	char path[256];
+	assert_int_equal(template_write_file(task_dir, "local/conf/app.ini", "a=1\n", 4, 0640,
+					     &err), 0);
+	snprintf(path, sizeof(path), "%s/local/conf/app.ini", task_dir);
+	assert_string_equal(slurp(path), "a=1\n");
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	/* replaced atomically, new perms, no temporary left */
+	assert_int_equal(template_write_file(task_dir, "local/conf/app.ini", "b=2\n", 4, 0600,
+					     &err), 0);
+	assert_string_equal(slurp(path), "b=2\n");
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "test $(ls -A %s/local/conf | wc -l) -eq 1", task_dir);
+	assert_int_equal(system(cmd), 0);
+	/* absolute inside the task dir is fine */
+	snprintf(path, sizeof(path), "%s/secrets/token", task_dir);
+	assert_int_equal(template_write_file(task_dir, path, "t", 1, 0400, &err), 0);
+	assert_string_equal(slurp(path), "t");
+
+	unsigned perms;
+	assert_int_equal(template_parse_perms("0644", &perms), 0);
+	assert_int_equal(perms, 0644);
+	assert_int_equal(template_parse_perms("755", &perms), 0);
+	assert_int_equal(perms, 0755);
+	assert_int_equal(template_parse_perms("0999", &perms), -EINVAL);
+	assert_int_equal(template_parse_perms("", &perms), -EINVAL);
+	assert_int_equal(template_parse_perms("-644", &perms), -EINVAL);
+}
+
+static void test_write_escapes_rejected(void **state)
+{
+	struct herd_err err = { 0 };
+	char path[256], link[256];
+	assert_int_equal(template_write_file(task_dir, "../escape", "x", 1, 0644, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "'..'"));
+	assert_int_equal(template_write_file(task_dir, "local/../../escape", "x", 1, 0644, &err),
+			 -EINVAL);
+	assert_int_equal(template_write_file(task_dir, "/etc/herd-escape", "x", 1, 0644, &err),
+			 -EXDEV);
+	assert_non_null(strstr(err.msg, "outside the task directory"));
+	assert_int_equal(template_write_file(task_dir, "", "x", 1, 0644, &err), -EINVAL);
+	assert_int_equal(template_write_file(task_dir, "local/", "x", 1, 0644, &err), -EINVAL);
+	/* a prefix of the task dir's name is not inside it */
+	snprintf(path, sizeof(path), "%sx/f", task_dir);
+	assert_int_equal(template_write_file(task_dir, path, "x", 1, 0644, &err), -EXDEV);
+
+	/* a symlinked directory pointing outside */
+	snprintf(link, sizeof(link), "%s/local/out", task_dir);
+	assert_int_equal(symlink(outside, link), 0);
+	assert_int_equal(template_write_file(task_dir, "local/out/f", "x", 1, 0644, &err), -EXDEV);
+	assert_int_equal(template_write_file(task_dir, "local/out/sub/f", "x", 1, 0644, &err),
+			 -EXDEV);
+	snprintf(path, sizeof(path), "%s/f", outside);
+	assert_int_equal(access(path, F_OK), -1);
+	snprintf(path, sizeof(path), "%s/sub", outside);
+	assert_int_equal(access(path, F_OK), -1);
+
+	/* a symlink at the destination itself is replaced, not followed */
+	snprintf(path, sizeof(path), "%s/victim", outside);
+	FILE *f = fopen(path, "we");
+	fputs("keep", f);
+	fclose(f);
+	snprintf(link, sizeof(link), "%s/local/dest", task_dir);
+	assert_int_equal(symlink(path, link), 0);
+	assert_int_equal(template_write_file(task_dir, "local/dest", "new", 3, 0644, &err), 0);
+	assert_string_equal(slurp(path), "keep");
+	struct stat st;
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+}
+
+static void test_read_source(void **state)
+{
+	struct herd_err err = { 0 };
+	char *text = NULL;
+	assert_int_equal(template_write_file(task_dir, "local/t.tpl", "{{ env \"GREETING\" }}", 20,
+					     0644, &err), 0);
+	assert_int_equal(template_read_source(task_dir, "local/t.tpl", 1024, &text, &err), 0);
+	assert_string_equal(text, "{{ env \"GREETING\" }}");
+	free(text);
+	text = NULL;
+	assert_int_equal(template_read_source(task_dir, "local/t.tpl", 5, &text, &err), -EFBIG);
+	assert_int_equal(template_read_source(task_dir, "/etc/passwd", 1024, &text, &err), -EXDEV);
+	assert_int_equal(template_read_source(task_dir, "local/out/x", 1024, &text, &err), -EXDEV);
+	assert_null(text);
+}
+
+static int setup(void **state)
+{
+	if (!mkdtemp(root))
+		return -1;
+	snprintf(task_dir, sizeof(task_dir), "%s/task", root);
+	snprintf(outside, sizeof(outside), "%s/outside", root);
+	mkdir(task_dir, 0755);
+	mkdir(outside, 0755);
+	char p[256];
+	snprintf(p, sizeof(p), "%s/local", task_dir);
+	mkdir(p, 0755);
+	static const struct agent_kv env[] = { { "GREETING", "hello world" } };
+	static struct node_attr attrs[] = { { "kernel.name", "linux" } };
+	static const struct agent_kv meta[] = { { "rack", "r12" } };
+	struct taskenv_input in = {
+		.alloc_id = "a1b2c3d4-0000-0000-0000-000000000000", .alloc_index = -1,
+		.job_id = "j", .group = "g", .task = "web", .alloc_dir = "/a",
+		.task_dir = task_dir, .env = env, .nr_env = 1,
+	};
+	if (taskenv_build(&in, &te, NULL) < 0)
+		return -1;
+	ctx = (struct template_ctx){ .env = te, .attrs = attrs, .nr_attrs = 1,
+				     .meta = meta, .nr_meta = 1 };
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	taskenv_free(te);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	return system(cmd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_helpers),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_output_limit),
+		cmocka_unit_test(test_write_files),
+		cmocka_unit_test(test_write_escapes_rejected),
+		cmocka_unit_test(test_read_source),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
