@@ -42,6 +42,8 @@
 #define HCL_MAX_DEPTH 64             /* nested blocks, lists and objects */
 #define HCL_MAX_STRING (1u << 20)    /* bytes in one string or heredoc */
 #define HCL_MAX_ITEMS 100000         /* elements of one list, object or body */
+/* Also: a number literal has at most 256 characters; interpolations nest at
+ * most HCL_MAX_DEPTH deep inside one string. */
 
 struct hcl_pos {
 	int line, col;

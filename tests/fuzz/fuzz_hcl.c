@@ -76,14 +76,34 @@ static int json_depth(const json_t *j)
 /* Differential check against jansson, a strict RFC 8259 reader: both must
  * agree on what is JSON, except where our limits or number rules differ
  * (depth past HCL_MAX_DEPTH; integers beyond int64, which we read as
- * reals and jansson refuses). */
-static void compare_with_jansson(const uint8_t *data, size_t size, bool ours)
+ * reals and jansson refuses; numbers longer than HCL_MAX_NUMBER_LEN, a
+ * limit of ours; NUL bytes). */
+static bool has_message(const struct diag_list *dl, const char *start)
+{
+	for (size_t i = 0; i < dl->n; i++)
+		if (strncmp(dl->v[i].msg, start, strlen(start)) == 0)
+			return true;
+	return false;
+}
+
+static void compare_with_jansson(const uint8_t *data, size_t size, bool ours,
+				 const struct diag_list *dl)
 {
 	json_error_t jerr;
-	json_t *j = json_loadb((const char *)data, size,
-			       JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	json_t *j;
+
+	/* jansson takes a raw NUL byte for the end of input; RFC 8259 and we
+	 * do not */
+	if (memchr(data, 0, size))
+		return;
+	/* a leading byte order mark: RFC 8259 lets a reader ignore it, we do */
+	if (size >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0)
+		return;
+	j = json_loadb((const char *)data, size,
+		       JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
 	if (j) {
-		check(ours || json_depth(j) > HCL_MAX_DEPTH);
+		check(ours || json_depth(j) > HCL_MAX_DEPTH ||
+		      has_message(dl, "number is longer than"));
 		json_decref(j);
 	} else if (ours) {
 		check(strstr(jerr.text, "too big") != NULL);
@@ -109,7 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	diag_list_init(&dl);
 	e = hcl_parse_json((const char *)data, size, &dl);
 	check((e != NULL) == (dl.errors == 0));
-	compare_with_jansson(data, size, e != NULL);
+	compare_with_jansson(data, size, e != NULL, &dl);
 	if (e)
 		to_json(e);
 	hcl_expr_free(e);
