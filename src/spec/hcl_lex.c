@@ -72,19 +72,54 @@ char *hcl_token_take_string(struct hcl_token *tok, size_t *len)
 	return s;
 }
 
+/* Character classes, looked up once per byte in the hot loops. */
+enum {
+	C_DIGIT = 1,       /* 0-9 */
+	C_IDSTART = 2,     /* a-z A-Z _ */
+	C_IDCHAR = 4,      /* an identifier's later bytes: also digits and "-" */
+	C_JSONWORD = 8,    /* a JSON literal's bytes: letters, digits, "_" */
+	C_PLAIN = 16,      /* printable ASCII a string copies as is */
+};
+
+/* Generated from the definitions above: 0x00-0x1F none; printable ASCII
+ * C_PLAIN except " \\ $ %; digits, letters, "_" and "-" as named. */
+static const unsigned char char_class[256] = {
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+	16, 16,  0, 16,  0,  0, 16, 16, 16, 16, 16, 16, 16, 20, 16, 16,
+	29, 29, 29, 29, 29, 29, 29, 29, 29, 29, 16, 16, 16, 16, 16, 16,
+	16, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30,
+	30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 16,  0, 16, 16, 30,
+	16, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30,
+	30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 16, 16, 16, 16,  0,
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+	 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,
+};
+
+static bool has_class(int c, int cls)
+{
+	return (char_class[(unsigned char)c] & cls) != 0;
+}
+
 static bool is_digit(int c)
 {
-	return c >= '0' && c <= '9';
+	return has_class(c, C_DIGIT);
 }
 
 static bool is_ident_start(int c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+	return has_class(c, C_IDSTART);
 }
 
 static bool is_ident_char(int c)
 {
-	return is_ident_start(c) || is_digit(c) || c == '-';
+	return has_class(c, C_IDCHAR);
 }
 
 static int hex_value(int c)
@@ -333,8 +368,7 @@ static void lex_string(struct hcl_lexer *lx, struct hcl_token *tok)
 	const char *run = p;
 
 	/* Most strings are plain text: copy them with one exact allocation. */
-	while (run < end && (unsigned char)*run >= 0x20 && (unsigned char)*run < 0x7F &&
-	       *run != '"' && *run != '\\' && *run != '$' && *run != '%')
+	while (run < end && has_class(*run, C_PLAIN))
 		run++;
 	if (run < end && *run == '"' && (size_t)(run - p) <= HCL_MAX_STRING) {
 		tok->kind = HCL_T_STRING;
@@ -354,8 +388,7 @@ static void lex_string(struct hcl_lexer *lx, struct hcl_token *tok)
 		if (sp == 0) {
 			const char *seg = p;
 			/* the common case: a run of plain printable ASCII */
-			while (p < end && (unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7F &&
-			       *p != '"' && *p != '\\' && *p != '$' && *p != '%')
+			while (p < end && has_class(*p, C_PLAIN))
 				p++;
 			if (p > seg) {
 				scan_add(&sc, seg, (size_t)(p - seg));
@@ -796,8 +829,8 @@ void hcl_lex_next(struct hcl_lexer *lx, struct hcl_token *tok)
 		return;
 	}
 	if (is_ident_start(c)) {
-		while (p < end && (lx->json ? is_ident_start((unsigned char)*p) || is_digit((unsigned char)*p)
-					    : is_ident_char((unsigned char)*p)))
+		int cls = lx->json ? C_JSONWORD : C_IDCHAR;
+		while (p < end && has_class(*p, cls))
 			p++;
 		tok->kind = HCL_T_IDENT;
 		tok->raw_len = (size_t)(p - lx->p);
