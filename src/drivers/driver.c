@@ -12,8 +12,9 @@
 #include "drivers/driver.h"
 
 extern const struct driver_ops raw_exec_ops;
+extern const struct driver_ops docker_ops;
 
-const struct driver_ops *const driver_all[] = { &raw_exec_ops, NULL };
+const struct driver_ops *const driver_all[] = { &raw_exec_ops, &docker_ops, NULL };
 
 const struct driver_ops *driver_find(const char *name)
 {
@@ -32,6 +33,8 @@ char *driver_state_to_json(const struct driver_state *s)
 			      "task_pid", (json_int_t)s->task_pid,
 			      "task_start_time", (json_int_t)s->task_start_time,
 			      "exit_file", s->exit_file);
+	if (s->container_id[0])
+		json_object_set_new(o, "container_id", json_string(s->container_id));
 	char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(o);
 	char *out = xstrdup(text);
@@ -45,18 +48,22 @@ int driver_state_from_json(const char *text, struct driver_state *out, struct he
 	json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &je);
 	if (!o)
 		return herd_errf(err, -EINVAL, "task state: %s at %d:%d", je.text, je.line, je.column);
-	const char *driver, *exit_file;
+	const char *driver, *exit_file, *container_id = "";
 	json_int_t shim_pid, shim_start, task_pid, task_start;
-	int rc = json_unpack_ex(o, &je, JSON_STRICT, "{s:s, s:I, s:I, s:I, s:I, s:s}",
+	int rc = json_unpack_ex(o, &je, JSON_STRICT, "{s:s, s:I, s:I, s:I, s:I, s:s, s?s}",
 				"driver", &driver, "shim_pid", &shim_pid,
 				"shim_start_time", &shim_start, "task_pid", &task_pid,
-				"task_start_time", &task_start, "exit_file", &exit_file);
+				"task_start_time", &task_start, "exit_file", &exit_file,
+				"container_id", &container_id);
 	if (rc < 0) {
 		rc = herd_errf(err, -EINVAL, "task state: %s", je.text);
 		goto out;
 	}
+	/* Pids are 0 for drivers without a shim (docker); each driver's
+	 * recover checks what it needs. */
 	if (strlen(driver) >= DRIVER_NAME_MAX || strlen(exit_file) >= DRIVER_PATH_MAX ||
-	    shim_pid <= 0 || task_pid <= 0 || shim_pid > INT32_MAX || task_pid > INT32_MAX ||
+	    strlen(container_id) >= DRIVER_ID_MAX ||
+	    shim_pid < 0 || task_pid < 0 || shim_pid > INT32_MAX || task_pid > INT32_MAX ||
 	    shim_start < 0 || task_start < 0) {
 		rc = herd_errf(err, -EINVAL, "task state: a value is out of range");
 		goto out;
@@ -64,6 +71,7 @@ int driver_state_from_json(const char *text, struct driver_state *out, struct he
 	struct driver_state s = { 0 };
 	snprintf(s.driver, sizeof(s.driver), "%s", driver);
 	snprintf(s.exit_file, sizeof(s.exit_file), "%s", exit_file);
+	snprintf(s.container_id, sizeof(s.container_id), "%s", container_id);
 	s.shim_pid = (pid_t)shim_pid;
 	s.shim_start_time = (uint64_t)shim_start;
 	s.task_pid = (pid_t)task_pid;

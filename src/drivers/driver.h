@@ -39,6 +39,10 @@
 
 #define DRIVER_NAME_MAX 32
 #define DRIVER_PATH_MAX 4096
+#define DRIVER_ID_MAX 128
+
+struct json_t;
+struct docker_config;
 
 /* How the agent runs drivers; shared by every driver. */
 struct driver_env {
@@ -48,6 +52,17 @@ struct driver_env {
 	 * task_shim_main). */
 	const char *const *shim_argv;
 	bool raw_exec_enabled;     /* client config: raw_exec is off unless enabled */
+	/* The docker driver's client config (drivers/docker.h); NULL: its
+	 * defaults (socket /var/run/docker.sock, nothing privileged). */
+	const struct docker_config *docker;
+};
+
+/* A port of the group's network, for drivers that map ports (docker). */
+struct driver_port {
+	const char *label;         /* network { port "http" { } } */
+	const char *host_ip;       /* NULL or "": all addresses */
+	int host_port;             /* port on the host */
+	int to;                    /* port inside the task (0: same as host_port) */
 };
 
 /* One task to start.  Strings are borrowed for the duration of start(). */
@@ -63,6 +78,23 @@ struct driver_task {
 	const char *state_dir;     /* where the shim writes <name>.exit; must exist */
 	int log_max_files;         /* logs { max_files }: files kept per stream (>= 1) */
 	int64_t log_max_file_size; /* logs { max_file_size } in bytes (>= 1) */
+
+	/* Used by drivers that isolate the task (docker); 0/NULL when unset.
+	 * raw_exec ignores them. */
+	const struct json_t *config; /* the task's `config` object, verbatim */
+	const char *alloc_id;      /* labels the container; garbage collection */
+	const char *alloc_dir;     /* the shared <alloc>/alloc dir: /alloc inside */
+	int64_t memory_mb;         /* resources { memory }: the reservation */
+	int64_t memory_max_mb;     /* resources { memory_max }: the hard limit, 0 none */
+	int64_t cpu_mhz;           /* resources { cpu }: relative CPU weight */
+	const char *const *gpu_ids; /* assigned GPU/MIG UUIDs, NULL-terminated; NULL:
+				    * taken from NVIDIA_VISIBLE_DEVICES in env */
+	const struct driver_port *ports;
+	size_t nports;
+	/* Progress the task runner should show as task events ("Downloading
+	 * Image", ...); called from start() on its thread.  May be NULL. */
+	void (*event)(void *arg, const char *type, const char *message);
+	void *event_arg;
 };
 
 /* How a task ended. */
@@ -83,6 +115,7 @@ struct driver_state {
 	pid_t task_pid;            /* also the task's process group id */
 	uint64_t task_start_time;
 	char exit_file[DRIVER_PATH_MAX];
+	char container_id[DRIVER_ID_MAX]; /* docker: the container; "" otherwise */
 };
 
 struct driver_handle;

@@ -12,7 +12,7 @@
 
 static void test_roundtrip(void **state)
 {
-	struct driver_state s = { "raw_exec", 1234, 987654321ULL, 1240, 987654399ULL, "/d/web.exit" };
+	struct driver_state s = { "raw_exec", 1234, 987654321ULL, 1240, 987654399ULL, "/d/web.exit", "" };
 	char *text = driver_state_to_json(&s);
 	struct driver_state back;
 	memset(&back, 0x55, sizeof(back));
@@ -54,7 +54,7 @@ static void test_signals_and_registry(void **state)
 	assert_int_equal(driver_signal_parse(""), -EINVAL);
 	assert_non_null(driver_find("raw_exec"));
 	assert_string_equal(driver_find("raw_exec")->name, "raw_exec");
-	assert_null(driver_find("docker"));
+	assert_null(driver_find("no_such_driver"));
 	assert_ptr_equal(driver_all[0], driver_find("raw_exec"));
 }
 
