@@ -187,6 +187,7 @@ int cmd_sim(int argc, char **argv)
 		int nseeds = (int)(hi - lo + 1);
 		double *a100 = xcalloc((size_t)nseeds, sizeof(double));
 		double *a130 = xcalloc((size_t)nseeds, sizeof(double));
+		double *bnd = xcalloc((size_t)nseeds, sizeof(double));
 		double *f[3];
 		curves = xcalloc((size_t)npol, sizeof(*curves));
 		for (int k = 0; k < 3; k++)
@@ -195,8 +196,8 @@ int cmd_sim(int argc, char **argv)
 		if (!json) {
 			printf("trace: %zu nodes, %lld GPUs, %zu tasks; seeds %lld-%lld, tune %.2f\n",
 			       t.nnodes, (long long)(cap / 1000), t.npods, (long long)lo, (long long)hi, tune);
-			printf("%-11s %16s %16s %8s %8s %8s %9s %9s\n", "policy", "alloc@100%", "alloc@130%",
-			       "frag@50", "frag@70", "frag@90", "unalloc", "us/place");
+			printf("%-11s %16s %16s %8s %8s %8s %9s %9s %9s\n", "policy", "alloc@100%", "alloc@130%",
+			       "frag@50", "frag@70", "frag@90", "unalloc", "bound", "us/place");
 		}
 		for (int p = 0; p < npol; p++) {
 			double secs = 0;
@@ -210,7 +211,7 @@ int cmd_sim(int argc, char **argv)
 				if (sim_run(&t, w, pol[p], (uint64_t)(lo + k), tune, &r, &err)) {
 					fprintf(stderr, "herd sim: %s\n", err.msg);
 					rc = 1;
-					free(a100); free(a130);
+					free(a100); free(a130); free(bnd);
 					for (int q = 0; q < 3; q++)
 						free(f[q]);
 					goto out;
@@ -219,6 +220,7 @@ int cmd_sim(int argc, char **argv)
 				placements += r.placements;
 				a100[k] = r.alloc_100;
 				a130[k] = r.alloc_130;
+				bnd[k] = r.bound_100 / 1000.0;
 				f[0][k] = r.frag_50;
 				f[1][k] = r.frag_70;
 				f[2][k] = r.frag_90;
@@ -240,9 +242,11 @@ int cmd_sim(int argc, char **argv)
 						"frag_ratio", "50", num(fs[0].mean), "70", num(fs[1].mean), "90", num(fs[2].mean),
 						"unalloc_gpus_100", num(unalloc), "us_per_placement", num(us)));
 				} else {
-					printf("%-11s %8.2f ± %5.2f %8.2f ± %5.2f %7.2f%% %7.2f%% %7.2f%% %9.1f %9.2f\n",
+					/* bound: no policy can leave fewer GPUs unallocated */
+					printf("%-11s %8.2f ± %5.2f %8.2f ± %5.2f %7.2f%% %7.2f%% %7.2f%% %9.1f %9.1f %9.2f\n",
 					       sched_policy_name(pol[p]), s100.mean, s100.sd, s130.mean, s130.sd,
-					       fs[0].mean, fs[1].mean, fs[2].mean, unalloc, us);
+					       fs[0].mean, fs[1].mean, fs[2].mean, unalloc,
+					       stats_of(bnd, nseeds).mean, us);
 					fflush(stdout);
 				}
 			}
@@ -272,6 +276,7 @@ int cmd_sim(int argc, char **argv)
 		}
 		free(a100);
 		free(a130);
+		free(bnd);
 		for (int k = 0; k < 3; k++)
 			free(f[k]);
 	}

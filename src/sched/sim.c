@@ -150,6 +150,32 @@ static char *spec_as_set(const char *spec)
 	return s;
 }
 
+/* A lower bound on cap - allocated (milli) after tasks of the histogram h
+ * (h[m]: one-GPU tasks of m milli arrived, 0 < m < 1000) have arrived and
+ * arrived_left = cap - arrived milli.  For a threshold t < 500, a task of
+ * m >= 1000 - t milli shares its GPU with nothing larger than t, so the
+ * placed ones leave G - S idle at least (G: their gaps 1000 - m, S: all
+ * arrived milli of tasks of at most t).  Dropping x milli of gaps instead
+ * loses at least x (1000 - t) / t milli of demand, and unallocated =
+ * arrived_left + dropped demand; the bound is the least of the larger of
+ * the two over x, maximised over t. */
+static double unalloc_bound(const size_t *h, double arrived_left)
+{
+	double best = arrived_left > 0 ? arrived_left : 0, g = 0, sm = 0;
+	for (int t = 1; t < 500; t++) {
+		double r = (1000.0 - t) / t, d, x;
+		g += (double)t * (double)h[1000 - t];
+		sm += (double)t * (double)h[t];
+		d = g - sm;
+		x = (d - arrived_left) / (1 + r);
+		x = x < 0 ? 0 : x > g ? g : x;
+		d = fmax(d - x, arrived_left + r * x);
+		if (d > best)
+			best = d;
+	}
+	return best;
+}
+
 int sim_run(const struct trace *t, const struct sched_workload *w, enum sched_policy policy,
 	    uint64_t seed, double tune, struct sim_result *out, struct herd_err *err)
 {
@@ -160,7 +186,8 @@ int sim_run(const struct trace *t, const struct sched_workload *w, enum sched_po
 	struct rng r;
 	double sum[SIM_MAX_BUCKET + 1] = { 0 }, fsum[SIM_MAX_BUCKET + 1] = { 0 };
 	size_t cnt[SIM_MAX_BUCKET + 1] = { 0 };
-	double frag_total = 0;
+	double frag_total = 0, bsum = 0;
+	size_t hist[SCHED_MILLI] = { 0 };
 	uint32_t *rank;
 	struct sched_options opt = { .policy = policy, .workload = w };
 
@@ -245,18 +272,23 @@ int sim_run(const struct trace *t, const struct sched_workload *w, enum sched_po
 		}
 		free(set);
 		arrived += gpu;
+		if (p->num_gpu == 1 && p->gpu_milli > 0 && p->gpu_milli < SCHED_MILLI)
+			hist[p->gpu_milli]++;
 		b = lround((double)arrived * 100.0 / (double)cap);
 		if (b >= 0 && b <= SIM_MAX_BUCKET) {
 			double idle = (double)(cap - allocated);
 			sum[b] += (double)allocated * 100.0 / (double)cap;
 			fsum[b] += idle > 0 ? frag_total * 100.0 / idle : 0;
 			cnt[b]++;
+			if (b == 100)
+				bsum += unalloc_bound(hist, (double)(cap - arrived));
 		}
 	}
 	out->placements = n;
 	for (int b = 0; b <= SIM_MAX_BUCKET; b++)
 		out->curve[b] = cnt[b] ? sum[b] / (double)cnt[b] : NAN;
 	out->alloc_100 = out->curve[100];
+	out->bound_100 = cnt[100] ? bsum / (double)cnt[100] : NAN;
 	out->alloc_130 = out->curve[(int)lround(tune * 100) <= SIM_MAX_BUCKET ? (int)lround(tune * 100) : SIM_MAX_BUCKET];
 	out->frag_50 = cnt[50] ? fsum[50] / (double)cnt[50] : NAN;
 	out->frag_70 = cnt[70] ? fsum[70] / (double)cnt[70] : NAN;

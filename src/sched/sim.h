@@ -15,6 +15,10 @@
 struct sim_result {
 	double alloc_100, alloc_130;   /* GPU allocation %, bucket mean at arrived 100 / 130 % */
 	double frag_50, frag_70, frag_90; /* fragmentation ratio % at arrived 50/70/90 % */
+	/* A lower bound on the unallocated GPU milli at arrived 100 % that no
+	 * policy can beat (mean over the same samples as alloc_100); see
+	 * unalloc_bound in sim.c and docs/scheduling.md. */
+	double bound_100;
 	size_t placements;             /* tasks offered */
 	size_t placed;
 	/* allocation % by arrived % bucket (mean of the samples in it; NAN when empty) */
