@@ -350,10 +350,10 @@ static int decode_ulimits(struct docker_task_config *tc, const json_t *cfg, stru
 /* "CAP_SYS_ADMIN", "sys_admin" -> "SYS_ADMIN" in place. */
 static void cap_normalize(char *s)
 {
-	if (!strncasecmp(s, "CAP_", 4))
-		memmove(s, s + 4, strlen(s + 4) + 1);
-	for (; *s; s++)
-		*s = (char)toupper((unsigned char)*s);
+	size_t off = strncasecmp(s, "CAP_", 4) ? 0 : 4, i;
+	for (i = 0; s[off + i]; i++)
+		s[i] = (char)toupper((unsigned char)s[off + i]);
+	s[i] = '\0';
 }
 
 static int check_caps(struct docker_task_config *tc, const struct docker_config *cfg,
