@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -27,15 +28,18 @@ def call(port, path, body=None, method=None):
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(f'http://127.0.0.1:{port}{path}', data=data,
                                  method=method or ('POST' if data else 'GET'))
-    with urllib.request.urlopen(req, timeout=120) as r:
-        return json.loads(r.read()), int(r.headers.get('X-Herd-Index', '0'))
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return json.loads(r.read()), int(r.headers.get('X-Herd-Index', '0'))
+    except urllib.error.HTTPError as e:
+        raise SystemExit(f'{method or "GET/POST"} {path}: {e.code} {e.read().decode()}')
 
 
 def job(jid, command):
     return {'job': {'id': jid, 'type': 'batch', 'groups': [{'name': 'g', 'tasks': [{
         'name': 't', 'driver': 'raw_exec',
         'config': {'command': '/bin/sh', 'args': ['-c', command]},
-        'resources': {'cpu': 1, 'memory': 1}}]}]}}
+        'resources': {'cpu': 1, 'memory': 10}}]}]}}
 
 
 def wait_status(port, jid, statuses):

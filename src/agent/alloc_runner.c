@@ -45,7 +45,7 @@ struct alloc_runner *alloc_runner_new(struct client *c, json_t *alloc)
 void alloc_runner_stop(struct alloc_runner *ar)
 {
 	pthread_mutex_lock(&ar->lock);
-	if (!ar->stop_requested)
+	if (!ar->stop_requested && !ar->done)
 		log_info("client: alloc %.8s: stopping", ar->id);
 	ar->stop_requested = true;
 	pthread_cond_broadcast(&ar->cond);
