@@ -15,6 +15,35 @@
 #include "common/xalloc.h"
 #include "sched/sched-int.h"
 
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v;
+	h *= 0x100000001b3ULL;
+	return h ^ (h >> 31);
+}
+
+/* The id of a workload is a hash of what it holds (never 0), so that two
+ * workloads with the same classes share cached scores and a workload built
+ * at the address of a freed one never finds the other's. */
+static uint64_t workload_hash(const struct sched_workload *w)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < w->n; i++) {
+		const struct wl_class *c = &w->c[i];
+		uint64_t f;
+		memcpy(&f, &c->freq, sizeof(f));
+		h = mix(h, (uint64_t)c->cpu);
+		h = mix(h, (uint64_t)c->mem);
+		h = mix(h, (uint64_t)c->milli);
+		h = mix(h, (uint64_t)c->num);
+		h = mix(h, f);
+		for (const char *p = c->spec ? c->spec : ""; *p; p++)
+			h = mix(h, (unsigned char)*p);
+		h = mix(h, 0xff);
+	}
+	return h ? h : 1;
+}
+
 struct sched_workload *sched_workload_new(const struct sched_task_class *v, size_t n)
 {
 	struct sched_workload *w = xcalloc(1, sizeof(*w));
@@ -50,6 +79,7 @@ struct sched_workload *sched_workload_new(const struct sched_task_class *v, size
 		}
 		w->mi[i] = k;
 	}
+	w->id = workload_hash(w);
 	return w;
 }
 
@@ -144,13 +174,13 @@ double frag_node(struct sched_snapshot *s, const struct sched_workload *w, int n
 	struct sched_node *n = &s->node[node];
 	int32_t left[SCHED_MAX_DEVS_PER_NODE];
 
-	if (n->frag_wl == w && n->frag_version == n->version)
+	if (n->frag_wl == w->id && n->frag_version == n->version)
 		return n->frag;
 	for (int i = 0; i < n->ndev; i++)
 		left[i] = n->dev[i].unhealthy ? 0 : SCHED_MILLI - n->dev[i].compute_taken;
 	n->frag = frag_node_view(w, n->cpu_total - n->cpu_used, n->mem_total - n->mem_used, left,
 				 n->ndev, node_model(s, n), false);
-	n->frag_wl = w;
+	n->frag_wl = w->id;
 	n->frag_version = n->version;
 	return n->frag;
 }

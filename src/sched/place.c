@@ -210,45 +210,218 @@ static double node_affinity(const struct sched_snapshot *s, const struct sched_n
 }
 
 /* policy_score through the node's memo.  Valid because a score depends
- * only on the node's state (its version), the request's numbers, the
- * policy and the workload, when the request names no device constraint or
- * affinity (the caller checks) and the policy draws no random numbers. */
+ * only on the node's state (its version) and the request's shape (numbers,
+ * policy, workload, eligible device profiles), when the request names no
+ * per-device constraint or affinity (the caller checks) and the policy
+ * draws no random numbers. */
 static double memo_score(struct sched_snapshot *s, struct sched_node *n, const struct nodeview *v,
-			 const struct ask *a, uint64_t name, enum sched_policy pol,
-			 const struct sched_workload *wl, struct rng *r, int *pick)
+			 const struct ask *a, const struct shape *k, const struct sched_workload *wl,
+			 struct rng *r, int *pick)
 {
 	struct score_memo *m;
 	for (int i = 0; i < SCHED_SCORE_MEMO; i++) {
 		m = &n->memo[i];
-		if (m->used && m->version == n->version && m->policy == (int)pol && m->wl == wl &&
-		    m->cpu == a->cpu && m->mem == a->mem && m->dmem == a->dmem &&
-		    m->milli == a->milli && m->num == a->num && m->name == name) {
+		if (m->used && m->version == n->version && !memcmp(&m->k, k, sizeof(*k))) {
 			memcpy(pick, m->pick, sizeof(m->pick));
 			return m->score;
 		}
 	}
 	m = &n->memo[n->memo_next];
 	n->memo_next = (n->memo_next + 1) % SCHED_SCORE_MEMO;
-	m->score = policy_score(pol, s, v, a, wl, r, pick);
+	m->score = policy_score((enum sched_policy)k->policy, s, v, a, wl, r, pick);
 	memcpy(m->pick, pick, sizeof(m->pick));
 	m->used = true;
 	m->version = n->version;
-	m->policy = (int)pol;
-	m->wl = wl;
-	m->cpu = a->cpu;
-	m->mem = a->mem;
-	m->dmem = a->dmem;
-	m->milli = a->milli;
-	m->num = a->num;
-	m->name = name;
+	m->k = *k;
 	return m->score;
+}
+
+/* What one request needs while nodes are looked at. */
+struct scan {
+	const struct sched_request *req;
+	const struct sched_device_request *dr;
+	struct ask a;
+	const signed char *pok;  /* per profile: 1 eligible, 0 not, -1 per device */
+	const double *paff;
+};
+
+/* Fills v with node ni's devices that the request may take.  Returns 1
+ * when the node can host it, 0 when not (counted in why), <0 on a bad
+ * constraint.  Node constraints are the caller's.  *aff_dev gets the
+ * device affinity of the last eligible device. */
+static int node_view(struct sched_snapshot *s, const struct scan *q, size_t ni,
+		     struct nodeview *v, double *aff_dev, struct sched_explain *why,
+		     struct herd_err *err)
+{
+	const struct sched_node *n = &s->node[ni];
+	const struct ask *a = &q->a;
+	int named = 0, fit = 0;
+
+	v->node = (int)ni;
+	v->cpu_left = n->cpu_total - n->cpu_used;
+	v->mem_left = n->mem_total - n->mem_used;
+	if (v->cpu_left < a->cpu) {
+		if (why)
+			why->filtered_cpu++;
+		return 0;
+	}
+	if (v->mem_left < a->mem) {
+		if (why)
+			why->filtered_memory++;
+		return 0;
+	}
+	v->n = 0;
+	v->left_total = n->gpu_free_total;
+	v->gpu_total = 0;
+	v->ngpu = 0;
+	v->model = n->ndev ? s->prof[n->dev[0].profile].model : NULL;
+	for (int d = 0; d < n->ndev; d++) {
+		const struct sched_dev *dv = &n->dev[d];
+		bool ok;
+		if (!dv->unhealthy) {
+			v->gpu_total += SCHED_MILLI;
+			v->ngpu++;
+		}
+		if (!q->dr || !q->pok[dv->profile])
+			continue;
+		if (q->pok[dv->profile] < 0) {
+			int k = device_ok(s, n, dv, q->dr, err);
+			if (k < 0)
+				return k;
+			if (!k)
+				continue;
+		}
+		named++;
+		if (a->frac)
+			ok = !dv->unhealthy && dv->sharing != SCHED_EXCLUSIVE &&
+			     SCHED_MILLI - dv->compute_taken >= a->milli &&
+			     (!a->dmem || dv->mem_total - dv->mem_taken >= a->dmem);
+		else
+			ok = !dv->unhealthy && !dv->compute_taken && !dv->mem_taken && !dv->tenants;
+		if (!ok) {
+			if (why)
+				explain_device(why, n, dv, a);
+			continue;
+		}
+		*aff_dev = q->paff[dv->profile];
+		v->idx[v->n] = d;
+		v->left[v->n] = SCHED_MILLI - dv->compute_taken;
+		v->mleft[v->n] = dv->mem_total - dv->mem_taken;
+		v->free[v->n] = !dv->compute_taken && !dv->mem_taken && !dv->tenants;
+		v->n++;
+		fit++;
+	}
+	if (q->dr && fit < a->num) {
+		if (why) {
+			if (!named)
+				why->filtered_device_constraint++;
+			else
+				why->filtered_devices++;
+			if (a->num > 1 && named >= a->num)
+				add_miss(why, 1e5 * (a->num - fit), "%s: %d free device%s, %d asked",
+					 n->id, fit, fit == 1 ? "" : "s", a->num);
+		}
+		return 0;
+	}
+	return 1;
+}
+
+/* Does node a beat node b on a score tie?  The lowest rank, then the
+ * lowest index (ranks may repeat). */
+static bool ranks_before(const uint32_t *rank, size_t a, size_t b)
+{
+	return rank[a] != rank[b] ? rank[a] < rank[b] : a < b;
+}
+
+/* Does group a's best member come before group b's in the tie order? */
+static bool before_heap(const struct group_index *g, const struct node_group *a,
+			const struct node_group *b)
+{
+	return ranks_before(g->rank, (size_t)a->heap[0], (size_t)b->heap[0]);
+}
+
+/* The grouped scan: one score per group of identical nodes, the winning
+ * group's best-ranked member.  Only for requests whose score depends on the
+ * node's state alone (see can_group); gives what the plain scan gives.
+ * Returns 1 with *best_node and pick filled, 0 when no node fits. */
+static int grouped_scan(struct sched_snapshot *s, const struct scan *q, const struct shape *k,
+			const struct sched_options *opt, const struct sched_workload *wl,
+			struct rng *r, struct nodeview *v, int *best_node, double *best_score,
+			int *best_pick)
+{
+	struct group_index *g = group_index_get(s, opt->tie_rank);
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const unsigned char *kb = (const unsigned char *)k;
+	double best = -INFINITY;
+	int slot, best_grp = -1;
+
+	for (size_t i = 0; i < sizeof(*k); i++)
+		h = (h ^ kb[i]) * 0x100000001b3ULL;
+	slot = (int)((h ^ (h >> 32)) % GROUP_MEMO);
+	for (int li = 0; li < g->nlive; li++) {
+		int id = g->live[li];
+		struct node_group *c = &g->grp[id];
+		struct group_memo *m = &c->memo[slot];
+		double sc, aff = 0;
+
+		if (!m->used || memcmp(&m->k, k, sizeof(*k))) {
+			int pick[SCHED_MAX_DEVS_PER_ASK] = { 0 };
+			memset(m, 0, sizeof(*m));
+			m->k = *k;
+			m->used = true;
+			sc = -INFINITY;
+			if (node_view(s, q, (size_t)c->heap[0], v, &aff, NULL, NULL) > 0) {
+				sc = policy_score(opt->policy, s, v, &q->a, wl, r, pick);
+				if (!isfinite(sc) || sc <= -1e299)
+					sc = -INFINITY;
+			}
+			m->score = sc;
+			memcpy(m->pick, pick, sizeof(pick));
+		}
+		sc = m->score;
+		if (sc == -INFINITY || sc < best)
+			continue;
+		if (sc == best && !before_heap(g, c, &g->grp[best_grp]))
+			continue;
+		best = sc;
+		best_grp = id;
+	}
+	if (best_grp < 0)
+		return 0;
+	*best_node = g->grp[best_grp].heap[0];
+	*best_score = best;
+	memcpy(best_pick, g->grp[best_grp].memo[slot].pick, sizeof(int) * SCHED_MAX_DEVS_PER_ASK);
+	return 1;
+}
+
+/* May this request be placed by groups of identical nodes?  Its score must
+ * depend on the node's state alone (no node constraint or affinity, device
+ * constraints decided per profile, no device affinity), the policy must
+ * draw no random numbers, and ties must go by a fixed order (ranks, or
+ * herd's node order) rather than a draw. */
+static bool can_group(const struct sched_request *req, const struct sched_options *opt,
+		      const signed char *pok, size_t nprof)
+{
+	const struct sched_device_request *dr = req->device;
+	if (opt->scan_all || opt->policy == SCHED_RANDOM || req->nconstraints || req->naffinities)
+		return false;
+	if (!opt->tie_rank && opt->policy != SCHED_HERD)
+		return false;
+	if (dr) {
+		if (dr->naffinities)
+			return false;
+		for (size_t i = 0; i < nprof; i++)
+			if (pok[i] < 0)
+				return false;
+	}
+	return true;
 }
 
 int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 		const struct sched_options *opt, struct sched_placement *out,
 		struct sched_explain *why, struct herd_err *err)
 {
-	struct ask a;
+	struct scan q = { .req = req, .dr = req->device };
 	struct rng r;
 	int rc, best_node = -1, best_pick[SCHED_MAX_DEVS_PER_ASK] = { 0 };
 	const struct sched_device_request *dr = req->device;
@@ -258,12 +431,12 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 	double *paff = paff_fast, best = -INFINITY;
 	uint64_t ties = 0;
 	bool memo_ok;
-	uint64_t name_hash = 0xcbf29ce484222325ULL;
+	struct shape k;
 	struct sched_workload *own_wl = NULL;
 	const struct sched_workload *wl = opt->workload;
 	struct nodeview *v = xmalloc(sizeof(*v));
 
-	if ((rc = make_ask(req, &a, err)) || (rc = validate(req, err)))
+	if ((rc = make_ask(req, &q.a, err)) || (rc = validate(req, err)))
 		goto out;
 	if (why) {
 		memset(why, 0, sizeof(*why));
@@ -273,6 +446,7 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 		pok = xmalloc(s->nprof);
 		paff = xcalloc(s->nprof, sizeof(double));
 	}
+	memset(pok, 0, s->nprof);
 	if (dr && s->n) {
 		for (size_t i = 0; i < s->nprof; i++) {
 			int ok = profile_ok(s, (int)i, dr, &paff[i], err);
@@ -283,20 +457,43 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 			pok[i] = (signed char)ok;
 		}
 	}
+	q.pok = pok;
+	q.paff = paff;
 	if (!wl && (opt->policy == SCHED_FGD || opt->policy == SCHED_HERD)) {
-		struct sched_task_class self = { a.cpu, a.mem, a.milli, a.num, NULL, 1.0 };
+		struct sched_task_class self = { q.a.cpu, q.a.mem, q.a.milli, q.a.num, NULL, 1.0 };
 		wl = own_wl = sched_workload_new(&self, 1);
 	}
 	rng_seed(&r, opt->seed);
-	/* random draws numbers while scoring; own_wl is freed below and its
-	 * address may come back */
-	memo_ok = opt->policy != SCHED_RANDOM && !own_wl &&
-		  (!dr || (!dr->nconstraints && !dr->naffinities));
-	for (const char *c = dr && dr->name ? dr->name : ""; *c; c++)
-		name_hash = (name_hash ^ (unsigned char)*c) * 0x100000001b3ULL; /* FNV-1a */
+	/* the request's shape: what a cached score is looked up by */
+	memset(&k, 0, sizeof(k));
+	k.policy = (int)opt->policy;
+	k.num = q.a.num;
+	k.milli = q.a.milli;
+	k.wl = wl ? wl->id : 0;
+	k.cpu = q.a.cpu;
+	k.mem = q.a.mem;
+	k.dmem = q.a.dmem;
+	k.devs = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; dr && i < s->nprof; i++)
+		k.devs = (k.devs ^ (unsigned char)pok[i]) * 0x100000001b3ULL; /* FNV-1a */
+	k.devs ^= dr ? 1 : 0;
+
+	if (s->n && can_group(req, opt, pok, s->nprof)) {
+		if (grouped_scan(s, &q, &k, opt, wl, &r, v, &best_node, &best, best_pick))
+			goto found;
+		/* nothing fits: the plain scan below says why */
+		if (!why) {
+			rc = -ENOSPC;
+			goto out;
+		}
+	}
+	/* random draws numbers while scoring */
+	memo_ok = opt->policy != SCHED_RANDOM && (!dr || !dr->naffinities);
+	for (size_t i = 0; dr && i < s->nprof; i++)
+		memo_ok = memo_ok && pok[i] >= 0;
 	for (size_t ni = 0; ni < s->n; ni++) {
 		struct sched_node *n = &s->node[ni];
-		int pick[SCHED_MAX_DEVS_PER_ASK] = { 0 }, named = 0, fit = 0;
+		int pick[SCHED_MAX_DEVS_PER_ASK] = { 0 };
 		double sc, aff_dev = 0;
 		bool filtered = false;
 
@@ -314,78 +511,15 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 		}
 		if (filtered)
 			continue;
-		v->node = (int)ni;
-		v->cpu_left = n->cpu_total - n->cpu_used;
-		v->mem_left = n->mem_total - n->mem_used;
-		if (v->cpu_left < a.cpu) {
-			if (why)
-				why->filtered_cpu++;
+		rc = node_view(s, &q, ni, v, &aff_dev, why, err);
+		if (rc < 0)
+			goto out;
+		if (!rc)
 			continue;
-		}
-		if (v->mem_left < a.mem) {
-			if (why)
-				why->filtered_memory++;
-			continue;
-		}
-		v->n = 0;
-		v->left_total = n->gpu_free_total;
-		v->gpu_total = 0;
-		v->ngpu = 0;
-		v->model = n->ndev ? s->prof[n->dev[0].profile].model : NULL;
-		for (int d = 0; d < n->ndev; d++) {
-			const struct sched_dev *dv = &n->dev[d];
-			bool ok;
-			if (!dv->unhealthy) {
-				v->gpu_total += SCHED_MILLI;
-				v->ngpu++;
-			}
-			if (!dr || !pok[dv->profile])
-				continue;
-			if (pok[dv->profile] < 0) {
-				int k = device_ok(s, n, dv, dr, err);
-				if (k < 0) {
-					rc = k;
-					goto out;
-				}
-				if (!k)
-					continue;
-			}
-			named++;
-			if (a.frac)
-				ok = !dv->unhealthy && dv->sharing != SCHED_EXCLUSIVE &&
-				     SCHED_MILLI - dv->compute_taken >= a.milli &&
-				     (!a.dmem || dv->mem_total - dv->mem_taken >= a.dmem);
-			else
-				ok = !dv->unhealthy && !dv->compute_taken && !dv->mem_taken && !dv->tenants;
-			if (!ok) {
-				if (why)
-					explain_device(why, n, dv, &a);
-				continue;
-			}
-			aff_dev = paff[dv->profile];
-			v->idx[v->n] = d;
-			v->left[v->n] = SCHED_MILLI - dv->compute_taken;
-			v->mleft[v->n] = dv->mem_total - dv->mem_taken;
-			v->free[v->n] = !dv->compute_taken && !dv->mem_taken && !dv->tenants;
-			v->n++;
-			fit++;
-		}
-		if (dr && fit < a.num) {
-			if (why) {
-				if (!named)
-					why->filtered_device_constraint++;
-				else
-					why->filtered_devices++;
-				if (a.num > 1 && named >= a.num)
-					add_miss(why, 1e5 * (a.num - fit), "%s: %d free device%s, %d asked",
-						 n->id, fit, fit == 1 ? "" : "s", a.num);
-			}
-			continue;
-		}
 		if (memo_ok)
-			sc = memo_score(s, n, v, &a, name_hash, opt->policy, wl, &r, pick);
+			sc = memo_score(s, n, v, &q.a, &k, wl, &r, pick);
 		else
-			sc = policy_score(opt->policy, s, v, &a, wl, &r, pick);
+			sc = policy_score(opt->policy, s, v, &q.a, wl, &r, pick);
 		if (!isfinite(sc) || sc <= -1e299)
 			continue;
 		if (req->naffinities || (dr && dr->naffinities)) {
@@ -401,7 +535,7 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 			ties = 1;
 		} else if (sc == best) {
 			if (opt->tie_rank && opt->policy != SCHED_RANDOM) {
-				if (opt->tie_rank[ni] >= opt->tie_rank[best_node])
+				if (!ranks_before(opt->tie_rank, ni, (size_t)best_node))
 					continue;
 			} else if (opt->policy == SCHED_HERD) {
 				/* herd packs: among equals the first node in the
@@ -421,9 +555,9 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 		rc = -ENOSPC;
 		goto out;
 	}
+found:
 	{
 		struct sched_node *n = &s->node[best_node];
-		int32_t left[SCHED_MAX_DEVS_PER_NODE];
 		int idx[SCHED_MAX_DEVS_PER_NODE], m = 0;
 		/* map positions back to device indexes (same filter as above) */
 		for (int d = 0; d < n->ndev && dr; d++) {
@@ -432,30 +566,27 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 			if (!pok[dv->profile] ||
 			    (pok[dv->profile] < 0 && device_ok(s, n, dv, dr, NULL) <= 0))
 				continue;
-			if (a.frac)
+			if (q.a.frac)
 				ok = !dv->unhealthy && dv->sharing != SCHED_EXCLUSIVE &&
-				     SCHED_MILLI - dv->compute_taken >= a.milli &&
-				     (!a.dmem || dv->mem_total - dv->mem_taken >= a.dmem);
+				     SCHED_MILLI - dv->compute_taken >= q.a.milli &&
+				     (!q.a.dmem || dv->mem_total - dv->mem_taken >= q.a.dmem);
 			else
 				ok = !dv->unhealthy && !dv->compute_taken && !dv->mem_taken && !dv->tenants;
-			if (ok) {
-				idx[m] = d;
-				left[m++] = SCHED_MILLI - dv->compute_taken;
-			}
+			if (ok)
+				idx[m++] = d;
 		}
-		(void)left;
 		memset(out, 0, sizeof(*out));
 		out->node = best_node;
-		out->cpu_milli = a.cpu;
-		out->memory_mib = a.mem;
-		out->ndev = a.num;
+		out->cpu_milli = q.a.cpu;
+		out->memory_mib = q.a.mem;
+		out->ndev = q.a.num;
 		out->score = best;
-		for (int k = 0; k < a.num; k++) {
-			const struct sched_dev *dv = &n->dev[idx[best_pick[k]]];
-			out->dev[k].dev = idx[best_pick[k]];
-			out->dev[k].whole = !a.frac;
-			out->dev[k].compute = a.frac ? a.milli : SCHED_MILLI;
-			out->dev[k].memory_mib = a.frac ? a.dmem : dv->mem_total;
+		for (int j = 0; j < q.a.num; j++) {
+			const struct sched_dev *dv = &n->dev[idx[best_pick[j]]];
+			out->dev[j].dev = idx[best_pick[j]];
+			out->dev[j].whole = !q.a.frac;
+			out->dev[j].compute = q.a.frac ? q.a.milli : SCHED_MILLI;
+			out->dev[j].memory_mib = q.a.frac ? q.a.dmem : dv->mem_total;
 		}
 	}
 	rc = 0;

@@ -27,6 +27,19 @@ struct sched_dev {
 };
 
 #define SCHED_SCORE_MEMO 4 /* request shapes remembered per node */
+#define GROUP_MEMO 32      /* request shapes remembered per group (direct-mapped) */
+
+/* A request reduced to what a score depends on (with the node's state):
+ * compared bytewise, so always memset before filling. */
+struct shape {
+	int policy;
+	int num;
+	int32_t milli;
+	int32_t pad;
+	uint64_t wl;    /* workload id (content hash), 0 = none */
+	uint64_t devs;  /* hash of the device profiles the request may use */
+	int64_t cpu, mem, dmem;
+};
 
 /* Per-node indexes kept up to date by apply/release (never rebuilt). */
 struct sched_node {
@@ -46,27 +59,67 @@ struct sched_node {
 	struct score_memo {
 		bool used;
 		uint64_t version;
-		int policy;
-		const struct sched_workload *wl;
-		int64_t cpu, mem, dmem;
-		uint64_t name;    /* hash of the device request's name */
-		int32_t milli;
-		int num;
+		struct shape k;
 		double score;
 		int pick[SCHED_MAX_DEVS_PER_ASK];
 	} memo[SCHED_SCORE_MEMO];
 	int memo_next;
-	/* fragmentation cache for one workload */
-	const struct sched_workload *frag_wl;
+	/* fragmentation cache for one workload (by id: a workload freed and
+	 * another allocated at its address must not hit) */
+	uint64_t frag_wl;
 	uint64_t frag_version;
 	double frag;
 };
+
+/* groups.c: nodes in identical states (see there). */
+struct node_group {
+	uint64_t hash;
+	int64_t *key;
+	size_t klen;
+	int chain;      /* next group in the hash bucket, -1 = end */
+	int live_pos;   /* position in group_index.live */
+	int n;          /* members */
+	int *heap;      /* member nodes, min-heap by (rank, index) */
+	size_t aheap;
+	struct group_memo {
+		bool used;
+		struct shape k;
+		double score;   /* -INFINITY: no member fits the request */
+		int pick[SCHED_MAX_DEVS_PER_ASK];
+	} memo[GROUP_MEMO];
+};
+
+struct group_index {
+	size_t nnodes;
+	bool by_index;      /* rank = node index */
+	uint32_t *rank;     /* a copy of the tie ranks the heaps are ordered by */
+	int ngrp;
+	size_t agrp;
+	struct node_group *grp;
+	int *bucket;
+	size_t nbucket;     /* a power of two */
+	int *live, nlive;   /* groups with members */
+	size_t alive;
+	int *freelist, nfree;
+	size_t afree;
+	int *node_grp, *heap_pos; /* per node */
+};
+
+/* The index for tie ranks rank (NULL = node order), built or rebuilt as
+ * needed; owned by the snapshot. */
+struct group_index *group_index_get(struct sched_snapshot *s, const uint32_t *rank);
+/* A node's state changed: move it to its new group (no-op without index). */
+void group_node_moved(struct sched_snapshot *s, int node);
+/* Nodes or devices were added: forget the index. */
+void group_index_drop(struct sched_snapshot *s);
+void group_index_free(struct group_index *g);
 
 struct sched_snapshot {
 	size_t n, alloc;
 	struct sched_node *node;
 	size_t nprof, aprof;
 	struct dev_profile *prof;
+	struct group_index *groups; /* NULL until a grouped placement */
 };
 
 struct wl_class {
@@ -87,6 +140,7 @@ struct sched_workload {
 	int32_t mv[64];
 	int *mi;           /* per class: index into mv, -1 for CPU-only */
 	double cpu_only;   /* summed frequency of CPU-only classes */
+	uint64_t id;       /* hash of the content: caches key on it, never on the address */
 };
 
 /* A node as the scoring functions see it for one request: only the devices

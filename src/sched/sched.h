@@ -204,6 +204,15 @@ struct sched_options {
 	 * seeded permutation to reproduce the published figures.  `random`
 	 * ignores it (its scores are all equal by design). */
 	const uint32_t *tie_rank;
+	/* Score every node, never groups of identical nodes.  The answer is the
+	 * same either way (tests and benchmarks compare the two).  Grouping is
+	 * used when the score depends on the node's state alone (no node
+	 * constraint or affinity, no device affinity, no ${device.ids}
+	 * constraint; not `random`) and ties go by a fixed order (tie_rank, or
+	 * herd's node order); then nodes in identical states (CPU, memory,
+	 * hosted classes, every device's state) are scored once per group and
+	 * on success *why holds only .nodes. */
+	bool scan_all;
 };
 
 /* ---- placement -------------------------------------------------------- */

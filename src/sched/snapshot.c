@@ -80,6 +80,7 @@ void sched_snapshot_free(struct sched_snapshot *s)
 		kv_release(&s->prof[i].attrs);
 	}
 	free(s->prof);
+	group_index_free(s->groups);
 	free(s);
 }
 
@@ -98,6 +99,7 @@ int sched_snapshot_add_node(struct sched_snapshot *s, const struct sched_node_sp
 	for (size_t i = 0; i < s->n; i++)
 		if (!strcmp(s->node[i].id, spec->id))
 			return herd_errf(err, -EINVAL, "node %s: duplicate id", spec->id);
+	group_index_drop(s);
 	ALLOC_GROW(s->node, s->n + 1, s->alloc);
 	n = &s->node[s->n];
 	memset(n, 0, sizeof(*n));
@@ -167,6 +169,7 @@ int sched_snapshot_add_device(struct sched_snapshot *s, int node,
 	for (int i = 0; i < n->ndev; i++)
 		if (!strcmp(n->dev[i].id, spec->id))
 			return herd_errf(err, -EINVAL, "node %s: duplicate device %s", n->id, spec->id);
+	group_index_drop(s);
 	n->dev = xreallocarray(n->dev, (size_t)n->ndev + 1, sizeof(*n->dev));
 	d = &n->dev[n->ndev];
 	memset(d, 0, sizeof(*d));
@@ -320,6 +323,7 @@ static void change(struct sched_snapshot *s, const struct sched_placement *p, in
 	}
 	hosted_add(n, hosted_class(p), sign);
 	n->version++;
+	group_node_moved(s, p->node);
 }
 
 int sched_apply(struct sched_snapshot *s, const struct sched_placement *p)
