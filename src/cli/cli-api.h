@@ -34,12 +34,12 @@ int flags_parse_anywhere(const struct command_help *help, int argc, char **argv,
 void api_print_json(const json_t *j);
 
 /* Field readers that never fail: "" / 0 / false when absent. */
-const char *js(const json_t *o, const char *key);
+const char *js(const json_t *o, const char *key) __attribute__((returns_nonnull));
 int64_t ji(const json_t *o, const char *key);
 bool jb(const json_t *o, const char *key);
 
 /* The first 8 characters of an id, into buf. */
-const char *short_id(const char *id, char buf[16]);
+const char *short_id(const char *id, char buf[16]) __attribute__((returns_nonnull));
 
 /* "12s ago", "3m ago", "2026-11-21 08:10:00" for a unix-ns time; "-" for 0. */
 const char *format_ago(int64_t unix_ns, char *buf, size_t size);

@@ -147,9 +147,20 @@ static int follow_allocs(const char *cmd, const char *job_id, bool batch, int64_
 				continue;
 			if (strcmp(js(json_object_get(seen, id), "s") , st)) {
 				json_t *rec = json_pack("{s:s}", "s", st);
-				printf("    alloc %s on node %s: %s%s%s\n", short_id(id, sid),
-				       js(a, "node_name"), st, *js(a, "client_description") ? ": " : "",
-				       js(a, "client_description"));
+				const char *desc = js(a, "client_description");
+				/* Piecewise: gcc with sanitizers misreads a
+				 * longer format here (-Wformat-overflow). */
+				fputs("    alloc ", stdout);
+				fputs(short_id(id, sid), stdout);
+				fputs(" on node ", stdout);
+				fputs(js(a, "node_name"), stdout);
+				fputs(": ", stdout);
+				fputs(st, stdout);
+				if (desc[0]) {
+					fputs(": ", stdout);
+					fputs(desc, stdout);
+				}
+				fputc('\n', stdout);
 				if (!strcmp(st, "failed"))
 					print_alloc_events(a);
 				json_object_set_new(seen, id, rec);

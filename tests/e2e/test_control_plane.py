@@ -277,15 +277,6 @@ def node_name_of(port, alloc):
 def test_cluster_placement(cluster, tmp_path, agents):
     srv, clients, nodes = cluster
     port = srv.port
-    # A 2-GPU job lands on a node with two free GPUs, on distinct devices.
-    r = cli(port, 'job', 'run', write_job(tmp_path, 'two', gpu_job(
-        'two', 'device "nvidia/gpu" { count = 2 }', jtype='service', command='sleep 300')))
-    assert r.returncode == 0, r.stdout + r.stderr
-    [a] = running_allocs(port, 'two')
-    devs = [d['id'] for d in a['resources']['devices']]
-    node = node_by_id(port, a['node_id'])
-    assert len(set(devs)) == 2 and set(devs) <= {d['id'] for d in node['devices']}
-
     # ${device.model} constraint: only the T4 node qualifies.
     r = cli(port, 'job', 'run', write_job(tmp_path, 'model', gpu_job(
         'model', 'device "nvidia/gpu" {\n count = 1\n constraint {\n'
@@ -294,6 +285,17 @@ def test_cluster_placement(cluster, tmp_path, agents):
     assert r.returncode == 0, r.stdout + r.stderr
     [a] = running_allocs(port, 'model')
     assert node_name_of(port, a) == 't4'
+
+    # A 2-GPU job lands on a node with two free GPUs, on distinct devices:
+    # not the T4 node, which has one left.
+    r = cli(port, 'job', 'run', write_job(tmp_path, 'two', gpu_job(
+        'two', 'device "nvidia/gpu" { count = 2 }', jtype='service', command='sleep 300')))
+    assert r.returncode == 0, r.stdout + r.stderr
+    [a] = running_allocs(port, 'two')
+    devs = [d['id'] for d in a['resources']['devices']]
+    node = node_by_id(port, a['node_id'])
+    assert len(set(devs)) == 2 and set(devs) <= {d['id'] for d in node['devices']}
+    assert node['name'] != 't4'
 
     # An affinity prefers the H100s.
     r = cli(port, 'job', 'run', write_job(tmp_path, 'aff', gpu_job(
