@@ -54,6 +54,9 @@ struct http_request {
 	/* The watched index when the handler was called (read before it, so
 	 * that it never claims more than what the handler read). */
 	uint64_t index;
+	/* The caller's rights, set by the server's ACL guard (acl.h); NULL
+	 * for routes registered without it. */
+	const void *auth;
 };
 
 /* The value of path parameter / query argument / header (case-insensitive

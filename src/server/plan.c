@@ -9,6 +9,7 @@
 
 #include "common/xalloc.h"
 #include "server/server-int.h"
+#include "server/teams.h"
 
 void plan_init(struct plan *p)
 {
@@ -16,6 +17,8 @@ void plan_init(struct plan *p)
 	p->allocs = json_array();
 	p->failed = json_object();
 	p->placements = json_array();
+	p->extra_evals = json_array();
+	p->preempted = json_array();
 }
 
 void plan_release(struct plan *p)
@@ -25,6 +28,11 @@ void plan_release(struct plan *p)
 	json_decref(p->allocs);
 	json_decref(p->failed);
 	json_decref(p->placements);
+	json_decref(p->extra_evals);
+	json_decref(p->preempted);
+	free(p->queued);
+	quota_state_release(p->quota);
+	free(p->quota);
 	for (size_t i = 0; i < p->nnodes; i++)
 		free(p->nodes[i]);
 	free(p->nodes);
@@ -96,16 +104,21 @@ static json_t *alloc_new(const json_t *job, const struct job_group *g, const str
 	new_id(id);
 	for (int d = 0; d < pl->ndev; d++) {
 		const char *did = sched_device_id(snap, pl->node, pl->dev[d].dev);
-		const char *group = "";
+		const char *group = "", *mig = "";
 		size_t i;
-		json_t *x;
+		json_t *x, *dj;
 		json_array_foreach(devices, i, x)
-			if (!strcmp(jstr(x, "id", ""), did))
+			if (!strcmp(jstr(x, "id", ""), did)) {
 				group = jstr(x, "group", "");
-		json_array_append_new(devs, json_pack("{s:s, s:s, s:i, s:I, s:b}", "id", did, "group",
-						      group, "compute_milli", (int)pl->dev[d].compute,
-						      "memory_mib", (json_int_t)pl->dev[d].memory_mib,
-						      "whole", pl->dev[d].whole));
+				mig = jstr(x, "mig_profile", "");
+			}
+		dj = json_pack("{s:s, s:s, s:i, s:I, s:b, s:s}", "id", did, "group",
+			       group, "compute_milli", (int)pl->dev[d].compute,
+			       "memory_mib", (json_int_t)pl->dev[d].memory_mib,
+			       "whole", pl->dev[d].whole, "mig_profile", mig);
+		/* the share quotas and GPU-hours count (teams.h) */
+		json_object_set_new(dj, "gpu_milli", json_integer(alloc_device_gpu_milli(dj)));
+		json_array_append_new(devs, dj);
 	}
 	events = need->previous ? json_deep_copy(json_object_get(need->previous, "reschedule_events")) : NULL;
 	if (!json_is_array(events)) {
@@ -127,6 +140,8 @@ static json_t *alloc_new(const json_t *job, const struct job_group *g, const str
 			 "previous_allocation", prev, "reschedule_attempts", need->reschedule_attempts,
 			 "reschedule_events", events, "create_time", (json_int_t)now, "modify_time",
 			 (json_int_t)now);
+	json_object_set_new(out, "priority", json_integer(jint(job, "priority", 50)));
+	json_object_set_new(out, "borrowed", json_false());
 	free(name);
 	return out;
 }
@@ -149,11 +164,72 @@ static void add_failure(struct plan *p, const char *group, const struct sched_ex
 	json_object_set_new(f, "missing", json_integer(jint(f, "missing", 0) + 1));
 }
 
+/* Records that an instance of group waits for its namespace's quota
+ * (takes `why`, "quota team-a: nvidia/gpu 4/4"). */
+static void plan_hold(struct plan *p, const char *group, char *why)
+{
+	char *msg = xasprintf("queued: %s", why);
+	add_failure(p, group, NULL, NULL, msg);
+	if (!p->queued)
+		p->queued = msg;
+	else
+		free(msg);
+	p->quota_held = true;
+	free(why);
+}
+
+/* Whether any group that needs placing asks for a device. */
+static bool asks_devices(const struct job *model, const struct reconcile_result *r)
+{
+	for (size_t k = 0; k < r->nplace; k++) {
+		const struct job_group *g = &model->groups[r->place[k].group];
+		for (size_t t = 0; t < g->ntasks; t++)
+			if (g->tasks[t].resources.ndevices > 0)
+				return true;
+	}
+	return false;
+}
+
+/* The least a group's instance can take of a GPU: a MIG slice is 1/7. */
+static int64_t ask_gpu_lower(const struct group_ask *ask)
+{
+	if (!ask->req.device)
+		return 0;
+	return ask->dev.count * (ask->dev.compute > 0 && ask->dev.compute < SCHED_MILLI
+				 ? ask->dev.compute : SCHED_MILLI / 7);
+}
+
+/* Whether the quota holds the first instance to place (no borrowing
+ * possible); then every instance is recorded as held. */
+static bool quota_holds_first(struct plan *p, const struct job *model, const struct reconcile_result *r)
+{
+	const struct job_group *g = &model->groups[r->place[0].group];
+	struct group_ask ask;
+	bool gpu_only = false;
+	char *held;
+	if (!p->quota->spec || group_ask_init(&ask, model, g, NULL) < 0)
+		return false;
+	held = quota_exceeds(p->quota, ask.req.cpu_milli, ask.req.memory_mib, NULL, ask_gpu_lower(&ask),
+			     &gpu_only);
+	if (held && gpu_only && quota_may_borrow(p->quota, ask_gpu_lower(&ask))) {
+		free(held);
+		held = NULL;
+	}
+	group_ask_release(&ask);
+	if (!held)
+		return false;
+	for (size_t k = 0; k < r->nplace; k++)
+		plan_hold(p, model->groups[r->place[k].group].name, xstrdup(held));
+	free(held);
+	return true;
+}
+
 /* Places the needs of group gi (consecutive entries of r->place). */
 static void place_group(struct server *srv, struct sched_view *v, const json_t *job,
 			const struct job *model, int gi, const struct place_need *needs, size_t n,
 			const char *eval_id, json_t *live, struct plan *p, int64_t now)
 {
+	struct quota_state *q = p->quota;
 	const struct job_group *g = &model->groups[gi];
 	struct sched_options opt = { .policy = srv->policy,
 				     .seed = seed_of(eval_id[0] ? eval_id : jstr(job, "id", "")) };
@@ -175,14 +251,45 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 		struct sched_explain why;
 		struct view_node *vn;
 		json_t *alloc, *ports;
+		char *held = NULL;
+		bool gpu_only = false, borrowed = false;
 		int rc;
 
 		if (!snap || rebuild_each) {
 			sched_snapshot_free(snap);
 			snap = snapshot_build(v, &ask, live, map, &err);
 		}
+		/* Quota first, with the least the ask can take (a MIG slice is
+		 * 1/7 of a GPU); the placement's own devices are checked below. */
+		if (q) {
+			int64_t lower = ask_gpu_lower(&ask);
+			held = quota_exceeds(q, ask.req.cpu_milli, ask.req.memory_mib, NULL, lower, &gpu_only);
+			if (held && gpu_only && quota_may_borrow(q, lower)) {
+				free(held);
+				held = NULL;
+			}
+			if (held) {
+				plan_hold(p, g->name, held);
+				continue;
+			}
+		}
 		memset(&why, 0, sizeof(why));
 		rc = sched_place(snap, &ask.req, &opt, &pl, &why, &err);
+		if (rc == -ENOSPC && eval_id[0] && model) {
+			size_t before = json_array_size(p->preempted);
+			int prc = preempt_for(srv, v, snap, map, &ask, job, q, &opt, p, now);
+			if (prc == 0) {
+				char *w = xasprintf("waiting for %zu preempted allocation(s) to stop",
+						    json_array_size(p->preempted) - before);
+				add_failure(p, g->name, NULL, NULL, w);
+				free(w);
+				continue;
+			}
+			if (prc == 1) {
+				add_failure(p, g->name, NULL, NULL, "waiting for preempted allocations to stop");
+				continue;
+			}
+		}
 		if (rc < 0) {
 			add_failure(p, g->name, &why, &ask.req, rc == -ENOSPC ? NULL : err.msg);
 			continue;
@@ -194,6 +301,20 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 			continue;
 		}
 		alloc = alloc_new(job, g, &needs[i], eval_id, vn, snap, &pl, ports, now);
+		if (q) {
+			held = quota_exceeds(q, pl.cpu_milli, pl.memory_mib,
+					     json_object_get(json_object_get(alloc, "resources"), "devices"), 0,
+					     &gpu_only);
+			borrowed = held && gpu_only && quota_may_borrow(q, alloc_gpu_milli(alloc));
+			if (held && !borrowed) {
+				plan_hold(p, g->name, held);
+				json_decref(alloc);
+				continue;
+			}
+			free(held);
+			json_object_set_new(alloc, "borrowed", json_boolean(borrowed));
+			quota_state_add(q, alloc, 1);
+		}
 		sched_apply(snap, &pl);
 		node_usage_add_alloc(&vn->use, alloc, 1);
 		json_array_append(live, alloc);
@@ -247,6 +368,32 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 	}
 	p->ignore = r.ignore;
 	p->followup_at = r.followup_at;
+	if (model && r.nplace > 0) {
+		const char *ns = jstr(job, "namespace", "default");
+		p->quota = xcalloc(1, sizeof(*p->quota));
+		rc = quota_state_read(srv->store, ns, p->quota, err);
+		if (rc < 0) {
+			free(p->quota);
+			p->quota = NULL;
+			goto out;
+		}
+		p->needs_gpus = asks_devices(model, &r);
+		/* a job its own quota holds waits for its team, not in the queue
+		 * across teams: check its first instance before entering */
+		if (eval_id[0] && p->needs_gpus && quota_holds_first(p, model, &r)) {
+			goto out; /* the worker takes it out of the queue */
+		} else if (eval_id[0] && p->needs_gpus) {
+			char *ahead = NULL;
+			if (!fair_queue_admit(srv, ns, jstr(job, "id", ""), jint(job, "priority", 50),
+					      jint(job, "submit_time", 0), false, &ahead)) {
+				p->queued = xasprintf("queued: behind %s in the fair queue", ahead);
+				for (size_t k = 0; k < r.nplace; k++)
+					add_failure(p, model->groups[r.place[k].group].name, NULL, NULL, p->queued);
+				free(ahead);
+				goto out;
+			}
+		}
+	}
 	for (size_t k = 0; k < r.nplace;) {
 		size_t e = k;
 		while (e < r.nplace && r.place[e].group == r.place[k].group)
@@ -254,8 +401,9 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 		place_group(srv, v, job, model, r.place[k].group, &r.place[k], e - k, eval_id, live, p, now);
 		k = e;
 	}
+out:
 	json_decref(live);
 	reconcile_result_release(&r);
 	job_free(model);
-	return 0;
+	return rc;
 }

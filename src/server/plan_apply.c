@@ -25,6 +25,16 @@ int plan_apply(struct server *srv, const struct sched_view *v, const struct plan
 	store_batch_put(&b, STORE_EVAL, eval);
 	json_array_foreach(extra_evals, i, x)
 		store_batch_put(&b, STORE_EVAL, x);
+	json_array_foreach(p->extra_evals, i, x)
+		store_batch_put(&b, STORE_EVAL, x);
+	/* preempted allocations of other jobs: as read, or plan again */
+	json_array_foreach(p->preempted, i, x) {
+		struct store_key ak = { NULL, jstr(x, "id", ""), 0 };
+		store_batch_require_index(&b, STORE_ALLOC, &ak, (uint64_t)jint(x, "modify_index", 0));
+	}
+	/* the namespace's usage has not grown since the plan counted its quota */
+	if (p->quota && p->quota->spec && p->create > 0)
+		store_batch_check(&b, quota_commit_check, (void *)p);
 	store_batch_require_job_allocs(&b, ns, job_id, v->index);
 	for (i = 0; i < p->nnodes; i++)
 		store_batch_require_node_allocs(&b, p->nodes[i], v->index);

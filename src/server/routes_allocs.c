@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "server/acl.h"
 #include "server/server-int.h"
 
 #define STATUS_ATTEMPTS 20
@@ -16,6 +17,7 @@ static int get_list(struct http_request *req, struct http_response *resp, struct
 	int rc = store_list(srv->store, kind, &f, &list, NULL);
 	if (rc < 0)
 		return rc;
+	acl_filter_list(req, list);
 	http_reply(resp, 200, list);
 	return 0;
 }
@@ -29,6 +31,12 @@ static int get_one(struct http_request *req, struct http_response *resp, struct 
 	if (!valid_id(key.id))
 		return http_error(resp, 404, code, "no %s %s", what, key.id);
 	rc = store_get(srv->store, kind, &key, &obj, NULL);
+	/* one answer whether it is absent or in a namespace the token may
+	 * not read: nothing about other teams leaks through ids */
+	if (rc == 0 && !acl_allows_ns(req, jstr(obj, "namespace", "default"), ACL_READ)) {
+		json_decref(obj);
+		rc = -ENOENT;
+	}
 	if (rc == -ENOENT)
 		return http_error(resp, 404, code, "no %s %s", what, key.id);
 	if (rc < 0)
@@ -149,23 +157,13 @@ static int get_self(struct http_request *req, struct http_response *resp, void *
 
 int routes_allocs(struct server *srv, struct herd_err *err)
 {
-	static const struct {
-		const char *method, *pattern;
-		http_handler_fn *fn;
-		unsigned flags;
-	} routes[] = {
-		{ "GET", "/v1/allocations", get_allocs, HTTP_ROUTE_BLOCKING },
-		{ "GET", "/v1/allocation/:id", get_alloc, HTTP_ROUTE_BLOCKING },
-		{ "PUT", "/v1/allocation/:id/status", put_alloc_status, HTTP_ROUTE_BODY },
-		{ "GET", "/v1/evaluations", get_evals, HTTP_ROUTE_BLOCKING },
-		{ "GET", "/v1/evaluation/:id", get_eval, HTTP_ROUTE_BLOCKING },
-		{ "GET", "/v1/agent/self", get_self, 0 },
+	static const struct server_route routes[] = {
+		{ "GET", "/v1/allocations", get_allocs, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },
+		{ "GET", "/v1/allocation/:id", get_alloc, HTTP_ROUTE_BLOCKING, ACL_NEED_TOKEN },
+		{ "PUT", "/v1/allocation/:id/status", put_alloc_status, HTTP_ROUTE_BODY, ACL_NEED_NODE_WRITE },
+		{ "GET", "/v1/evaluations", get_evals, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },
+		{ "GET", "/v1/evaluation/:id", get_eval, HTTP_ROUTE_BLOCKING, ACL_NEED_TOKEN },
+		{ "GET", "/v1/agent/self", get_self, 0, ACL_NEED_AGENT_READ },
 	};
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-		int rc = http_router_add(srv->router, routes[i].method, routes[i].pattern, routes[i].fn,
-					 routes[i].flags, srv, err);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	return server_routes_add(srv, routes, sizeof(routes) / sizeof(routes[0]), err);
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/xalloc.h"
+#include "server/acl.h"
 #include "server/server-int.h"
 #include "spec/spec.h"
 
@@ -63,6 +64,24 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 	job = decode_job(req, resp, &dl);
 	if (!job)
 		goto out;
+	if (!acl_allows_ns(req, job->namespace, ACL_SUBMIT)) {
+		acl_deny(resp);
+		goto out;
+	}
+	{
+		struct store_key nk = { NULL, job->namespace, 0 };
+		json_t *nsrec = NULL;
+		rc = store_get(srv->store, STORE_NAMESPACE, &nk, &nsrec, &err);
+		json_decref(nsrec);
+		if (rc == -ENOENT) {
+			rc = http_error(resp, 400, "namespace_not_found",
+					"namespace %s does not exist; create it with herd namespace apply %s",
+					job->namespace, job->namespace);
+			goto out;
+		}
+		if (rc < 0)
+			goto out;
+	}
 	for (int attempt = 0; attempt < REGISTER_ATTEMPTS; attempt++) {
 		struct store_key key = { job->namespace, job->id, 0 };
 		struct store_batch b = STORE_BATCH_INIT;
@@ -157,6 +176,10 @@ static int post_plan(struct http_request *req, struct http_response *resp, void 
 		diag_list_release(&dl);
 		return 0;
 	}
+	if (!acl_allows_ns(req, job->namespace, ACL_SUBMIT)) {
+		rc = acl_deny(resp);
+		goto out_job;
+	}
 	if (strcmp(job->id, id)) {
 		rc = http_error(resp, 400, "invalid_job", "job id \"%s\" does not match the path's \"%s\"", job->id, id);
 		goto out_job;
@@ -225,6 +248,7 @@ static int get_jobs(struct http_request *req, struct http_response *resp, void *
 			"summary", job_summary(x, a), "create_index", (json_int_t)jint(x, "create_index", 0),
 			"modify_index", (json_int_t)jint(x, "modify_index", 0)));
 	}
+	acl_filter_list(req, out);
 	http_reply(resp, 200, out);
 	out = NULL;
 out:
@@ -355,26 +379,16 @@ static int delete_job(struct http_request *req, struct http_response *resp, void
 
 int routes_jobs(struct server *srv, struct herd_err *err)
 {
-	static const struct {
-		const char *method, *pattern;
-		http_handler_fn *fn;
-		unsigned flags;
-	} routes[] = {
-		{ "POST", "/v1/jobs", post_jobs, HTTP_ROUTE_BODY },
-		{ "GET", "/v1/jobs", get_jobs, HTTP_ROUTE_BLOCKING },
-		{ "POST", "/v1/jobs/parse", post_parse, HTTP_ROUTE_BODY },
-		{ "POST", "/v1/job/:id/plan", post_plan, HTTP_ROUTE_BODY },
-		{ "GET", "/v1/job/:id", get_job, HTTP_ROUTE_BLOCKING },
-		{ "DELETE", "/v1/job/:id", delete_job, 0 },
-		{ "GET", "/v1/job/:id/versions", get_job_versions, 0 },
-		{ "GET", "/v1/job/:id/allocations", get_job_allocs, HTTP_ROUTE_BLOCKING },
-		{ "GET", "/v1/job/:id/evaluations", get_job_evals, 0 },
+	static const struct server_route routes[] = {
+		{ "POST", "/v1/jobs", post_jobs, HTTP_ROUTE_BODY, ACL_NEED_TOKEN },
+		{ "GET", "/v1/jobs", get_jobs, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },
+		{ "POST", "/v1/jobs/parse", post_parse, HTTP_ROUTE_BODY, ACL_NEED_TOKEN },
+		{ "POST", "/v1/job/:id/plan", post_plan, HTTP_ROUTE_BODY, ACL_NEED_TOKEN },
+		{ "GET", "/v1/job/:id", get_job, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },
+		{ "DELETE", "/v1/job/:id", delete_job, 0, ACL_NEED_NS_SUBMIT },
+		{ "GET", "/v1/job/:id/versions", get_job_versions, 0, ACL_NEED_NS_READ },
+		{ "GET", "/v1/job/:id/allocations", get_job_allocs, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },
+		{ "GET", "/v1/job/:id/evaluations", get_job_evals, 0, ACL_NEED_NS_READ },
 	};
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-		int rc = http_router_add(srv->router, routes[i].method, routes[i].pattern, routes[i].fn,
-					 routes[i].flags, srv, err);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	return server_routes_add(srv, routes, sizeof(routes) / sizeof(routes[0]), err);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/xalloc.h"
+#include "server/acl.h"
 #include "server/server-int.h"
 
 #define NODE_ATTEMPTS 20
@@ -323,25 +324,15 @@ out:
 
 int routes_nodes(struct server *srv, struct herd_err *err)
 {
-	static const struct {
-		const char *method, *pattern;
-		http_handler_fn *fn;
-		unsigned flags;
-	} routes[] = {
-		{ "POST", "/v1/node/register", post_register, HTTP_ROUTE_BODY },
-		{ "PUT", "/v1/node/:id/heartbeat", put_heartbeat, 0 },
-		{ "GET", "/v1/node/:id/allocations", get_node_allocs, HTTP_ROUTE_BLOCKING },
-		{ "GET", "/v1/nodes", get_nodes, HTTP_ROUTE_BLOCKING },
-		{ "GET", "/v1/node/:id", get_node, HTTP_ROUTE_BLOCKING },
-		{ "POST", "/v1/node/:id/drain", post_drain, HTTP_ROUTE_BODY },
-		{ "POST", "/v1/node/:id/eligibility", post_eligibility, HTTP_ROUTE_BODY },
-		{ "GET", "/v1/gpus", get_gpus, HTTP_ROUTE_BLOCKING },
+	static const struct server_route routes[] = {
+		{ "POST", "/v1/node/register", post_register, HTTP_ROUTE_BODY, ACL_NEED_NODE_WRITE },
+		{ "PUT", "/v1/node/:id/heartbeat", put_heartbeat, 0, ACL_NEED_NODE_WRITE },
+		{ "GET", "/v1/node/:id/allocations", get_node_allocs, HTTP_ROUTE_BLOCKING, ACL_NEED_NODE_READ },
+		{ "GET", "/v1/nodes", get_nodes, HTTP_ROUTE_BLOCKING, ACL_NEED_NODE_READ },
+		{ "GET", "/v1/node/:id", get_node, HTTP_ROUTE_BLOCKING, ACL_NEED_NODE_READ },
+		{ "POST", "/v1/node/:id/drain", post_drain, HTTP_ROUTE_BODY, ACL_NEED_NODE_WRITE },
+		{ "POST", "/v1/node/:id/eligibility", post_eligibility, HTTP_ROUTE_BODY, ACL_NEED_NODE_WRITE },
+		{ "GET", "/v1/gpus", get_gpus, HTTP_ROUTE_BLOCKING, ACL_NEED_NODE_READ },
 	};
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-		int rc = http_router_add(srv->router, routes[i].method, routes[i].pattern, routes[i].fn,
-					 routes[i].flags, srv, err);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	return server_routes_add(srv, routes, sizeof(routes) / sizeof(routes[0]), err);
 }

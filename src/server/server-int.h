@@ -241,6 +241,13 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 
 struct plan {
 	json_t *allocs;            /* new and changed allocations to put */
+	json_t *extra_evals;       /* evaluations to put and queue with the plan (preempted jobs) */
+	json_t *preempted;         /* allocations of other jobs stopped by preemption */
+	char *queued;              /* why the job waits in the queue (quota, fair share); NULL: it does not */
+	bool reserve;              /* the job preempted: the queue keeps its place first */
+	bool quota_held;           /* some instance waits for its own namespace's quota */
+	bool needs_gpus;           /* the job has instances to place that ask devices */
+	struct quota_state *quota; /* the namespace's quota as the plan counted it; NULL: none */
 	json_t *failed;            /* {"<group>": {"explanation","nodes_evaluated","missing"}} */
 	json_t *placements;        /* for the plan endpoint */
 	int create, destroy, update, ignore;
@@ -266,6 +273,84 @@ int plan_apply(struct server *srv, const struct sched_view *v, const struct plan
 
 /* The worker thread: takes evaluations until the broker stops. */
 void *worker_main(void *srv);
+
+/* ---- teams: quota.c, fair_queue.c, preempt.c ---------------------------- */
+
+/* What one namespace takes and may take (quota.c). */
+struct quota_state {
+	char *ns;
+	json_t *spec;              /* the quota attached to the namespace; NULL: none */
+	int64_t cpu_limit, mem_limit; /* 0: none */
+	int64_t cpu, mem;          /* used by allocations that hold capacity */
+	int64_t gpu_milli;         /* all GPUs used, thousandths */
+	int64_t borrowed_milli;    /* of which by borrowed allocations */
+	json_t *by_group;          /* {"<device group>": milli} */
+	int64_t base_cpu, base_mem, base_gpu; /* as read, before a plan added to it */
+};
+
+/* Reads the quota of namespace ns and what its allocations take, in the
+ * store's current state (callable inside a store_view or check).  A
+ * namespace without a quota gets spec NULL and usage counted anyway. */
+int quota_state_read(struct store *s, const char *ns, struct quota_state *q, struct herd_err *err);
+void quota_state_release(struct quota_state *q);
+/* Adds (sign 1) or removes (-1) what alloc takes. */
+void quota_state_add(struct quota_state *q, const json_t *alloc, int sign);
+/* Whether taking cpu, mem and the devices devs (an array of {group,
+ * gpu_milli}; or, when devs is NULL, gpu_lower thousandths of any GPU)
+ * stays within the quota.  Returns NULL when it does; else a new string
+ * naming the limit that holds ("quota team-a: nvidia/gpu 4/4"), and sets
+ * *gpu_only when only device limits are exceeded (borrowing may apply). */
+char *quota_exceeds(const struct quota_state *q, int64_t cpu, int64_t mem, const json_t *devs,
+		    int64_t gpu_lower, bool *gpu_only);
+/* Whether q allows borrowing extra thousandths of GPU beyond its limits. */
+bool quota_may_borrow(const struct quota_state *q, int64_t extra_milli);
+/* Usage of spec's namespace as {"cpu": {"used","limit"}, ...} for readers. */
+json_t *quota_status_json(const struct quota_state *q);
+/* A store check (see store_check_fn): the plan's namespace has not grown
+ * its usage since the plan counted it.  arg: the plan. */
+int quota_commit_check(struct store *s, void *arg, struct herd_err *err);
+
+/* The fair queue of jobs waiting for GPUs (fair_queue.c; docs/teams.md,
+ * "Queue order").  In memory; rebuilt as queued evaluations run again. */
+struct fq_entry {
+	char *ns, *job_id;
+	int64_t priority, submit;
+	bool reserved;           /* preempted for: goes first */
+};
+
+struct fair_queue {
+	pthread_mutex_t lock;
+	struct fq_entry *v; size_t n, a;
+	uint64_t usage_index;    /* allocation kind index of the cached usage */
+	json_t *usage;           /* {"<ns>": GPU milli} */
+};
+
+void fair_queue_init(struct fair_queue *q);
+void fair_queue_release(struct fair_queue *q);
+/* Enters the job (or updates its entry) and says whether it is first in the
+ * queue's order now.  When not, *ahead receives "ns/job" of the first (free
+ * it).  Store errors admit the job (the queue orders; it never loses work). */
+bool fair_queue_admit(struct server *srv, const char *ns, const char *job_id, int64_t priority,
+		      int64_t submit, bool reserved, char **ahead);
+/* Removes the job's entry; true when it had one (others may go now). */
+bool fair_queue_remove(struct fair_queue *q, const char *ns, const char *job_id);
+/* The namespaces' weights and GPU usage as the queue orders them, for
+ * GET /v1/quotas/queue: [{"namespace","weight","gpu_used","waiting"}]. */
+json_t *fair_queue_status(struct server *srv);
+
+/* Preemption (preempt.c).  Finds the smallest set of allocations of lower
+ * priority (or borrowed ones, when the job's namespace is within its
+ * quota) whose end would let ask fit on one node of snap.  On success
+ * (0) appends the victims, marked to stop, to p->preempted and p->allocs,
+ * an evaluation per victim's job to p->extra_evals, and sets p->reserve.
+ * -ENOSPC when no such set exists; 1 when earlier victims of this job are
+ * still stopping (wait for them). */
+int preempt_for(struct server *srv, struct sched_view *v, struct sched_snapshot *snap,
+		const int *map, const struct group_ask *ask, const json_t *job,
+		const struct quota_state *q, const struct sched_options *opt, struct plan *p,
+		int64_t now);
+/* Whether jobs of this type may preempt (server configuration). */
+bool preempt_enabled(const struct server *srv, const char *job_type);
 
 /* ---- heartbeat.c -------------------------------------------------------- */
 
@@ -308,6 +393,9 @@ struct server {
 	struct node_live *live; size_t nlive, alive;
 	pthread_mutex_t lock;  /* guards self_node_id */
 	uint64_t seed;
+	struct fair_queue fq;
+	bool acl_enabled;
+	void **guards; size_t nguards, aguards; /* acl.c's route wrappers */
 };
 
 void server_log(struct server *srv, const char *level, const char *fmt, ...)
@@ -328,5 +416,11 @@ json_t *job_for_reader(struct server *srv, const json_t *stored, struct herd_err
 int routes_jobs(struct server *srv, struct herd_err *err);
 int routes_nodes(struct server *srv, struct herd_err *err);
 int routes_allocs(struct server *srv, struct herd_err *err);
+int routes_namespaces(struct server *srv, struct herd_err *err);
+int routes_quotas(struct server *srv, struct herd_err *err);
+int routes_acl(struct server *srv, struct herd_err *err);
+int routes_usage(struct server *srv, struct herd_err *err);
+/* Creates the namespace "default" when the store has none. */
+int namespace_default_ensure(struct server *srv, struct herd_err *err);
 
 #endif

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "common/xalloc.h"
+#include "server/acl.h"
 #include "server/server-int.h"
 
 void server_log(struct server *srv, const char *level, const char *fmt, ...)
@@ -47,7 +48,7 @@ static int requeue_evals(struct server *srv, struct herd_err *err)
 		return rc;
 	json_array_foreach(evals, i, e) {
 		const char *st = jstr(e, "status", "");
-		if (!strcmp(st, "pending") || !strcmp(st, "blocked"))
+		if (!strcmp(st, "pending") || !strcmp(st, "blocked") || !strcmp(st, "queued"))
 			broker_enqueue(&srv->broker, jstr(e, "id", ""), jstr(e, "namespace", "default"),
 				       jstr(e, "job_id", ""),
 				       !strcmp(st, "pending") ? jint(e, "wait_until", 0) : 0);
@@ -71,9 +72,11 @@ static void server_free(struct server *srv)
 		pthread_join(srv->workers[i], NULL);
 	heartbeat_stop(srv);
 	broker_release(&srv->broker);
+	fair_queue_release(&srv->fq);
 	view_cache_release(&srv->view_cache);
 	store_close(srv->store);
 	http_router_free(srv->router);
+	server_routes_release(srv);
 	for (size_t i = 0; i < srv->nlive; i++) {
 		free(srv->live[i].id);
 		json_decref(srv->live[i].stats);
@@ -119,6 +122,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 		pthread_condattr_destroy(&ca);
 	}
 	broker_init(&srv->broker);
+	fair_queue_init(&srv->fq);
+	srv->acl_enabled = cfg->acl_enabled != 0;
 	view_cache_init(&srv->view_cache);
 	srv->router = http_router_new();
 
@@ -143,6 +148,12 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 		rc = routes_nodes(srv, err);
 	if (!rc)
 		rc = routes_allocs(srv, err);
+	if (!rc)
+		rc = routes_namespaces(srv, err);
+	if (!rc)
+		rc = routes_quotas(srv, err);
+	if (!rc)
+		rc = namespace_default_ensure(srv, err);
 	if (!rc)
 		rc = requeue_evals(srv, err);
 	if (!rc)

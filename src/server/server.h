@@ -44,8 +44,22 @@ struct server_config {
 	const json_t *self_config;
 	const char *self_node_id;
 	int client_enabled;
+	/* Which job types may preempt lower-priority allocations
+	 * (SERVER_PREEMPT_*; 0: batch only).  Reclaiming borrowed GPUs does
+	 * not depend on it. */
+	unsigned preempt_types;
+	/* ACL: when set, every API call but health and status needs a token
+	 * (docs/teams.md); -dev leaves it off. */
+	int acl_enabled;
 	server_log_fn *log;        /* may be NULL */
 	void *log_arg;
+};
+
+enum {
+	SERVER_PREEMPT_BATCH = 1,
+	SERVER_PREEMPT_SERVICE = 2,
+	SERVER_PREEMPT_SYSTEM = 4,
+	SERVER_PREEMPT_NONE = 8,   /* no job type preempts */
 };
 
 struct server;

@@ -12,6 +12,23 @@
 
 enum eval_outcome { EVAL_DONE, EVAL_BLOCKED, EVAL_SKIPPED };
 
+/* What the plan means for the fair queue, once committed: a job that
+ * placed everything, or waits for its own quota, leaves it (and those
+ * behind it may go); one that preempted keeps its place first. */
+static void fair_queue_after(struct server *srv, const json_t *eval, const struct plan *p)
+{
+	const char *ns = jstr(eval, "namespace", "default"), *job_id = jstr(eval, "job_id", "");
+	bool placed_all = json_object_size(p->failed) == 0;
+	if (p->reserve) {
+		(void)fair_queue_admit(srv, ns, job_id, 0, 0, true, NULL);
+		return;
+	}
+	if (placed_all || (p->quota_held && !p->create) || !p->needs_gpus) {
+		if (fair_queue_remove(&srv->fq, ns, job_id))
+			broker_unblock_all(&srv->broker);
+	}
+}
+
 static int process_once(struct server *srv, const json_t *eval, enum eval_outcome *outcome,
 			json_t **followups, struct herd_err *err)
 {
@@ -33,9 +50,9 @@ static int process_once(struct server *srv, const json_t *eval, enum eval_outcom
 		goto out;
 	done = json_deep_copy(eval);
 	if (json_object_size(p.failed)) {
-		json_object_set_new(done, "status", json_string("blocked"));
+		json_object_set_new(done, "status", json_string(p.queued ? "queued" : "blocked"));
 		json_object_set_new(done, "status_description",
-				    json_string("some allocations could not be placed"));
+				    json_string(p.queued ? p.queued : "some allocations could not be placed"));
 		json_object_set(done, "failed_placements", p.failed);
 		*outcome = EVAL_BLOCKED;
 	} else {
@@ -51,9 +68,12 @@ static int process_once(struct server *srv, const json_t *eval, enum eval_outcom
 		json_object_set_new(f, "previous_eval", json_string(eval_id));
 		json_array_append_new(extra, f);
 	}
+	json_array_extend(extra, p.extra_evals);
+	json_array_clear(p.extra_evals);
 	rc = plan_apply(srv, &v, &p, done, extra, NULL, err);
 	json_decref(done);
 	if (rc == 0) {
+		fair_queue_after(srv, eval, &p);
 		*followups = extra;
 		extra = NULL;
 	}
@@ -86,7 +106,7 @@ static void process_eval(struct server *srv, struct broker_item *it)
 	if (store_get(srv->store, STORE_EVAL, &key, &eval, &err) < 0)
 		return;
 	status = jstr(eval, "status", "pending");
-	if (strcmp(status, "pending") && strcmp(status, "blocked")) {
+	if (strcmp(status, "pending") && strcmp(status, "blocked") && strcmp(status, "queued")) {
 		json_decref(eval);
 		return;
 	}

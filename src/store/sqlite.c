@@ -59,6 +59,16 @@ struct sqlite_store {
 	sqlite3_stmt *bump_index, *read_index, *read_group, *bump_group;
 };
 
+/* Tables added by schema version 2 (teams: quotas and ACL); also the
+ * migration of a version 1 file. */
+#define SCHEMA_V2_SQL \
+	"CREATE TABLE quotas (id TEXT PRIMARY KEY," \
+	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL);\n" \
+	"CREATE TABLE acl_policies (id TEXT PRIMARY KEY," \
+	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL);\n" \
+	"CREATE TABLE acl_tokens (id TEXT PRIMARY KEY," \
+	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL);\n"
+
 static const char schema_sql[] =
 	"CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);\n"
 	"CREATE TABLE group_index (name TEXT PRIMARY KEY, idx INTEGER NOT NULL);\n"
@@ -81,7 +91,8 @@ static const char schema_sql[] =
 	" job_id TEXT NOT NULL, node_id TEXT NOT NULL,"
 	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL);\n"
 	"CREATE INDEX allocations_by_job ON allocations (namespace, job_id);\n"
-	"CREATE INDEX allocations_by_node ON allocations (node_id);\n";
+	"CREATE INDEX allocations_by_node ON allocations (node_id);\n"
+	SCHEMA_V2_SQL;
 
 static struct sqlite_store *ss_of(struct store *s)
 {
@@ -686,7 +697,8 @@ static int check_schema(struct sqlite_store *ss, const char *path, struct herd_e
 	else if (version < 1)
 		rc = herd_errf(err, -EINVAL, "store: %s has a bad schema version %lld", path,
 			       (long long)version);
-	/* version < STORE_SCHEMA_VERSION: migrations go here when there are any */
+	else if (version == 1)
+		rc = exec(ss, SCHEMA_V2_SQL "UPDATE meta SET value=2 WHERE key='schema_version';", err);
 out:
 	strbuf_release(&sql);
 	if (rc == 0 && (rc = exec(ss, "COMMIT", err)) == 0)

@@ -17,6 +17,9 @@ const struct store_kind_desc store_kinds[STORE_KIND_COUNT] = {
 			 STORE_COL_NS | STORE_COL_JOB },
 	[STORE_ALLOC] = { STORE_ALLOC, "allocation", "allocations", "id", 0,
 			  STORE_COL_NS | STORE_COL_JOB | STORE_COL_NODE },
+	[STORE_QUOTA] = { STORE_QUOTA, "quota", "quotas", "name", 0, 0 },
+	[STORE_ACL_POLICY] = { STORE_ACL_POLICY, "acl policy", "acl_policies", "name", 0, 0 },
+	[STORE_ACL_TOKEN] = { STORE_ACL_TOKEN, "acl token", "acl_tokens", "id", 0, 0 },
 };
 
 const char *store_kind_name(enum store_kind kind)

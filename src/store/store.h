@@ -12,6 +12,9 @@
  *   job_version  namespace, id, version     -
  *   evaluation   id                         namespace, job_id
  *   allocation   id                         namespace, job_id, node_id
+ *   quota        name                       -
+ *   acl_policy   name                       -
+ *   acl_token    id (the secret's hash)     -
  *
  * String fields must be 1..STORE_MAX_KEY bytes without NUL; version is an
  * integer >= 0.  An object lacking a field its kind needs is refused
@@ -44,7 +47,7 @@
 #define STORE_MAX_KEY 256
 /* The schema version this code writes and reads.  A store written by a
  * newer herd (higher version) is refused with -EPROTONOSUPPORT. */
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2 /* 2: quotas, acl_policies, acl_tokens */
 
 enum store_kind {
 	STORE_NAMESPACE,
@@ -53,6 +56,9 @@ enum store_kind {
 	STORE_JOB_VERSION,
 	STORE_EVAL,
 	STORE_ALLOC,
+	STORE_QUOTA,
+	STORE_ACL_POLICY,
+	STORE_ACL_TOKEN,
 	STORE_KIND_COUNT
 };
 
@@ -60,7 +66,8 @@ enum store_kind {
 const char *store_kind_name(enum store_kind kind);
 
 /* Identifies one record.  Fields a kind does not key on are ignored:
- * namespace: id = the name; node, evaluation, allocation: id;
+ * namespace, quota, acl_policy: id = the name; node, evaluation, allocation,
+ * acl_token: id;
  * job: ns + id; job_version: ns + id + version. */
 struct store_key {
 	const char *ns;

@@ -1,0 +1,228 @@
+/* fair_queue: the order in which jobs that wait for GPUs get them.
+ *
+ * The rule (docs/teams.md, "Queue order"):
+ *   1. a job that preempted others goes first (what it freed is for it);
+ *   2. across namespaces, the namespace with the smallest weighted GPU
+ *      share goes first: GPUs it holds now (fractions by share) divided by
+ *      its weight.  The weight is the namespace's `weight` when set, else
+ *      the GPU limit of its quota, else 1 GPU.  Two teams with quotas of 8
+ *      and 2 GPUs thus get GPUs freed in a 4:1 ratio while both wait:
+ *      dominant-resource fairness restricted to the resource that is
+ *      scarce on a GPU farm, weighted by what each team was promised;
+ *   3. within a namespace, higher priority first, then earlier submission.
+ * Ties across namespaces go to the higher priority, then the earlier
+ * submission of each namespace's first job.
+ *
+ * Only the first job may take GPUs while others wait (no backfill): a
+ * large job is never starved by a stream of small ones.  A job held by its
+ * own quota leaves the queue (it waits for its own team, not for others). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+#include "server/server-int.h"
+#include "server/teams.h"
+
+void fair_queue_init(struct fair_queue *q)
+{
+	memset(q, 0, sizeof(*q));
+	pthread_mutex_init(&q->lock, NULL);
+}
+
+void fair_queue_release(struct fair_queue *q)
+{
+	for (size_t i = 0; i < q->n; i++) {
+		free(q->v[i].ns);
+		free(q->v[i].job_id);
+	}
+	free(q->v);
+	json_decref(q->usage);
+	pthread_mutex_destroy(&q->lock);
+}
+
+static struct fq_entry *find(struct fair_queue *q, const char *ns, const char *job_id)
+{
+	for (size_t i = 0; i < q->n; i++)
+		if (!strcmp(q->v[i].ns, ns) && !strcmp(q->v[i].job_id, job_id))
+			return &q->v[i];
+	return NULL;
+}
+
+bool fair_queue_remove(struct fair_queue *q, const char *ns, const char *job_id)
+{
+	struct fq_entry *e;
+	bool had = false;
+	pthread_mutex_lock(&q->lock);
+	e = find(q, ns, job_id);
+	if (e) {
+		free(e->ns);
+		free(e->job_id);
+		*e = q->v[--q->n];
+		had = true;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return had;
+}
+
+/* Within a namespace: reserved, then priority, then submission, then id. */
+static int entry_cmp(const struct fq_entry *a, const struct fq_entry *b)
+{
+	if (a->reserved != b->reserved)
+		return a->reserved ? -1 : 1;
+	if (a->priority != b->priority)
+		return a->priority > b->priority ? -1 : 1;
+	if (a->submit != b->submit)
+		return a->submit < b->submit ? -1 : 1;
+	return strcmp(a->job_id, b->job_id);
+}
+
+struct ns_share {
+	const char *ns;
+	int64_t used, weight;    /* GPU milli */
+	const struct fq_entry *head;
+	size_t waiting;
+};
+
+static int share_cmp(const struct ns_share *a, const struct ns_share *b)
+{
+	/* used_a / weight_a vs used_b / weight_b without division */
+	__int128 l, r;
+	if (a->head->reserved != b->head->reserved)
+		return a->head->reserved ? -1 : 1;
+	l = (__int128)a->used * b->weight;
+	r = (__int128)b->used * a->weight;
+	if (l != r)
+		return l < r ? -1 : 1;
+	return entry_cmp(a->head, b->head);
+}
+
+/* GPU usage per namespace ({"ns": milli}), cached by the allocation index. */
+static json_t *usage_by_ns(struct server *srv, struct fair_queue *q)
+{
+	uint64_t idx = 0;
+	json_t *allocs = NULL, *al, *u;
+	size_t i;
+	if (store_kind_index(srv->store, STORE_ALLOC, &idx, NULL) < 0)
+		return json_object();
+	if (q->usage && q->usage_index == idx)
+		return json_incref(q->usage);
+	if (store_list(srv->store, STORE_ALLOC, NULL, &allocs, NULL) < 0)
+		return json_object();
+	u = json_object();
+	json_array_foreach(allocs, i, al) {
+		const char *ns = jstr(al, "namespace", "default");
+		if (alloc_takes_capacity(al))
+			json_object_set_new(u, ns, json_integer(jint(u, ns, 0) + alloc_gpu_milli(al)));
+	}
+	json_decref(allocs);
+	json_decref(q->usage);
+	q->usage = json_incref(u);
+	q->usage_index = idx;
+	return u;
+}
+
+/* The namespace's weight in GPU milli (see the rule above). */
+static int64_t weight_of(struct server *srv, const char *ns)
+{
+	struct store_key k = { NULL, ns, 0 };
+	json_t *rec = NULL, *quota = NULL;
+	int64_t w = 1000;
+	if (store_get(srv->store, STORE_NAMESPACE, &k, &rec, NULL) == 0) {
+		json_t *wv = json_object_get(rec, "weight");
+		if (json_is_number(wv) && json_number_value(wv) > 0) {
+			w = (int64_t)(json_number_value(wv) * 1000.0);
+		} else if (*jstr(rec, "quota", "")) {
+			struct store_key qk = { NULL, jstr(rec, "quota", ""), 0 };
+			if (store_get(srv->store, STORE_QUOTA, &qk, &quota, NULL) == 0 && quota_gpu_limit(quota) > 0)
+				w = quota_gpu_limit(quota);
+		}
+	}
+	json_decref(rec);
+	json_decref(quota);
+	return w > 0 ? w : 1000;
+}
+
+/* The shares of the namespaces with waiting jobs (q->lock held). */
+static struct ns_share *shares_of(struct server *srv, struct fair_queue *q, size_t *n)
+{
+	struct ns_share *s = xcalloc(q->n + 1, sizeof(*s));
+	json_t *usage = usage_by_ns(srv, q);
+	*n = 0;
+	for (size_t i = 0; i < q->n; i++) {
+		struct fq_entry *e = &q->v[i];
+		size_t k;
+		for (k = 0; k < *n && strcmp(s[k].ns, e->ns); k++)
+			;
+		if (k == *n) {
+			s[k].ns = e->ns;
+			s[k].used = jint(usage, e->ns, 0);
+			s[k].weight = weight_of(srv, e->ns);
+			s[k].head = e;
+			(*n)++;
+		} else if (entry_cmp(e, s[k].head) < 0) {
+			s[k].head = e;
+		}
+		s[k].waiting++;
+	}
+	json_decref(usage);
+	return s;
+}
+
+bool fair_queue_admit(struct server *srv, const char *ns, const char *job_id, int64_t priority,
+		      int64_t submit, bool reserved, char **ahead)
+{
+	struct fair_queue *q = &srv->fq;
+	struct fq_entry *e, *head = NULL;
+	struct ns_share *s;
+	size_t n;
+	bool first;
+
+	pthread_mutex_lock(&q->lock);
+	e = find(q, ns, job_id);
+	if (!e) {
+		ALLOC_GROW(q->v, q->n + 1, q->a);
+		e = &q->v[q->n++];
+		memset(e, 0, sizeof(*e));
+		e->ns = xstrdup(ns);
+		e->job_id = xstrdup(job_id);
+	}
+	e->priority = priority;
+	e->submit = submit;
+	e->reserved = e->reserved || reserved;
+	if (q->n == 1) {
+		pthread_mutex_unlock(&q->lock);
+		return true;
+	}
+	s = shares_of(srv, q, &n);
+	{
+		size_t best = 0;
+		for (size_t k = 1; k < n; k++)
+			if (share_cmp(&s[k], &s[best]) < 0)
+				best = k;
+		head = (struct fq_entry *)s[best].head;
+	}
+	first = head == e;
+	if (!first && ahead)
+		*ahead = xasprintf("%s/%s", head->ns, head->job_id);
+	free(s);
+	pthread_mutex_unlock(&q->lock);
+	return first;
+}
+
+json_t *fair_queue_status(struct server *srv)
+{
+	struct fair_queue *q = &srv->fq;
+	json_t *out = json_array();
+	struct ns_share *s;
+	size_t n;
+	pthread_mutex_lock(&q->lock);
+	s = shares_of(srv, q, &n);
+	for (size_t k = 0; k < n; k++)
+		json_array_append_new(out, json_pack("{s:s, s:f, s:f, s:I, s:s}", "namespace", s[k].ns,
+			"weight_gpus", s[k].weight / 1000.0, "gpu_used", s[k].used / 1000.0,
+			"waiting", (json_int_t)s[k].waiting, "first", s[k].head->job_id));
+	free(s);
+	pthread_mutex_unlock(&q->lock);
+	return out;
+}
