@@ -13,8 +13,9 @@
 
 extern const struct driver_ops raw_exec_ops;
 extern const struct driver_ops docker_ops;
+extern const struct driver_ops exec_ops;
 
-const struct driver_ops *const driver_all[] = { &raw_exec_ops, &docker_ops, NULL };
+const struct driver_ops *const driver_all[] = { &raw_exec_ops, &exec_ops, &docker_ops, NULL };
 
 const struct driver_ops *driver_find(const char *name)
 {
@@ -35,6 +36,8 @@ char *driver_state_to_json(const struct driver_state *s)
 			      "exit_file", s->exit_file);
 	if (s->container_id[0])
 		json_object_set_new(o, "container_id", json_string(s->container_id));
+	if (s->cgroup[0])
+		json_object_set_new(o, "cgroup", json_string(s->cgroup));
 	char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(o);
 	char *out = xstrdup(text);
@@ -48,13 +51,13 @@ int driver_state_from_json(const char *text, struct driver_state *out, struct he
 	json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &je);
 	if (!o)
 		return herd_errf(err, -EINVAL, "task state: %s at %d:%d", je.text, je.line, je.column);
-	const char *driver, *exit_file, *container_id = "";
+	const char *driver, *exit_file, *container_id = "", *cgroup = "";
 	json_int_t shim_pid, shim_start, task_pid, task_start;
-	int rc = json_unpack_ex(o, &je, JSON_STRICT, "{s:s, s:I, s:I, s:I, s:I, s:s, s?s}",
+	int rc = json_unpack_ex(o, &je, JSON_STRICT, "{s:s, s:I, s:I, s:I, s:I, s:s, s?s, s?s}",
 				"driver", &driver, "shim_pid", &shim_pid,
 				"shim_start_time", &shim_start, "task_pid", &task_pid,
 				"task_start_time", &task_start, "exit_file", &exit_file,
-				"container_id", &container_id);
+				"container_id", &container_id, "cgroup", &cgroup);
 	if (rc < 0) {
 		rc = herd_errf(err, -EINVAL, "task state: %s", je.text);
 		goto out;
@@ -62,7 +65,7 @@ int driver_state_from_json(const char *text, struct driver_state *out, struct he
 	/* Pids are 0 for drivers without a shim (docker); each driver's
 	 * recover checks what it needs. */
 	if (strlen(driver) >= DRIVER_NAME_MAX || strlen(exit_file) >= DRIVER_PATH_MAX ||
-	    strlen(container_id) >= DRIVER_ID_MAX ||
+	    strlen(container_id) >= DRIVER_ID_MAX || strlen(cgroup) >= DRIVER_CGROUP_MAX ||
 	    shim_pid < 0 || task_pid < 0 || shim_pid > INT32_MAX || task_pid > INT32_MAX ||
 	    shim_start < 0 || task_start < 0) {
 		rc = herd_errf(err, -EINVAL, "task state: a value is out of range");
@@ -72,6 +75,7 @@ int driver_state_from_json(const char *text, struct driver_state *out, struct he
 	snprintf(s.driver, sizeof(s.driver), "%s", driver);
 	snprintf(s.exit_file, sizeof(s.exit_file), "%s", exit_file);
 	snprintf(s.container_id, sizeof(s.container_id), "%s", container_id);
+	snprintf(s.cgroup, sizeof(s.cgroup), "%s", cgroup);
 	s.shim_pid = (pid_t)shim_pid;
 	s.shim_start_time = (uint64_t)shim_start;
 	s.task_pid = (pid_t)task_pid;

@@ -40,6 +40,7 @@
 #define DRIVER_NAME_MAX 32
 #define DRIVER_PATH_MAX 4096
 #define DRIVER_ID_MAX 128
+#define DRIVER_CGROUP_MAX 256
 
 struct json_t;
 struct docker_config;
@@ -55,6 +56,13 @@ struct driver_env {
 	/* The docker driver's client config (drivers/docker.h); NULL: its
 	 * defaults (socket /var/run/docker.sock, nothing privileged). */
 	const struct docker_config *docker;
+
+	/* The exec driver's client config; NULL fields take the defaults. */
+	const char *cgroup_root;   /* NULL: /sys/fs/cgroup (v1/v2 detected there) */
+	const char *cgroup_parent; /* NULL: "herd.slice" (v2) / "herd" (v1) */
+	const char *const *chroot_env; /* host dirs bound read-only into the task's
+				    * root, NULL-terminated; NULL: /bin /etc /lib
+				    * /lib32 /lib64 /sbin /usr (Nomad's chroot_env) */
 };
 
 /* A port of the group's network, for drivers that map ports (docker). */
@@ -95,13 +103,25 @@ struct driver_task {
 	 * Image", ...); called from start() on its thread.  May be NULL. */
 	void (*event)(void *arg, const char *type, const char *message);
 	void *event_arg;
+
+	/* exec driver (with alloc_dir, memory_mb, memory_max_mb and cpu_mhz
+	 * above).  task_dir becomes the task's /: its local/, secrets/ and
+	 * tmp/ are /local, /secrets and /tmp inside. */
+	const char *user;          /* NULL: "nobody" */
+	const char *const *devices; /* host device nodes the task may use (its GPUs:
+				    * /dev/nvidia<N>, /dev/nvidiactl, /dev/nvidia-uvm,
+				    * /dev/nvidia-uvm-tools, /dev/nvidia-caps/nvidia-capN
+				    * of its MIG slices), NULL-terminated; may be NULL */
+	const char *cgroup_name;   /* NULL: "<alloc_id>.<name>", or without alloc_id
+				    * "<basename of task_dir's parent>.<name>" */
+	int64_t pids_max;          /* 0: no limit */
 };
 
 /* How a task ended. */
 struct driver_exit {
 	int exit_code;             /* 0..255 when exited; -1 when killed by a signal */
 	int signal;                /* the signal that killed it, else 0 */
-	bool oom_killed;           /* the kernel's OOM killer (exec driver, later) */
+	bool oom_killed;           /* exec: the task's cgroup saw an OOM kill */
 	bool lost;                 /* the shim vanished without a status: unknown */
 	int64_t finished_ns;       /* CLOCK_REALTIME when the shim saw the exit */
 };
@@ -116,6 +136,7 @@ struct driver_state {
 	uint64_t task_start_time;
 	char exit_file[DRIVER_PATH_MAX];
 	char container_id[DRIVER_ID_MAX]; /* docker: the container; "" otherwise */
+	char cgroup[DRIVER_CGROUP_MAX]; /* exec: the task's cgroup name; "" otherwise */
 };
 
 struct driver_handle;

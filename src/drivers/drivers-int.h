@@ -2,6 +2,7 @@
 #ifndef HERD_DRIVERS_INT_H
 #define HERD_DRIVERS_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -21,5 +22,40 @@ int proc_pidfd_checked(pid_t pid, uint64_t start_time);
 /* Reads an exit file the shim wrote.  Returns 0 with *out, -ENOENT when
  * absent, -EINVAL when malformed. */
 int shim_read_exit_file(const char *path, struct driver_exit *out);
+
+/* A task started through the task shim (raw_exec, exec).  docker.c's
+ * handle starts with the same three fields: driver_handle_state and
+ * driver_handle_fd (raw_exec.c) read them for every driver. */
+struct cgroup;
+struct driver_handle {
+	const struct driver_ops *ops;
+	struct driver_state state;
+	int pidfd;            /* the shim's; -1 once it has ended */
+	bool done;
+	struct driver_exit exit;
+	struct cgroup *cg;    /* exec: the task's cgroup; NULL for raw_exec */
+	bool cleaned;         /* exec: cgroup emptied and removed after the exit */
+};
+
+/* Whether s is a usable task name ([A-Za-z0-9_.-], not "." or ".."). */
+bool driver_valid_task_name(const char *s);
+
+/* Starts task through the shim (env->shim_argv) with the extra shim flags
+ * (NULL-terminated, may be NULL) before "--"; the handle gets ops and
+ * ops->name as its driver.  Same contract as driver_ops.start. */
+int shim_launch(const struct driver_ops *ops, const struct driver_env *env,
+		const struct driver_task *task, const char *const *extra,
+		struct driver_handle **out, struct herd_err *err);
+
+/* driver_ops.wait / .signal / .destroy for shim-started tasks (signal goes
+ * to the process group of state.task_pid). */
+int shim_wait(struct driver_handle *h, int timeout_ms, struct driver_exit *exit,
+	      struct herd_err *err);
+int shim_signal(struct driver_handle *h, int sig);
+void shim_handle_free(struct driver_handle *h);
+
+/* driver_ops.recover for shim-started tasks of driver ops. */
+int shim_recover(const struct driver_ops *ops, const struct driver_state *state,
+		 struct driver_handle **out, struct herd_err *err);
 
 #endif

@@ -27,17 +27,9 @@
  * in uninterruptible sleep cannot be killed sooner). */
 #define STOP_SIGKILL_WAIT_MS 10000
 
-struct driver_handle {
-	const struct driver_ops *ops;
-	struct driver_state state;
-	int pidfd;            /* the shim's; -1 once it has ended */
-	bool done;
-	struct driver_exit exit;
-};
-
 extern const struct driver_ops raw_exec_ops;
 
-static bool valid_task_name(const char *s)
+bool driver_valid_task_name(const char *s)
 {
 	if (!s || !*s || strlen(s) > 128 || !strcmp(s, ".") || !strcmp(s, ".."))
 		return false;
@@ -90,15 +82,22 @@ static void reap(pid_t pid)
 static int raw_exec_start(const struct driver_env *env, const struct driver_task *task,
 			  struct driver_handle **out, struct herd_err *err)
 {
+	if (!env->raw_exec_enabled)
+		return herd_errf(err, -EPERM, "raw_exec is disabled on this node: enable it with "
+				 "plugin \"raw_exec\" { config { enabled = true } }");
+	return shim_launch(&raw_exec_ops, env, task, NULL, out, err);
+}
+
+int shim_launch(const struct driver_ops *ops, const struct driver_env *env,
+		const struct driver_task *task, const char *const *extra,
+		struct driver_handle **out, struct herd_err *err)
+{
 	struct strbuf status = STRBUF_INIT;
 	char max_files[24], max_size[24];
 	int sp[2] = { -1, -1 };
 	int rc;
 
-	if (!env->raw_exec_enabled)
-		return herd_errf(err, -EPERM, "raw_exec is disabled on this node: enable it with "
-				 "plugin \"raw_exec\" { config { enabled = true } }");
-	if (!valid_task_name(task->name))
+	if (!driver_valid_task_name(task->name))
 		return herd_errf(err, -EINVAL, "task name '%s': expected letters, digits, '_', '-', '.'",
 				 task->name ? task->name : "");
 	if (!task->command || !*task->command)
@@ -113,9 +112,9 @@ static int raw_exec_start(const struct driver_env *env, const struct driver_task
 		return herd_errf(err, -EINVAL, "no task shim configured");
 
 	struct driver_handle *h = xcalloc(1, sizeof(*h));
-	h->ops = &raw_exec_ops;
+	h->ops = ops;
 	h->pidfd = -1;
-	snprintf(h->state.driver, sizeof(h->state.driver), "%s", raw_exec_ops.name);
+	snprintf(h->state.driver, sizeof(h->state.driver), "%s", ops->name);
 	if ((size_t)snprintf(h->state.exit_file, sizeof(h->state.exit_file), "%s/%s.exit",
 			     task->state_dir, task->name) >= sizeof(h->state.exit_file)) {
 		free(h);
@@ -124,12 +123,14 @@ static int raw_exec_start(const struct driver_env *env, const struct driver_task
 	unlink(h->state.exit_file); /* a previous run's */
 
 	/* argv: shim prefix, shim flags, --, command, args. */
-	size_t nprefix = 0, nargs = 0;
+	size_t nprefix = 0, nargs = 0, nextra = 0;
 	while (env->shim_argv[nprefix])
 		nprefix++;
 	while (task->args && task->args[nargs])
 		nargs++;
-	const char **argv = xcalloc(nprefix + 16 + nargs + 2, sizeof(char *));
+	while (extra && extra[nextra])
+		nextra++;
+	const char **argv = xcalloc(nprefix + 16 + nextra + nargs + 2, sizeof(char *));
 	size_t n = 0;
 	for (size_t i = 0; i < nprefix; i++)
 		argv[n++] = env->shim_argv[i];
@@ -137,9 +138,13 @@ static int raw_exec_start(const struct driver_env *env, const struct driver_task
 	snprintf(max_size, sizeof(max_size), "%lld", (long long)task->log_max_file_size);
 	const char *flags[] = { "-task", task->name, "-log-dir", task->log_dir,
 		"-exit-file", h->state.exit_file, "-cwd", task->task_dir,
-		"-max-files", max_files, "-max-size", max_size, "--", task->command };
+		"-max-files", max_files, "-max-size", max_size };
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		argv[n++] = flags[i];
+	for (size_t i = 0; i < nextra; i++)
+		argv[n++] = extra[i];
+	argv[n++] = "--";
+	argv[n++] = task->command;
 	for (size_t i = 0; i < nargs; i++)
 		argv[n++] = task->args[i];
 	argv[n] = NULL;
@@ -216,8 +221,8 @@ done:
 	return rc;
 }
 
-static int raw_exec_wait(struct driver_handle *h, int timeout_ms, struct driver_exit *exit,
-			 struct herd_err *err)
+int shim_wait(struct driver_handle *h, int timeout_ms, struct driver_exit *exit,
+	      struct herd_err *err)
 {
 	if (h->done) {
 		*exit = h->exit;
@@ -247,7 +252,7 @@ static int raw_exec_wait(struct driver_handle *h, int timeout_ms, struct driver_
 	return 1;
 }
 
-static int raw_exec_signal(struct driver_handle *h, int sig)
+int shim_signal(struct driver_handle *h, int sig)
 {
 	/* While the shim lives, the task's pid (its process group id) is the
 	 * task's: the shim has not reaped it, or has only just. */
@@ -265,14 +270,14 @@ static int raw_exec_stop(struct driver_handle *h, int kill_signal, int64_t kill_
 	if (!h->done) {
 		if (kill_signal <= 0 || kill_signal >= NSIG)
 			kill_signal = SIGTERM;
-		raw_exec_signal(h, kill_signal);
+		shim_signal(h, kill_signal);
 		int64_t ms = kill_timeout_ns / 1000000;
-		rc = raw_exec_wait(h, ms > INT32_MAX ? INT32_MAX : (int)ms, exit, err);
+		rc = shim_wait(h, ms > INT32_MAX ? INT32_MAX : (int)ms, exit, err);
 		if (rc < 0)
 			return rc;
 		if (rc == 0) {
-			raw_exec_signal(h, SIGKILL);
-			rc = raw_exec_wait(h, STOP_SIGKILL_WAIT_MS, exit, err);
+			shim_signal(h, SIGKILL);
+			rc = shim_wait(h, STOP_SIGKILL_WAIT_MS, exit, err);
 			if (rc < 0)
 				return rc;
 			if (rc == 0)
@@ -288,7 +293,7 @@ static int raw_exec_stop(struct driver_handle *h, int kill_signal, int64_t kill_
 	return 0;
 }
 
-static void raw_exec_destroy(struct driver_handle *h)
+void shim_handle_free(struct driver_handle *h)
 {
 	if (!h)
 		return;
@@ -300,13 +305,19 @@ static void raw_exec_destroy(struct driver_handle *h)
 static int raw_exec_recover(const struct driver_env *env, const struct driver_state *state,
 			    struct driver_handle **out, struct herd_err *err)
 {
-	if (strcmp(state->driver, raw_exec_ops.name))
-		return herd_errf(err, -EINVAL, "task state is for driver '%s', not raw_exec",
-				 state->driver);
+	return shim_recover(&raw_exec_ops, state, out, err);
+}
+
+int shim_recover(const struct driver_ops *ops, const struct driver_state *state,
+		 struct driver_handle **out, struct herd_err *err)
+{
+	if (strcmp(state->driver, ops->name))
+		return herd_errf(err, -EINVAL, "task state is for driver '%s', not %s",
+				 state->driver, ops->name);
 	if (state->shim_pid <= 0 || state->task_pid <= 0 || !state->exit_file[0])
 		return herd_errf(err, -EINVAL, "task state: missing pids or exit file");
 	struct driver_handle *h = xcalloc(1, sizeof(*h));
-	h->ops = &raw_exec_ops;
+	h->ops = ops;
 	h->state = *state;
 	h->pidfd = proc_pidfd_checked(state->shim_pid, state->shim_start_time);
 	if (h->pidfd >= 0) {
@@ -331,10 +342,10 @@ const struct driver_ops raw_exec_ops = {
 	.name = "raw_exec",
 	.fingerprint = raw_exec_fingerprint,
 	.start = raw_exec_start,
-	.wait = raw_exec_wait,
-	.signal = raw_exec_signal,
+	.wait = shim_wait,
+	.signal = shim_signal,
 	.stop = raw_exec_stop,
-	.destroy = raw_exec_destroy,
+	.destroy = shim_handle_free,
 	.recover = raw_exec_recover,
 };
 

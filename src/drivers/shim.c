@@ -18,6 +18,7 @@
 #include "common/units.h"
 #include "common/xalloc.h"
 #include "drivers/drivers-int.h"
+#include "drivers/isolate.h"
 #include "drivers/logrot.h"
 #include "drivers/shim.h"
 
@@ -27,7 +28,18 @@ struct shim_args {
 	const char *task, *log_dir, *exit_file, *cwd;
 	int64_t max_files, max_size;
 	char **argv;   /* COMMAND ARG... */
+	bool isolate;  /* -root given: the exec driver's isolation (isolate.h) */
+	struct isolate_spec iso;
 };
+
+/* Appends v to a repeated flag's list. */
+static int add_list(const char **list, size_t *n, const char *v)
+{
+	if (*n >= ISOLATE_MAX_LIST)
+		return -1;
+	list[(*n)++] = v;
+	return 0;
+}
 
 static void status_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void status_line(const char *fmt, ...)
@@ -67,6 +79,31 @@ static int parse_args(int argc, char **argv, struct shim_args *a)
 			a->exit_file = v;
 		else if (!strcmp(f, "-cwd"))
 			a->cwd = v;
+		else if (!strcmp(f, "-root")) {
+			a->iso.root = v;
+			a->isolate = true;
+		} else if (!strcmp(f, "-alloc-dir"))
+			a->iso.alloc_dir = v;
+		else if (!strcmp(f, "-hostname"))
+			a->iso.hostname = v;
+		else if (!strcmp(f, "-ro")) {
+			if (add_list(a->iso.ro, &a->iso.nr_ro, v) < 0)
+				return -1;
+		} else if (!strcmp(f, "-dev")) {
+			if (add_list(a->iso.devices, &a->iso.nr_devices, v) < 0)
+				return -1;
+		} else if (!strcmp(f, "-cgroup-procs")) {
+			if (add_list(a->iso.procs, &a->iso.nr_procs, v) < 0)
+				return -1;
+		} else if (!strcmp(f, "-uid") || !strcmp(f, "-gid")) {
+			int64_t id;
+			if (parse_int64(v, 0, UINT32_MAX - 1, &id, NULL) < 0)
+				return -1;
+			if (f[1] == 'u')
+				a->iso.uid = (uid_t)id;
+			else
+				a->iso.gid = (gid_t)id;
+		}
 		else if (!strcmp(f, "-max-files")) {
 			if (parse_int64(v, 1, 100000, &a->max_files, NULL) < 0)
 				return -1;
@@ -131,7 +168,7 @@ int task_shim_main(int argc, char **argv)
 	struct logrot out = { .fd = -1, .dirfd = -1 }, errlog = { .fd = -1, .dirfd = -1 };
 	struct herd_err err = { 0 };
 	int pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
-	int devnull = -1, rc = 127;
+	int devnull = -1, rc = 127, stfd = -1;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none, all;
@@ -167,6 +204,20 @@ int task_shim_main(int argc, char **argv)
 		status_line("err %d pipes: %s\n", errno, strerror(errno));
 		goto out;
 	}
+	if (a.isolate) {
+		char msg[900];
+		r = isolate_spawn(&a.iso, a.argv, devnull, pout[1], perr[1], &pid, &stfd, msg,
+				  sizeof(msg));
+		close(pout[1]);
+		close(perr[1]);
+		close(devnull);
+		devnull = -1;
+		if (r != 0) {
+			status_line("err %d %s\n", r, msg);
+			goto out;
+		}
+		goto started;
+	}
 	/* dup2 onto 0-2 clears close-on-exec there only; every other fd of
 	 * this process is close-on-exec, so the task gets exactly 0, 1, 2. */
 	posix_spawn_file_actions_init(&fa);
@@ -194,6 +245,7 @@ int task_shim_main(int argc, char **argv)
 		status_line("err %d exec %s: %s\n", r, a.argv[0], strerror(r));
 		goto out;
 	}
+started:;
 	uint64_t start = 0;
 	proc_start_time(pid, &start);
 	status_line("ok %d %" PRIu64 "\n", (int)pid, start);
@@ -233,6 +285,14 @@ int task_shim_main(int argc, char **argv)
 		pump(perr[0], &errlog);
 	if (pidfd >= 0)
 		close(pidfd);
+	/* Isolated: pid is the namespace's init; the task's own status
+	 * comes through stfd (absent when the init was killed: then the
+	 * init's status, SIGKILL, is the task's fate too). */
+	if (exited && stfd >= 0) {
+		int task_status;
+		if (read(stfd, &task_status, sizeof(task_status)) == (ssize_t)sizeof(task_status))
+			status = task_status;
+	}
 	if (exited) {
 		if (WIFSIGNALED(status))
 			write_exit_file(a.exit_file, -1, WTERMSIG(status));
@@ -241,6 +301,8 @@ int task_shim_main(int argc, char **argv)
 		rc = 0;
 	}
 out:
+	if (stfd >= 0)
+		close(stfd);
 	if (devnull >= 0)
 		close(devnull);
 	if (pout[0] >= 0)

@@ -12,7 +12,7 @@
 
 static void test_roundtrip(void **state)
 {
-	struct driver_state s = { "raw_exec", 1234, 987654321ULL, 1240, 987654399ULL, "/d/web.exit", "" };
+	struct driver_state s = { "raw_exec", 1234, 987654321ULL, 1240, 987654399ULL, "/d/web.exit", "", "" };
 	char *text = driver_state_to_json(&s);
 	struct driver_state back;
 	memset(&back, 0x55, sizeof(back));

@@ -1,0 +1,266 @@
+/* exec: an isolated task (docs/drivers.md): namespaces, its task dir as
+ * root, a user, cgroup limits, only its own devices.  Started through the
+ * same task shim as raw_exec, in its isolate mode (isolate.h); the cgroup
+ * (cgroup.h) is made here, before the shim, and removed after the exit. */
+#include <errno.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/xalloc.h"
+#include "drivers/cgroup.h"
+#include "drivers/drivers-int.h"
+#include "drivers/isolate.h"
+
+#define STOP_SIGKILL_WAIT_MS 10000
+
+extern const struct driver_ops exec_ops;
+
+static const char *const default_chroot_env[] = {
+	"/bin", "/etc", "/lib", "/lib32", "/lib64", "/sbin", "/usr", NULL,
+};
+
+static struct cgroup_config cg_config(const struct driver_env *env)
+{
+	return (struct cgroup_config){ .root = env->cgroup_root, .parent = env->cgroup_parent };
+}
+
+static void exec_fingerprint(const struct driver_env *env, struct driver_fingerprint *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (geteuid() != 0) {
+		snprintf(out->reason, sizeof(out->reason), "the exec driver needs root");
+		return;
+	}
+	if (cgroup_detect_version(env->cgroup_root) == 0) {
+		snprintf(out->reason, sizeof(out->reason), "no cgroup v1 or v2 hierarchy under %s",
+			 env->cgroup_root ? env->cgroup_root : "/sys/fs/cgroup");
+		return;
+	}
+	out->detected = true;
+	if (!env->shim_argv || !env->shim_argv[0] || access(env->shim_argv[0], X_OK) < 0) {
+		snprintf(out->reason, sizeof(out->reason), "task shim %s is not executable",
+			 env->shim_argv && env->shim_argv[0] ? env->shim_argv[0] : "(none)");
+		return;
+	}
+	out->healthy = true;
+}
+
+/* Device paths must name nodes under /dev (they are bound at the same path
+ * inside); no "..". */
+static bool valid_device_path(const char *p)
+{
+	return p && !strncmp(p, "/dev/", 5) && !strstr(p, "/..") && !strstr(p, "//") &&
+	       strlen(p) < 256;
+}
+
+static void add(const char ***v, size_t *n, size_t *alloc, const char *s)
+{
+	ALLOC_GROW(*v, *n + 1, *alloc);
+	(*v)[(*n)++] = s;
+}
+
+static int exec_start(const struct driver_env *env, const struct driver_task *task,
+		      struct driver_handle **out, struct herd_err *err)
+{
+	char cgname[DRIVER_CGROUP_MAX], uid[16], gid[16];
+	const char **extra = NULL;
+	size_t n = 0, alloc = 0, ndev = 0, nro = 0;
+	struct cgroup *cg = NULL;
+	int rc;
+
+	if (geteuid() != 0)
+		return herd_errf(err, -EPERM, "the exec driver needs root (namespaces, mounts, "
+				 "cgroups); use raw_exec or run the agent as root");
+	if (!driver_valid_task_name(task->name) || !task->task_dir || task->task_dir[0] != '/')
+		return herd_errf(err, -EINVAL, "task %s: needs a valid name and an absolute task_dir",
+				 task->name ? task->name : "");
+	if (task->alloc_dir && task->alloc_dir[0] != '/')
+		return herd_errf(err, -EINVAL, "task %s: alloc_dir must be absolute", task->name);
+
+	const char *user = task->user && *task->user ? task->user : "nobody";
+	struct passwd pw, *pwp = NULL;
+	char pwbuf[4096];
+	int r = getpwnam_r(user, &pw, pwbuf, sizeof(pwbuf), &pwp);
+	if (r != 0 || !pwp)
+		return herd_errf(err, r ? -r : -ENOENT, "task %s: user '%s' not found on this node",
+				 task->name, user);
+	snprintf(uid, sizeof(uid), "%u", (unsigned)pw.pw_uid);
+	snprintf(gid, sizeof(gid), "%u", (unsigned)pw.pw_gid);
+
+	for (size_t i = 0; task->devices && task->devices[i]; i++, ndev++)
+		if (!valid_device_path(task->devices[i]) || ndev >= ISOLATE_MAX_LIST)
+			return herd_errf(err, -EINVAL, "task %s: device '%s': expected a /dev path "
+					 "(at most %d devices)", task->name, task->devices[i],
+					 ISOLATE_MAX_LIST);
+	const char *const *ro = env->chroot_env ? env->chroot_env : default_chroot_env;
+	for (; ro[nro]; nro++)
+		if (ro[nro][0] != '/' || strstr(ro[nro], "..") || nro >= ISOLATE_MAX_LIST)
+			return herd_errf(err, -EINVAL, "chroot_env '%s': expected an absolute path "
+					 "(at most %d)", ro[nro], ISOLATE_MAX_LIST);
+
+	if (task->cgroup_name) {
+		snprintf(cgname, sizeof(cgname), "%s", task->cgroup_name);
+	} else if (task->alloc_id) {
+		snprintf(cgname, sizeof(cgname), "%s.%s", task->alloc_id, task->name);
+	} else {
+		/* <alloc_dir>/<alloc id>/<task>: the alloc id is the parent. */
+		char *dir = xstrdup(task->task_dir);
+		char *slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = '\0';
+			slash = strrchr(dir, '/');
+		}
+		snprintf(cgname, sizeof(cgname), "%s.%s", slash ? slash + 1 : dir, task->name);
+		free(dir);
+	}
+	struct cgroup_config cfg = cg_config(env);
+	struct cgroup_limits lim = {
+		.memory_bytes = task->memory_mb * 1024 * 1024,
+		.memory_max_bytes = task->memory_max_mb * 1024 * 1024,
+		.cpu_mhz = task->cpu_mhz,
+		.pids_max = task->pids_max,
+	};
+	if ((rc = cgroup_create(&cfg, cgname, &lim, &cg, err)) < 0)
+		return herd_err_prefix(err, "task %s", task->name);
+	if ((rc = cgroup_allow_devices(cg, task->devices, ndev, err)) < 0) {
+		herd_err_prefix(err, "task %s", task->name);
+		goto fail;
+	}
+
+	add(&extra, &n, &alloc, "-root");
+	add(&extra, &n, &alloc, task->task_dir);
+	if (task->alloc_dir) {
+		add(&extra, &n, &alloc, "-alloc-dir");
+		add(&extra, &n, &alloc, task->alloc_dir);
+	}
+	add(&extra, &n, &alloc, "-uid");
+	add(&extra, &n, &alloc, uid);
+	add(&extra, &n, &alloc, "-gid");
+	add(&extra, &n, &alloc, gid);
+	for (size_t i = 0; i < nro; i++) {
+		add(&extra, &n, &alloc, "-ro");
+		add(&extra, &n, &alloc, ro[i]);
+	}
+	for (size_t i = 0; i < ndev; i++) {
+		add(&extra, &n, &alloc, "-dev");
+		add(&extra, &n, &alloc, task->devices[i]);
+	}
+	for (const char *const *p = cgroup_procs_files(cg); *p; p++) {
+		add(&extra, &n, &alloc, "-cgroup-procs");
+		add(&extra, &n, &alloc, *p);
+	}
+	add(&extra, &n, &alloc, NULL);
+
+	struct driver_handle *h = NULL;
+	rc = shim_launch(&exec_ops, env, task, extra, &h, err);
+	if (rc < 0)
+		goto fail;
+	h->cg = cg;
+	snprintf(h->state.cgroup, sizeof(h->state.cgroup), "%s", cgname);
+	free(extra);
+	*out = h;
+	return 0;
+fail:
+	cgroup_kill(cg, 1000, NULL);
+	cgroup_remove(cg, NULL);
+	cgroup_free(cg);
+	free(extra);
+	return rc;
+}
+
+/* Once the task has ended: OOM kills, leftovers killed, group removed. */
+static void cleanup(struct driver_handle *h)
+{
+	if (h->cleaned || !h->cg)
+		return;
+	struct cgroup_stats st;
+	if (cgroup_stats(h->cg, &st) == 0 && st.oom_kills > 0)
+		h->exit.oom_killed = true;
+	if (cgroup_kill(h->cg, STOP_SIGKILL_WAIT_MS, NULL) == 0)
+		cgroup_remove(h->cg, NULL);
+	h->cleaned = true;
+}
+
+static int exec_wait(struct driver_handle *h, int timeout_ms, struct driver_exit *exit,
+		     struct herd_err *err)
+{
+	int rc = shim_wait(h, timeout_ms, exit, err);
+	if (rc == 1 && !h->cleaned) {
+		cleanup(h);
+		*exit = h->exit;
+	}
+	return rc;
+}
+
+static int exec_stop(struct driver_handle *h, int kill_signal, int64_t kill_timeout_ns,
+		     struct driver_exit *exit, struct herd_err *err)
+{
+	int rc;
+	if (!h->done) {
+		if (kill_signal <= 0 || kill_signal >= NSIG)
+			kill_signal = SIGTERM;
+		/* To the init, which passes it to the task's process group. */
+		shim_signal(h, kill_signal);
+		int64_t ms = kill_timeout_ns / 1000000;
+		rc = exec_wait(h, ms > INT32_MAX ? INT32_MAX : (int)ms, exit, err);
+		if (rc < 0)
+			return rc;
+		if (rc == 0) {
+			/* The whole tree, whatever sessions it made. */
+			if (h->cg)
+				cgroup_kill(h->cg, STOP_SIGKILL_WAIT_MS, NULL);
+			shim_signal(h, SIGKILL);
+			rc = exec_wait(h, STOP_SIGKILL_WAIT_MS, exit, err);
+			if (rc < 0)
+				return rc;
+			if (rc == 0)
+				return herd_errf(err, -ETIMEDOUT, "task pid %d survived SIGKILL for %d s",
+						 (int)h->state.task_pid, STOP_SIGKILL_WAIT_MS / 1000);
+		}
+	}
+	cleanup(h);
+	*exit = h->exit;
+	return 0;
+}
+
+static void exec_destroy(struct driver_handle *h)
+{
+	if (!h)
+		return;
+	cgroup_free(h->cg);
+	h->cg = NULL;
+	shim_handle_free(h);
+}
+
+static int exec_recover(const struct driver_env *env, const struct driver_state *state,
+			struct driver_handle **out, struct herd_err *err)
+{
+	struct driver_handle *h = NULL;
+	int rc = shim_recover(&exec_ops, state, &h, err);
+	if (!h)
+		return rc;
+	struct cgroup_config cfg = cg_config(env);
+	/* The group may be gone already (removed after the exit); then
+	 * there is nothing to clean up. */
+	if (state->cgroup[0])
+		cgroup_open(&cfg, state->cgroup, &h->cg, NULL);
+	if (h->done)
+		cleanup(h);
+	*out = h;
+	return rc;
+}
+
+const struct driver_ops exec_ops = {
+	.name = "exec",
+	.fingerprint = exec_fingerprint,
+	.start = exec_start,
+	.wait = exec_wait,
+	.signal = shim_signal,
+	.stop = exec_stop,
+	.destroy = exec_destroy,
+	.recover = exec_recover,
+};
