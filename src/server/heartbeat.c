@@ -108,6 +108,7 @@ int node_mark_down(struct server *srv, const char *id, struct herd_err *err)
 			json_object_set_new(al, "client_status", json_string("lost"));
 			json_object_set_new(al, "client_description", json_string("node down: missed heartbeats"));
 			json_object_set_new(al, "modify_time", json_integer(now_ns()));
+			json_object_set_new(al, "end_time", json_integer(now_ns())); /* GPU-hours stop here */
 			store_batch_put(&b, STORE_ALLOC, al);
 			jk = xasprintf("%s\x1f%s", jstr(al, "namespace", "default"), jstr(al, "job_id", ""));
 			if (!json_object_get(jobs, jk)) {

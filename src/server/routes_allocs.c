@@ -105,6 +105,11 @@ static int put_alloc_status(struct http_request *req, struct http_response *resp
 			json_object_set(alloc, "task_states", (json_t *)st.task_states);
 		json_object_set_new(alloc, "modify_time", json_integer(now_ns()));
 		now_terminal = alloc_client_terminal(alloc);
+		/* GPU-hours count from the task's start to its end (routes_usage) */
+		if (!strcmp(st.client_status, "running") && !json_object_get(alloc, "start_time"))
+			json_object_set_new(alloc, "start_time", json_integer(now_ns()));
+		if (now_terminal && !was_terminal)
+			json_object_set_new(alloc, "end_time", json_integer(now_ns()));
 		store_batch_init(&b);
 		store_batch_put(&b, STORE_ALLOC, alloc);
 		store_batch_require_index(&b, STORE_ALLOC, &key, (uint64_t)jint(alloc, "modify_index", 0));

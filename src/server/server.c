@@ -153,6 +153,10 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	if (!rc)
 		rc = routes_quotas(srv, err);
 	if (!rc)
+		rc = routes_acl(srv, err);
+	if (!rc)
+		rc = routes_usage(srv, err);
+	if (!rc)
 		rc = namespace_default_ensure(srv, err);
 	if (!rc)
 		rc = requeue_evals(srv, err);

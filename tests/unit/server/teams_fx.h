@@ -32,13 +32,13 @@ struct fx {
 	const char *token;
 };
 
-static int fx_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static inline int fx_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st; (void)flag; (void)ftw;
 	return remove(path);
 }
 
-static void fx_start(struct fx *f)
+static inline void fx_start(struct fx *f)
 {
 	struct herd_err err = { 0 };
 	int rc = server_start(&f->cfg, &f->srv, &err);
@@ -48,7 +48,7 @@ static void fx_start(struct fx *f)
 	snprintf(f->base, sizeof(f->base), "http://127.0.0.1:%u", server_port(f->srv));
 }
 
-static struct fx *fx_new_cfg(unsigned preempt_types, int acl)
+static inline struct fx *fx_new_cfg(unsigned preempt_types, int acl)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	snprintf(f->dir, sizeof(f->dir), "/tmp/herd-teams-XXXXXX");
@@ -61,21 +61,21 @@ static struct fx *fx_new_cfg(unsigned preempt_types, int acl)
 	return f;
 }
 
-static void fx_free(struct fx *f)
+static inline void fx_free(struct fx *f)
 {
 	server_stop(f->srv);
 	nftw(f->dir, fx_rm, 8, FTW_DEPTH | FTW_PHYS);
 	free(f);
 }
 
-static size_t fx_collect(char *p, size_t size, size_t n, void *arg)
+static inline size_t fx_collect(char *p, size_t size, size_t n, void *arg)
 {
 	strbuf_add(arg, p, size * n);
 	return size * n;
 }
 
 /* One request with f->token; returns the parsed body (or NULL). */
-static json_t *call(struct fx *f, const char *method, const char *path, const char *body, long *status)
+static inline json_t *call(struct fx *f, const char *method, const char *path, const char *body, long *status)
 {
 	CURL *c = curl_easy_init();
 	struct strbuf sb = STRBUF_INIT;
@@ -110,7 +110,7 @@ static json_t *call(struct fx *f, const char *method, const char *path, const ch
 	return out;
 }
 
-static json_t *ok(struct fx *f, const char *method, const char *path, const char *body)
+static inline json_t *ok(struct fx *f, const char *method, const char *path, const char *body)
 {
 	long st;
 	json_t *r = call(f, method, path, body, &st);
@@ -123,12 +123,12 @@ static json_t *ok(struct fx *f, const char *method, const char *path, const char
 	return r;
 }
 
-static void idle(struct fx *f)
+static inline void idle(struct fx *f)
 {
 	assert_int_equal(server_wait_idle(f->srv, 20 * SEC), 0);
 }
 
-static void node_add(struct fx *f, const char *id, int n, const char *model)
+static inline void node_add_sharing(struct fx *f, const char *id, int n, const char *model, const char *sharing)
 {
 	json_t *devs = json_array(), *body;
 	char *text;
@@ -137,7 +137,7 @@ static void node_add(struct fx *f, const char *id, int n, const char *model)
 		snprintf(did, sizeof(did), "GPU-%s-%d", id, i);
 		json_array_append_new(devs, json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:b}",
 			"id", did, "vendor", "nvidia", "type", "gpu", "model", model,
-			"memory_mib", (json_int_t)81920, "sharing", "exclusive", "healthy", 1));
+			"memory_mib", (json_int_t)81920, "sharing", sharing, "healthy", 1));
 	}
 	body = json_pack("{s:{s:s, s:s, s:s, s:{s:I, s:I}, s:o}}", "node", "id", id, "name", id,
 			 "datacenter", "dc1", "resources", "cpu_milli", (json_int_t)64000,
@@ -148,8 +148,13 @@ static void node_add(struct fx *f, const char *id, int n, const char *model)
 	json_decref(body);
 }
 
+static inline void node_add(struct fx *f, const char *id, int n, const char *model)
+{
+	node_add_sharing(f, id, n, model, "exclusive");
+}
+
 /* A batch job of one group asking gpus whole GPUs, in namespace ns. */
-static void submit_gpu(struct fx *f, const char *ns, const char *id, int gpus, int priority)
+static inline void submit_gpu(struct fx *f, const char *ns, const char *id, int gpus, int priority)
 {
 	char *t = NULL;
 	assert_true(asprintf(&t,
@@ -163,7 +168,7 @@ static void submit_gpu(struct fx *f, const char *ns, const char *id, int gpus, i
 }
 
 /* The allocations of a job that hold capacity (client pending/running). */
-static json_t *live_allocs(struct fx *f, const char *ns, const char *id)
+static inline json_t *live_allocs(struct fx *f, const char *ns, const char *id)
 {
 	char path[256];
 	json_t *a, *out = json_array(), *x;
@@ -179,7 +184,7 @@ static json_t *live_allocs(struct fx *f, const char *ns, const char *id)
 	return out;
 }
 
-static size_t nlive(struct fx *f, const char *ns, const char *id)
+static inline size_t nlive(struct fx *f, const char *ns, const char *id)
 {
 	json_t *a = live_allocs(f, ns, id);
 	size_t n = json_array_size(a);
@@ -188,7 +193,7 @@ static size_t nlive(struct fx *f, const char *ns, const char *id)
 }
 
 /* Sets the client status of every live allocation of a job. */
-static void finish(struct fx *f, const char *ns, const char *id, const char *status)
+static inline void finish(struct fx *f, const char *ns, const char *id, const char *status)
 {
 	json_t *a = live_allocs(f, ns, id), *x;
 	size_t i;
@@ -203,7 +208,7 @@ static void finish(struct fx *f, const char *ns, const char *id, const char *sta
 }
 
 /* The latest evaluation of a job. */
-static json_t *last_eval(struct fx *f, const char *ns, const char *id)
+static inline json_t *last_eval(struct fx *f, const char *ns, const char *id)
 {
 	char path[256];
 	json_t *a, *x, *best = NULL;
