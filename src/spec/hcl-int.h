@@ -19,6 +19,8 @@
  * it keeps strtod's work bounded. */
 #define HCL_MAX_NUMBER_LEN 256
 
+struct hcl_arena;
+
 enum hcl_tok {
 	HCL_T_EOF,
 	HCL_T_NEWLINE,  /* HCL only; JSON treats newlines as white space */
@@ -43,8 +45,10 @@ struct hcl_token {
 	struct hcl_pos pos;
 	const char *raw;      /* the source bytes of the token */
 	size_t raw_len;
-	/* HCL_T_STRING: the value, owned by the token until taken */
+	/* HCL_T_STRING: the value, len bytes: either s (heap, owned by the
+	 * token until taken) or, when s is NULL, the source bytes at src */
 	char *s;
+	const char *src;
 	size_t len;
 	bool heredoc;
 	/* HCL_T_NUMBER */
@@ -73,8 +77,8 @@ void hcl_lexer_init(struct hcl_lexer *lx, const char *text, size_t len, bool jso
  * end; every byte is looked at a bounded number of times (O(n) overall). */
 void hcl_lex_next(struct hcl_lexer *lx, struct hcl_token *tok);
 void hcl_token_release(struct hcl_token *tok);
-/* Hands tok's string to the caller (heap, NUL-terminated). */
-char *hcl_token_take_string(struct hcl_token *tok, size_t *len);
+/* Copies tok's string into a (NUL-terminated) and releases the token's. */
+char *hcl_token_take_string(struct hcl_token *tok, struct hcl_arena *a, size_t *len);
 
 /* True when dl records no more messages (see DIAG_MAX): the error is
  * then only counted, which spares formatting a message nobody will see. */
@@ -119,11 +123,56 @@ const struct hcl_keyset_entry *hcl_keyset_add(struct hcl_keyset *ks, const char 
 					      struct hcl_pos pos);
 void hcl_keyset_release(struct hcl_keyset *ks);
 
-/* Tree constructors used by both readers. */
-struct hcl_expr *hcl_expr_new(enum hcl_expr_kind kind, struct hcl_pos pos);
+/* hcl_arena (hcl_arena.c): all the memory of one tree, freed at once by
+ * hcl_body_free or hcl_expr_free of its root.  Nothing in a tree is freed
+ * on its own: a part the readers drop after an error stays until then. */
+struct hcl_arena_chunk;
+struct hcl_arena {
+	char *p, *end; /* the free space of the current chunk */
+	struct hcl_arena_chunk *chunks;
+	size_t next_size;
+};
+
+struct hcl_arena *hcl_arena_new(void);
+void hcl_arena_free(struct hcl_arena *a); /* accepts NULL */
+/* n bytes aligned for any tree node; never NULL. */
+void *hcl_arena_alloc(struct hcl_arena *a, size_t n);
+void *hcl_arena_zalloc(struct hcl_arena *a, size_t n);
+/* A copy of n bytes of src (NULL when n is 0). */
+void *hcl_arena_dup(struct hcl_arena *a, const void *src, size_t n);
+/* A NUL-terminated copy of s[0..n). */
+char *hcl_arena_strndup(struct hcl_arena *a, const char *s, size_t n);
+
+/* The roots the readers return: the arena travels with the tree, so that
+ * the public free functions find it. */
+struct hcl_body_root {
+	struct hcl_body body;
+	struct hcl_arena *arena;
+};
+
+struct hcl_expr_root {
+	struct hcl_expr expr;
+	struct hcl_arena *arena;
+};
+
+/* Tree constructors used by both readers; the nodes live in a. */
+struct hcl_expr *hcl_expr_new(struct hcl_arena *a, enum hcl_expr_kind kind, struct hcl_pos pos);
 /* A string or number expression from tok (taking its string), or NULL when
  * tok is neither. */
-struct hcl_expr *hcl_expr_from_token(struct hcl_token *tok);
-void hcl_item_release(struct hcl_item *item);
+struct hcl_expr *hcl_expr_from_token(struct hcl_arena *a, struct hcl_token *tok);
+
+/* Scratch stacks where the readers collect the elements of the lists,
+ * objects and bodies being read (innermost on top); each is copied to the
+ * arena once complete, at its exact size. */
+struct hcl_scratch {
+	struct hcl_expr **elems;
+	size_t nelems, elems_alloc;
+	struct hcl_object_item *members;
+	size_t nmembers, members_alloc;
+	struct hcl_item *items;
+	size_t nitems, items_alloc;
+};
+
+void hcl_scratch_release(struct hcl_scratch *s);
 
 #endif

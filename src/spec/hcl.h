@@ -134,6 +134,9 @@ struct hcl_body *hcl_parse(const char *text, size_t len, struct diag_list *diags
  * or NULL when errors were added to diags. */
 struct hcl_expr *hcl_parse_json(const char *text, size_t len, struct diag_list *diags);
 
+/* Free a whole tree returned by hcl_parse or hcl_parse_json (all of its
+ * nodes and strings live in one arena owned by the root); accept NULL.
+ * Never pass a part of a tree: parts are not freed on their own. */
 void hcl_body_free(struct hcl_body *body);
 void hcl_expr_free(struct hcl_expr *expr);
 

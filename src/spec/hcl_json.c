@@ -17,6 +17,8 @@ struct jparser {
 	struct hcl_token tok;
 	struct diag_list *diags;
 	int depth;
+	struct hcl_arena *arena; /* owns the tree being built */
+	struct hcl_scratch sc;
 };
 
 static void advance(struct jparser *p)
@@ -69,8 +71,8 @@ static bool enter(struct jparser *p, struct hcl_pos pos)
 
 static struct hcl_expr *json_array(struct jparser *p)
 {
-	struct hcl_expr *e = hcl_expr_new(HCL_LIST, p->tok.pos);
-	size_t alloc = 0;
+	struct hcl_expr *e = hcl_expr_new(p->arena, HCL_LIST, p->tok.pos);
+	size_t base = p->sc.nelems;
 	bool full = false;
 
 	advance(p);
@@ -86,10 +88,10 @@ static struct hcl_expr *json_array(struct jparser *p)
 			if (!full)
 				error_at(p, v->pos, "array has more than %d elements", HCL_MAX_ITEMS);
 			full = true;
-			hcl_expr_free(v);
 		} else {
-			ALLOC_GROW(e->u.list.v, e->u.list.n + 1, alloc);
-			e->u.list.v[e->u.list.n++] = v;
+			ALLOC_GROW(p->sc.elems, p->sc.nelems + 1, p->sc.elems_alloc);
+			p->sc.elems[p->sc.nelems++] = v;
+			e->u.list.n++;
 		}
 		if (p->tok.kind == HCL_T_COMMA) {
 			advance(p);
@@ -103,19 +105,21 @@ static struct hcl_expr *json_array(struct jparser *p)
 done:
 	advance(p);
 	p->depth--;
+	e->u.list.v = hcl_arena_dup(p->arena, p->sc.elems + base, e->u.list.n * sizeof(*e->u.list.v));
+	p->sc.nelems = base;
 	return e;
 fail:
 	p->depth--;
-	hcl_expr_free(e);
+	p->sc.nelems = base;
 	return NULL;
 }
 
 static struct hcl_expr *json_object(struct jparser *p)
 {
-	struct hcl_expr *e = hcl_expr_new(HCL_OBJECT, p->tok.pos);
+	struct hcl_expr *e = hcl_expr_new(p->arena, HCL_OBJECT, p->tok.pos);
 	struct hcl_keyset keys = { 0 };
 	char q[HCL_QUOTE_MAX];
-	size_t alloc = 0;
+	size_t base = p->sc.nmembers;
 	bool full = false;
 
 	advance(p);
@@ -134,7 +138,7 @@ static struct hcl_expr *json_object(struct jparser *p)
 			syntax_error(p, "expected a string key in object");
 			goto fail;
 		}
-		key = hcl_token_take_string(&p->tok, &len);
+		key = hcl_token_take_string(&p->tok, p->arena, &len);
 		if (strlen(key) != len)
 			error_at(p, kpos, "key contains a NUL character");
 		advance(p);
@@ -143,29 +147,23 @@ static struct hcl_expr *json_object(struct jparser *p)
 			snprintf(what, sizeof(what), "expected \":\" after key %s",
 				 hcl_msg_quote(key, strlen(key), q, sizeof(q)));
 			syntax_error(p, what);
-			free(key);
 			goto fail;
 		}
 		advance(p);
 		v = json_value(p);
-		if (!v) {
-			free(key);
+		if (!v)
 			goto fail;
-		}
 		if (e->u.object.n == HCL_MAX_ITEMS) {
 			if (!full)
 				error_at(p, kpos, "object has more than %d keys", HCL_MAX_ITEMS);
 			full = true;
-			free(key);
-			hcl_expr_free(v);
 		} else if ((first = hcl_keyset_add(&keys, key, kpos))) {
 			error_at(p, kpos, "duplicate key %s in object (first at line %d)",
 				 hcl_msg_quote(key, strlen(key), q, sizeof(q)), first->pos.line);
-			free(key);
-			hcl_expr_free(v);
 		} else {
-			ALLOC_GROW(e->u.object.v, e->u.object.n + 1, alloc);
-			e->u.object.v[e->u.object.n++] = (struct hcl_object_item){ key, kpos, v };
+			ALLOC_GROW(p->sc.members, p->sc.nmembers + 1, p->sc.members_alloc);
+			p->sc.members[p->sc.nmembers++] = (struct hcl_object_item){ key, kpos, v };
+			e->u.object.n++;
 		}
 		if (p->tok.kind == HCL_T_COMMA) {
 			advance(p);
@@ -180,11 +178,14 @@ done:
 	advance(p);
 	p->depth--;
 	hcl_keyset_release(&keys);
+	e->u.object.v = hcl_arena_dup(p->arena, p->sc.members + base,
+				      e->u.object.n * sizeof(*e->u.object.v));
+	p->sc.nmembers = base;
 	return e;
 fail:
 	p->depth--;
 	hcl_keyset_release(&keys);
-	hcl_expr_free(e);
+	p->sc.nmembers = base;
 	return NULL;
 }
 
@@ -196,7 +197,7 @@ static struct hcl_expr *json_value(struct jparser *p)
 	switch (p->tok.kind) {
 	case HCL_T_STRING:
 	case HCL_T_NUMBER:
-		e = hcl_expr_from_token(&p->tok);
+		e = hcl_expr_from_token(p->arena, &p->tok);
 		advance(p);
 		return e;
 	case HCL_T_LBRACK:
@@ -205,10 +206,10 @@ static struct hcl_expr *json_value(struct jparser *p)
 		return json_object(p);
 	case HCL_T_IDENT:
 		if (ident_is(&p->tok, "true") || ident_is(&p->tok, "false")) {
-			e = hcl_expr_new(HCL_BOOL, p->tok.pos);
+			e = hcl_expr_new(p->arena, HCL_BOOL, p->tok.pos);
 			e->u.boolean = ident_is(&p->tok, "true");
 		} else if (ident_is(&p->tok, "null")) {
-			e = hcl_expr_new(HCL_NULL, p->tok.pos);
+			e = hcl_expr_new(p->arena, HCL_NULL, p->tok.pos);
 		} else {
 			error_at(p, p->tok.pos, "invalid literal %s; expected true, false or null",
 				 hcl_msg_quote(p->tok.raw, p->tok.raw_len, q, sizeof(q)));
@@ -226,6 +227,7 @@ struct hcl_expr *hcl_parse_json(const char *text, size_t len, struct diag_list *
 {
 	size_t errors = diags->errors;
 	struct jparser p = { .diags = diags };
+	struct hcl_expr_root *root;
 	struct hcl_expr *e;
 
 	if (len > HCL_MAX_INPUT) {
@@ -234,13 +236,20 @@ struct hcl_expr *hcl_parse_json(const char *text, size_t len, struct diag_list *
 	}
 	hcl_lexer_init(&p.lx, text ? text : "", text ? len : 0, true, diags);
 	hcl_lex_next(&p.lx, &p.tok);
+	p.arena = hcl_arena_new();
 	e = json_value(&p);
 	if (e && p.tok.kind != HCL_T_EOF)
 		syntax_error(&p, "expected the end of input after the JSON value");
 	hcl_token_release(&p.tok);
+	hcl_scratch_release(&p.sc);
 	if (diags->errors > errors) {
-		hcl_expr_free(e);
+		hcl_arena_free(p.arena);
 		return NULL;
 	}
-	return e;
+	/* the root carries the arena, for hcl_expr_free; nothing points at
+	 * the root, so a copy of it serves */
+	root = hcl_arena_alloc(p.arena, sizeof(*root));
+	root->expr = *e;
+	root->arena = p.arena;
+	return &root->expr;
 }

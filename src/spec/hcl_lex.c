@@ -60,15 +60,16 @@ void hcl_token_release(struct hcl_token *tok)
 {
 	free(tok->s);
 	tok->s = NULL;
+	tok->src = NULL;
 }
 
-char *hcl_token_take_string(struct hcl_token *tok, size_t *len)
+char *hcl_token_take_string(struct hcl_token *tok, struct hcl_arena *a, size_t *len)
 {
-	char *s = tok->s;
-	if (!s)
-		s = xstrdup("");
-	*len = tok->len;
-	tok->s = NULL;
+	const char *from = tok->s ? tok->s : tok->src;
+	char *s = hcl_arena_strndup(a, from ? from : "", from ? tok->len : 0);
+
+	*len = from ? tok->len : 0;
+	hcl_token_release(tok);
 	return s;
 }
 
@@ -367,7 +368,8 @@ static void lex_string(struct hcl_lexer *lx, struct hcl_token *tok)
 	bool closed = false, too_deep = false, control = false;
 	const char *run = p;
 
-	/* Most strings are plain text: copy them with one exact allocation. */
+	/* Most strings are plain text: their value is the source bytes, copied
+	 * only when the parser takes it. */
 	while (run < end && has_class(*run, C_PLAIN))
 		run++;
 	if (run < end && *run == '"' && (size_t)(run - p) <= HCL_MAX_STRING) {
@@ -376,7 +378,7 @@ static void lex_string(struct hcl_lexer *lx, struct hcl_token *tok)
 		tok->raw = start;
 		tok->raw_len = (size_t)(run + 1 - start);
 		tok->len = (size_t)(run - p);
-		tok->s = xstrndup(p, tok->len);
+		tok->src = p;
 		tok->heredoc = false;
 		lx->p = run + 1;
 		return;
@@ -796,6 +798,7 @@ void hcl_lex_next(struct hcl_lexer *lx, struct hcl_token *tok)
 	unsigned char c;
 
 	tok->s = NULL;
+	tok->src = NULL;
 	tok->len = 0;
 	tok->heredoc = false;
 	skip_space(lx);

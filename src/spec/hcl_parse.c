@@ -24,6 +24,8 @@ struct parser {
 	/* The brackets opened by the current item and not closed when an error
 	 * stopped it, innermost last: recover() skips to their ends. */
 	struct strbuf open;
+	struct hcl_arena *arena; /* owns the tree being built */
+	struct hcl_scratch sc;
 };
 
 static void advance(struct parser *p)
@@ -114,8 +116,8 @@ static struct hcl_expr *parse_value(struct parser *p);
 
 static struct hcl_expr *parse_list(struct parser *p)
 {
-	struct hcl_expr *e = hcl_expr_new(HCL_LIST, p->tok.pos);
-	size_t alloc = 0;
+	struct hcl_expr *e = hcl_expr_new(p->arena, HCL_LIST, p->tok.pos);
+	size_t base = p->sc.nelems;
 	bool full = false;
 
 	strbuf_addch(&p->open, '[');
@@ -136,10 +138,10 @@ static struct hcl_expr *parse_list(struct parser *p)
 			if (!full)
 				error_at(p, v->pos, "list has more than %d elements", HCL_MAX_ITEMS);
 			full = true;
-			hcl_expr_free(v);
 		} else {
-			ALLOC_GROW(e->u.list.v, e->u.list.n + 1, alloc);
-			e->u.list.v[e->u.list.n++] = v;
+			ALLOC_GROW(p->sc.elems, p->sc.nelems + 1, p->sc.elems_alloc);
+			p->sc.elems[p->sc.nelems++] = v;
+			e->u.list.n++;
 		}
 		skip_newlines(p);
 		if (cur(p) == HCL_T_COMMA) {
@@ -157,10 +159,12 @@ static struct hcl_expr *parse_list(struct parser *p)
 	advance(p);
 	p->depth--;
 	strbuf_setlen(&p->open, p->open.len - 1);
+	e->u.list.v = hcl_arena_dup(p->arena, p->sc.elems + base, e->u.list.n * sizeof(*e->u.list.v));
+	p->sc.nelems = base;
 	return e;
 fail:
 	p->depth--;
-	hcl_expr_free(e);
+	p->sc.nelems = base;
 	return NULL;
 }
 
@@ -171,9 +175,9 @@ static char *parse_key(struct parser *p)
 	size_t len;
 
 	if (cur(p) == HCL_T_IDENT)
-		return xstrndup(p->tok.raw, p->tok.raw_len);
+		return hcl_arena_strndup(p->arena, p->tok.raw, p->tok.raw_len);
 	if (cur(p) == HCL_T_STRING && !p->tok.heredoc) {
-		key = hcl_token_take_string(&p->tok, &len);
+		key = hcl_token_take_string(&p->tok, p->arena, &len);
 		if (strlen(key) != len)
 			error_at(p, p->tok.pos, "key contains a NUL character");
 		return key;
@@ -187,10 +191,10 @@ static char *parse_key(struct parser *p)
 
 static struct hcl_expr *parse_object(struct parser *p)
 {
-	struct hcl_expr *e = hcl_expr_new(HCL_OBJECT, p->tok.pos);
+	struct hcl_expr *e = hcl_expr_new(p->arena, HCL_OBJECT, p->tok.pos);
 	struct hcl_keyset keys = { 0 };
 	char q[HCL_QUOTE_MAX];
-	size_t alloc = 0;
+	size_t base = p->sc.nmembers;
 	bool full = false;
 
 	strbuf_addch(&p->open, '{');
@@ -215,29 +219,23 @@ static struct hcl_expr *parse_object(struct parser *p)
 		advance(p);
 		if (cur(p) != HCL_T_EQ && cur(p) != HCL_T_COLON) {
 			syntax_error(p, "expected \"=\" or \":\" after key %s", quote_name(key, q));
-			free(key);
 			goto fail;
 		}
 		advance(p);
 		v = parse_value(p);
-		if (!v) {
-			free(key);
+		if (!v)
 			goto fail;
-		}
 		if (e->u.object.n == HCL_MAX_ITEMS) {
 			if (!full)
 				error_at(p, kpos, "object has more than %d keys", HCL_MAX_ITEMS);
 			full = true;
-			free(key);
-			hcl_expr_free(v);
 		} else if ((first = hcl_keyset_add(&keys, key, kpos))) {
 			error_at(p, kpos, "duplicate key %s in object (first at line %d)",
 				 quote_name(key, q), first->pos.line);
-			free(key);
-			hcl_expr_free(v);
 		} else {
-			ALLOC_GROW(e->u.object.v, e->u.object.n + 1, alloc);
-			e->u.object.v[e->u.object.n++] = (struct hcl_object_item){ key, kpos, v };
+			ALLOC_GROW(p->sc.members, p->sc.nmembers + 1, p->sc.members_alloc);
+			p->sc.members[p->sc.nmembers++] = (struct hcl_object_item){ key, kpos, v };
+			e->u.object.n++;
 		}
 		if (cur(p) == HCL_T_COMMA) {
 			advance(p);
@@ -255,11 +253,14 @@ static struct hcl_expr *parse_object(struct parser *p)
 	p->depth--;
 	strbuf_setlen(&p->open, p->open.len - 1);
 	hcl_keyset_release(&keys);
+	e->u.object.v = hcl_arena_dup(p->arena, p->sc.members + base,
+				      e->u.object.n * sizeof(*e->u.object.v));
+	p->sc.nmembers = base;
 	return e;
 fail:
 	p->depth--;
 	hcl_keyset_release(&keys);
-	hcl_expr_free(e);
+	p->sc.nmembers = base;
 	return NULL;
 }
 
@@ -270,15 +271,15 @@ static struct hcl_expr *parse_value(struct parser *p)
 	switch (cur(p)) {
 	case HCL_T_STRING:
 	case HCL_T_NUMBER:
-		e = hcl_expr_from_token(&p->tok);
+		e = hcl_expr_from_token(p->arena, &p->tok);
 		advance(p);
 		return e;
 	case HCL_T_IDENT:
 		if (ident_is(&p->tok, "true") || ident_is(&p->tok, "false")) {
-			e = hcl_expr_new(HCL_BOOL, p->tok.pos);
+			e = hcl_expr_new(p->arena, HCL_BOOL, p->tok.pos);
 			e->u.boolean = ident_is(&p->tok, "true");
 		} else if (ident_is(&p->tok, "null")) {
-			e = hcl_expr_new(HCL_NULL, p->tok.pos);
+			e = hcl_expr_new(p->arena, HCL_NULL, p->tok.pos);
 		} else {
 			expr_error(p);
 			return NULL;
@@ -337,14 +338,15 @@ out:
 	strbuf_reset(st);
 }
 
+/* A body being read: its items so far are p->sc.items[base..]. */
 struct body_builder {
 	struct hcl_body *body;
-	size_t alloc;
+	size_t base;
 	struct hcl_keyset attrs;
 	bool full;
 };
 
-/* Adds item to the body; false (and the item released) past the limit. */
+/* Adds item to the body; false (and the item dropped) past the limit. */
 static bool body_add(struct parser *p, struct body_builder *bb, struct hcl_item *item,
 		     struct hcl_pos pos)
 {
@@ -353,15 +355,16 @@ static bool body_add(struct parser *p, struct body_builder *bb, struct hcl_item 
 			error_at(p, pos, "more than %d attributes and blocks in one body",
 				 HCL_MAX_ITEMS);
 		bb->full = true;
-		hcl_item_release(item);
 		return false;
 	}
-	ALLOC_GROW(bb->body->items, bb->body->n + 1, bb->alloc);
-	bb->body->items[bb->body->n++] = *item;
+	ALLOC_GROW(p->sc.items, p->sc.nitems + 1, p->sc.items_alloc);
+	p->sc.items[p->sc.nitems++] = *item;
+	bb->body->n++;
 	return true;
 }
 
-static struct hcl_body *parse_body(struct parser *p, const char *owner, struct hcl_pos open_pos);
+static void parse_body(struct parser *p, struct hcl_body *body, const char *owner,
+		       struct hcl_pos open_pos);
 
 /* After "name =": returns 0, or -1 when the caller must skip the item. */
 static int parse_attribute(struct parser *p, struct body_builder *bb, char *name, struct hcl_pos npos)
@@ -374,21 +377,16 @@ static int parse_attribute(struct parser *p, struct body_builder *bb, char *name
 	advance(p);
 	if (at_line_end(p)) {
 		syntax_error(p, "expected a value for %s", quote_name(name, q));
-		free(name);
 		return -1;
 	}
 	v = parse_value(p);
-	if (!v) {
-		free(name);
+	if (!v)
 		return -1;
-	}
 	if (!at_line_end(p)) {
 		if (continues_expression(p))
 			expr_error(p);
 		else
 			syntax_error(p, "expected a newline after the value of %s", quote_name(name, q));
-		free(name);
-		hcl_expr_free(v);
 		return -1;
 	}
 	item.u.attr = (struct hcl_attribute){ name, npos, v };
@@ -399,7 +397,6 @@ static int parse_attribute(struct parser *p, struct body_builder *bb, char *name
 	if ((first = hcl_keyset_add(&bb->attrs, name, npos))) {
 		error_at(p, npos, "attribute %s is already set at line %d", quote_name(name, q),
 			 first->pos.line);
-		hcl_item_release(&item);
 		return 0;
 	}
 	body_add(p, bb, &item, npos);
@@ -430,9 +427,9 @@ static int parse_block(struct parser *p, struct body_builder *bb, char *type, st
 			goto fail;
 		}
 		if (cur(p) == HCL_T_IDENT) {
-			label = xstrndup(p->tok.raw, p->tok.raw_len);
+			label = hcl_arena_strndup(p->arena, p->tok.raw, p->tok.raw_len);
 		} else {
-			label = hcl_token_take_string(&p->tok, &len);
+			label = hcl_token_take_string(&p->tok, p->arena, &len);
 			if (strlen(label) != len)
 				error_at(p, p->tok.pos, "label of block %s contains a NUL character",
 					 quote_name(type, q));
@@ -444,10 +441,8 @@ static int parse_block(struct parser *p, struct body_builder *bb, char *type, st
 	if (cur(p) == HCL_T_NEWLINE) {
 		error_at(p, p->tok.pos, "expected \"{\" on the same line as block %s", quote_name(type, q));
 		skip_newlines(p);
-		if (cur(p) != HCL_T_LBRACE) {
-			hcl_item_release(&item);
+		if (cur(p) != HCL_T_LBRACE)
 			return -2;
-		}
 	} else if (cur(p) != HCL_T_LBRACE) {
 		syntax_error(p, "expected \"{\" after the labels of block %s", quote_name(type, q));
 		goto fail;
@@ -461,7 +456,8 @@ static int parse_block(struct parser *p, struct body_builder *bb, char *type, st
 	}
 	advance(p);
 	p->depth++;
-	b->body = parse_body(p, type, open_pos);
+	b->body = hcl_arena_alloc(p->arena, sizeof(*b->body));
+	parse_body(p, b->body, type, open_pos);
 	p->depth--;
 	body_add(p, bb, &item, tpos);
 	if (!at_line_end(p)) {
@@ -470,7 +466,6 @@ static int parse_block(struct parser *p, struct body_builder *bb, char *type, st
 	}
 	return 0;
 fail:
-	hcl_item_release(&item);
 	return -1;
 }
 
@@ -484,7 +479,7 @@ static int parse_item(struct parser *p, struct body_builder *bb)
 		syntax_error(p, "expected an attribute name or a block type");
 		return -1;
 	}
-	name = xstrndup(p->tok.raw, p->tok.raw_len);
+	name = hcl_arena_strndup(p->arena, p->tok.raw, p->tok.raw_len);
 	advance(p);
 	if (cur(p) == HCL_T_EQ)
 		return parse_attribute(p, bb, name, npos);
@@ -492,18 +487,18 @@ static int parse_item(struct parser *p, struct body_builder *bb)
 		return parse_block(p, bb, name, npos);
 	if (cur(p) != HCL_T_INVALID)
 		error_at(p, p->tok.pos, "expected \"=\" or \"{\" after %s", quote_name(name, q));
-	free(name);
 	return -1;
 }
 
-/* Parses items up to the "}" that closes the body (consumed) or, for the
- * file's top level (owner NULL), up to the end of input. */
-static struct hcl_body *parse_body(struct parser *p, const char *owner, struct hcl_pos open_pos)
+/* Parses items into body up to the "}" that closes it (consumed) or, for
+ * the file's top level (owner NULL), up to the end of input. */
+static void parse_body(struct parser *p, struct hcl_body *body, const char *owner,
+		       struct hcl_pos open_pos)
 {
-	struct body_builder bb = { .body = xcalloc(1, sizeof(struct hcl_body)) };
+	struct body_builder bb = { .body = body, .base = p->sc.nitems };
 	char q[HCL_QUOTE_MAX];
 
-	bb.body->open_pos = open_pos;
+	*body = (struct hcl_body){ .open_pos = open_pos };
 	for (;;) {
 		if (p->diags->errors - p->errors0 > DIAG_MAX) {
 			/* no one will read more messages: stop at once */
@@ -532,14 +527,15 @@ static struct hcl_body *parse_body(struct parser *p, const char *owner, struct h
 			skip_item(p);
 	}
 	hcl_keyset_release(&bb.attrs);
-	return bb.body;
+	body->items = hcl_arena_dup(p->arena, p->sc.items + bb.base, body->n * sizeof(*body->items));
+	p->sc.nitems = bb.base;
 }
 
 struct hcl_body *hcl_parse(const char *text, size_t len, struct diag_list *diags)
 {
 	size_t errors = diags->errors;
 	struct parser p = { .diags = diags, .errors0 = diags->errors, .open = STRBUF_INIT };
-	struct hcl_body *body;
+	struct hcl_body_root *root;
 
 	if (len > HCL_MAX_INPUT) {
 		diag_error(diags, 0, 0, "file is larger than the limit of %u bytes", HCL_MAX_INPUT);
@@ -547,12 +543,16 @@ struct hcl_body *hcl_parse(const char *text, size_t len, struct diag_list *diags
 	}
 	hcl_lexer_init(&p.lx, text ? text : "", text ? len : 0, false, diags);
 	hcl_lex_next(&p.lx, &p.tok);
-	body = parse_body(&p, NULL, (struct hcl_pos){ 1, 1 });
+	p.arena = hcl_arena_new();
+	root = hcl_arena_alloc(p.arena, sizeof(*root));
+	root->arena = p.arena;
+	parse_body(&p, &root->body, NULL, (struct hcl_pos){ 1, 1 });
 	hcl_token_release(&p.tok);
 	strbuf_release(&p.open);
+	hcl_scratch_release(&p.sc);
 	if (diags->errors > errors) {
-		hcl_body_free(body);
+		hcl_arena_free(p.arena);
 		return NULL;
 	}
-	return body;
+	return &root->body;
 }

@@ -1,30 +1,31 @@
 /* The hcl tree: constructors, destructors, lookups, and the key set that
- * finds duplicate keys for both readers. */
+ * finds duplicate keys for both readers.  The nodes live in an arena
+ * (hcl_arena.c). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/xalloc.h"
 #include "spec/hcl-int.h"
 
-struct hcl_expr *hcl_expr_new(enum hcl_expr_kind kind, struct hcl_pos pos)
+struct hcl_expr *hcl_expr_new(struct hcl_arena *a, enum hcl_expr_kind kind, struct hcl_pos pos)
 {
-	struct hcl_expr *e = xcalloc(1, sizeof(*e));
+	struct hcl_expr *e = hcl_arena_zalloc(a, sizeof(*e));
 	e->kind = kind;
 	e->pos = pos;
 	return e;
 }
 
-struct hcl_expr *hcl_expr_from_token(struct hcl_token *tok)
+struct hcl_expr *hcl_expr_from_token(struct hcl_arena *a, struct hcl_token *tok)
 {
 	struct hcl_expr *e;
 	if (tok->kind == HCL_T_STRING) {
-		e = hcl_expr_new(HCL_STRING, tok->pos);
+		e = hcl_expr_new(a, HCL_STRING, tok->pos);
 		e->u.str.heredoc = tok->heredoc;
-		e->u.str.s = hcl_token_take_string(tok, &e->u.str.len);
+		e->u.str.s = hcl_token_take_string(tok, a, &e->u.str.len);
 		return e;
 	}
 	if (tok->kind == HCL_T_NUMBER) {
-		e = hcl_expr_new(HCL_NUMBER, tok->pos);
+		e = hcl_expr_new(a, HCL_NUMBER, tok->pos);
 		e->u.num.value = tok->num;
 		e->u.num.is_int = tok->is_int;
 		e->u.num.i = tok->i;
@@ -33,55 +34,26 @@ struct hcl_expr *hcl_expr_from_token(struct hcl_token *tok)
 	return NULL;
 }
 
-/* Recursion is bounded: the readers never build trees deeper than
- * HCL_MAX_DEPTH. */
+/* Only roots reach these (hcl.h): every node of the tree is in the arena
+ * the root carries. */
 void hcl_expr_free(struct hcl_expr *e)
 {
-	if (!e)
-		return;
-	switch (e->kind) {
-	case HCL_STRING:
-		free(e->u.str.s);
-		break;
-	case HCL_LIST:
-		for (size_t i = 0; i < e->u.list.n; i++)
-			hcl_expr_free(e->u.list.v[i]);
-		free(e->u.list.v);
-		break;
-	case HCL_OBJECT:
-		for (size_t i = 0; i < e->u.object.n; i++) {
-			free(e->u.object.v[i].key);
-			hcl_expr_free(e->u.object.v[i].value);
-		}
-		free(e->u.object.v);
-		break;
-	default:
-		break;
-	}
-	free(e);
-}
-
-void hcl_item_release(struct hcl_item *item)
-{
-	if (item->kind == HCL_ITEM_ATTRIBUTE) {
-		free(item->u.attr.name);
-		hcl_expr_free(item->u.attr.value);
-	} else {
-		free(item->u.block.type);
-		free(item->u.block.labels[0]);
-		free(item->u.block.labels[1]);
-		hcl_body_free(item->u.block.body);
-	}
+	if (e)
+		hcl_arena_free(((struct hcl_expr_root *)e)->arena);
 }
 
 void hcl_body_free(struct hcl_body *body)
 {
-	if (!body)
-		return;
-	for (size_t i = 0; i < body->n; i++)
-		hcl_item_release(&body->items[i]);
-	free(body->items);
-	free(body);
+	if (body)
+		hcl_arena_free(((struct hcl_body_root *)body)->arena);
+}
+
+void hcl_scratch_release(struct hcl_scratch *s)
+{
+	free(s->elems);
+	free(s->members);
+	free(s->items);
+	*s = (struct hcl_scratch){ 0 };
 }
 
 const struct hcl_attribute *hcl_body_attr(const struct hcl_body *body, const char *name)

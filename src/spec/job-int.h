@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/strbuf.h"
 #include "spec/job.h"
 
 enum field_kind {
@@ -60,5 +61,31 @@ extern const struct schema constraint_schema;
 void schema_release(const struct schema *schema, void *obj);
 
 #define NO_SET_OFF ((size_t)-1)
+
+/* job_path (job_path.c): where the decoder or validator is, for messages.
+ * Keys are borrowed: each must live while its segment is on the stack. */
+struct job_path_seg {
+	const char *key; /* NULL: an index into a list */
+	size_t index;
+};
+
+struct job_path {
+	struct job_path_seg *v;
+	size_t n, alloc;
+	struct strbuf text; /* the last job_path_text */
+};
+
+#define JOB_PATH_INIT { NULL, 0, 0, STRBUF_INIT }
+
+/* Push a segment; return the depth to give back to job_path_pop. */
+size_t job_path_push_key(struct job_path *p, const char *key);
+size_t job_path_push_index(struct job_path *p, size_t index);
+static inline void job_path_pop(struct job_path *p, size_t depth)
+{
+	p->n = depth;
+}
+/* The path as text, "job" when empty; valid until the next call. */
+const char *job_path_text(struct job_path *p);
+void job_path_release(struct job_path *p);
 
 #endif

@@ -15,29 +15,23 @@
 struct decoder {
 	const struct posmap *pm;
 	struct diag_list *diags;
-	struct strbuf path;
+	struct job_path path;
 	size_t errors;
 };
 
-static const char *path_of(const struct decoder *d)
+static const char *path_of(struct decoder *d)
 {
-	return d->path.len ? d->path.buf : "job";
+	return job_path_text(&d->path);
 }
 
 static size_t path_push_key(struct decoder *d, const char *key)
 {
-	size_t old = d->path.len;
-	if (old)
-		strbuf_addch(&d->path, '.');
-	strbuf_adds(&d->path, key);
-	return old;
+	return job_path_push_key(&d->path, key);
 }
 
 static size_t path_push_index(struct decoder *d, size_t i)
 {
-	size_t old = d->path.len;
-	strbuf_addf(&d->path, "[%zu]", i);
-	return old;
+	return job_path_push_index(&d->path, i);
 }
 
 __attribute__((format(printf, 3, 4)))
@@ -244,7 +238,7 @@ static void decode_strv(struct decoder *d, const struct field *f, const json_t *
 		size_t old = path_push_index(d, i);
 		if (check_string(d, e, JOB_MAX_STRING) == 0)
 			out->v[out->n++] = xstrdup(json_string_value(e));
-		strbuf_setlen(&d->path, old);
+		job_path_pop(&d->path, old);
 	}
 }
 
@@ -273,7 +267,7 @@ static void decode_map(struct decoder *d, const struct field *f, const json_t *v
 		else
 			out->v[out->n++] = (struct job_kv){ xstrdup(key), s }, s = NULL;
 		free(s);
-		strbuf_setlen(&d->path, old);
+		job_path_pop(&d->path, old);
 	}
 }
 
@@ -301,7 +295,7 @@ static void decode_array(struct decoder *d, const struct field *f, const json_t 
 	json_array_foreach(v, i, e) {
 		size_t old = path_push_index(d, i);
 		decode_object(d, f->schema, e, *out + i * f->schema->size);
-		strbuf_setlen(&d->path, old);
+		job_path_pop(&d->path, old);
 	}
 }
 
@@ -451,23 +445,23 @@ static void decode_object(struct decoder *d, const struct schema *schema, const 
 			diag_warn(d->diags, pos.line, pos.col,
 				  "%s: not supported by herd; ignored", path_of(d));
 		} else {
-			strbuf_setlen(&d->path, old);
+			job_path_pop(&d->path, old);
 			fail(d, e, "unknown %s field \"%s\"", schema->what, key);
 		}
-		strbuf_setlen(&d->path, old);
+		job_path_pop(&d->path, old);
 	}
 }
 
 struct job *job_from_json(const json_t *root, const struct posmap *pm, struct diag_list *diags)
 {
-	struct decoder d = { pm, diags, STRBUF_INIT, 0 };
+	struct decoder d = { pm, diags, JOB_PATH_INIT, 0 };
 	struct job *job = xcalloc(1, sizeof(*job));
 
 	/* a job file may wrap the job as {"job": {...}} */
 	if (json_is_object(root) && json_object_size(root) == 1 && json_object_get(root, "job"))
 		root = json_object_get(root, "job");
 	decode_object(&d, &job_schema, root, job);
-	strbuf_release(&d.path);
+	job_path_release(&d.path);
 	/* validate even after decoding errors, so that one run reports every
 	 * problem (a field that failed to decode may then also be reported
 	 * as missing) */

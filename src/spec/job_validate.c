@@ -12,14 +12,26 @@
 #include "common/strbuf.h"
 #include "common/units.h"
 #include "common/xalloc.h"
-#include "spec/job.h"
+#include "spec/job-int.h"
 
 struct validator {
 	struct diag_list *diags;
-	struct strbuf path;
+	struct job_path path;
 	int errors;
 	bool batch;
+	/* Regular expressions that compiled, borrowed from the job: files repeat
+	 * the same few (one affinity per task), and regcomp is costly. */
+	const char *regex_ok[4];
+	unsigned regex_next;
 };
+
+static bool regex_known_good(const struct validator *v, const char *re)
+{
+	for (size_t i = 0; i < sizeof(v->regex_ok) / sizeof(v->regex_ok[0]); i++)
+		if (v->regex_ok[i] && !strcmp(v->regex_ok[i], re))
+			return true;
+	return false;
+}
 
 __attribute__((format(printf, 3, 4)))
 static void fail(struct validator *v, struct hcl_pos pos, const char *fmt, ...)
@@ -30,24 +42,24 @@ static void fail(struct validator *v, struct hcl_pos pos, const char *fmt, ...)
 	va_start(ap, fmt);
 	strbuf_vaddf(&sb, fmt, ap);
 	va_end(ap);
-	diag_error(v->diags, pos.line, pos.col, "%s: %s", v->path.len ? v->path.buf : "job", sb.buf);
+	diag_error(v->diags, pos.line, pos.col, "%s: %s", job_path_text(&v->path), sb.buf);
 	strbuf_release(&sb);
 	v->errors++;
 }
 
 static size_t push(struct validator *v, const char *key, ssize_t index)
 {
-	size_t old = v->path.len;
+	size_t old = v->path.n;
 	if (key)
-		strbuf_addf(&v->path, "%s%s", old ? "." : "", key);
+		job_path_push_key(&v->path, key);
 	if (index >= 0)
-		strbuf_addf(&v->path, "[%zd]", index);
+		job_path_push_index(&v->path, (size_t)index);
 	return old;
 }
 
 static void pop(struct validator *v, size_t old)
 {
-	strbuf_setlen(&v->path, old);
+	job_path_pop(&v->path, old);
 }
 
 static void default_str(char **field, const char *value)
@@ -129,7 +141,10 @@ static void check_rule(struct validator *v, struct job_constraint *c, bool affin
 	}
 	if (!strcmp(op, "regexp")) {
 		regex_t re;
-		int rc = regcomp(&re, c->value, REG_EXTENDED | REG_NOSUB);
+		int rc;
+		if (regex_known_good(v, c->value))
+			return;
+		rc = regcomp(&re, c->value, REG_EXTENDED | REG_NOSUB);
 		if (rc != 0) {
 			char msg[128];
 			regerror(rc, &re, msg, sizeof(msg));
@@ -137,6 +152,7 @@ static void check_rule(struct validator *v, struct job_constraint *c, bool affin
 			     c->value, msg);
 		} else {
 			regfree(&re);
+			v->regex_ok[v->regex_next++ % 4] = c->value;
 		}
 	} else if (!strcmp(op, "distinct_hosts")) {
 		if (strcmp(c->value, "true") && strcmp(c->value, "false"))
@@ -417,7 +433,7 @@ static void check_group(struct validator *v, struct job_group *g)
 
 int job_validate(struct job *job, struct diag_list *diags)
 {
-	struct validator v = { diags, STRBUF_INIT, 0, false };
+	struct validator v = { .diags = diags, .path = JOB_PATH_INIT };
 
 	check_name(&v, job->pos, "id", job->id);
 	default_str(&job->name, job->id ? job->id : "");
@@ -452,6 +468,6 @@ int job_validate(struct job *job, struct diag_list *diags)
 				     job->groups[i].name);
 		pop(&v, old);
 	}
-	strbuf_release(&v.path);
+	job_path_release(&v.path);
 	return v.errors;
 }

@@ -88,24 +88,73 @@ static void test_token_values(void **state)
 	char buf[HCL_QUOTE_MAX];
 	size_t len;
 	char *s;
-	const char *text = "\"a\\tb\" 7 x";
+	const char *text = "\"a\\tb\" 7 x \"plain\"";
+	struct hcl_arena *arena = hcl_arena_new();
 
 	diag_list_init(&dl);
 	hcl_lexer_init(&lx, text, strlen(text), false, &dl);
 	hcl_lex_next(&lx, &tok);
 	assert_int_equal(tok.raw_len, 6);
 	assert_string_equal(hcl_token_describe(&tok, buf, sizeof(buf)), "a string");
-	s = hcl_token_take_string(&tok, &len);
+	s = hcl_token_take_string(&tok, arena, &len);
 	assert_string_equal(s, "a\tb");
 	assert_int_equal(len, 3);
 	assert_null(tok.s);
-	free(s);
 	hcl_lex_next(&lx, &tok);
 	assert_true(tok.is_int);
 	assert_int_equal(tok.i, 7);
 	hcl_lex_next(&lx, &tok);
 	assert_string_equal(hcl_token_describe(&tok, buf, sizeof(buf)), "\"x\"");
+	/* a plain string is not copied until taken, then copied whole */
+	hcl_lex_next(&lx, &tok);
+	assert_int_equal(tok.kind, HCL_T_STRING);
+	assert_null(tok.s);
+	s = hcl_token_take_string(&tok, arena, &len);
+	assert_string_equal(s, "plain");
+	assert_int_equal(len, 5);
+	/* taking twice gives the empty string */
+	s = hcl_token_take_string(&tok, arena, &len);
+	assert_string_equal(s, "");
+	assert_int_equal(len, 0);
+	hcl_arena_free(arena);
 	diag_list_release(&dl);
+}
+
+/* The arena behind every tree: aligned nodes, unaligned strings, blocks
+ * larger than a chunk, many chunks; ASan checks the bounds. */
+static void test_arena(void **state)
+{
+	struct hcl_arena *a = hcl_arena_new();
+	char big[5000];
+	char *s, *b;
+
+	memset(big, 'b', sizeof(big));
+	s = hcl_arena_strndup(a, "abc", 3);
+	for (int i = 0; i < 20000; i++) {
+		double *d = hcl_arena_alloc(a, sizeof(double) * (size_t)(i % 5 + 1));
+		char *t = hcl_arena_strndup(a, "xyz", (size_t)(i % 3));
+		assert_int_equal((uintptr_t)d % 8, 0);
+		d[i % 5] = i;
+		assert_int_equal(strlen(t), i % 3);
+		if (i % 1000 == 0) {
+			b = hcl_arena_dup(a, big, sizeof(big));
+			assert_memory_equal(b, big, sizeof(big));
+		}
+	}
+	assert_string_equal(s, "abc");
+	assert_null(hcl_arena_dup(a, big, 0));
+	b = hcl_arena_zalloc(a, 100);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(b[i], 0);
+	hcl_arena_free(a);
+	hcl_arena_free(NULL);
+	/* a first request larger than a chunk */
+	a = hcl_arena_new();
+	b = hcl_arena_dup(a, big, sizeof(big));
+	s = hcl_arena_strndup(a, "q", 1);
+	assert_memory_equal(b, big, sizeof(big));
+	assert_string_equal(s, "q");
+	hcl_arena_free(a);
 }
 
 static void test_msg_quote(void **state)
@@ -126,6 +175,7 @@ int main(void)
 		cmocka_unit_test(test_hcl_tokens),
 		cmocka_unit_test(test_json_tokens),
 		cmocka_unit_test(test_token_values),
+		cmocka_unit_test(test_arena),
 		cmocka_unit_test(test_msg_quote),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
