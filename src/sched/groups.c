@@ -10,13 +10,17 @@
  * and the result equals the plain scan's.
  *
  * A group's state never changes (a node that changes moves to another
- * group), so the scores it has computed stay valid for as long as it lives:
- * each group keeps a small table of them by request shape.  Members are kept
- * in a binary min-heap by (tie rank, node index), so the tie rule of the
- * plain scan (the lowest rank among equal scores) costs one look at the top.
+ * group), so its score for a request shape stays valid for as long as it
+ * lives.  Members are kept in a binary min-heap by (tie rank, node index),
+ * so the tie rule of the plain scan (the lowest rank among equal scores) is
+ * the top member.  For each of the last GROUP_SHAPES request shapes, the
+ * groups where it fits are kept in a max-heap by (score, top member's tie
+ * order); a placement scores only the groups created since that shape was
+ * last placed and reads the top: O(new groups + log groups), not O(nodes).
  *
  * The index is built lazily by the first grouped placement, dropped when a
  * node or device is added, and updated by apply/release (group_node_moved). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +112,187 @@ static void sift_down(struct group_index *g, struct node_group *c, int at)
 	heap_set(g, c, at, node);
 }
 
+/* ---- shape heaps: the groups by score for one request shape ------------ */
+
+static bool shape_better(const struct group_index *g, const struct shape_rank *r, int a, int b)
+{
+	if (r->score[a] != r->score[b])
+		return r->score[a] > r->score[b];
+	return before(g, g->grp[a].heap[0], g->grp[b].heap[0]);
+}
+
+static void shape_set(struct shape_rank *r, int at, int id)
+{
+	r->heap[at] = id;
+	r->pos[id] = at;
+}
+
+static void shape_up(const struct group_index *g, struct shape_rank *r, int at)
+{
+	int id = r->heap[at];
+	while (at > 0) {
+		int up = (at - 1) / 2;
+		if (!shape_better(g, r, id, r->heap[up]))
+			break;
+		shape_set(r, at, r->heap[up]);
+		at = up;
+	}
+	shape_set(r, at, id);
+}
+
+static void shape_down(const struct group_index *g, struct shape_rank *r, int at)
+{
+	int id = r->heap[at];
+	for (;;) {
+		int l = 2 * at + 1, m = l;
+		if (l >= r->nheap)
+			break;
+		if (l + 1 < r->nheap && shape_better(g, r, r->heap[l + 1], r->heap[l]))
+			m = l + 1;
+		if (!shape_better(g, r, r->heap[m], id))
+			break;
+		shape_set(r, at, r->heap[m]);
+		at = m;
+	}
+	shape_set(r, at, id);
+}
+
+/* Group id's top member changed: restore its place in every shape heap. */
+static void shapes_fix(struct group_index *g, int id)
+{
+	for (int i = 0; i < GROUP_SHAPES; i++) {
+		struct shape_rank *r = &g->shp[i];
+		if (!r->used || (size_t)id >= r->cap || r->pos[id] < 0)
+			continue;
+		shape_up(g, r, r->pos[id]);
+		shape_down(g, r, r->pos[id]);
+	}
+}
+
+/* Group id died: out of every shape heap, unscored for its next life. */
+static void shapes_forget(struct group_index *g, int id)
+{
+	for (int i = 0; i < GROUP_SHAPES; i++) {
+		struct shape_rank *r = &g->shp[i];
+		int at;
+		if (!r->used || (size_t)id >= r->cap)
+			continue;
+		at = r->pos[id];
+		r->pos[id] = -1;
+		if (at < 0)
+			continue;
+		if (at < --r->nheap) {
+			int moved = r->heap[r->nheap];
+			shape_set(r, at, moved);
+			shape_up(g, r, at);
+			shape_down(g, r, r->pos[moved]);
+		}
+	}
+}
+
+static void shape_reserve(struct shape_rank *r, size_t n)
+{
+	size_t old = r->cap;
+	if (n <= old)
+		return;
+	n = n < 2 * old ? 2 * old : n;
+	r->score = xreallocarray(r->score, n, sizeof(*r->score));
+	r->pick = xreallocarray(r->pick, n, sizeof(*r->pick));
+	r->pos = xreallocarray(r->pos, n, sizeof(*r->pos));
+	r->heap = xreallocarray(r->heap, n, sizeof(*r->heap));
+	for (size_t i = old; i < n; i++)
+		r->pos[i] = -1;
+	r->cap = n;
+}
+
+static void shape_score(struct group_index *g, struct shape_rank *r, int id, group_score_fn fn,
+			void *ctx)
+{
+	int pick[SCHED_MAX_DEVS_PER_ASK] = { 0 };
+	double sc = fn(ctx, g->grp[id].heap[0], pick);
+	for (int i = 0; i < SCHED_MAX_DEVS_PER_ASK; i++)
+		r->pick[id][i] = (uint8_t)pick[i];
+	r->score[id] = sc;
+	if (sc == -INFINITY) {
+		r->pos[id] = -2;
+		return;
+	}
+	shape_set(r, r->nheap++, id);
+	shape_up(g, r, r->nheap - 1);
+}
+
+/* The slot of shape k: found, or the least recently used one emptied. */
+static struct shape_rank *shape_slot(struct group_index *g, const struct shape *k, bool *fresh)
+{
+	struct shape_rank *r = NULL;
+	for (int i = 0; i < GROUP_SHAPES; i++) {
+		struct shape_rank *c = &g->shp[i];
+		if (c->used && !memcmp(&c->k, k, sizeof(*k))) {
+			*fresh = false;
+			return c;
+		}
+		if (!r || !c->used || (r->used && c->last_use < r->last_use))
+			r = c;
+	}
+	for (size_t i = 0; i < r->cap; i++)
+		r->pos[i] = -1;
+	r->nheap = 0;
+	r->used = true;
+	r->k = *k;
+	*fresh = true;
+	return r;
+}
+
+/* Drops the journal entries every shape has read. */
+static void journal_trim(struct group_index *g)
+{
+	size_t low = g->njournal;
+	if (g->njournal < 4096)
+		return;
+	for (int i = 0; i < GROUP_SHAPES; i++)
+		if (g->shp[i].used && g->shp[i].journal_at < low)
+			low = g->shp[i].journal_at;
+	if (low < g->njournal / 2)
+		return;
+	memmove(g->journal, g->journal + low, (g->njournal - low) * sizeof(*g->journal));
+	g->njournal -= low;
+	for (int i = 0; i < GROUP_SHAPES; i++)
+		if (g->shp[i].used)
+			g->shp[i].journal_at -= g->shp[i].journal_at < low ? g->shp[i].journal_at : low;
+}
+
+int group_best(struct group_index *g, const struct shape *k, group_score_fn fn, void *ctx,
+	       double *score, int *pick)
+{
+	bool fresh;
+	struct shape_rank *r = shape_slot(g, k, &fresh);
+	int id;
+
+	r->last_use = ++g->clock;
+	shape_reserve(r, (size_t)g->ngrp);
+	if (fresh) {
+		for (int i = 0; i < g->nlive; i++)
+			shape_score(g, r, g->live[i], fn, ctx);
+	} else {
+		/* groups created since the last placement of this shape (a slot
+		 * may appear twice, or have died again: pos and n tell) */
+		for (size_t j = r->journal_at; j < g->njournal; j++) {
+			id = g->journal[j];
+			if (g->grp[id].n > 0 && r->pos[id] == -1)
+				shape_score(g, r, id, fn, ctx);
+		}
+	}
+	r->journal_at = g->njournal;
+	journal_trim(g);
+	if (!r->nheap)
+		return -1;
+	id = r->heap[0];
+	*score = r->score[id];
+	for (int i = 0; i < SCHED_MAX_DEVS_PER_ASK; i++)
+		pick[i] = r->pick[id][i];
+	return g->grp[id].heap[0];
+}
+
 /* ---- groups and the hash table ----------------------------------------- */
 
 static void table_insert(struct group_index *g, int id)
@@ -162,8 +347,8 @@ static int group_find(struct group_index *g, const int64_t *k, size_t len)
 	c->key = xreallocarray(c->key, len, sizeof(*k));
 	memcpy(c->key, k, len * sizeof(*k));
 	c->n = 0;
-	/* a reused slot held another state: its scores are not ours */
-	memset(c->memo, 0, sizeof(c->memo));
+	ALLOC_GROW(g->journal, g->njournal + 1, g->ajournal);
+	g->journal[g->njournal++] = id;
 	c->live_pos = g->nlive;
 	ALLOC_GROW(g->live, (size_t)g->nlive + 1, g->alive);
 	g->live[g->nlive++] = id;
@@ -180,6 +365,8 @@ static void group_add(struct group_index *g, int id, int node)
 	g->node_grp[node] = id;
 	heap_set(g, c, c->n++, node);
 	sift_up(g, c, c->n - 1);
+	if (c->heap[0] == node && c->n > 1)
+		shapes_fix(g, id);
 }
 
 static void group_remove(struct group_index *g, int node)
@@ -193,7 +380,10 @@ static void group_remove(struct group_index *g, int node)
 		sift_down(g, c, at);
 		sift_up(g, c, g->heap_pos[last]);
 	}
+	if (at == 0 && c->n > 0)
+		shapes_fix(g, id);
 	if (c->n == 0) {
+		shapes_forget(g, id);
 		int moved = g->live[--g->nlive];
 		g->live[c->live_pos] = moved;
 		g->grp[moved].live_pos = c->live_pos;
@@ -227,6 +417,13 @@ void group_index_free(struct group_index *g)
 	free(g->node_grp);
 	free(g->heap_pos);
 	free(g->rank);
+	free(g->journal);
+	for (int i = 0; i < GROUP_SHAPES; i++) {
+		free(g->shp[i].score);
+		free(g->shp[i].pick);
+		free(g->shp[i].pos);
+		free(g->shp[i].heap);
+	}
 	free(g);
 }
 

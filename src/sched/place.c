@@ -333,11 +333,24 @@ static bool ranks_before(const uint32_t *rank, size_t a, size_t b)
 	return rank[a] != rank[b] ? rank[a] < rank[b] : a < b;
 }
 
-/* Does group a's best member come before group b's in the tie order? */
-static bool before_heap(const struct group_index *g, const struct node_group *a,
-			const struct node_group *b)
+/* What the grouped scan's score callback needs. */
+struct group_ctx {
+	struct sched_snapshot *s;
+	const struct scan *q;
+	const struct sched_options *opt;
+	const struct sched_workload *wl;
+	struct rng *r;
+	struct nodeview *v;
+};
+
+static double group_score(void *arg, int node, int *pick)
 {
-	return ranks_before(g->rank, (size_t)a->heap[0], (size_t)b->heap[0]);
+	struct group_ctx *c = arg;
+	double aff = 0, sc;
+	if (node_view(c->s, c->q, (size_t)node, c->v, &aff, NULL, NULL) <= 0)
+		return -INFINITY;
+	sc = policy_score(c->opt->policy, c->s, c->v, &c->q->a, c->wl, c->r, pick);
+	return !isfinite(sc) || sc <= -1e299 ? -INFINITY : sc;
 }
 
 /* The grouped scan: one score per group of identical nodes, the winning
@@ -349,49 +362,10 @@ static int grouped_scan(struct sched_snapshot *s, const struct scan *q, const st
 			struct rng *r, struct nodeview *v, int *best_node, double *best_score,
 			int *best_pick)
 {
+	struct group_ctx c = { s, q, opt, wl, r, v };
 	struct group_index *g = group_index_get(s, opt->tie_rank);
-	uint64_t h = 0xcbf29ce484222325ULL;
-	const unsigned char *kb = (const unsigned char *)k;
-	double best = -INFINITY;
-	int slot, best_grp = -1;
-
-	for (size_t i = 0; i < sizeof(*k); i++)
-		h = (h ^ kb[i]) * 0x100000001b3ULL;
-	slot = (int)((h ^ (h >> 32)) % GROUP_MEMO);
-	for (int li = 0; li < g->nlive; li++) {
-		int id = g->live[li];
-		struct node_group *c = &g->grp[id];
-		struct group_memo *m = &c->memo[slot];
-		double sc, aff = 0;
-
-		if (!m->used || memcmp(&m->k, k, sizeof(*k))) {
-			int pick[SCHED_MAX_DEVS_PER_ASK] = { 0 };
-			memset(m, 0, sizeof(*m));
-			m->k = *k;
-			m->used = true;
-			sc = -INFINITY;
-			if (node_view(s, q, (size_t)c->heap[0], v, &aff, NULL, NULL) > 0) {
-				sc = policy_score(opt->policy, s, v, &q->a, wl, r, pick);
-				if (!isfinite(sc) || sc <= -1e299)
-					sc = -INFINITY;
-			}
-			m->score = sc;
-			memcpy(m->pick, pick, sizeof(pick));
-		}
-		sc = m->score;
-		if (sc == -INFINITY || sc < best)
-			continue;
-		if (sc == best && !before_heap(g, c, &g->grp[best_grp]))
-			continue;
-		best = sc;
-		best_grp = id;
-	}
-	if (best_grp < 0)
-		return 0;
-	*best_node = g->grp[best_grp].heap[0];
-	*best_score = best;
-	memcpy(best_pick, g->grp[best_grp].memo[slot].pick, sizeof(int) * SCHED_MAX_DEVS_PER_ASK);
-	return 1;
+	*best_node = group_best(g, k, group_score, &c, best_score, best_pick);
+	return *best_node >= 0;
 }
 
 /* May this request be placed by groups of identical nodes?  Its score must

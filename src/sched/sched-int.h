@@ -27,7 +27,6 @@ struct sched_dev {
 };
 
 #define SCHED_SCORE_MEMO 4 /* request shapes remembered per node */
-#define GROUP_MEMO 32      /* request shapes remembered per group (direct-mapped) */
 
 /* A request reduced to what a score depends on (with the node's state):
  * compared bytewise, so always memset before filling. */
@@ -81,12 +80,22 @@ struct node_group {
 	int n;          /* members */
 	int *heap;      /* member nodes, min-heap by (rank, index) */
 	size_t aheap;
-	struct group_memo {
-		bool used;
-		struct shape k;
-		double score;   /* -INFINITY: no member fits the request */
-		int pick[SCHED_MAX_DEVS_PER_ASK];
-	} memo[GROUP_MEMO];
+};
+
+#define GROUP_SHAPES 64 /* request shapes with a ranking of the groups */
+
+/* For one request shape, the score of every live group and a max-heap of
+ * the groups where it fits, by (score, tie order of its best member). */
+struct shape_rank {
+	bool used;
+	struct shape k;
+	uint64_t last_use;
+	size_t cap;          /* entries of the arrays below */
+	double *score;
+	uint8_t (*pick)[SCHED_MAX_DEVS_PER_ASK];
+	int *pos;            /* per group: heap position, -1 not scored, -2 does not fit */
+	int *heap, nheap;
+	size_t journal_at;   /* groups created before this are scored */
 };
 
 struct group_index {
@@ -103,11 +112,24 @@ struct group_index {
 	int *freelist, nfree;
 	size_t afree;
 	int *node_grp, *heap_pos; /* per node */
+	int *journal;       /* groups created, in order, for the shapes to score */
+	size_t njournal, ajournal;
+	uint64_t clock;
+	struct shape_rank shp[GROUP_SHAPES];
 };
+
+/* Scores one node for the shape being placed; fills pick (positions into
+ * the node's eligible devices).  -INFINITY when the request does not fit. */
+typedef double (*group_score_fn)(void *ctx, int node, int *pick);
 
 /* The index for tie ranks rank (NULL = node order), built or rebuilt as
  * needed; owned by the snapshot. */
 struct group_index *group_index_get(struct sched_snapshot *s, const uint32_t *rank);
+/* The best node for shape k: the highest score, ties to the lowest rank;
+ * groups not yet scored for k are scored through fn.  Returns the node and
+ * fills *score and pick, or -1 when no node fits. */
+int group_best(struct group_index *g, const struct shape *k, group_score_fn fn, void *ctx,
+	       double *score, int *pick);
 /* A node's state changed: move it to its new group (no-op without index). */
 void group_node_moved(struct sched_snapshot *s, int node);
 /* Nodes or devices were added: forget the index. */

@@ -308,6 +308,137 @@ static void test_memo_same_decisions(void **state)
 	sched_workload_free(w);
 }
 
+/* Groups of identical nodes must not change a decision: random sequences
+ * of placements and releases on a mixed cluster (models, sizes, sharing
+ * modes, an unhealthy device) give the same node, devices and score with
+ * grouping as with the plain scan of every node, for every policy that
+ * groups (with tie ranks, and herd in node order). */
+static void test_groups_same_decisions(void **state)
+{
+	struct sched_task_class c[] = { { 2000, 0, 500, 1, NULL, 3 }, { 4000, 0, 1000, 1, NULL, 2 },
+					{ 8000, 0, 1000, 2, "A100", 1 }, { 1000, 0, 0, 0, NULL, 1 },
+					{ 3000, 0, 250, 1, NULL, 2 } };
+	struct sched_workload *w = sched_workload_new(c, 5);
+	enum sched_policy pols[] = { SCHED_HERD, SCHED_FGD, SCHED_BESTFIT, SCHED_PACKING,
+				     SCHED_CLUSTERING, SCHED_DOTPROD, SCHED_BINPACK, SCHED_SPREAD };
+	struct sched_constraint model = { "${device.model}", SCHED_OP_SET_CONTAINS_ANY, "A100,V100" };
+
+	for (size_t pi = 0; pi < sizeof(pols) / sizeof(pols[0]); pi++) {
+		for (int ranked = 0; ranked < 2; ranked++) {
+			struct sched_snapshot *s[2] = { sched_snapshot_new(), sched_snapshot_new() };
+			struct sched_placement held[64];
+			uint32_t rank[24];
+			int nheld = 0, grouped = 0;
+			uint64_t x = 7 + pi * 31 + (uint64_t)ranked;
+
+			if (!ranked && pols[pi] != SCHED_HERD)
+				continue;
+			for (int i = 0; i < 24; i++) {
+				char id[16];
+				const char *m = (const char *[]){ "T4", "A100", "V100" }[i % 3];
+				snprintf(id, sizeof(id), "n%d", i);
+				for (int k = 0; k < 2; k++)
+					add_node(s[k], id, i % 2 ? 32000 : 16000, 65536, i % 4 ? 4 : 2, m,
+						 i % 5 ? SCHED_TIMESLICE : SCHED_EXCLUSIVE, 16384);
+				rank[i] = (uint32_t)((i * 7) % 24);
+			}
+			for (int step = 0; step < 400; step++) {
+				struct sched_device_request dr = { .name = "gpu", .count = 1 };
+				struct sched_request req = { .count = 1 };
+				struct sched_options o = { .policy = pols[pi], .seed = (uint64_t)step,
+							   .workload = step % 7 ? w : NULL,
+							   .tie_rank = ranked ? rank : NULL };
+				struct sched_placement p[2];
+				int rc[2], kind;
+
+				x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+				kind = (int)((x >> 33) % 6);
+				if (nheld > 0 && (kind == 5 || nheld == 64)) {
+					int j = (int)((x >> 20) % (uint64_t)nheld);
+					for (int k = 0; k < 2; k++)
+						assert_int_equal(sched_release(s[k], &held[j]), 0);
+					held[j] = held[--nheld];
+					continue;
+				}
+				req.cpu_milli = 1000 * (int64_t)((x >> 40) % 6);
+				if (kind < 4) {
+					dr.compute = (int32_t[]){ 300, 500, 1000, 1000 }[kind];
+					dr.count = kind == 3 ? 2 : 1;
+					if ((x >> 50) % 3 == 0) {
+						dr.constraints = &model;
+						dr.nconstraints = 1;
+					}
+					req.device = &dr;
+				}
+				for (int k = 0; k < 2; k++) {
+					o.scan_all = k == 1;
+					rc[k] = sched_place(s[k], &req, &o, &p[k], NULL, NULL);
+				}
+				assert_int_equal(rc[0], rc[1]);
+				if (rc[0])
+					continue;
+				assert_int_equal(p[0].node, p[1].node);
+				assert_int_equal(p[0].ndev, p[1].ndev);
+				for (int d = 0; d < p[0].ndev; d++)
+					assert_int_equal(p[0].dev[d].dev, p[1].dev[d].dev);
+				assert_true(p[0].score == p[1].score);
+				for (int k = 0; k < 2; k++)
+					assert_int_equal(sched_apply(s[k], &p[k]), 0);
+				held[nheld++] = p[0];
+				grouped++;
+			}
+			assert_true(grouped > 50); /* the sequence really placed things */
+			sched_snapshot_free(s[0]);
+			sched_snapshot_free(s[1]);
+		}
+	}
+	sched_workload_free(w);
+}
+
+/* A workload freed and another built at the same address with other
+ * classes must not reuse the first one's cached scores: the decision equals
+ * a fresh snapshot's. */
+static void test_workload_reuse_not_stale(void **state)
+{
+	struct sched_task_class a[] = { { 1000, 0, 250, 1, NULL, 1 } };
+	struct sched_task_class b[] = { { 1000, 0, 1000, 4, NULL, 1 } };
+	struct sched_snapshot *s = sched_snapshot_new(), *fresh = sched_snapshot_new();
+	struct sched_device_request dr = { .name = "gpu", .count = 1, .compute = 500 };
+	struct sched_request req = { .cpu_milli = 1000, .count = 1, .device = &dr };
+	struct sched_placement p, q, pre;
+	struct sched_workload *w;
+
+	for (int i = 0; i < 4; i++) {
+		char id[8];
+		snprintf(id, sizeof(id), "n%d", i);
+		add_node(s, id, 64000, 65536, 4, "T4", SCHED_TIMESLICE, 0);
+		add_node(fresh, id, 64000, 65536, 4, "T4", SCHED_TIMESLICE, 0);
+	}
+	/* a half-used GPU on n2 so that the two workloads disagree */
+	pre = (struct sched_placement){ .node = 2, .cpu_milli = 1000, .ndev = 1,
+					.dev = { { .dev = 0, .compute = 250 } } };
+	assert_int_equal(sched_apply(s, &pre), 0);
+	assert_int_equal(sched_apply(fresh, &pre), 0);
+	w = sched_workload_new(a, 1);
+	{
+		struct sched_options o = { .policy = SCHED_FGD, .workload = w, .tie_rank = (uint32_t[]){ 0, 1, 2, 3 } };
+		assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
+	}
+	sched_workload_free(w);
+	w = sched_workload_new(b, 1);
+	{
+		struct sched_options o = { .policy = SCHED_FGD, .workload = w, .tie_rank = (uint32_t[]){ 0, 1, 2, 3 } };
+		assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
+		assert_int_equal(sched_place(fresh, &req, &o, &q, NULL, NULL), 0);
+		assert_int_equal(p.node, q.node);
+		assert_int_equal(p.dev[0].dev, q.dev[0].dev);
+		assert_true(p.score == q.score);
+	}
+	sched_workload_free(w);
+	sched_snapshot_free(s);
+	sched_snapshot_free(fresh);
+}
+
 /* The trace reader: header found after blank lines, gpu_spec optional,
  * malformed rows named by line. */
 static void test_trace_reader(void **state)
@@ -345,6 +476,8 @@ int main(void)
 		cmocka_unit_test(test_never_overcommitted),
 		cmocka_unit_test(test_apply_rejects_overcommit),
 		cmocka_unit_test(test_memo_same_decisions),
+		cmocka_unit_test(test_groups_same_decisions),
+		cmocka_unit_test(test_workload_reuse_not_stale),
 		cmocka_unit_test(test_trace_reader),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
