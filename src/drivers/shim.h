@@ -11,7 +11,15 @@
  * to the task unchanged):
  *
  *   -task NAME -log-dir DIR -exit-file PATH -cwd DIR
- *   -max-files N -max-size BYTES -- COMMAND [ARG...]
+ *   -max-files N -max-size BYTES [isolation flags] -- COMMAND [ARG...]
+ *
+ * Isolation flags (the exec driver; isolate.h): -root DIR turns isolation
+ * on (DIR becomes the task's /); -alloc-dir DIR (bound at /alloc),
+ * -uid N, -gid N, and repeatable -ro DIR (read-only system binds), -dev
+ * PATH (device nodes exposed), -cgroup-procs FILE (cgroup.procs files the
+ * task's init joins).  The task pid reported on fd 3 is then the init's
+ * (PID 1 of the task's PID namespace; signals sent to its process group
+ * are forwarded to the task).
  *
  * fd 3 is the status pipe: the shim writes one line and closes it:
  *   "ok <task pid> <task start time>\n"      the task runs
