@@ -49,7 +49,11 @@ struct subcommand {
 };
 int dispatch(const char *group, const struct subcommand *cmds, int argc, char **argv);
 
+int cmd_acl(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
+int cmd_namespace(int argc, char **argv);
+int cmd_quota(int argc, char **argv);
+int cmd_usage(int argc, char **argv);
 int cmd_alloc(int argc, char **argv);
 /* The task shim (drivers/shim.h) as a hidden subcommand: `herd task-shim`. */
 int cmd_task_shim(int argc, char **argv);

@@ -10,12 +10,16 @@
 
 static const struct subcommand commands[] = {
 	
+	{ "acl", cmd_acl, "bootstrap ACL; manage policies and tokens" },
 	{ "agent", cmd_agent, "run an agent: server, client, or both (-dev)" },
 	{ "alloc", cmd_alloc, "show allocations" },
 	{ "gpu", cmd_gpu, "list this machine's GPUs, or the cluster's" },
 	{ "job", cmd_job, "run, plan, stop and inspect jobs; validate job files" },
+	{ "namespace", cmd_namespace, "create, list and delete namespaces" },
 	{ "node", cmd_node, "show client nodes, drain them" },
+	{ "quota", cmd_quota, "apply, list and show GPU quotas" },
 	{ "sim", cmd_sim, "replay a cluster trace through the placement engine" },
+	{ "usage", cmd_usage, "GPU-hours per namespace and job" },
 	{ "version", cmd_version, "print herd's version" },
 	{ NULL, NULL, NULL },
 };
