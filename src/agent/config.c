@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -48,6 +49,7 @@ void agent_config_init(struct agent_config *cfg)
 	cfg->client.max_kill_timeout_ns = 30 * NS_PER_SEC;
 	gpu_config_init(&cfg->gpu.nvml);
 	cfg->gpu.sharing = SCHED_EXCLUSIVE;
+	cfg->gpu.mps_control = xstrdup(AGENT_DEFAULT_MPS_CONTROL);
 }
 
 static void free_strings(char **v, size_t n)
@@ -80,6 +82,7 @@ void agent_config_release(struct agent_config *cfg)
 	free(cfg->client.meta);
 	free(cfg->gpu.nvml_library);
 	free(cfg->gpu.sim_file);
+	free(cfg->gpu.mps_control);
 	for (size_t i = 0; i < cfg->gpu.nr_overrides; i++)
 		free(cfg->gpu.overrides[i].device);
 	free(cfg->gpu.overrides);
@@ -122,12 +125,14 @@ void agent_config_copy(struct agent_config *dst, const struct agent_config *src)
 	dst->gpu.nvml_library = dup_or_null(src->gpu.nvml_library);
 	dst->gpu.nvml.library_path = dst->gpu.nvml_library;
 	dst->gpu.sim_file = dup_or_null(src->gpu.sim_file);
+	dst->gpu.mps_control = dup_or_null(src->gpu.mps_control);
 	dst->gpu.overrides = NULL;
 	if (src->gpu.nr_overrides) {
 		dst->gpu.overrides = xcalloc(src->gpu.nr_overrides, sizeof(struct agent_gpu_override));
 		for (size_t i = 0; i < src->gpu.nr_overrides; i++) {
 			dst->gpu.overrides[i].device = xstrdup(src->gpu.overrides[i].device);
 			dst->gpu.overrides[i].sharing = src->gpu.overrides[i].sharing;
+			dst->gpu.overrides[i].replicas = src->gpu.overrides[i].replicas;
 		}
 	}
 }
@@ -279,22 +284,36 @@ int agent_config_finish(struct agent_config *cfg, struct herd_err *err)
 	return 0;
 }
 
-enum sched_sharing agent_config_gpu_sharing(const struct agent_config *cfg,
-					    const char *uuid, const char *parent_uuid,
-					    unsigned nvml_index)
+static struct agent_gpu_share share_of(enum sched_sharing sharing, int replicas)
+{
+	struct agent_gpu_share sh = { sharing, replicas };
+	if (sharing == SCHED_EXCLUSIVE)
+		sh.replicas = 1;
+	else if (sharing == SCHED_MPS && (!replicas || replicas > AGENT_MPS_MAX_CLIENTS))
+		sh.replicas = AGENT_MPS_MAX_CLIENTS;  /* more would not connect */
+	return sh;
+}
+
+struct agent_gpu_share agent_config_gpu_share(const struct agent_config *cfg,
+					      const struct gpu_device *d)
 {
 	char idx[16];
-	snprintf(idx, sizeof(idx), "%u", nvml_index);
-	/* The most specific name wins: the device's own UUID, then its GPU. */
-	const char *names[] = { uuid, parent_uuid, idx };
+
+	if (d->mig_index >= 0 || d->parent_uuid[0])
+		return share_of(SCHED_EXCLUSIVE, 1);
+	snprintf(idx, sizeof(idx), "%u", d->nvml_index);
+	/* The most specific name wins: UUID, index, then model. */
+	const char *names[] = { d->uuid, idx, d->model };
 	for (size_t n = 0; n < 3; n++) {
-		if (!names[n] || !*names[n])
+		if (!names[n][0])
 			continue;
-		for (size_t i = 0; i < cfg->gpu.nr_overrides; i++)
-			if (!strcmp(cfg->gpu.overrides[i].device, names[n]))
-				return cfg->gpu.overrides[i].sharing;
+		for (size_t i = 0; i < cfg->gpu.nr_overrides; i++) {
+			const struct agent_gpu_override *o = &cfg->gpu.overrides[i];
+			if (n < 2 ? !strcmp(o->device, names[n]) : !strcasecmp(o->device, names[n]))
+				return share_of(o->sharing, o->replicas ? o->replicas : cfg->gpu.replicas);
+		}
 	}
-	return cfg->gpu.sharing;
+	return share_of(cfg->gpu.sharing, cfg->gpu.replicas);
 }
 
 const char *agent_config_meta(const struct agent_config *cfg, const char *key)

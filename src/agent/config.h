@@ -35,6 +35,13 @@
 #define AGENT_MAX_SERVERS 64
 #define AGENT_MAX_META 256
 #define AGENT_MAX_GPU_OVERRIDES 256
+/* Most clients one MPS server takes per GPU (Volta and later), per NVIDIA's
+ * MPS documentation ("Limitations": 48 client CUDA contexts per device,
+ * https://docs.nvidia.com/deploy/mps/): the default and the cap of
+ * replicas for sharing = "mps". */
+#define AGENT_MPS_MAX_CLIENTS 48
+#define AGENT_MAX_REPLICAS 1000
+#define AGENT_DEFAULT_MPS_CONTROL "/usr/bin/nvidia-cuda-mps-control"
 
 enum agent_log_level { AGENT_LOG_TRACE, AGENT_LOG_DEBUG, AGENT_LOG_INFO,
 		       AGENT_LOG_WARN, AGENT_LOG_ERROR };
@@ -49,11 +56,20 @@ struct agent_kv {
 	char *value;
 };
 
-/* A `device "ID" { sharing = "mps" }` block of `gpu`: the sharing mode of
- * one GPU, named by UUID ("GPU-...") or NVML index ("0"). */
+/* A `device "ID" { sharing = "mps" replicas = 4 }` block of `gpu`: the
+ * sharing mode of one GPU, named by UUID ("GPU-..."), NVML index ("0") or
+ * model ("Tesla T4", any case: every GPU of that model). */
 struct agent_gpu_override {
 	char *device;
 	enum sched_sharing sharing;
+	int replicas;            /* most tenants at once; 0: the mode's default */
+};
+
+/* What a device is shared as: its mode and the most allocations it holds
+ * at once (0: no limit besides compute and memory). */
+struct agent_gpu_share {
+	enum sched_sharing sharing;
+	int replicas;
 };
 
 struct agent_config {
@@ -103,6 +119,8 @@ struct agent_config {
 		char *nvml_library;      /* NULL: search (or HERD_NVML_LIBRARY) */
 		char *sim_file;          /* -gpu-sim FILE: a simulated GPU description */
 		enum sched_sharing sharing;  /* default mode of every GPU: exclusive */
+		int replicas;            /* default replicas of sharing GPUs; 0: per mode */
+		char *mps_control;       /* nvidia-cuda-mps-control (AGENT_DEFAULT_MPS_CONTROL) */
 		struct agent_gpu_override *overrides;
 		size_t nr_overrides;
 	} gpu;
@@ -172,11 +190,13 @@ int agent_config_make_temp_data_dir(struct agent_config *cfg, struct herd_err *e
  * Returns 0 or -errno of the first failure. */
 int agent_config_remove_temp_data_dir(struct agent_config *cfg);
 
-/* The sharing mode of a GPU by its UUID, parent UUID (for a MIG instance)
- * or NVML index, from the overrides, else cfg->gpu.sharing. */
-enum sched_sharing agent_config_gpu_sharing(const struct agent_config *cfg,
-					    const char *uuid, const char *parent_uuid,
-					    unsigned nvml_index);
+/* How device d is shared.  A MIG instance is always exclusive (replicas 1):
+ * the hardware already splits its GPU.  A whole GPU takes the most specific
+ * `device` block that names it (UUID, then NVML index, then model), else
+ * gpu { sharing replicas }.  replicas 0 in the file becomes the mode's
+ * default: exclusive 1, mps AGENT_MPS_MAX_CLIENTS, timeslice 0 (no limit). */
+struct agent_gpu_share agent_config_gpu_share(const struct agent_config *cfg,
+					      const struct gpu_device *d);
 
 /* The value of client meta key, or NULL. */
 const char *agent_config_meta(const struct agent_config *cfg, const char *key);

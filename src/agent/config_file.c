@@ -501,23 +501,64 @@ static void read_sharing(struct walk *w, const struct hcl_attribute *a, enum sch
 	free(s);
 }
 
+/* replicas: 1..AGENT_MAX_REPLICAS; with mps at most AGENT_MPS_MAX_CLIENTS
+ * (checked by the caller, which knows the mode). */
+static int read_replicas(struct walk *w, const struct hcl_attribute *a, int *out)
+{
+	int64_t v;
+	if (cfg_read_int(a, 1, AGENT_MAX_REPLICAS, &v, w->dl) < 0)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+/* replicas given with a mode that cannot honour it. */
+static void check_replicas(struct walk *w, struct hcl_pos pos, const char *where,
+			   enum sched_sharing sharing, int replicas)
+{
+	if (!replicas)
+		return;
+	if (sharing == SCHED_EXCLUSIVE)
+		diag_error(w->dl, pos.line, pos.col,
+			   "%s: replicas needs sharing = \"mps\" or \"timeslice\" (an exclusive "
+			   "GPU has one tenant)", where);
+	else if (sharing == SCHED_MPS && replicas > AGENT_MPS_MAX_CLIENTS)
+		diag_error(w->dl, pos.line, pos.col,
+			   "%s: replicas %d: an MPS server takes at most %d clients per GPU",
+			   where, replicas, AGENT_MPS_MAX_CLIENTS);
+}
+
 static void walk_gpu_device(struct walk *w, const struct hcl_block *b)
 {
-	static const char *const known[] = { "sharing", NULL };
+	static const char *const known[] = { "sharing", "replicas", NULL };
 	struct agent_config *cfg = w->cfg;
+	struct hcl_pos replicas_pos = b->pos;
 
 	if (b->nlabels != 1 || !*b->labels[0]) {
 		diag_error(w->dl, b->pos.line, b->pos.col,
-			   "block 'device' takes one label, a GPU UUID or NVML index: device \"GPU-...\" { ... }");
+			   "block 'device' takes one label, a GPU UUID, NVML index or model: "
+			   "device \"GPU-...\" { ... }");
+		return;
+	}
+	if (!strncmp(b->labels[0], "MIG-", 4)) {
+		diag_error(w->dl, b->label_pos[0].line, b->label_pos[0].col,
+			   "gpu.device \"%s\": a MIG instance is always exclusive (the hardware "
+			   "splits its GPU); name the GPU to share whole GPUs", b->labels[0]);
 		return;
 	}
 	enum sched_sharing sharing = cfg->gpu.sharing;
+	int replicas = 0;
 	bool set = false;
 	for (size_t i = 0; i < b->body->n; i++) {
 		const struct hcl_item *it = &b->body->items[i];
 		if (it->kind == HCL_ITEM_ATTRIBUTE && !strcmp(it->u.attr.name, "sharing")) {
 			read_sharing(w, &it->u.attr, &sharing);
 			set = true;
+			continue;
+		}
+		if (it->kind == HCL_ITEM_ATTRIBUTE && !strcmp(it->u.attr.name, "replicas")) {
+			read_replicas(w, &it->u.attr, &replicas);
+			replicas_pos = it->u.attr.pos;
 			continue;
 		}
 		struct hcl_pos pos = it->kind == HCL_ITEM_BLOCK ? it->u.block.pos : it->u.attr.pos;
@@ -530,9 +571,11 @@ static void walk_gpu_device(struct walk *w, const struct hcl_block *b)
 			   b->labels[0]);
 		return;
 	}
+	check_replicas(w, replicas_pos, "gpu.device", sharing, replicas);
 	for (size_t i = 0; i < cfg->gpu.nr_overrides; i++) {
 		if (!strcmp(cfg->gpu.overrides[i].device, b->labels[0])) {
 			cfg->gpu.overrides[i].sharing = sharing;
+			cfg->gpu.overrides[i].replicas = replicas;
 			return;
 		}
 	}
@@ -544,7 +587,7 @@ static void walk_gpu_device(struct walk *w, const struct hcl_block *b)
 	cfg->gpu.overrides = xreallocarray(cfg->gpu.overrides, cfg->gpu.nr_overrides + 1,
 					   sizeof(*cfg->gpu.overrides));
 	cfg->gpu.overrides[cfg->gpu.nr_overrides++] =
-		(struct agent_gpu_override){ xstrdup(b->labels[0]), sharing };
+		(struct agent_gpu_override){ xstrdup(b->labels[0]), sharing, replicas };
 }
 
 static void read_xids(struct walk *w, const struct hcl_attribute *a)
@@ -590,8 +633,10 @@ static void read_xids(struct walk *w, const struct hcl_attribute *a)
 static void walk_gpu(struct walk *w, const struct hcl_body *body)
 {
 	static const char *const known[] = { "nvml_library", "stats_period", "ignored_xids",
-		"sharing", "wsl", "sim_file", "device", NULL };
+		"sharing", "replicas", "mps_control", "wsl", "sim_file", "device", NULL };
 	struct agent_config *cfg = w->cfg;
+	struct hcl_pos replicas_pos = { 0, 0 };
+	int replicas = 0;
 
 	for (size_t i = 0; i < body->n; i++) {
 		const struct hcl_item *it = &body->items[i];
@@ -612,6 +657,21 @@ static void walk_gpu(struct walk *w, const struct hcl_body *body)
 			read_xids(w, a);
 		} else if (!strcmp(a->name, "sharing")) {
 			read_sharing(w, a, &cfg->gpu.sharing);
+		} else if (!strcmp(a->name, "replicas")) {
+			if (read_replicas(w, a, &replicas) == 0)
+				replicas_pos = a->pos;
+		} else if (!strcmp(a->name, "mps_control")) {
+			char *v = NULL;
+			if (cfg_read_string(a, &v, w->dl) < 0)
+				continue;
+			if (!*v) {
+				diag_error(w->dl, a->value->pos.line, a->value->pos.col,
+					   "mps_control: expected the path of nvidia-cuda-mps-control, not \"\"");
+				free(v);
+				continue;
+			}
+			free(cfg->gpu.mps_control);
+			cfg->gpu.mps_control = v;
 		} else if (!strcmp(a->name, "wsl")) {
 			bool b;
 			if (cfg_read_bool(a, &b, w->dl) == 0)
@@ -621,6 +681,11 @@ static void walk_gpu(struct walk *w, const struct hcl_body *body)
 		} else {
 			cfg_unknown_key(w->dl, a->pos, "key", a->name, "gpu", known);
 		}
+	}
+	/* Checked after the loop: sharing may come after replicas. */
+	if (replicas) {
+		check_replicas(w, replicas_pos, "gpu", cfg->gpu.sharing, replicas);
+		cfg->gpu.replicas = replicas;
 	}
 }
 

@@ -73,8 +73,7 @@ static json_t *stats_json(struct gpu_host *h, size_t i)
 static json_t *device_json(struct client *c, size_t i, int nvgroup)
 {
 	const struct gpu_device *d = &c->gpus->devs[i];
-	enum sched_sharing sh = agent_config_gpu_sharing(c->cfg, d->uuid, d->parent_uuid,
-							 d->nvml_index);
+	struct agent_gpu_share sh = agent_config_gpu_share(c->cfg, d);
 	json_t *o = json_object(), *attrs = json_object();
 	char buf[32];
 
@@ -88,8 +87,10 @@ static json_t *device_json(struct client *c, size_t i, int nvgroup)
 	json_object_set_new(o, "nvlink_group", json_integer(nvgroup));
 	json_object_set_new(o, "healthy", json_boolean(d->health == GPU_HEALTHY));
 	json_object_set_new(o, "health_reason", json_string(d->health_reason));
-	json_object_set_new(o, "sharing", json_string(sharing_name(sh)));
-	json_object_set_new(o, "replicas", json_integer(sh == SCHED_EXCLUSIVE ? 1 : 0));
+	json_object_set_new(o, "sharing", json_string(sharing_name(sh.sharing)));
+	/* Most tenants at once (0: no limit but compute and memory); the
+	 * server's snapshot enforces it. */
+	json_object_set_new(o, "replicas", json_integer(sh.replicas));
 	json_object_set_new(o, "mig_profile", json_string(d->mig_profile));
 	json_object_set_new(o, "parent_id", json_string(d->parent_uuid));
 	json_object_set_new(o, "simulated", json_boolean(d->simulated));

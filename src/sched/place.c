@@ -82,6 +82,9 @@ static void explain_device(struct sched_explain *why, const struct sched_node *n
 			 d->id, n->id, d->tenants, d->tenants == 1 ? "" : "s");
 	} else if (d->sharing == SCHED_EXCLUSIVE) {
 		add_miss(why, 1e7, "%s on %s: sharing mode exclusive, a fraction asked", d->id, n->id);
+	} else if (!sched_dev_has_room(d)) {
+		add_miss(why, 1e5, "%s on %s: %d of %d tenants, no room for another", d->id, n->id,
+			 d->tenants, d->max_tenants);
 	} else if (SCHED_MILLI - d->compute_taken < a->milli) {
 		add_miss(why, a->milli - (SCHED_MILLI - d->compute_taken),
 			 "%s on %s: %d thousandths of compute free, %d asked", d->id, n->id,
@@ -293,7 +296,7 @@ static int node_view(struct sched_snapshot *s, const struct scan *q, size_t ni,
 		}
 		named++;
 		if (a->frac)
-			ok = !dv->unhealthy && dv->sharing != SCHED_EXCLUSIVE &&
+			ok = !dv->unhealthy && dv->sharing != SCHED_EXCLUSIVE && sched_dev_has_room(dv) &&
 			     SCHED_MILLI - dv->compute_taken >= a->milli &&
 			     (!a->dmem || dv->mem_total - dv->mem_taken >= a->dmem);
 		else
@@ -542,6 +545,7 @@ found:
 				continue;
 			if (q.a.frac)
 				ok = !dv->unhealthy && dv->sharing != SCHED_EXCLUSIVE &&
+				     sched_dev_has_room(dv) &&
 				     SCHED_MILLI - dv->compute_taken >= q.a.milli &&
 				     (!q.a.dmem || dv->mem_total - dv->mem_taken >= q.a.dmem);
 			else

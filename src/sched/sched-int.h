@@ -21,10 +21,17 @@ struct sched_dev {
 	int64_t mem_total, mem_taken;
 	int32_t compute_taken;
 	int tenants;
+	int max_tenants;        /* 0 = no limit */
 	int numa, nvlink;
 	bool unhealthy;
 	enum sched_sharing sharing;
 };
+
+/* May a device take one more tenant (its max_tenants)? */
+static inline bool sched_dev_has_room(const struct sched_dev *d)
+{
+	return d->max_tenants <= 0 || d->tenants < d->max_tenants;
+}
 
 #define SCHED_SCORE_MEMO 4 /* request shapes remembered per node */
 

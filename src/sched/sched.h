@@ -16,7 +16,8 @@
  * Resource rules.  A whole-device ask takes devices that are completely free
  * (no compute, memory or tenant on them).  A fractional ask (compute below
  * 1000 or memory below the device's memory) lands only on devices whose
- * sharing mode is mps or timeslice, and only one device.  Unhealthy devices
+ * sharing mode is mps or timeslice, and only one device, and only while the
+ * device has fewer tenants than its max_tenants.  Unhealthy devices
  * are never chosen.  Multi-device asks prefer devices joined by NVLink, then
  * devices on the same NUMA node, then the lowest indexes.
  *
@@ -78,6 +79,8 @@ struct sched_device_spec {
 	int32_t compute_taken;  /* thousandths already taken */
 	int64_t memory_taken;   /* MiB already taken */
 	int tenants;            /* allocations already on it */
+	int max_tenants;        /* most allocations at once (the agent's replicas);
+				 * 0 = no limit but compute and memory */
 };
 
 struct sched_snapshot;

@@ -179,6 +179,7 @@ int sched_snapshot_add_device(struct sched_snapshot *s, int node,
 	d->mem_taken = spec->memory_taken;
 	d->compute_taken = spec->compute_taken;
 	d->tenants = spec->tenants;
+	d->max_tenants = spec->max_tenants > 0 ? spec->max_tenants : 0;
 	d->numa = spec->numa_node;
 	d->nvlink = spec->nvlink_group;
 	d->unhealthy = spec->unhealthy;
@@ -292,7 +293,7 @@ static int check(const struct sched_snapshot *s, const struct sched_placement *p
 				return -EINVAL;
 			if (sh->whole && !dev_is_free(d))
 				return -EINVAL;
-			if (!sh->whole && (d->sharing == SCHED_EXCLUSIVE ||
+			if (!sh->whole && (d->sharing == SCHED_EXCLUSIVE || !sched_dev_has_room(d) ||
 					   d->compute_taken + sh->compute > SCHED_MILLI ||
 					   (sh->memory_mib && d->mem_taken + sh->memory_mib > d->mem_total)))
 				return -EINVAL;

@@ -402,6 +402,10 @@ static int add_node(struct sched_snapshot *snap, const struct view_node *vn, str
 		ds.unhealthy = !jbool(d, "healthy", true);
 		if (sched_sharing_parse(jstr(d, "sharing", "exclusive"), &ds.sharing) < 0)
 			ds.sharing = SCHED_EXCLUSIVE;
+		/* The agent's replicas: most tenants at once (0: no limit). */
+		if (ds.sharing != SCHED_EXCLUSIVE && jint(d, "replicas", 0) > 0)
+			ds.max_tenants = (int)(jint(d, "replicas", 0) > INT32_MAX ? INT32_MAX
+									: jint(d, "replicas", 0));
 		u = dev_use(&vn->use, ds.id);
 		if (u) {
 			ds.compute_taken = u->compute > SCHED_MILLI ? SCHED_MILLI : u->compute;

@@ -77,6 +77,20 @@ static const char full_file[] =
 	"  device \"GPU-abc\" { sharing = \"timeslice\" }\n"
 	"}\n";
 
+/* agent_config_gpu_share for a device named by these fields. */
+static struct agent_gpu_share share_of(const struct agent_config *cfg, const char *uuid,
+				       const char *parent, unsigned index, const char *model)
+{
+	struct gpu_device d;
+	memset(&d, 0, sizeof(d));
+	snprintf(d.uuid, sizeof(d.uuid), "%s", uuid);
+	snprintf(d.parent_uuid, sizeof(d.parent_uuid), "%s", parent);
+	snprintf(d.model, sizeof(d.model), "%s", model);
+	d.nvml_index = index;
+	d.mig_index = *parent ? 0 : -1;
+	return agent_config_gpu_share(cfg, &d);
+}
+
 static void test_full_file(void **state)
 {
 	struct agent_config cfg;
@@ -107,9 +121,12 @@ static void test_full_file(void **state)
 	assert_int_equal(cfg.gpu.nvml.stats_period_ns, 2 * NS_PER_SEC);
 	assert_int_equal(cfg.gpu.nvml.nr_ignored_xids, 2);
 	assert_int_equal(cfg.gpu.nvml.ignored_xids[1], 48);
-	assert_int_equal(agent_config_gpu_sharing(&cfg, "GPU-abc", "", 0), SCHED_TIMESLICE);
-	assert_int_equal(agent_config_gpu_sharing(&cfg, "MIG-1", "GPU-abc", 0), SCHED_TIMESLICE);
-	assert_int_equal(agent_config_gpu_sharing(&cfg, "GPU-def", "", 1), SCHED_MPS);
+	assert_int_equal(share_of(&cfg, "GPU-abc", "", 0, "T4").sharing, SCHED_TIMESLICE);
+	/* MIG instances are exclusive whatever their GPU is */
+	assert_int_equal(share_of(&cfg, "MIG-1", "GPU-abc", 0, "T4").sharing, SCHED_EXCLUSIVE);
+	assert_int_equal(share_of(&cfg, "GPU-def", "", 1, "T4").sharing, SCHED_MPS);
+	assert_int_equal(share_of(&cfg, "GPU-def", "", 1, "T4").replicas, AGENT_MPS_MAX_CLIENTS);
+	assert_string_equal(cfg.gpu.mps_control, AGENT_DEFAULT_MPS_CONTROL);
 
 	assert_int_equal(agent_config_finish(&cfg, &err), 0);
 	assert_string_equal(cfg.server.data_dir, "/var/lib/herd/server");
@@ -334,11 +351,86 @@ static void test_bad_addresses(void **state)
 	}
 }
 
+/* gpu { } sharing: per GPU by UUID, index or model, or for all; replicas. */
+static void test_gpu_sharing(void **state)
+{
+	static const char text[] =
+		"gpu {\n"
+		"  sharing = \"mps\"\n"
+		"  replicas = 10\n"
+		"  mps_control = \"/opt/mps-control\"\n"
+		"  device \"Tesla T4\" { sharing = \"timeslice\" }\n"
+		"  device \"1\" { sharing = \"exclusive\" }\n"
+		"  device \"GPU-b\" {\n    sharing = \"mps\"\n    replicas = 4\n  }\n"
+		"}\n";
+	struct agent_config cfg;
+	struct diag_list dl;
+	(void)state;
+	agent_config_init(&cfg);
+	diag_list_init(&dl);
+	assert_int_equal(parse(&cfg, text, &dl), 0);
+	assert_string_equal(cfg.gpu.mps_control, "/opt/mps-control");
+	/* for all: mps with the file's replicas */
+	struct agent_gpu_share sh = share_of(&cfg, "GPU-a", "", 0, "A100");
+	assert_int_equal(sh.sharing, SCHED_MPS);
+	assert_int_equal(sh.replicas, 10);
+	/* by model (any case), inheriting replicas */
+	sh = share_of(&cfg, "GPU-a", "", 0, "tesla t4");
+	assert_int_equal(sh.sharing, SCHED_TIMESLICE);
+	assert_int_equal(sh.replicas, 10);
+	/* index beats model; exclusive means one tenant */
+	sh = share_of(&cfg, "GPU-a", "", 1, "Tesla T4");
+	assert_int_equal(sh.sharing, SCHED_EXCLUSIVE);
+	assert_int_equal(sh.replicas, 1);
+	/* UUID beats index */
+	sh = share_of(&cfg, "GPU-b", "", 1, "Tesla T4");
+	assert_int_equal(sh.sharing, SCHED_MPS);
+	assert_int_equal(sh.replicas, 4);
+	/* a MIG instance of a shared GPU stays exclusive */
+	sh = share_of(&cfg, "MIG-x", "GPU-b", 1, "A100");
+	assert_int_equal(sh.sharing, SCHED_EXCLUSIVE);
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+
+	/* timeslice without replicas: no tenant limit */
+	agent_config_init(&cfg);
+	diag_list_init(&dl);
+	assert_int_equal(parse(&cfg, "gpu { sharing = \"timeslice\" }", &dl), 0);
+	assert_int_equal(share_of(&cfg, "GPU-a", "", 0, "T4").replicas, 0);
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+
+	static const struct { const char *text; const char *msg; } bad[] = {
+		{ "gpu { replicas = 4 }", "replicas needs sharing" },
+		{ "gpu {\n sharing = \"mps\"\n replicas = 49 }", "at most 48 clients" },
+		{ "gpu { device \"0\" {\n sharing = \"exclusive\"\n replicas = 2 } }",
+		  "replicas needs sharing" },
+		{ "gpu { device \"MIG-1\" { sharing = \"mps\" } }", "always exclusive" },
+		{ "gpu { replicas = 0 }", "expected 1 to 1000" },
+		{ "gpu { mps_control = \"\" }", "mps_control" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		agent_config_init(&cfg);
+		diag_list_init(&dl);
+		if (parse(&cfg, bad[i].text, &dl) != -EINVAL)
+			fail_msg("accepted: %s", bad[i].text);
+		int found = 0;
+		for (size_t k = 0; k < dl.n; k++)
+			found |= strstr(dl.v[k].msg, bad[i].msg) != NULL;
+		if (!found)
+			fail_msg("%s: no error with '%s' (first: %s)", bad[i].text, bad[i].msg,
+				 dl.n ? dl.v[0].msg : "none");
+		diag_list_release(&dl);
+		agent_config_release(&cfg);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_full_file),
+		cmocka_unit_test(test_gpu_sharing),
 		cmocka_unit_test(test_every_error_reported),
 		cmocka_unit_test(test_syntax_error),
 		cmocka_unit_test(test_plugin_and_warnings),
