@@ -1,10 +1,18 @@
 /* alloc_runner: one allocation on this node, from its directory to its
- * last status report.  Its thread runs the tasks in lifecycle order:
+ * last status report.  Its thread runs the tasks in Nomad's lifecycle
+ * order:
  *
- *   prestart hooks (not sidecars)  all at once, each must end with exit 0
- *   main tasks + sidecars          until every main task is dead; then the
- *                                  sidecars are stopped
- *   poststop hooks                 also after a stop
+ *   prestart hooks                 all at once; the non-sidecar ones must
+ *                                  end with exit 0 before anything else
+ *                                  starts (a failure fails the allocation:
+ *                                  main tasks never start); sidecar
+ *                                  prestarts keep running alongside
+ *   main tasks                     until every main task is dead
+ *   poststart hooks                once every main task is running
+ *   (then sidecars and whatever hooks still run are stopped)
+ *   poststop hooks                 after the main tasks ended, also when
+ *                                  they failed, a prestart failed or the
+ *                                  allocation was stopped
  *
  * and reports task states and client_status (PUT /v1/allocation/:id/
  * status) whenever something changed, persisting them first (state.c).
@@ -229,14 +237,57 @@ static bool pick_prestart(const struct task_runner *tr)
 	return tr->phase == PHASE_PRESTART && !tr->sidecar;
 }
 
-static bool pick_main(const struct task_runner *tr)
+static bool pick_prestart_any(const struct task_runner *tr)
 {
-	return tr->phase == PHASE_MAIN && !tr->sidecar;
+	return tr->phase == PHASE_PRESTART;
 }
 
-static bool pick_sidecar(const struct task_runner *tr)
+static bool pick_main(const struct task_runner *tr)
 {
-	return tr->sidecar;
+	return tr->phase == PHASE_MAIN;
+}
+
+static bool pick_poststart(const struct task_runner *tr)
+{
+	return tr->phase == PHASE_POSTSTART;
+}
+
+/* What still runs beside the main tasks once they ended. */
+static bool pick_helper(const struct task_runner *tr)
+{
+	return tr->phase == PHASE_PRESTART || tr->phase == PHASE_POSTSTART;
+}
+
+/* Waits until every started task matched by pick runs (or has ended).
+ * Returns false on detach. */
+static bool wait_running(struct alloc_runner *ar, struct httpc *h,
+			 bool (*pick)(const struct task_runner *))
+{
+	for (;;) {
+		bool all = true;
+		struct timespec until;
+		pthread_mutex_lock(&ar->lock);
+		for (size_t i = 0; i < ar->ntasks; i++) {
+			struct task_runner *tr = &ar->tasks[i];
+			if (pick(tr) && tr->thread_started && strcmp(tr->state, "running") &&
+			    strcmp(tr->state, "dead"))
+				all = false;
+		}
+		pthread_mutex_unlock(&ar->lock);
+		report(ar, h);
+		if (all)
+			return true;
+		pthread_mutex_lock(&ar->lock);
+		if (ar->detach) {
+			pthread_mutex_unlock(&ar->lock);
+			return false;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		if (!ar->dirty)
+			pthread_cond_timedwait(&ar->cond, &ar->lock, &until);
+		pthread_mutex_unlock(&ar->lock);
+	}
 }
 
 static bool pick_poststop(const struct task_runner *tr)
@@ -265,10 +316,11 @@ static void setup_tasks(struct alloc_runner *ar)
 		if (t->lifecycle && t->lifecycle->hook) {
 			if (!strcmp(t->lifecycle->hook, "prestart"))
 				tr->phase = PHASE_PRESTART;
+			else if (!strcmp(t->lifecycle->hook, "poststart"))
+				tr->phase = PHASE_POSTSTART;
 			else if (!strcmp(t->lifecycle->hook, "poststop"))
 				tr->phase = PHASE_POSTSTOP;
-			tr->sidecar = t->lifecycle->sidecar ||
-				      !strcmp(t->lifecycle->hook, "poststart");
+			tr->sidecar = t->lifecycle->sidecar && tr->phase != PHASE_POSTSTOP;
 		}
 		if (saved) {
 			const char *st = json_string_value(json_object_get(saved, "state"));
@@ -279,6 +331,9 @@ static void setup_tasks(struct alloc_runner *ar)
 			tr->started_at = json_integer_value(json_object_get(saved, "started_at"));
 			tr->finished_at = json_integer_value(json_object_get(saved, "finished_at"));
 			tr->exit_code = (int)json_integer_value(json_object_get(saved, "exit_code"));
+			tr->window_start = json_integer_value(json_object_get(saved, "window_start"));
+			tr->window_restarts =
+				(int)json_integer_value(json_object_get(saved, "window_restarts"));
 			if (json_is_array(json_object_get(saved, "events"))) {
 				json_decref(tr->events);
 				tr->events = json_deep_copy(json_object_get(saved, "events"));
@@ -378,35 +433,55 @@ static void *alloc_main(void *arg)
 		report(ar, &h);
 		goto out;
 	}
+	if (!ar->fp) {
+		struct fingerprint_opts fo = FINGERPRINT_OPTS_INIT;
+		if (node_fingerprint(&fo, &ar->fp, &err) < 0)
+			log_warn("client: alloc %.8s: fingerprint for ${attr.*}: %s", ar->id, err.msg);
+	}
 	pthread_mutex_lock(&ar->lock);
 	setup_tasks(ar);
 	pthread_mutex_unlock(&ar->lock);
+	for (size_t i = 0; i < ar->ntasks; i++)
+		if (!json_array_size(ar->tasks[i].events))
+			task_event(&ar->tasks[i], "Received", "task received by client");
 	alloc_runner_mark_dirty(ar);
 
-	/* Prestart hooks. */
+	/* Prestart hooks, sidecars among them. */
 	for (size_t i = 0; i < ar->ntasks; i++)
-		if (pick_prestart(&ar->tasks[i]) && !is_dead(ar, &ar->tasks[i]))
+		if (pick_prestart_any(&ar->tasks[i]) && !is_dead(ar, &ar->tasks[i]))
 			start_task(&ar->tasks[i]);
 	if (!wait_tasks(ar, &h, pick_prestart))
 		goto out;
 	failed = any_failed(ar, pick_prestart);
-	/* Main tasks and sidecars. */
+	/* Main tasks, then poststart hooks once they run. */
 	if (!failed && !stop_requested(ar)) {
 		for (size_t i = 0; i < ar->ntasks; i++)
-			if ((pick_main(&ar->tasks[i]) || pick_sidecar(&ar->tasks[i])) &&
-			    !is_dead(ar, &ar->tasks[i]))
+			if (pick_main(&ar->tasks[i]) && !is_dead(ar, &ar->tasks[i]))
+				start_task(&ar->tasks[i]);
+		if (!wait_running(ar, &h, pick_main))
+			goto out;
+		for (size_t i = 0; i < ar->ntasks; i++)
+			if (pick_poststart(&ar->tasks[i]) && !is_dead(ar, &ar->tasks[i]))
 				start_task(&ar->tasks[i]);
 		if (!wait_tasks(ar, &h, pick_main))
 			goto out;
-		pthread_mutex_lock(&ar->lock);
-		for (size_t i = 0; i < ar->ntasks; i++)
-			if (ar->tasks[i].sidecar)
-				ar->tasks[i].kill = true;
-		pthread_mutex_unlock(&ar->lock);
-		if (!wait_tasks(ar, &h, pick_sidecar))
-			goto out;
 		failed = any_failed(ar, pick_main);
 	}
+	/* Sidecars (and hooks still running) end with the main tasks. */
+	pthread_mutex_lock(&ar->lock);
+	for (size_t i = 0; i < ar->ntasks; i++)
+		if (pick_helper(&ar->tasks[i]))
+			ar->tasks[i].kill = true;
+	pthread_mutex_unlock(&ar->lock);
+	if (!wait_tasks(ar, &h, pick_helper))
+		goto out;
+	/* A non-sidecar poststart that failed fails the allocation too. */
+	pthread_mutex_lock(&ar->lock);
+	for (size_t i = 0; i < ar->ntasks; i++)
+		if (ar->tasks[i].phase == PHASE_POSTSTART && !ar->tasks[i].sidecar &&
+		    ar->tasks[i].failed)
+			failed = true;
+	pthread_mutex_unlock(&ar->lock);
 	/* Poststop hooks, also after a stop. */
 	for (size_t i = 0; i < ar->ntasks; i++)
 		if (pick_poststop(&ar->tasks[i]) && !is_dead(ar, &ar->tasks[i]))
@@ -475,7 +550,7 @@ void alloc_runner_free(struct alloc_runner *ar, bool detach)
 		const struct driver_ops *d = driver_find(tr->task->driver);
 		if (tr->handle && d)
 			d->destroy(tr->handle);   /* never kills */
-		strv_free(tr->env);
+		taskenv_free(tr->te);
 		free(tr->dir);
 		json_decref(tr->events);
 	}
@@ -484,6 +559,7 @@ void alloc_runner_free(struct alloc_runner *ar, bool detach)
 	json_decref(ar->job_json);
 	json_decref(ar->saved);
 	json_decref(ar->alloc);
+	node_fingerprint_free(ar->fp);
 	free(ar->dir);
 	pthread_mutex_destroy(&ar->lock);
 	pthread_cond_destroy(&ar->cond);

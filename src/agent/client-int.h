@@ -11,6 +11,8 @@
 
 #include "agent/client.h"
 #include "agent/config.h"
+#include "agent/fingerprint.h"
+#include "agent/taskenv.h"
 #include "common/httpc.h"
 #include "drivers/driver.h"
 #include "gpu/gpu.h"
@@ -57,20 +59,25 @@ void client_server_reachable(struct client *c, bool ok, const char *why);
 
 /* --- allocations --- */
 
-enum task_phase { PHASE_PRESTART, PHASE_MAIN, PHASE_POSTSTOP };
+enum task_phase { PHASE_PRESTART, PHASE_MAIN, PHASE_POSTSTART, PHASE_POSTSTOP };
 
 struct task_runner {
 	struct alloc_runner *ar;
 	const struct job_task *task;  /* in ar->job */
 	enum task_phase phase;
-	bool sidecar;
+	bool sidecar;                 /* lifecycle { sidecar = true }: runs for the
+				       * main tasks' lifetime */
 	char *dir;                    /* <alloc>/<task> */
-	char **env;                   /* "K=V", NULL-terminated */
+	struct taskenv *te;           /* built before each start (task_prepare.c) */
 	struct driver_handle *handle;
 	/* Reported state (under ar->lock). */
 	char state[16];               /* pending | running | dead */
 	bool failed;
-	int restarts;
+	int restarts;                 /* all restarts, as shown to users */
+	/* The restart policy's window (persisted, so that an agent restart
+	 * does not hand a crash-looping task a fresh set of attempts). */
+	int64_t window_start;         /* 0: no failure counted yet */
+	int window_restarts;          /* restarts counted in the window */
 	int64_t started_at, finished_at;
 	int exit_code;
 	json_t *events;               /* [{"type","time","message"}] */
@@ -103,6 +110,7 @@ struct alloc_runner {
 	bool recovered;               /* from local state */
 	json_t *saved;                /* task states loaded from disk */
 	json_t *job_json;             /* the job version this allocation runs */
+	struct node_fingerprint *fp;  /* ${attr.*} of the tasks; may be NULL */
 	pthread_t thread;
 };
 
@@ -126,10 +134,19 @@ int alloc_dir_build(const char *dir, const struct job_group *g, struct herd_err 
 /* Removes an alloc dir tree (best effort). */
 void alloc_dir_destroy(const char *dir);
 
-/* alloc_env.c: the task's environment ("K=V" NULL-terminated, caller frees
- * with strv_free). */
-char **alloc_task_env(struct alloc_runner *ar, struct task_runner *tr);
-void strv_free(char **v);
+/* task_prepare.c: the steps before a start.  Each returns 0 or -errno
+ * with err saying why (for the task's event).
+ *   task_prepare_env         builds tr->te (env templates included)
+ *   task_fetch_artifacts     artifacts into the task dir
+ *   task_render_templates    templates (not env ones) into the task dir
+ *   task_interpolate_config  a new copy of config with ${...} replaced
+ * task_gpu_ids: the allocation's device ids, NULL-terminated, borrowed
+ * strings in an array the caller frees; *n their count. */
+int task_prepare_env(struct task_runner *tr, struct herd_err *err);
+int task_fetch_artifacts(struct task_runner *tr, struct herd_err *err);
+int task_render_templates(struct task_runner *tr, struct herd_err *err);
+int task_interpolate_config(struct task_runner *tr, json_t **out, struct herd_err *err);
+const char **task_gpu_ids(const struct alloc_runner *ar, size_t *n);
 
 /* state.c: <state_dir>/allocs/<id>.json, written atomically. */
 int state_save_alloc(struct alloc_runner *ar, struct herd_err *err);

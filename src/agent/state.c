@@ -5,6 +5,7 @@
  *     {"alloc": <allocation as last seen>, "job": <its job version>, "done": bool,
  *      "tasks": {"<name>": {"state","failed","restarts","started_at",
  *                "finished_at","exit_code","events":[...],
+ *                "window_start","window_restarts" (restart policy window),
  *                "handle": <driver state JSON text or null>}}}
  *
  * written by write-temp, fsync, rename: a crash leaves the old or the new
@@ -69,6 +70,8 @@ static json_t *task_json(struct task_runner *tr)
 	json_object_set_new(t, "finished_at", json_integer(tr->finished_at));
 	json_object_set_new(t, "exit_code", json_integer(tr->exit_code));
 	json_object_set_new(t, "events", json_deep_copy(tr->events));
+	json_object_set_new(t, "window_start", json_integer(tr->window_start));
+	json_object_set_new(t, "window_restarts", json_integer(tr->window_restarts));
 	if (ds) {
 		char *s = driver_state_to_json(ds);
 		json_object_set_new(t, "handle", json_string(s));

@@ -1,10 +1,20 @@
 /* task_runner: one task from start to its end through the driver,
  * restarted per the group's restart policy:
  *
+ *   before each start: environment, artifacts, templates, ${...} in the
+ *   config (task_prepare.c); a failure there fails the task at once with
+ *   an event that says why (no restart: the same inputs fail again);
  *   a batch task (or a prestart/poststop hook) that exits 0 is done;
  *   any other exit counts as a failure; up to `attempts` restarts within
- *   `interval`, `delay` apart; then mode "fail" fails the task and mode
- *   "delay" waits out the interval and goes on. */
+ *   `interval` (counted from the first failure of the window), `delay`
+ *   apart; then mode "fail" fails the task and mode "delay" waits out the
+ *   interval and starts a new window.  The window is part of the persisted
+ *   state: an agent restart does not grant new attempts.
+ *
+ * Events (Nomad's names): Received, Task Setup, Downloading Artifacts,
+ * Failed Artifact Download, Setup Failure, Driver (progress such as
+ * "Downloading Image"), Started, Terminated, Restarting, Not Restarting,
+ * Killing, Killed, Driver Failure. */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -60,71 +70,191 @@ static void set_state(struct task_runner *tr, const char *state)
 	alloc_runner_mark_dirty(tr->ar);
 }
 
+static void driver_event(void *arg, const char *type, const char *message)
+{
+	task_event(arg, type, "%s", message);
+}
+
+/* Everything before the driver's start; 0 or -errno with the event made. */
+static int prepare(struct task_runner *tr, struct herd_err *err)
+{
+	int rc;
+
+	task_event(tr, "Task Setup", "building task directory and environment");
+	if ((rc = task_prepare_env(tr, err)) < 0) {
+		task_event(tr, "Setup Failure", "%s", err->msg);
+		return rc;
+	}
+	if (tr->task->nartifacts) {
+		task_event(tr, "Downloading Artifacts", "client is downloading %zu artifact%s",
+			   tr->task->nartifacts, tr->task->nartifacts == 1 ? "" : "s");
+		if ((rc = task_fetch_artifacts(tr, err)) < 0) {
+			task_event(tr, "Failed Artifact Download", "%s", err->msg);
+			return rc;
+		}
+	}
+	if ((rc = task_render_templates(tr, err)) < 0) {
+		task_event(tr, "Setup Failure", "template: %s", err->msg);
+		return rc;
+	}
+	return 0;
+}
+
+static int64_t mib_or_zero(int64_t v)
+{
+	return v > 0 ? v : 0;
+}
+
 static int start(struct task_runner *tr, const struct driver_ops *d, struct herd_err *err)
 {
 	struct alloc_runner *ar = tr->ar;
-	const json_t *cfg = tr->task->config;
-	const char *command = json_string_value(json_object_get(cfg, "command"));
-	const json_t *jargs = json_object_get(cfg, "args");
-	const char **args = xcalloc(json_array_size(jargs) + 1, sizeof(*args));
+	bool docker = !strcmp(d->name, "docker");
+	json_t *cfg = NULL;
+	const char *command;
+	const json_t *jargs;
+	const char **args = NULL;
+	const char **gpus = NULL;
 	char *log_dir = xasprintf("%s/alloc/logs", ar->dir);
+	char *alloc_dir = xasprintf("%s/alloc", ar->dir);
+	const json_t *jports = json_object_get(json_object_get(ar->alloc, "resources"), "ports");
+	struct driver_port *ports = xcalloc(json_array_size(jports) + 1, sizeof(*ports));
 	struct driver_task dt;
-	size_t i, n = 0;
+	size_t i, n = 0, ngpus;
 	json_t *v;
 	int rc;
 
+	if ((rc = task_interpolate_config(tr, &cfg, err)) < 0) {
+		task_event(tr, "Setup Failure", "config: %s", err->msg);
+		goto out;
+	}
+	command = json_string_value(json_object_get(cfg, "command"));
+	jargs = json_object_get(cfg, "args");
+	args = xcalloc(json_array_size(jargs) + 1, sizeof(*args));
 	json_array_foreach(jargs, i, v)
 		if (json_is_string(v))
 			args[n++] = json_string_value(v);
-	strv_free(tr->env);
-	tr->env = alloc_task_env(ar, tr);
+	json_array_foreach(jports, i, v) {
+		ports[i].label = json_string_value(json_object_get(v, "label"));
+		ports[i].host_port = (int)json_integer_value(json_object_get(v, "value"));
+		ports[i].to = (int)json_integer_value(json_object_get(v, "to"));
+	}
+	gpus = task_gpu_ids(ar, &ngpus);
 	memset(&dt, 0, sizeof(dt));
 	dt.name = tr->task->name;
 	dt.command = command ? command : "";
 	dt.args = args;
-	dt.env = (const char *const *)tr->env;
+	dt.env = taskenv_envp(tr->te);
 	dt.task_dir = tr->dir;
 	dt.log_dir = log_dir;
 	dt.state_dir = tr->dir;
 	dt.log_max_files = tr->task->logs.max_files > 0 ? (int)tr->task->logs.max_files : 10;
 	dt.log_max_file_size = (tr->task->logs.max_file_size > 0 ? tr->task->logs.max_file_size : 10) *
 			       1024 * 1024;
-	if (!command)
+	dt.config = cfg;
+	dt.alloc_id = ar->id;
+	dt.alloc_dir = alloc_dir;
+	dt.memory_mb = mib_or_zero(tr->task->resources.memory);
+	dt.memory_max_mb = mib_or_zero(tr->task->resources.memory_max);
+	dt.cpu_mhz = mib_or_zero(tr->task->resources.cpu);
+	dt.gpu_ids = gpus;
+	dt.ports = ports;
+	dt.nports = json_array_size(jports);
+	dt.event = driver_event;
+	dt.event_arg = tr;
+	/* docker takes its command from config { image command args }. */
+	if (!command && !docker) {
 		rc = herd_errf(err, -EINVAL, "config { command } is not set");
-	else
-	{
+	} else {
 		struct driver_handle *h = NULL;
 		rc = d->start(&ar->c->driver_env, &dt, &h, err);
 		pthread_mutex_lock(&ar->lock);
 		tr->handle = h;
 		pthread_mutex_unlock(&ar->lock);
 	}
+	if (rc < 0)
+		task_event(tr, "Driver Failure", "%s", err->msg);
+out:
+	json_decref(cfg);
 	free(args);
+	free(gpus);
+	free(ports);
 	free(log_dir);
+	free(alloc_dir);
 	return rc;
 }
 
 /* The restart policy's verdict on one more failure: the delay before the
- * next try, or -1 to give up. */
-static int64_t next_restart(struct task_runner *tr, int64_t *window_start, int *in_window)
+ * next try, or -1 to give up.  The window opens at the first failure and
+ * lasts `interval`; within it at most `attempts` restarts. */
+static int64_t next_restart(struct task_runner *tr)
 {
 	const struct job_restart *rp = &tr->ar->group->restart;
-	int64_t now = now_unix_ns();
+	int64_t now = now_unix_ns(), delay = -1;
 
-	if (*window_start == 0 || now - *window_start > rp->interval) {
-		*window_start = now;
-		*in_window = 0;
+	pthread_mutex_lock(&tr->ar->lock);
+	if (tr->window_start == 0 || now - tr->window_start > rp->interval) {
+		tr->window_start = now;
+		tr->window_restarts = 0;
 	}
-	if (*in_window < rp->attempts) {
-		(*in_window)++;
-		return rp->delay;
+	if (tr->window_restarts < rp->attempts) {
+		tr->window_restarts++;
+		delay = rp->delay;
+	} else if (rp->mode && !strcmp(rp->mode, "delay")) {
+		int64_t wait = rp->interval - (now - tr->window_start);
+		delay = wait > rp->delay ? wait : rp->delay;
+		/* The next failure after this wait opens a new window. */
+		tr->window_start = 0;
+		tr->window_restarts = 0;
 	}
-	if (rp->mode && !strcmp(rp->mode, "delay")) {
-		int64_t wait = rp->interval - (now - *window_start);
-		*window_start = 0;
-		return wait > rp->delay ? wait : rp->delay;
+	pthread_mutex_unlock(&tr->ar->lock);
+	return delay;
+}
+
+/* Sets the task dead, failed or not. */
+static void set_dead(struct task_runner *tr, bool failed)
+{
+	pthread_mutex_lock(&tr->ar->lock);
+	if (failed)
+		tr->failed = true;
+	if (!tr->finished_at)
+		tr->finished_at = now_unix_ns();
+	pthread_mutex_unlock(&tr->ar->lock);
+	set_state(tr, "dead");
+}
+
+/* The Terminated event's message. */
+static void terminated_event(struct task_runner *tr, const struct driver_exit *ex)
+{
+	if (ex->lost)
+		task_event(tr, "Terminated", "the task was lost (its supervisor vanished)");
+	else if (ex->oom_killed)
+		task_event(tr, "Terminated", "OOM Killed: the task ran out of memory (exit code %d%s%s)",
+			   ex->exit_code, ex->signal ? ", signal " : "",
+			   ex->signal ? strsignal(ex->signal) : "");
+	else if (ex->signal)
+		task_event(tr, "Terminated", "killed by signal %d (%s)", ex->signal,
+			   strsignal(ex->signal));
+	else
+		task_event(tr, "Terminated", "exit code %d", ex->exit_code);
+}
+
+/* Stops the running task per kill_signal / kill_timeout. */
+static void kill_task(struct task_runner *tr, const struct driver_ops *d, struct driver_exit *ex)
+{
+	struct alloc_runner *ar = tr->ar;
+	struct herd_err err = { 0, "" };
+	const char *signame = tr->task->kill_signal ? tr->task->kill_signal : "SIGINT";
+	int sig = driver_signal_parse(signame);
+	int64_t kt = tr->task->kill_timeout;
+
+	if (ar->c->cfg->client.max_kill_timeout_ns > 0 && kt > ar->c->cfg->client.max_kill_timeout_ns)
+		kt = ar->c->cfg->client.max_kill_timeout_ns;
+	task_event(tr, "Killing", "sent %s, kill timeout %llds", signame,
+		   (long long)(kt / 1000000000LL));
+	if (d->stop(tr->handle, sig < 0 ? SIGINT : sig, kt, ex, &err) < 0) {
+		log_warn("client: alloc %.8s: task %s: stop: %s", ar->id, tr->task->name, err.msg);
+		ex->exit_code = -1;
 	}
-	return -1;
 }
 
 void task_runner_run(struct task_runner *tr)
@@ -133,16 +263,10 @@ void task_runner_run(struct task_runner *tr)
 	const struct driver_ops *d = driver_find(tr->task->driver);
 	bool batch = !strcmp(ar->job->type, "batch") || !strcmp(ar->job->type, "sysbatch");
 	bool run_once = (batch || tr->phase != PHASE_MAIN) && !tr->sidecar;
-	int64_t window_start = 0;
-	int in_window = 0;
 
 	if (!d) {
 		task_event(tr, "Driver Failure", "driver \"%s\" is not available", tr->task->driver);
-		pthread_mutex_lock(&ar->lock);
-		tr->failed = true;
-		snprintf(tr->state, sizeof(tr->state), "dead");
-		pthread_mutex_unlock(&ar->lock);
-		alloc_runner_mark_dirty(ar);
+		set_dead(tr, true);
 		return;
 	}
 	for (;;) {
@@ -151,28 +275,34 @@ void task_runner_run(struct task_runner *tr)
 		bool stopped = false, ok;
 		int rc;
 
+		memset(&ex, 0, sizeof(ex));
 		if (!tr->handle) {
 			if (should_stop(tr)) {
-				set_state(tr, "dead");
+				set_dead(tr, false);
+				return;
+			}
+			if (prepare(tr, &err) < 0) {
+				log_warn("client: alloc %.8s: task %s: %s", ar->id, tr->task->name,
+					 err.msg);
+				task_event(tr, "Not Restarting", "the task's setup failed");
+				set_dead(tr, true);
 				return;
 			}
 			rc = start(tr, d, &err);
 			if (rc < 0) {
-				task_event(tr, "Driver Failure", "%s", err.msg);
 				log_warn("client: alloc %.8s: task %s: %s", ar->id, tr->task->name,
 					 err.msg);
-				memset(&ex, 0, sizeof(ex));
 				ex.exit_code = -1;
 				goto ended;
 			}
 			pthread_mutex_lock(&ar->lock);
 			tr->started_at = now_unix_ns();
+			tr->finished_at = 0;
 			pthread_mutex_unlock(&ar->lock);
 			task_event(tr, "Started", "task started by the client");
 			log_debug("client: alloc %.8s: task %s started", ar->id, tr->task->name);
 			set_state(tr, "running");
 		}
-		memset(&ex, 0, sizeof(ex));
 		for (;;) {
 			rc = d->wait(tr->handle, WAIT_SLICE_MS, &ex, &err);
 			if (rc == 1)
@@ -185,20 +315,7 @@ void task_runner_run(struct task_runner *tr)
 			if (should_detach(tr))
 				return;   /* the handle stays; the next client recovers it */
 			if (should_stop(tr)) {
-				int sig = driver_signal_parse(tr->task->kill_signal ? tr->task->kill_signal
-										     : "SIGINT");
-				int64_t kt = tr->task->kill_timeout;
-				if (ar->c->cfg->client.max_kill_timeout_ns > 0 &&
-				    kt > ar->c->cfg->client.max_kill_timeout_ns)
-					kt = ar->c->cfg->client.max_kill_timeout_ns;
-				task_event(tr, "Killing", "sent %s, kill timeout %llds",
-					   tr->task->kill_signal ? tr->task->kill_signal : "SIGINT",
-					   (long long)(kt / 1000000000LL));
-				if (d->stop(tr->handle, sig < 0 ? SIGINT : sig, kt, &ex, &err) < 0) {
-					log_warn("client: alloc %.8s: task %s: stop: %s", ar->id,
-						 tr->task->name, err.msg);
-					ex.exit_code = -1;
-				}
+				kill_task(tr, d, &ex);
 				stopped = true;
 				break;
 			}
@@ -207,41 +324,36 @@ void task_runner_run(struct task_runner *tr)
 		d->destroy(tr->handle);
 		tr->handle = NULL;
 		pthread_mutex_unlock(&ar->lock);
-ended:
 		pthread_mutex_lock(&ar->lock);
 		tr->finished_at = ex.finished_ns ? ex.finished_ns : now_unix_ns();
 		tr->exit_code = ex.exit_code;
 		pthread_mutex_unlock(&ar->lock);
-		if (ex.lost)
-			task_event(tr, "Terminated", "the task was lost (its supervisor vanished)");
-		else if (ex.signal)
-			task_event(tr, "Terminated", "killed by signal %d", ex.signal);
-		else
-			task_event(tr, "Terminated", "exit code %d", ex.exit_code);
+		terminated_event(tr, &ex);
+ended:
 		log_debug("client: alloc %.8s: task %s ended (exit %d, signal %d)", ar->id,
 			  tr->task->name, ex.exit_code, ex.signal);
 		if (stopped) {
 			task_event(tr, "Killed", "task stopped");
-			set_state(tr, "dead");
+			set_dead(tr, false);
 			return;
 		}
-		ok = !ex.lost && !ex.signal && ex.exit_code == 0;
+		ok = !ex.lost && !ex.signal && !ex.oom_killed && ex.exit_code == 0;
 		if (ok && run_once) {
-			set_state(tr, "dead");
+			set_dead(tr, false);
 			return;
 		}
 		{
-			int64_t delay = next_restart(tr, &window_start, &in_window);
+			int64_t delay = next_restart(tr);
 			if (delay < 0) {
-				task_event(tr, "Not Restarting", "restart attempts exhausted");
-				pthread_mutex_lock(&ar->lock);
-				tr->failed = true;
-				pthread_mutex_unlock(&ar->lock);
-				set_state(tr, "dead");
+				task_event(tr, "Not Restarting",
+					   "exceeded allowed attempts %lld in interval %llds and mode is \"fail\"",
+					   (long long)ar->group->restart.attempts,
+					   (long long)(ar->group->restart.interval / 1000000000LL));
+				set_dead(tr, true);
 				return;
 			}
-			task_event(tr, "Restarting", "task restarts in %lldms",
-				   (long long)(delay / 1000000));
+			task_event(tr, "Restarting", "task restarting in %.3gs",
+				   (double)delay / 1e9);
 			pthread_mutex_lock(&ar->lock);
 			tr->restarts++;
 			pthread_mutex_unlock(&ar->lock);
@@ -249,7 +361,7 @@ ended:
 			if (pause_ns(tr, delay)) {
 				if (should_detach(tr))
 					return;
-				set_state(tr, "dead");
+				set_dead(tr, false);
 				return;
 			}
 		}

@@ -1,0 +1,348 @@
+/* task_prepare: what happens to a task between "received" and "started":
+ * its environment (taskenv.h), its templates (template.h), its artifacts
+ * (artifact.h) and the ${...} interpolation of its config and args.
+ *
+ * Order (Nomad's): environment, artifacts, templates (a template may read
+ * an artifact as its source), then the driver's config is interpolated.
+ * Templates with `env = true` are rendered before the environment is
+ * final: their KEY=VALUE lines join the job's env, and the environment is
+ * built again with them. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/artifact.h"
+#include "agent/client-int.h"
+#include "agent/taskenv.h"
+#include "agent/template.h"
+#include "common/strbuf.h"
+#include "common/xalloc.h"
+
+#define TEMPLATE_SOURCE_MAX (1 << 20)
+#define ENV_TEMPLATE_MAX_VARS 256
+
+/* job, group and task meta, later ones overriding earlier ones. */
+static void add_meta(struct agent_kv **v, size_t *n, size_t *alloc, const struct job_map *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		size_t k;
+		for (k = 0; k < *n; k++)
+			if (!strcmp((*v)[k].key, m->v[i].key))
+				break;
+		if (k == *n) {
+			ALLOC_GROW(*v, *n + 1, *alloc);
+			(*n)++;
+		}
+		/* Borrowed strings: the job outlives the environment build. */
+		(*v)[k].key = m->v[i].key;
+		(*v)[k].value = m->v[i].value;
+	}
+}
+
+/* The alloc's assigned device ids (GPU-/MIG- UUIDs), in order; borrowed
+ * from the allocation JSON.  NULL-terminated. */
+const char **task_gpu_ids(const struct alloc_runner *ar, size_t *n)
+{
+	const json_t *devs = json_object_get(json_object_get(ar->alloc, "resources"), "devices");
+	const char **v = xcalloc(json_array_size(devs) + 1, sizeof(*v));
+	size_t i, k = 0;
+	json_t *d;
+
+	json_array_foreach(devs, i, d) {
+		const char *id = json_string_value(json_object_get(d, "id"));
+		if (id)
+			v[k++] = id;
+	}
+	*n = k;
+	return v;
+}
+
+static int build_env(struct task_runner *tr, const struct agent_kv *extra, size_t nextra,
+		     struct taskenv **out, struct herd_err *err)
+{
+	struct alloc_runner *ar = tr->ar;
+	const struct agent_config *cfg = ar->c->cfg;
+	const json_t *ports = json_object_get(json_object_get(ar->alloc, "resources"), "ports");
+	struct taskenv_input in;
+	struct taskenv_node node;
+	struct taskenv_port *tp = xcalloc(json_array_size(ports) + 1, sizeof(*tp));
+	struct agent_kv *meta = NULL, *env = NULL;
+	size_t nmeta = 0, ameta = 0, nenv = 0, i, ngpus;
+	const char **gpus = task_gpu_ids(ar, &ngpus);
+	char *alloc_dir = xasprintf("%s/alloc", ar->dir);
+	json_t *p;
+	int rc;
+
+	memset(&in, 0, sizeof(in));
+	memset(&node, 0, sizeof(node));
+	json_array_foreach(ports, i, p) {
+		int value = (int)json_integer_value(json_object_get(p, "value"));
+		int to = (int)json_integer_value(json_object_get(p, "to"));
+		tp[i].label = json_string_value(json_object_get(p, "label"));
+		tp[i].ip = "127.0.0.1";
+		/* raw_exec and exec share the host's network: the task listens
+		 * on the host port; docker maps to `to`. */
+		tp[i].value = strcmp(tr->task->driver, "docker") ? value : (to > 0 ? to : value);
+		tp[i].host_value = value;
+		if (!tp[i].label)
+			tp[i].label = "";
+	}
+	add_meta(&meta, &nmeta, &ameta, &ar->job->meta);
+	add_meta(&meta, &nmeta, &ameta, &ar->group->meta);
+	add_meta(&meta, &nmeta, &ameta, &tr->task->meta);
+	env = xcalloc(tr->task->env.n + nextra + 1, sizeof(*env));
+	for (i = 0; i < tr->task->env.n; i++) {
+		env[nenv].key = tr->task->env.v[i].key;
+		env[nenv++].value = tr->task->env.v[i].value;
+	}
+	for (i = 0; i < nextra; i++)
+		env[nenv++] = extra[i];
+
+	node.id = ar->c->node_id;
+	node.name = json_string_value(json_object_get(ar->alloc, "node_name"));
+	node.datacenter = cfg->datacenter ? cfg->datacenter : "dc1";
+	node.node_class = cfg->client.node_class ? cfg->client.node_class : "";
+	node.region = cfg->region ? cfg->region : "global";
+	node.pool = cfg->client.node_pool ? cfg->client.node_pool : "default";
+
+	in.alloc_id = ar->id;
+	in.alloc_name = json_string_value(json_object_get(ar->alloc, "name"));
+	in.alloc_index = json_is_integer(json_object_get(ar->alloc, "index"))
+				 ? (int)json_integer_value(json_object_get(ar->alloc, "index"))
+				 : -1;
+	in.namespace_ = ar->job->namespace;
+	in.job_id = ar->job->id;
+	in.job_name = ar->job->name;
+	in.group = ar->group->name;
+	in.task = tr->task->name;
+	in.alloc_dir = alloc_dir;
+	in.task_dir = tr->dir;
+	in.cpu_mhz = tr->task->resources.cpu;
+	in.memory_mib = tr->task->resources.memory;
+	in.gpu_uuids = gpus;
+	in.nr_gpus = ngpus;
+	in.ports = tp;
+	in.nr_ports = json_array_size(ports);
+	in.node = &node;
+	if (ar->fp) {
+		in.attrs = ar->fp->attrs;
+		in.nr_attrs = ar->fp->nr_attrs;
+	}
+	in.node_meta = cfg->client.meta;
+	in.nr_node_meta = cfg->client.nr_meta;
+	in.task_meta = meta;
+	in.nr_task_meta = nmeta;
+	in.env = env;
+	in.nr_env = nenv;
+	rc = taskenv_build(&in, out, err);
+	free(tp);
+	free(meta);
+	free(env);
+	free(gpus);
+	free(alloc_dir);
+	return rc;
+}
+
+static struct template_ctx template_ctx(struct task_runner *tr, const struct taskenv *te)
+{
+	struct template_ctx ctx;
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.env = te;
+	if (tr->ar->fp) {
+		ctx.attrs = tr->ar->fp->attrs;
+		ctx.nr_attrs = tr->ar->fp->nr_attrs;
+	}
+	ctx.meta = tr->ar->c->cfg->client.meta;
+	ctx.nr_meta = tr->ar->c->cfg->client.nr_meta;
+	return ctx;
+}
+
+/* Renders template t to a new string. */
+static int render(struct task_runner *tr, const struct job_template *t, const struct taskenv *te,
+		  char **out, struct herd_err *err)
+{
+	struct template_ctx ctx = template_ctx(tr, te);
+	char *text = NULL;
+	int rc;
+
+	if (t->source) {
+		rc = template_read_source(tr->dir, t->source, TEMPLATE_SOURCE_MAX, &text, err);
+		if (rc < 0)
+			return rc;
+	}
+	rc = template_render(text ? text : t->data ? t->data : "", &ctx, out, err);
+	free(text);
+	return rc;
+}
+
+/* KEY=VALUE lines of an env template into *vars (strings owned by *buf). */
+static int parse_env_lines(char *text, struct agent_kv *vars, size_t *n, struct herd_err *err)
+{
+	for (char *line = text; line && *line;) {
+		char *nl = strchr(line, '\n'), *eq;
+		if (nl)
+			*nl = '\0';
+		while (*line == ' ' || *line == '\t')
+			line++;
+		if (*line && *line != '#') {
+			eq = strchr(line, '=');
+			if (!eq || eq == line)
+				return herd_errf(err, -EINVAL,
+						 "env template: expected KEY=VALUE, got \"%.40s\"", line);
+			if (*n >= ENV_TEMPLATE_MAX_VARS)
+				return herd_errf(err, -E2BIG, "env template: more than %d variables",
+						 ENV_TEMPLATE_MAX_VARS);
+			*eq = '\0';
+			vars[*n].key = line;
+			vars[(*n)++].value = eq + 1;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return 0;
+}
+
+int task_prepare_env(struct task_runner *tr, struct herd_err *err)
+{
+	struct taskenv *te = NULL, *te2 = NULL;
+	struct agent_kv vars[ENV_TEMPLATE_MAX_VARS];
+	char **texts = NULL;
+	size_t nvars = 0, ntexts = 0;
+	int rc;
+
+	if ((rc = build_env(tr, NULL, 0, &te, err)) < 0)
+		return rc;
+	texts = xcalloc(tr->task->ntemplates + 1, sizeof(*texts));
+	for (size_t i = 0; i < tr->task->ntemplates; i++) {
+		const struct job_template *t = &tr->task->templates[i];
+		if (!t->env)
+			continue;
+		if ((rc = render(tr, t, te, &texts[ntexts], err)) < 0)
+			goto out;
+		if ((rc = parse_env_lines(texts[ntexts++], vars, &nvars, err)) < 0)
+			goto out;
+	}
+	if (nvars) {
+		if ((rc = build_env(tr, vars, nvars, &te2, err)) < 0)
+			goto out;
+		taskenv_free(te);
+		te = te2;
+	}
+	taskenv_free(tr->te);
+	tr->te = te;
+	te = NULL;
+	rc = 0;
+out:
+	for (size_t i = 0; i < ntexts; i++)
+		free(texts[i]);
+	free(texts);
+	taskenv_free(te);
+	return rc;
+}
+
+int task_render_templates(struct task_runner *tr, struct herd_err *err)
+{
+	for (size_t i = 0; i < tr->task->ntemplates; i++) {
+		const struct job_template *t = &tr->task->templates[i];
+		unsigned perms = 0644;
+		char *out = NULL;
+		int rc;
+
+		if (t->perms && template_parse_perms(t->perms, &perms) < 0)
+			return herd_errf(err, -EINVAL, "template %s: perms \"%s\" is not octal",
+					 t->destination, t->perms);
+		if ((rc = render(tr, t, tr->te, &out, err)) < 0)
+			return rc;
+		rc = template_write_file(tr->dir, t->destination, out, strlen(out), perms, err);
+		free(out);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static const char *map_get(const struct job_map *m, const char *key)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (!strcmp(m->v[i].key, key))
+			return m->v[i].value;
+	return NULL;
+}
+
+int task_fetch_artifacts(struct task_runner *tr, struct herd_err *err)
+{
+	for (size_t i = 0; i < tr->task->nartifacts; i++) {
+		const struct job_artifact *a = &tr->task->artifacts[i];
+		struct artifact_spec spec;
+		struct artifact_opts opts;
+		const char **headers = xcalloc(a->headers.n + 1, sizeof(*headers));
+		char *source = NULL, *dest = NULL;
+		int rc;
+
+		memset(&spec, 0, sizeof(spec));
+		memset(&opts, 0, sizeof(opts));
+		if ((rc = taskenv_interpolate(tr->te, a->source, &source, err)) < 0 ||
+		    (a->destination &&
+		     (rc = taskenv_interpolate(tr->te, a->destination, &dest, err)) < 0)) {
+			free(source);
+			free(headers);
+			return rc;
+		}
+		for (size_t k = 0; k < a->headers.n; k++)
+			headers[k] = xasprintf("%s: %s", a->headers.v[k].key, a->headers.v[k].value);
+		spec.source = source;
+		spec.destination = dest;
+		spec.mode = a->mode;
+		spec.checksum = map_get(&a->options, "checksum");
+		spec.archive = map_get(&a->options, "archive");
+		spec.headers = headers;
+		rc = artifact_fetch(tr->dir, &spec, &opts, err);
+		for (size_t k = 0; k < a->headers.n; k++)
+			free((char *)headers[k]);
+		free(headers);
+		free(source);
+		free(dest);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Interpolates every string of a JSON value (keys stay as written). */
+static int interpolate_json(const struct taskenv *te, json_t *v, struct herd_err *err)
+{
+	const char *key;
+	json_t *x;
+	size_t i;
+	int rc;
+
+	if (json_is_string(v)) {
+		char *s = NULL;
+		if ((rc = taskenv_interpolate(te, json_string_value(v), &s, err)) < 0)
+			return rc;
+		json_string_set(v, s);
+		free(s);
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, x)
+			if ((rc = interpolate_json(te, x, err)) < 0)
+				return rc;
+	} else if (json_is_object(v)) {
+		json_object_foreach(v, key, x)
+			if ((rc = interpolate_json(te, x, err)) < 0)
+				return rc;
+	}
+	return 0;
+}
+
+int task_interpolate_config(struct task_runner *tr, json_t **out, struct herd_err *err)
+{
+	json_t *cfg = tr->task->config ? json_deep_copy(tr->task->config) : json_object();
+	int rc = interpolate_json(tr->te, cfg, err);
+
+	if (rc < 0) {
+		json_decref(cfg);
+		return rc;
+	}
+	*out = cfg;
+	return 0;
+}
