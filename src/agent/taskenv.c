@@ -1,5 +1,6 @@
 /* The task environment and ${...} interpolation; see taskenv.h. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,10 +130,70 @@ static int valid_env_name(const char *s)
 	return 1;
 }
 
+/* Variables herd sets for GPU shares: a job that set them itself could
+ * step out of its share. */
+static const char *const mps_vars[] = { "CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY",
+	"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT" };
+
 static int reserved_env_name(const char *s)
 {
+	for (size_t i = 0; i < sizeof(mps_vars) / sizeof(mps_vars[0]); i++)
+		if (!strcmp(s, mps_vars[i]))
+			return 1;
 	return !strncmp(s, "HERD_", 5) || !strncmp(s, "NOMAD_", 6) ||
 	       !strcmp(s, "CUDA_VISIBLE_DEVICES") || !strcmp(s, "NVIDIA_VISIBLE_DEVICES");
+}
+
+/* A fraction of an mps GPU: the task is an MPS client. */
+static bool mps_client(const struct taskenv_gpu_share *sh)
+{
+	return sh->sharing == SCHED_MPS && !sh->whole &&
+	       ((sh->compute_milli > 0 && sh->compute_milli < 1000) || sh->memory_mib > 0);
+}
+
+/* Checks the shares before anything is built (no side effects on failure). */
+static int check_shares(const struct taskenv_input *in, struct herd_err *err)
+{
+	const struct taskenv_gpu_share *first = NULL;
+	for (size_t i = 0; in->gpu_shares && i < in->nr_gpus; i++) {
+		const struct taskenv_gpu_share *sh = &in->gpu_shares[i];
+		if (!mps_client(sh))
+			continue;
+		if (!sh->mps_pipe_dir || !*sh->mps_pipe_dir || !sh->mps_log_dir ||
+		    !*sh->mps_log_dir)
+			return herd_errf(err, -EINVAL, "task environment: GPU %s is shared "
+					 "through MPS but has no MPS control daemon", in->gpu_uuids[i]);
+		if (first && strcmp(first->mps_pipe_dir, sh->mps_pipe_dir))
+			return herd_errf(err, -EINVAL, "task environment: fractions of two MPS "
+					 "GPUs (%s and another): a task talks to one MPS daemon",
+					 in->gpu_uuids[i]);
+		first = sh;
+	}
+	return 0;
+}
+
+static void set_shares(struct taskenv *te, const struct taskenv_input *in)
+{
+	struct strbuf mem = STRBUF_INIT;
+	for (size_t i = 0; in->gpu_shares && i < in->nr_gpus; i++) {
+		const struct taskenv_gpu_share *sh = &in->gpu_shares[i];
+		if (!mps_client(sh))
+			continue;
+		set_var(te, "CUDA_MPS_PIPE_DIRECTORY", sh->mps_pipe_dir);
+		set_var(te, "CUDA_MPS_LOG_DIRECTORY", sh->mps_log_dir);
+		if (sh->compute_milli > 0 && sh->compute_milli < 1000) {
+			char pct[16];
+			/* Rounded up: a 0.5% share must not become 0 (no limit). */
+			snprintf(pct, sizeof(pct), "%d", (sh->compute_milli + 9) / 10);
+			set_var(te, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", pct);
+		}
+		if (sh->memory_mib > 0)
+			strbuf_addf(&mem, "%s%zu=%lldM", mem.len ? "," : "", i,
+				    (long long)sh->memory_mib);
+	}
+	if (mem.len)
+		set_var(te, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", mem.buf);
+	strbuf_release(&mem);
 }
 
 static void copy_kvs(struct agent_kv **dst, size_t *nr, const void *src, size_t n, int attr)
@@ -199,6 +260,9 @@ int taskenv_build(const struct taskenv_input *in, struct taskenv **out, struct h
 		if (!in->gpu_uuids[i] || !*in->gpu_uuids[i] || strchr(in->gpu_uuids[i], ','))
 			return herd_errf(err, -EINVAL, "task environment: bad GPU id '%s'",
 					 in->gpu_uuids[i] ? in->gpu_uuids[i] : "");
+	int rc = check_shares(in, err);
+	if (rc < 0)
+		return rc;
 	for (size_t i = 0; i < in->nr_env; i++) {
 		const char *k = in->env[i].key;
 		if (!valid_env_name(k))
@@ -260,11 +324,11 @@ int taskenv_build(const struct taskenv_input *in, struct taskenv **out, struct h
 	}
 	set_ports(te, in);
 	set_gpus(te, in);
+	set_shares(te, in);
 
 	/* The job's env last, interpolated against everything above (and not
 	 * against each other: their order in a map is not defined). */
 	char **vals = in->nr_env ? xcalloc(in->nr_env, sizeof(char *)) : NULL;
-	int rc = 0;
 	for (size_t i = 0; i < in->nr_env && rc == 0; i++) {
 		rc = taskenv_interpolate(te, in->env[i].value, &vals[i], err);
 		if (rc < 0)

@@ -26,6 +26,21 @@
  * would mean.  The job's env cannot set these two, nor HERD_* / NOMAD_*:
  * that is an error, not a silent override.
  *
+ * Shared GPUs (gpu_shares, docs/gpu-sharing.md): a task holding a fraction
+ * of a GPU in mps mode also gets
+ *   CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_LOG_DIRECTORY   the GPU's MPS daemon
+ *   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE  its compute share in percent, rounded
+ *                                      up (250 thousandths: "25"); unset for
+ *                                      a memory-only share
+ *   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT   "<ordinal>=<N>M", its memory share;
+ *                                      the ordinal is the device's place in
+ *                                      CUDA_VISIBLE_DEVICES (NVIDIA's format
+ *                                      "0=1G,1=512M"; by index, not UUID:
+ *                                      limits set by UUID were not applied,
+ *                                      see docs/gpu-sharing.md)
+ * A timeslice share, a whole GPU and a MIG instance get visibility only.
+ * These four names are reserved as well.
+ *
  * Interpolation (taskenv_interpolate), for config, env and args:
  *   ${attr.NAME}      node attribute (kernel.name, cpu.arch, ...)
  *   ${node.unique.id} ${node.unique.name} ${node.datacenter}
@@ -66,6 +81,17 @@ struct taskenv_node {
 	const char *pool;
 };
 
+/* How the task holds one of its GPUs (taskenv_input.gpu_shares[i] goes with
+ * gpu_uuids[i]). */
+struct taskenv_gpu_share {
+	enum sched_sharing sharing;  /* the device's mode on this node */
+	bool whole;                  /* the allocation holds the device whole */
+	int32_t compute_milli;       /* the allocation's compute, thousandths */
+	int64_t memory_mib;          /* the allocation's memory on it; 0: none asked */
+	const char *mps_pipe_dir;    /* mps: the device's MPS daemon; required for */
+	const char *mps_log_dir;     /* a fraction of an mps device */
+};
+
 struct taskenv_input {
 	const char *alloc_id;      /* required */
 	const char *alloc_name;    /* "job.group[0]"; NULL: omitted */
@@ -83,6 +109,8 @@ struct taskenv_input {
 
 	const char *const *gpu_uuids;   /* assigned devices, in order */
 	size_t nr_gpus;
+	const struct taskenv_gpu_share *gpu_shares; /* nr_gpus entries; NULL: all
+						     * held whole */
 
 	const struct taskenv_port *ports;
 	size_t nr_ports;
@@ -103,7 +131,10 @@ struct taskenv;
 /* Builds the environment.  Returns 0 with *out (free with taskenv_free), or
  * -EINVAL with err: a required field missing, a job env name that is not a
  * valid variable name or that is reserved (HERD_*, NOMAD_*, CUDA/NVIDIA
- * visibility), an env value whose interpolation fails. */
+ * visibility, the CUDA_MPS_* above), an env value whose interpolation
+ * fails, a fraction of an mps GPU without its daemon's directories, or
+ * fractions of two mps GPUs with different daemons (one task talks to one
+ * MPS control daemon). */
 int taskenv_build(const struct taskenv_input *in, struct taskenv **out, struct herd_err *err);
 
 void taskenv_free(struct taskenv *te);  /* accepts NULL */
