@@ -194,16 +194,11 @@ static void close_others(int *keep, size_t n)
 
 static void __attribute__((noreturn))
 init_main(const struct isolate_spec *s, char *const *argv, int in, int out, int err,
-	  int rep, int stw, const int *procfds)
+	  int rep, int stw, int joined)
 {
-	int keep[ISOLATE_MAX_LIST + 5] = { in, out, err, rep, stw };
-	for (size_t i = 0; i < s->nr_procs; i++)
-		keep[5 + i] = procfds[i];
-	close_others(keep, 5 + s->nr_procs);
+	int keep[] = { in, out, err, rep, stw, joined };
+	close_others(keep, sizeof(keep) / sizeof(keep[0]));
 	setsid();
-	for (size_t i = 0; i < s->nr_procs; i++)
-		if (write(procfds[i], "0", 1) != 1)
-			die(rep, errno, "joining cgroup %s: %s", s->procs[i], strerror(errno));
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		die(rep, errno, "private mounts: %s", strerror(errno));
 	if (mount(s->root, s->root, NULL, MS_BIND, NULL) < 0)
@@ -231,6 +226,15 @@ init_main(const struct isolate_spec *s, char *const *argv, int in, int out, int 
 	if (s->hostname && sethostname(s->hostname, strlen(s->hostname)) < 0)
 		die(rep, errno, "hostname: %s", strerror(errno));
 	hand_over(s);
+	/* The shim moves us into the cgroup while we set up (a v1 join waits
+	 * for an RCU grace period per hierarchy; so do the mounts: they
+	 * overlap).  Nothing of the task runs before it says done. */
+	char j = 0;
+	while (read(joined, &j, 1) < 0 && errno == EINTR)
+		;
+	if (j != 'j')
+		die(rep, EIO, "the task shim could not move the task into its cgroup");
+	close(joined);
 	if (setgroups(0, NULL) < 0 || setgid(s->gid) < 0 || setuid(s->uid) < 0)
 		die(rep, errno, "switching to uid %d gid %d: %s", (int)s->uid, (int)s->gid,
 		    strerror(errno));
@@ -296,7 +300,8 @@ init_main(const struct isolate_spec *s, char *const *argv, int in, int out, int 
 int isolate_spawn(const struct isolate_spec *s, char *const *argv, int in, int out, int err,
 		  pid_t *init_pid, int *status_fd, char *msg, size_t msglen)
 {
-	int rep[2] = { -1, -1 }, st[2] = { -1, -1 }, procfds[ISOLATE_MAX_LIST];
+	int rep[2] = { -1, -1 }, st[2] = { -1, -1 }, jp[2] = { -1, -1 };
+	int procfds[ISOLATE_MAX_LIST];
 	size_t nprocs = 0;
 	int rc = 0;
 
@@ -308,7 +313,7 @@ int isolate_spawn(const struct isolate_spec *s, char *const *argv, int in, int o
 			goto out;
 		}
 	}
-	if (pipe2(rep, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0) {
+	if (pipe2(rep, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0 || pipe2(jp, O_CLOEXEC) < 0) {
 		rc = errno;
 		snprintf(msg, msglen, "pipes: %s", strerror(rc));
 		goto out;
@@ -326,10 +331,39 @@ int isolate_spawn(const struct isolate_spec *s, char *const *argv, int in, int o
 	if (pid == 0) {
 		close(rep[0]);
 		close(st[0]);
-		init_main(s, argv, in, out, err, rep[1], st[1], procfds);
+		close(jp[1]);
+		init_main(s, argv, in, out, err, rep[1], st[1], jp[0]);
 	}
 	close(rep[1]);
 	rep[1] = -1;
+	close(jp[0]);
+	jp[0] = -1;
+	/* Join the init to the task's cgroup while it builds its root. */
+	char pidstr[24];
+	int plen = snprintf(pidstr, sizeof(pidstr), "%ld", pid);
+	bool joined = true;
+	for (size_t i = 0; i < nprocs && joined; i++) {
+		if (write(procfds[i], pidstr, (size_t)plen) != plen) {
+			rc = errno;
+			snprintf(msg, msglen, "joining cgroup %s: %s", s->procs[i], strerror(rc));
+			joined = false;
+		}
+	}
+	if (joined && write(jp[1], "j", 1) != 1)
+		joined = false;
+	close(jp[1]);
+	jp[1] = -1;
+	if (!joined) {
+		/* The init sees EOF and gives up; reap it. */
+		kill((pid_t)pid, SIGKILL);
+		while (waitpid((pid_t)pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		if (!rc) {
+			rc = EIO;
+			snprintf(msg, msglen, "cannot release the task's init");
+		}
+		goto out;
+	}
 	close(st[1]);
 	st[1] = -1;
 	char buf[1024];
@@ -365,6 +399,8 @@ out:
 	for (size_t i = 0; i < nprocs; i++)
 		close(procfds[i]);
 	for (int i = 0; i < 2; i++) {
+		if (jp[i] >= 0)
+			close(jp[i]);
 		if (rep[i] >= 0)
 			close(rep[i]);
 		if (st[i] >= 0)

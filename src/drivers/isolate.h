@@ -4,7 +4,8 @@
  * isolate_spawn clone3()s a child in new PID, mount, IPC and UTS
  * namespaces.  That child is PID 1 of the new PID namespace (the task's
  * "init"); it
- *   1. joins the task's cgroup (writes "0" to each cgroup.procs given),
+ *   1. is moved into the task's cgroup by the shim while it sets up (it
+ *      waits for that before the task starts),
  *   2. makes every mount private, bind-mounts the task directory onto
  *      itself, binds the system directories read-only (symlinks such as
  *      Debian's /lib -> usr/lib are recreated as symlinks), binds the
