@@ -57,7 +57,7 @@ static int get_usage(struct http_request *req, struct http_response *resp, void 
 	const char *sa = http_query(req, "since"), *ua = http_query(req, "until");
 	int64_t now = now_ns(), since = sa ? parse_time(sa) : 0, until = ua ? parse_time(ua) : now;
 	struct store_filter f = { ns && *ns && strcmp(ns, "*") ? ns : NULL, NULL, NULL };
-	json_t *allocs = NULL, *by_ns = json_object(), *al, *out, *list;
+	json_t *allocs = NULL, *by_ns, *al, *out, *list;
 	const char *k;
 	json_t *v;
 	size_t i;
@@ -66,15 +66,12 @@ static int get_usage(struct http_request *req, struct http_response *resp, void 
 	if (since < 0 || until < 0)
 		return http_error(resp, 400, "invalid_argument",
 				  "since and until are unix seconds or YYYY-MM-DDTHH:MM:SSZ");
-	if (f.ns && !acl_allows_ns(req, f.ns, ACL_READ)) {
-		json_decref(by_ns);
+	if (f.ns && !acl_allows_ns(req, f.ns, ACL_READ))
 		return acl_deny(resp);
-	}
 	rc = store_list(srv->store, STORE_ALLOC, &f, &allocs, NULL);
-	if (rc < 0) {
-		json_decref(by_ns);
+	if (rc < 0)
 		return rc;
-	}
+	by_ns = json_object();
 	acl_filter_list(req, allocs);
 	json_array_foreach(allocs, i, al) {
 		const char *ans = jstr(al, "namespace", "default"), *job = jstr(al, "job_id", "");
