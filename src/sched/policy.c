@@ -292,6 +292,13 @@ static double herd_score(struct sched_snapshot *s, const struct nodeview *v, con
 	(void)n;
 	if (best <= -1e299)
 		return -1e300;
+	if (a->num == 0)
+		/* a CPU-only task: inside the bucket, the node with the least
+		 * idle GPU compute, since the CPU it takes there strands the
+		 * least GPU (a node without GPUs strands none); in [0, 1) so
+		 * that it never crosses a bucket */
+		return floor(100.0 * sigmoid(best / 1000.0)) * 2.0 + 1.0 -
+		       v->left_total / (v->gpu_total + 1000.0);
 	return floor(100.0 * sigmoid(best / 1000.0)) * 2.0 + (v->left_total < v->gpu_total ? 1.0 : 0.0);
 }
 

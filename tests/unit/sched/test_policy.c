@@ -85,6 +85,44 @@ static void test_fgd(void **state)
 	sched_workload_free(w);
 }
 
+/* herd, a CPU-only task: FGD's bucket, then the node with the least idle
+ * GPU.  Node n (3700 of 4000 idle) against m (2 GPUs, all taken) and c (no
+ * GPU): the class (8 cores, 1 GPU) still fits everywhere, so the gradient
+ * is 0 and the bucket int(100 sigmoid(0)) = 50 on all three; the tie-break
+ * 1 - idle / (capacity + 1000) is 1 - 3700/5000 = 0.26 on n, 1 - 0/3000
+ * = 1 on m and 1 - 0/1000 = 1 on c: 100.26, 101, 101, and m (first) wins. */
+static void test_herd_cpu_only(void **state)
+{
+	struct sched_task_class c = { 8000, 0, 1000, 1, NULL, 1.0 };
+	struct sched_workload *w = sched_workload_new(&c, 1);
+	struct sched_snapshot *s = setup_node();
+	struct sched_placement p = { .node = 1, .ndev = 2 }, got;
+	struct sched_request req = { .cpu_milli = 4000, .count = 1 };
+	struct sched_options o = { .policy = SCHED_HERD, .workload = w };
+	int m = add_node(s, "m", 64000, 65536, 2, "T4", SCHED_TIMESLICE, 0);
+	add_node(s, "c", 64000, 65536, 0, "T4", SCHED_TIMESLICE, 0);
+
+	p.node = m;
+	p.dev[0] = (struct sched_device_share){ .dev = 0, .compute = 1000, .whole = true };
+	p.dev[1] = (struct sched_device_share){ .dev = 1, .compute = 1000, .whole = true };
+	assert_int_equal(sched_apply(s, &p), 0);
+	assert_int_equal(sched_place(s, &req, &o, &got, NULL, NULL), 0);
+	assert_int_equal(got.node, m);
+	assert_true(got.score == 101.0);
+	o.scan_all = true; /* the plain scan agrees */
+	assert_int_equal(sched_place(s, &req, &o, &got, NULL, NULL), 0);
+	assert_int_equal(got.node, m);
+	/* with m's GPUs back, m is idle too (2000/3000 idle: 100.33) and the
+	 * GPU-less node c wins */
+	assert_int_equal(sched_release(s, &p), 0);
+	o.scan_all = false;
+	assert_int_equal(sched_place(s, &req, &o, &got, NULL, NULL), 0);
+	assert_string_equal(sched_node_id(s, got.node), "c");
+	assert_true(got.score == 101.0);
+	sched_snapshot_free(s);
+	sched_workload_free(w);
+}
+
 static void test_frag_measure(void **state)
 {
 	struct sched_task_class c[] = { { 1000, 0, 600, 1, NULL, 1 }, { 2000, 0, 0, 0, NULL, 1 },
@@ -122,6 +160,7 @@ int main(void)
 		cmocka_unit_test(test_packing),    cmocka_unit_test(test_clustering),
 		cmocka_unit_test(test_binpack_spread), cmocka_unit_test(test_fgd),
 		cmocka_unit_test(test_frag_measure), cmocka_unit_test(test_policy_names),
+		cmocka_unit_test(test_herd_cpu_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
