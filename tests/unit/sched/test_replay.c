@@ -49,12 +49,17 @@ static int load(void)
 	return rc;
 }
 
+/* Allocation % at arrived 100 %; also checks that the lower bound on
+ * unallocated GPUs holds for this policy (it must for every policy). */
 static double alloc100(enum sched_policy p, uint64_t seed)
 {
 	struct sched_workload *w = sim_workload(&tr);
 	struct sim_result r;
+	double unalloc;
 	assert_int_equal(sim_run(&tr, w, p, seed, 1.3, &r, NULL), 0);
 	sched_workload_free(w);
+	unalloc = (100.0 - r.alloc_100) / 100.0 * (double)sim_capacity(&tr);
+	assert_true(r.bound_100 > 0 && r.bound_100 <= unalloc);
 	return r.alloc_100;
 }
 
@@ -82,13 +87,17 @@ static void test_published_fgd(void **state)
 	assert_true(fabs(fgd42 - 95.23) < 1.0);
 }
 
-/* herd is not (yet) clearly better than fgd on this trace: it must not be
- * worse beyond one seed's noise (see docs/scheduling.md). */
+/* herd on seed 42: 95.43 when measured (fgd 95.40; docs/scheduling.md);
+ * a band of 0.3 for changes that move single tasks, and never below fgd by
+ * more than one seed's noise. */
 static void test_herd_vs_fgd(void **state)
 {
+	double herd;
 	if (!tr.nnodes)
 		skip();
-	assert_true(alloc100(SCHED_HERD, 42) >= fgd42 - 0.3);
+	herd = alloc100(SCHED_HERD, 42);
+	assert_true(fabs(herd - 95.43) < 0.3);
+	assert_true(herd >= fgd42 - 0.1);
 }
 
 int main(void)
