@@ -38,6 +38,7 @@ void fair_queue_release(struct fair_queue *q)
 	}
 	free(q->v);
 	json_decref(q->usage);
+	json_decref(q->weights);
 	pthread_mutex_destroy(&q->lock);
 }
 
@@ -122,12 +123,26 @@ static json_t *usage_by_ns(struct server *srv, struct fair_queue *q)
 	return u;
 }
 
-/* The namespace's weight in GPU milli (see the rule above). */
-static int64_t weight_of(struct server *srv, const char *ns)
+/* The namespace's weight in GPU milli (see the rule above), read once per
+ * change of namespaces or quotas (q->lock held): a queue of thousands of
+ * entries asks it for every admission. */
+static int64_t weight_of(struct server *srv, struct fair_queue *q, const char *ns)
 {
 	struct store_key k = { NULL, ns, 0 };
 	json_t *rec = NULL, *quota = NULL;
+	uint64_t ni = 0, qi = 0;
 	int64_t w = 1000;
+	if (store_kind_index(srv->store, STORE_NAMESPACE, &ni, NULL) == 0 &&
+	    store_kind_index(srv->store, STORE_QUOTA, &qi, NULL) == 0) {
+		if (!q->weights || q->weights_ns_index != ni || q->weights_quota_index != qi) {
+			json_decref(q->weights);
+			q->weights = json_object();
+			q->weights_ns_index = ni;
+			q->weights_quota_index = qi;
+		}
+		if (json_object_get(q->weights, ns))
+			return json_integer_value(json_object_get(q->weights, ns));
+	}
 	if (store_get(srv->store, STORE_NAMESPACE, &k, &rec, NULL) == 0) {
 		json_t *wv = json_object_get(rec, "weight");
 		if (json_is_number(wv) && json_number_value(wv) > 0) {
@@ -140,7 +155,11 @@ static int64_t weight_of(struct server *srv, const char *ns)
 	}
 	json_decref(rec);
 	json_decref(quota);
-	return w > 0 ? w : 1000;
+	if (w <= 0)
+		w = 1000;
+	if (q->weights)
+		json_object_set_new(q->weights, ns, json_integer(w));
+	return w;
 }
 
 /* The shares of the namespaces with waiting jobs (q->lock held). */
@@ -157,7 +176,7 @@ static struct ns_share *shares_of(struct server *srv, struct fair_queue *q, size
 		if (k == *n) {
 			s[k].ns = e->ns;
 			s[k].used = jint(usage, e->ns, 0);
-			s[k].weight = weight_of(srv, e->ns);
+			s[k].weight = weight_of(srv, q, e->ns);
 			s[k].head = e;
 			(*n)++;
 		} else if (entry_cmp(e, s[k].head) < 0) {

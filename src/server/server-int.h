@@ -323,6 +323,8 @@ struct fair_queue {
 	struct fq_entry *v; size_t n, a;
 	uint64_t usage_index;    /* allocation kind index of the cached usage */
 	json_t *usage;           /* {"<ns>": GPU milli} */
+	uint64_t weights_ns_index, weights_quota_index; /* of the cached weights */
+	json_t *weights;         /* {"<ns>": GPU milli} */
 };
 
 void fair_queue_init(struct fair_queue *q);

@@ -1,0 +1,176 @@
+/* bench_teams: admission decisions of the fair queue with many queued jobs.
+ *
+ *   bench_teams DIR JOBS NAMESPACES
+ *
+ * An in-process server (SQLite in a temporary dir under DIR, 2 workers)
+ * with one node of 8 GPUs, all held by a blocker job.  JOBS one-GPU batch
+ * jobs are submitted round-robin into NAMESPACES namespaces (each with a
+ * 1000-GPU quota, so quota never holds them: the fair queue does).  Prints:
+ *   1. submit: JOBS submitted over HTTP and each one decided (queued),
+ *      in decisions per second;
+ *   2. capacity event: the blocker completes; every queued evaluation runs
+ *      again and the queue picks who gets the 8 GPUs; decisions per second
+ *      of that pass, and how many namespaces the 8 GPUs went to (the fair
+ *      rule gives each of 8 namespaces one). */
+#include <curl/curl.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/strbuf.h"
+#include "server/server.h"
+
+static CURL *curl;
+static char base[64];
+
+static size_t sink(char *p, size_t size, size_t n, void *arg)
+{
+	strbuf_add(arg, p, size * n);
+	return size * n;
+}
+
+static long req(const char *method, const char *path, const char *body, struct strbuf *out)
+{
+	char url[256];
+	long st = 0;
+	snprintf(url, sizeof(url), "%s%s", base, path);
+	strbuf_reset(out);
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, out);
+	if (curl_easy_perform(curl) != CURLE_OK)
+		return 0;
+	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &st);
+	return st;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void must(long st, const char *what, const struct strbuf *out)
+{
+	if (st != 200) {
+		fprintf(stderr, "bench_teams: %s: %ld %s\n", what, st, out->buf);
+		exit(1);
+	}
+}
+
+static int rm_entry(const char *p, const struct stat *st, int f, struct FTW *w)
+{
+	(void)st; (void)f; (void)w;
+	return remove(p);
+}
+
+static void job(struct strbuf *sb, const char *ns, const char *id, int gpus)
+{
+	strbuf_reset(sb);
+	strbuf_addf(sb, "{\"job\": {\"id\": \"%s\", \"namespace\": \"%s\", \"type\": \"batch\","
+		    " \"groups\": [{\"name\": \"g\", \"tasks\": [{\"name\": \"t\", \"driver\": \"raw_exec\","
+		    " \"config\": {\"command\": \"/bin/true\"}, \"resources\": {\"cpu\": 10, \"memory\": 16,"
+		    " \"devices\": [{\"name\": \"nvidia/gpu\", \"count\": %d}]}}]}]}}", id, ns, gpus);
+}
+
+int main(int argc, char **argv)
+{
+	struct server_config cfg = { 0 };
+	struct server *srv;
+	struct herd_err err = { 0 };
+	struct strbuf body = STRBUF_INIT, out = STRBUF_INIT;
+	char dir[512], path[256];
+	struct curl_slist *h;
+	int jobs, nns;
+	double t0, t1, t2;
+	json_t *allocs, *a, *seen;
+	size_t i;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: bench_teams DIR JOBS NAMESPACES\n");
+		return 2;
+	}
+	jobs = (int)strtol(argv[2], NULL, 10);
+	nns = (int)strtol(argv[3], NULL, 10);
+	snprintf(dir, sizeof(dir), "%s/bench-teams-XXXXXX", argv[1]);
+	if (!mkdtemp(dir) || jobs <= 0 || nns <= 0)
+		return 1;
+	cfg.data_dir = dir;
+	cfg.workers = 2;
+	cfg.preempt_types = SERVER_PREEMPT_NONE;
+	if (server_start(&cfg, &srv, &err) < 0) {
+		fprintf(stderr, "bench_teams: %s\n", err.msg);
+		return 1;
+	}
+	snprintf(base, sizeof(base), "http://127.0.0.1:%u", server_port(srv));
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	curl = curl_easy_init();
+	h = curl_slist_append(NULL, "Content-Type: application/json");
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+
+	strbuf_adds(&body, "{\"node\": {\"id\": \"n1\", \"name\": \"n1\", \"datacenter\": \"dc1\","
+		    " \"resources\": {\"cpu_milli\": 1000000, \"memory_mib\": 10000000}, \"devices\": [");
+	for (int g = 0; g < 8; g++)
+		strbuf_addf(&body, "%s{\"id\": \"GPU-%d\", \"vendor\": \"nvidia\", \"type\": \"gpu\", \"model\": \"H100\","
+			    " \"memory_mib\": 81920, \"healthy\": true}", g ? ", " : "", g);
+	strbuf_adds(&body, "]}}");
+	must(req("POST", "/v1/node/register", body.buf, &out), "register", &out);
+	must(req("POST", "/v1/quotas", "{\"quota\": {\"name\": \"big\", \"limits\": [{\"region_limit\":"
+		 " {\"devices\": [{\"name\": \"nvidia/gpu\", \"count\": 1000}]}}]}}", &out), "quota", &out);
+	for (int n = 0; n < nns; n++) {
+		strbuf_reset(&body);
+		strbuf_addf(&body, "{\"namespace\": {\"name\": \"ns%02d\", \"quota\": \"big\"}}", n);
+		must(req("POST", "/v1/namespaces", body.buf, &out), "namespace", &out);
+	}
+	job(&body, "default", "blocker", 8);
+	must(req("POST", "/v1/jobs", body.buf, &out), "blocker", &out);
+	server_wait_idle(srv, 60LL * 1000000000LL);
+
+	t0 = now_s();
+	for (int k = 0; k < jobs; k++) {
+		char ns[16], id[32];
+		snprintf(ns, sizeof(ns), "ns%02d", k % nns);
+		snprintf(id, sizeof(id), "j%05d", k);
+		job(&body, ns, id, 1);
+		must(req("POST", "/v1/jobs", body.buf, &out), "submit", &out);
+	}
+	server_wait_idle(srv, 3600LL * 1000000000LL);
+	t1 = now_s();
+	printf("submit: %d jobs in %d namespaces queued in %.2f s: %.0f decisions/s\n", jobs, nns,
+	       t1 - t0, jobs / (t1 - t0));
+
+	must(req("GET", "/v1/job/blocker/allocations", NULL, &out), "blocker allocs", &out);
+	allocs = json_loads(out.buf, 0, NULL);
+	snprintf(path, sizeof(path), "/v1/allocation/%s/status",
+		 json_string_value(json_object_get(json_array_get(allocs, 0), "id")));
+	json_decref(allocs);
+	t1 = now_s();
+	must(req("PUT", path, "{\"client_status\": \"complete\"}", &out), "complete", &out);
+	server_wait_idle(srv, 3600LL * 1000000000LL);
+	t2 = now_s();
+	must(req("GET", "/v1/allocations?namespace=*", NULL, &out), "allocs", &out);
+	allocs = json_loads(out.buf, 0, NULL);
+	seen = json_object();
+	json_array_foreach(allocs, i, a)
+		if (!strcmp(json_string_value(json_object_get(a, "client_status")), "pending"))
+			json_object_set_new(seen, json_string_value(json_object_get(a, "namespace")), json_true());
+	printf("capacity event: %d queued evaluations decided again in %.2f s: %.0f decisions/s; "
+	       "the 8 freed GPUs went to %zu namespaces\n", jobs, t2 - t1, jobs / (t2 - t1),
+	       json_object_size(seen));
+	json_decref(seen);
+	json_decref(allocs);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(curl);
+	server_stop(srv);
+	nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	strbuf_release(&body);
+	strbuf_release(&out);
+	return 0;
+}
