@@ -105,6 +105,7 @@ struct hcl_keyset_entry {
 	const char *key;
 	size_t hash;
 	struct hcl_pos pos;
+	size_t index; /* the caller's, e.g. where the key's member is */
 };
 
 #define HCL_KEYSET_SMALL 8
@@ -120,7 +121,9 @@ struct hcl_keyset {
 /* Adds key; returns NULL when it was new, or the entry of the same key
  * added earlier (and adds nothing). */
 const struct hcl_keyset_entry *hcl_keyset_add(struct hcl_keyset *ks, const char *key,
-					      struct hcl_pos pos);
+					      struct hcl_pos pos, size_t index);
+/* The entry of key, or NULL. */
+const struct hcl_keyset_entry *hcl_keyset_find(const struct hcl_keyset *ks, const char *key);
 void hcl_keyset_release(struct hcl_keyset *ks);
 
 /* hcl_arena (hcl_arena.c): all the memory of one tree, freed at once by

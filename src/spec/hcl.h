@@ -64,6 +64,9 @@ struct hcl_object_item {
 	char *key;              /* NUL-terminated; keys with NUL are rejected */
 	struct hcl_pos key_pos;
 	struct hcl_expr *value;
+	/* false from the readers; the job model's view of an HCL body
+	 * (spec.h) sets it on members written as blocks, for messages */
+	bool from_block;
 };
 
 struct hcl_expr {
@@ -84,6 +87,9 @@ struct hcl_expr {
 		struct {
 			struct hcl_expr **v;
 			size_t n;
+			/* false from the readers; set on lists the job model's
+			 * view builds, whose room is the next power of two */
+			bool growable;
 		} list;
 		struct {
 			struct hcl_object_item *v; /* in source order; duplicate keys are errors */

@@ -157,12 +157,13 @@ static struct hcl_expr *json_object(struct jparser *p)
 			if (!full)
 				error_at(p, kpos, "object has more than %d keys", HCL_MAX_ITEMS);
 			full = true;
-		} else if ((first = hcl_keyset_add(&keys, key, kpos))) {
+		} else if ((first = hcl_keyset_add(&keys, key, kpos, 0))) {
 			error_at(p, kpos, "duplicate key %s in object (first at line %d)",
 				 hcl_msg_quote(key, strlen(key), q, sizeof(q)), first->pos.line);
 		} else {
 			ALLOC_GROW(p->sc.members, p->sc.nmembers + 1, p->sc.members_alloc);
-			p->sc.members[p->sc.nmembers++] = (struct hcl_object_item){ key, kpos, v };
+			p->sc.members[p->sc.nmembers++] =
+				(struct hcl_object_item){ .key = key, .key_pos = kpos, .value = v };
 			e->u.object.n++;
 		}
 		if (p->tok.kind == HCL_T_COMMA) {

@@ -229,12 +229,13 @@ static struct hcl_expr *parse_object(struct parser *p)
 			if (!full)
 				error_at(p, kpos, "object has more than %d keys", HCL_MAX_ITEMS);
 			full = true;
-		} else if ((first = hcl_keyset_add(&keys, key, kpos))) {
+		} else if ((first = hcl_keyset_add(&keys, key, kpos, 0))) {
 			error_at(p, kpos, "duplicate key %s in object (first at line %d)",
 				 quote_name(key, q), first->pos.line);
 		} else {
 			ALLOC_GROW(p->sc.members, p->sc.nmembers + 1, p->sc.members_alloc);
-			p->sc.members[p->sc.nmembers++] = (struct hcl_object_item){ key, kpos, v };
+			p->sc.members[p->sc.nmembers++] =
+				(struct hcl_object_item){ .key = key, .key_pos = kpos, .value = v };
 			e->u.object.n++;
 		}
 		if (cur(p) == HCL_T_COMMA) {
@@ -394,7 +395,7 @@ static int parse_attribute(struct parser *p, struct body_builder *bb, char *name
 		body_add(p, bb, &item, npos);
 		return 0;
 	}
-	if ((first = hcl_keyset_add(&bb->attrs, name, npos))) {
+	if ((first = hcl_keyset_add(&bb->attrs, name, npos, 0))) {
 		error_at(p, npos, "attribute %s is already set at line %d", quote_name(name, q),
 			 first->pos.line);
 		return 0;

@@ -115,7 +115,7 @@ static struct hcl_keyset_entry *keyset_probe(struct hcl_keyset *ks, const char *
 }
 
 const struct hcl_keyset_entry *hcl_keyset_add(struct hcl_keyset *ks, const char *key,
-					      struct hcl_pos pos)
+					      struct hcl_pos pos, size_t index)
 {
 	size_t h = hash_key(key);
 	struct hcl_keyset_entry *e;
@@ -124,7 +124,7 @@ const struct hcl_keyset_entry *hcl_keyset_add(struct hcl_keyset *ks, const char 
 		for (size_t i = 0; i < ks->n; i++)
 			if (ks->small[i].hash == h && strcmp(ks->small[i].key, key) == 0)
 				return &ks->small[i];
-		ks->small[ks->n++] = (struct hcl_keyset_entry){ key, h, pos };
+		ks->small[ks->n++] = (struct hcl_keyset_entry){ key, h, pos, index };
 		return NULL;
 	}
 	if (!ks->v) {
@@ -137,9 +137,24 @@ const struct hcl_keyset_entry *hcl_keyset_add(struct hcl_keyset *ks, const char 
 	e = keyset_probe(ks, key, h);
 	if (e->key)
 		return e;
-	*e = (struct hcl_keyset_entry){ key, h, pos };
+	*e = (struct hcl_keyset_entry){ key, h, pos, index };
 	ks->n++;
 	return NULL;
+}
+
+const struct hcl_keyset_entry *hcl_keyset_find(const struct hcl_keyset *ks, const char *key)
+{
+	size_t h = hash_key(key);
+	const struct hcl_keyset_entry *e;
+
+	if (!ks->v) {
+		for (size_t i = 0; i < ks->n; i++)
+			if (ks->small[i].hash == h && strcmp(ks->small[i].key, key) == 0)
+				return &ks->small[i];
+		return NULL;
+	}
+	e = keyset_probe((struct hcl_keyset *)ks, key, h);
+	return e->key ? e : NULL;
 }
 
 void hcl_keyset_release(struct hcl_keyset *ks)

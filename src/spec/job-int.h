@@ -88,4 +88,29 @@ static inline void job_path_pop(struct job_path *p, size_t depth)
 const char *job_path_text(struct job_path *p);
 void job_path_release(struct job_path *p);
 
+/* The edit distance (insertions, deletions, substitutions and swaps of two
+ * neighbours) between a and b, or limit when it is limit or more: a name
+ * within 2 edits of a known one is worth a "did you mean". */
+int job_edit_distance(const char *a, const char *b, int limit);
+
+/* Decoding and validation (job_decode.c, job_validate.c). */
+
+/* The addresses (in a job being decoded) of fields and objects that failed
+ * to decode, sorted once decoding ends. */
+struct job_failed {
+	const void **v;
+	size_t n, alloc;
+};
+
+bool job_failed_has(const struct job_failed *f, const void *p);
+
+/* Decodes and validates a document tree (spec.h: job_from_json); root is
+ * only read.  Returns a job, or NULL when errors were added to diags. */
+struct job *job_from_expr(const struct hcl_expr *root, struct diag_list *diags);
+
+/* job_validate, told which fields failed to decode (NULL: none), so that
+ * it does not report them as missing. */
+int job_validate_decoded(struct job *job, const struct job_failed *failed,
+			 struct diag_list *diags);
+
 #endif

@@ -1,4 +1,6 @@
-/* From the HCL body of a job file to a JSON tree of the canonical shape.
+/* From the HCL body of a job file to a document tree of the canonical
+ * shape (the shape of the JSON form), built in the body's arena and sharing
+ * the attribute values with it: nothing is copied.
  *
  * HCL writes a list of constraints as repeated `constraint { }` blocks and
  * names groups with labels; the canonical JSON has "constraints": [...] and
@@ -9,6 +11,8 @@
  * that HCL and JSON files get the same messages. */
 #include <string.h>
 
+#include "spec/hcl-int.h"
+#include "spec/job-int.h"
 #include "spec/spec.h"
 
 struct block_rule {
@@ -63,19 +67,15 @@ static const struct block_rule rules_job[] = {
 };
 
 struct converter {
-	struct posmap *pm;
+	struct hcl_arena *arena;
 	struct diag_list *diags;
 	int errors;
 };
 
-static json_t *convert_body(struct converter *c, const struct hcl_body *body,
-			    const struct block_rule *rules);
-
-static json_t *with_pos(struct converter *c, json_t *v, struct hcl_pos pos)
-{
-	posmap_set(c->pm, v, pos);
-	return v;
-}
+static struct hcl_expr *convert_body(struct converter *c, const struct hcl_body *body,
+				     const struct block_rule *rules);
+static struct hcl_expr *convert_labelled(struct converter *c, const struct hcl_block *b,
+					 const struct block_rule *rule);
 
 static const struct block_rule *find_rule(const struct block_rule *rules, const char *type)
 {
@@ -85,36 +85,122 @@ static const struct block_rule *find_rule(const struct block_rule *rules, const 
 	return NULL;
 }
 
-static void set_key(struct converter *c, json_t *obj, const char *key, json_t *v,
-		    struct hcl_pos pos)
+/* An object under construction: its members, with room for at most cap,
+ * and a key set that finds a key already set in O(1). */
+struct object_builder {
+	struct hcl_expr *obj;
+	size_t cap;
+	struct hcl_keyset keys;
+};
+
+static void object_start(struct converter *c, struct object_builder *ob, struct hcl_pos pos,
+			 size_t cap)
 {
-	if (json_object_get(obj, key)) {
+	ob->obj = hcl_expr_new(c->arena, HCL_OBJECT, pos);
+	ob->obj->u.object.v = hcl_arena_alloc(c->arena, cap * sizeof(struct hcl_object_item));
+	ob->cap = cap;
+	ob->keys = (struct hcl_keyset){ 0 };
+}
+
+/* The member set under key, or NULL. */
+static struct hcl_object_item *object_find(struct object_builder *ob, const char *key)
+{
+	const struct hcl_keyset_entry *e = hcl_keyset_find(&ob->keys, key);
+	return e ? &ob->obj->u.object.v[e->index] : NULL;
+}
+
+static struct hcl_object_item *object_add(struct object_builder *ob, const char *key,
+					  struct hcl_pos key_pos, struct hcl_expr *v, bool block)
+{
+	size_t i = ob->obj->u.object.n++;
+	struct hcl_object_item *m = &ob->obj->u.object.v[i];
+
+	/* callers checked with object_find, and never add more than cap */
+	hcl_keyset_add(&ob->keys, key, key_pos, i);
+	*m = (struct hcl_object_item){ (char *)key, key_pos, v, block };
+	return m;
+}
+
+static struct hcl_expr *object_finish(struct object_builder *ob)
+{
+	hcl_keyset_release(&ob->keys);
+	return ob->obj;
+}
+
+static void set_key(struct converter *c, struct object_builder *ob, const char *key,
+		    struct hcl_expr *v, struct hcl_pos pos, bool block)
+{
+	if (object_find(ob, key)) {
 		diag_error(c->diags, pos.line, pos.col, "\"%s\" is set more than once", key);
 		c->errors++;
-		json_decref(v);
 		return;
 	}
-	json_object_set_new(obj, key, v);
+	object_add(ob, key, pos, v, block);
+}
+
+/* Appends v to a list this file built (growable: its room is the next
+ * power of two of its length), or to a copy of a list the reader built. */
+static struct hcl_expr *list_append(struct converter *c, struct hcl_expr *list, struct hcl_expr *v)
+{
+	size_t n = list->u.list.n;
+
+	if (!list->u.list.growable || (n & (n - 1)) == 0) {
+		size_t room = 1;
+		struct hcl_expr **nv;
+		while (room <= n)
+			room *= 2;
+		nv = hcl_arena_alloc(c->arena, room * sizeof(*nv));
+		if (n)
+			memcpy(nv, list->u.list.v, n * sizeof(*nv));
+		if (!list->u.list.growable) {
+			struct hcl_expr *copy = hcl_expr_new(c->arena, HCL_LIST, list->pos);
+			copy->u.list.n = n;
+			copy->u.list.growable = true;
+			list = copy;
+		}
+		list->u.list.v = nv;
+	}
+	list->u.list.v[list->u.list.n++] = v;
+	return list;
+}
+
+static struct hcl_expr *new_list(struct converter *c, struct hcl_pos pos)
+{
+	struct hcl_expr *l = hcl_expr_new(c->arena, HCL_LIST, pos);
+	l->u.list.growable = true;
+	return l;
+}
+
+static struct hcl_expr *new_string(struct converter *c, const char *s, struct hcl_pos pos)
+{
+	struct hcl_expr *e = hcl_expr_new(c->arena, HCL_STRING, pos);
+	e->u.str.s = (char *)s;
+	e->u.str.len = strlen(s);
+	return e;
 }
 
 /* A block not in the table: its body, nested under its labels the way
- * HCL's JSON form does (`mount "a" { }` -> {"a": {...}}). */
-static json_t *convert_generic_block(struct converter *c, const struct hcl_block *b)
+ * HCL's JSON form does (`mount "a" { }` -> {"a": {...}}).  The block's
+ * object sits where its type word is. */
+static struct hcl_expr *convert_generic_block(struct converter *c, const struct hcl_block *b)
 {
-	json_t *v = convert_body(c, b->body, rules_none);
-	for (int i = b->nlabels - 1; i >= 0 && v; i--) {
-		json_t *o = with_pos(c, json_object(), b->label_pos[i]);
-		json_object_set_new(o, b->labels[i], v);
-		v = o;
+	struct hcl_expr *v = convert_body(c, b->body, rules_none);
+
+	for (int i = b->nlabels - 1; i >= 0; i--) {
+		struct object_builder ob;
+		object_start(c, &ob, b->label_pos[i], 1);
+		object_add(&ob, b->labels[i], b->label_pos[i], v, true);
+		v = object_finish(&ob);
 	}
+	v->pos = b->pos;
 	return v;
 }
 
-static json_t *convert_known_block(struct converter *c, const struct hcl_block *b,
-				   const struct block_rule *rule)
+static struct hcl_expr *convert_known_block(struct converter *c, const struct hcl_block *b,
+					    const struct block_rule *rule)
 {
 	int want = rule->label ? 1 : 0;
-	json_t *v;
+	struct hcl_expr *v;
 
 	if (b->nlabels != want) {
 		if (want)
@@ -127,79 +213,98 @@ static json_t *convert_known_block(struct converter *c, const struct hcl_block *
 		return NULL;
 	}
 	v = convert_body(c, b->body, rule->children);
-	if (v && rule->label)
-		set_key(c, v, rule->label, with_pos(c, json_string(b->labels[0]), b->label_pos[0]),
-			b->label_pos[0]);
+	v->pos = b->pos;
 	return v;
 }
 
 /* Adds a converted block under key: a list for repeatable blocks, and for
  * blocks of unknown meaning a list only once the type repeats. */
-static void add_block(struct converter *c, json_t *obj, const char *key, json_t *v,
-		      const struct hcl_block *b, const struct block_rule *rule)
+static void add_block(struct converter *c, struct object_builder *ob, const char *key,
+		      struct hcl_expr *v, const struct hcl_block *b, const struct block_rule *rule)
 {
-	json_t *have = json_object_get(obj, key);
+	struct hcl_object_item *have = object_find(ob, key);
 
 	if (rule && rule->repeat) {
 		if (!have) {
-			have = with_pos(c, json_array(), b->pos);
-			json_object_set_new(obj, key, have);
-		} else if (!json_is_array(have)) {
+			have = object_add(ob, key, b->pos, new_list(c, b->pos), true);
+		} else if (have->value->kind != HCL_LIST || !have->from_block) {
 			diag_error(c->diags, b->pos.line, b->pos.col,
 				   "\"%s\" is set both as an attribute and as a block", key);
 			c->errors++;
-			json_decref(v);
 			return;
 		}
-		json_array_append_new(have, v);
+		have->value = list_append(c, have->value, v);
 		return;
 	}
 	if (!have) {
-		json_object_set_new(obj, key, v);
+		object_add(ob, key, b->pos, v, true);
 	} else if (rule) {
 		diag_error(c->diags, b->pos.line, b->pos.col,
 			   "block \"%s\" is repeated; only one is allowed here", b->type);
 		c->errors++;
-		json_decref(v);
-	} else if (json_is_array(have)) {
-		json_array_append_new(have, v);
+	} else if (have->value->kind == HCL_LIST) {
+		have->value = list_append(c, have->value, v);
 	} else {
-		json_t *a = with_pos(c, json_array(), posmap_get(c->pm, have));
-		json_array_append(a, have);
-		json_array_append_new(a, v);
-		json_object_set_new(obj, key, a);
+		struct hcl_expr *l = new_list(c, have->value->pos);
+		l = list_append(c, l, have->value);
+		have->value = list_append(c, l, v);
 	}
 }
 
-static json_t *convert_body(struct converter *c, const struct hcl_body *body,
-			    const struct block_rule *rules)
+static struct hcl_expr *convert_body(struct converter *c, const struct hcl_body *body,
+				     const struct block_rule *rules)
 {
-	json_t *obj = with_pos(c, json_object(), body->open_pos);
+	struct object_builder ob;
 
+	/* one member per item at most, and one for a block's label */
+	object_start(c, &ob, body->open_pos, body->n + 1);
 	for (size_t i = 0; i < body->n; i++) {
 		const struct hcl_item *it = &body->items[i];
 		if (it->kind == HCL_ITEM_ATTRIBUTE) {
 			const struct hcl_attribute *a = &it->u.attr;
-			set_key(c, obj, a->name, hcl_expr_to_json(a->value, c->pm), a->pos);
+			set_key(c, &ob, a->name, a->value, a->pos, false);
 		} else {
 			const struct hcl_block *b = &it->u.block;
 			const struct block_rule *rule = find_rule(rules, b->type);
-			json_t *v = rule ? convert_known_block(c, b, rule) : convert_generic_block(c, b);
-			if (!v)
-				continue;
-			/* a block's object sits where its type word is */
-			posmap_set(c->pm, v, b->pos);
-			add_block(c, obj, rule ? rule->key : b->type, v, b, rule);
+			struct hcl_expr *v = rule ? convert_labelled(c, b, rule)
+						  : convert_generic_block(c, b);
+			if (v)
+				add_block(c, &ob, rule ? rule->key : b->type, v, b, rule);
 		}
 	}
-	return obj;
+	return object_finish(&ob);
 }
 
-json_t *job_hcl_to_json(const struct hcl_body *body, struct posmap *pm, struct diag_list *diags)
+/* A known block with a label: the label becomes a field of its object. */
+static struct hcl_expr *convert_labelled(struct converter *c, const struct hcl_block *b,
+					 const struct block_rule *rule)
+{
+	struct hcl_expr *v = convert_known_block(c, b, rule);
+	struct hcl_object_item *m;
+
+	if (!v || !rule->label)
+		return v;
+	for (size_t i = 0; i < v->u.object.n; i++) {
+		m = &v->u.object.v[i];
+		if (!strcmp(m->key, rule->label)) {
+			diag_error(c->diags, b->label_pos[0].line, b->label_pos[0].col,
+				   "\"%s\" is set more than once", rule->label);
+			c->errors++;
+			return v;
+		}
+	}
+	/* convert_body left room for it */
+	m = &v->u.object.v[v->u.object.n++];
+	*m = (struct hcl_object_item){ (char *)rule->label, b->label_pos[0],
+				       new_string(c, b->labels[0], b->label_pos[0]), false };
+	return v;
+}
+
+struct hcl_expr *job_hcl_to_expr(const struct hcl_body *body, struct diag_list *diags)
 {
 	static const struct block_rule job_rule = { "job", "job", false, "id", rules_job };
-	struct converter c = { pm, diags, 0 };
-	json_t *job = NULL;
+	struct converter c = { ((const struct hcl_body_root *)body)->arena, diags, 0 };
+	struct hcl_expr *job = NULL;
 
 	for (size_t i = 0; i < body->n; i++) {
 		const struct hcl_item *it = &body->items[i];
@@ -215,9 +320,7 @@ json_t *job_hcl_to_json(const struct hcl_body *body, struct posmap *pm, struct d
 			diag_error(diags, pos.line, pos.col, "a job file holds only one job block");
 			c.errors++;
 		} else {
-			job = convert_known_block(&c, &it->u.block, &job_rule);
-			if (job)
-				posmap_set(pm, job, pos);
+			job = convert_labelled(&c, &it->u.block, &job_rule);
 		}
 	}
 	if (!job && !c.errors) {
@@ -227,4 +330,10 @@ json_t *job_hcl_to_json(const struct hcl_body *body, struct posmap *pm, struct d
 	/* with structural errors the rest is still returned, so that the
 	 * decoder can report its problems in the same run */
 	return job;
+}
+
+json_t *job_hcl_to_json(const struct hcl_body *body, struct posmap *pm, struct diag_list *diags)
+{
+	struct hcl_expr *e = job_hcl_to_expr(body, diags);
+	return e ? hcl_expr_to_json(e, pm) : NULL;
 }

@@ -4,6 +4,7 @@
 #include "spec/job-int.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/xalloc.h"
 
@@ -47,4 +48,39 @@ void job_path_release(struct job_path *p)
 	free(p->v);
 	strbuf_release(&p->text);
 	*p = (struct job_path)JOB_PATH_INIT;
+}
+
+/* Optimal string alignment distance over two rows of the table (names are
+ * short: longer ones are not compared). */
+int job_edit_distance(const char *a, const char *b, int limit)
+{
+	enum { MAXLEN = 64 };
+	int rows[3][MAXLEN + 1];
+	size_t n = strlen(a), m = strlen(b);
+	int *prev2 = rows[0], *prev = rows[1], *cur = rows[2];
+
+	if (n > MAXLEN || m > MAXLEN || (n > m ? n - m : m - n) >= (size_t)limit)
+		return limit;
+	for (size_t j = 0; j <= m; j++)
+		prev[j] = (int)j;
+	for (size_t i = 1; i <= n; i++) {
+		cur[0] = (int)i;
+		for (size_t j = 1; j <= m; j++) {
+			int cost = a[i - 1] != b[j - 1];
+			int v = prev[j - 1] + cost;
+			if (prev[j] + 1 < v)
+				v = prev[j] + 1;
+			if (cur[j - 1] + 1 < v)
+				v = cur[j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    prev2[j - 2] + 1 < v)
+				v = prev2[j - 2] + 1;
+			cur[j] = v;
+		}
+		int *t = prev2;
+		prev2 = prev;
+		prev = cur;
+		cur = t;
+	}
+	return prev[m] < limit ? prev[m] : limit;
 }

@@ -23,7 +23,14 @@ struct validator {
 	 * the same few (one affinity per task), and regcomp is costly. */
 	const char *regex_ok[4];
 	unsigned regex_next;
+	/* what failed to decode (reported then): not reported as missing */
+	const struct job_failed *failed;
 };
+
+static bool failed(const struct validator *v, const void *p)
+{
+	return job_failed_has(v->failed, p);
+}
 
 static bool regex_known_good(const struct validator *v, const char *re)
 {
@@ -87,8 +94,13 @@ static bool is_plain_name(const char *s)
 	return true;
 }
 
-static void check_name(struct validator *v, struct hcl_pos pos, const char *what, const char *name)
+static void check_name(struct validator *v, struct hcl_pos pos, const char *what,
+		       char *const *field)
 {
+	const char *name = *field;
+
+	if (!name && failed(v, field))
+		return;
 	if (!name)
 		fail(v, pos, "%s is required", what);
 	else if (!is_plain_name(name))
@@ -125,7 +137,7 @@ static void check_rule(struct validator *v, struct job_constraint *c, bool affin
 		else if (c->weight == 0)
 			fail(v, c->pos, "weight must be between -100 and 100 and not 0");
 	}
-	if (needs_attribute(op) && (!c->attribute || !*c->attribute))
+	if (needs_attribute(op) && (!c->attribute || !*c->attribute) && !failed(v, &c->attribute))
 		fail(v, c->pos, "attribute is required with operator \"%s\"", op);
 	if (!needs_attribute(op) && c->attribute)
 		fail(v, c->pos, "operator \"%s\" takes no attribute", op);
@@ -135,7 +147,7 @@ static void check_rule(struct validator *v, struct job_constraint *c, bool affin
 		return;
 	}
 	if (!c->value) {
-		if (!value_optional(op))
+		if (!value_optional(op) && !failed(v, &c->value))
 			fail(v, c->pos, "value is required with operator \"%s\"", op);
 		return;
 	}
@@ -170,7 +182,10 @@ static void check_rule(struct validator *v, struct job_constraint *c, bool affin
 static void check_rules(struct validator *v, struct job_rules *rules, const char *key, bool affinity)
 {
 	for (size_t i = 0; i < rules->n; i++) {
-		size_t old = push(v, key, (ssize_t)i);
+		size_t old;
+		if (failed(v, &rules->v[i]))
+			continue;
+		old = push(v, key, (ssize_t)i);
 		check_rule(v, &rules->v[i], affinity);
 		pop(v, old);
 	}
@@ -206,11 +221,13 @@ static bool is_device_name(const char *s)
 static void check_device(struct validator *v, struct job_device *dev)
 {
 	default_int(&dev->count, 1);
-	if (!dev->name)
-		fail(v, dev->pos, "name is required");
-	else if (!is_device_name(dev->name))
+	if (!dev->name) {
+		if (!failed(v, &dev->name))
+			fail(v, dev->pos, "name is required");
+	} else if (!is_device_name(dev->name)) {
 		fail(v, dev->pos, "device name \"%s\" must be \"<type>\", \"<vendor>/<type>\" or "
 				  "\"<vendor>/<type>/<model>\", e.g. \"nvidia/gpu\"", dev->name);
+	}
 	if ((dev->compute || dev->memory) && dev->count != 1)
 		fail(v, dev->pos, "a fraction of one GPU is shared; count must be 1, got %" PRId64,
 		     dev->count);
@@ -232,7 +249,10 @@ static void check_resources(struct validator *v, struct job_resources *r)
 		fail(v, r->pos, "memory_max (%" PRId64 " MiB) must be at least memory (%" PRId64 " MiB)",
 		     r->memory_max, r->memory);
 	for (size_t i = 0; i < r->ndevices; i++) {
-		size_t old = push(v, "devices", (ssize_t)i);
+		size_t old;
+		if (failed(v, &r->devices[i]))
+			continue;
+		old = push(v, "devices", (ssize_t)i);
 		check_device(v, &r->devices[i]);
 		pop(v, old);
 	}
@@ -263,9 +283,9 @@ static void check_template(struct validator *v, struct job_template *t)
 {
 	default_str(&t->perms, "0644");
 	default_str(&t->change_mode, "restart");
-	if (!t->data == !t->source)
+	if (!t->data == !t->source && !failed(v, &t->data) && !failed(v, &t->source))
 		fail(v, t->pos, "exactly one of data and source is required");
-	if (!t->destination || !*t->destination)
+	if ((!t->destination || !*t->destination) && !failed(v, &t->destination))
 		fail(v, t->pos, "destination is required");
 	if (!is_octal_perms(t->perms))
 		fail(v, t->pos, "perms must be octal such as \"0644\", got \"%s\"", t->perms);
@@ -280,7 +300,7 @@ static void check_artifact(struct validator *v, struct job_artifact *a)
 {
 	default_str(&a->destination, "local/");
 	default_str(&a->mode, "any");
-	if (!a->source || !*a->source)
+	if ((!a->source || !*a->source) && !failed(v, &a->source))
 		fail(v, a->pos, "source is required");
 }
 
@@ -294,7 +314,7 @@ static void check_config(struct validator *v, struct job_task *t)
 	};
 	if (!t->config)
 		t->config = json_object();
-	if (!t->driver)
+	if (!t->driver || failed(v, &t->config))
 		return;
 	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++) {
 		json_t *val;
@@ -309,32 +329,41 @@ static void check_config(struct validator *v, struct job_task *t)
 
 static void check_task(struct validator *v, struct job_task *t)
 {
-	check_name(v, t->pos, "task name", t->name);
-	if (!t->driver || !*t->driver)
+	check_name(v, t->pos, "task name", &t->name);
+	if ((!t->driver || !*t->driver) && !failed(v, &t->driver))
 		fail(v, t->pos, "driver is required");
 	check_config(v, t);
 	check_rules(v, &t->constraints, "constraints", false);
 	check_rules(v, &t->affinities, "affinities", true);
 	for (size_t i = 0; i < t->ntemplates; i++) {
-		size_t old = push(v, "templates", (ssize_t)i);
+		size_t old;
+		if (failed(v, &t->templates[i]))
+			continue;
+		old = push(v, "templates", (ssize_t)i);
 		check_template(v, &t->templates[i]);
 		pop(v, old);
 	}
 	for (size_t i = 0; i < t->nartifacts; i++) {
-		size_t old = push(v, "artifacts", (ssize_t)i);
+		size_t old;
+		if (failed(v, &t->artifacts[i]))
+			continue;
+		old = push(v, "artifacts", (ssize_t)i);
 		check_artifact(v, &t->artifacts[i]);
 		pop(v, old);
 	}
-	if (t->lifecycle) {
+	if (t->lifecycle && !failed(v, t->lifecycle)) {
 		size_t old = push(v, "lifecycle", -1);
-		if (!t->lifecycle->hook)
-			fail(v, t->lifecycle->pos, "hook is required (prestart, poststart or poststop)");
-		else if (t->lifecycle->sidecar && !strcmp(t->lifecycle->hook, "poststop"))
+		if (!t->lifecycle->hook) {
+			if (!failed(v, &t->lifecycle->hook))
+				fail(v, t->lifecycle->pos,
+				     "hook is required (prestart, poststart or poststop)");
+		} else if (t->lifecycle->sidecar && !strcmp(t->lifecycle->hook, "poststop"))
 			fail(v, t->lifecycle->pos, "sidecar is only allowed with hook prestart or poststart");
 		pop(v, old);
 	}
 	size_t old = push(v, "resources", -1);
-	check_resources(v, &t->resources);
+	if (!failed(v, &t->resources))
+		check_resources(v, &t->resources);
 	pop(v, old);
 	default_int(&t->kill_timeout, 5 * NS_PER_SEC);
 	default_str(&t->kill_signal, "SIGINT");
@@ -389,10 +418,12 @@ static void check_network(struct validator *v, struct job_network *n)
 		size_t old = push(v, "network.ports", (ssize_t)i);
 		default_int(&p->static_port, 0);
 		default_int(&p->to, 0);
-		if (!p->label)
-			fail(v, p->pos, "label is required");
-		else if (!is_port_label(p->label))
+		if (!p->label) {
+			if (!failed(v, &p->label) && !failed(v, p))
+				fail(v, p->pos, "label is required");
+		} else if (!is_port_label(p->label)) {
 			fail(v, p->pos, "port label \"%s\" must be letters, digits and '_'", p->label);
+		}
 		for (size_t j = 0; j < i; j++) {
 			struct job_port *q = &n->ports[j];
 			if (p->label && q->label && !strcmp(p->label, q->label))
@@ -408,17 +439,18 @@ static void check_group(struct validator *v, struct job_group *g)
 {
 	size_t mains = 0;
 
-	check_name(v, g->pos, "group name", g->name);
+	check_name(v, g->pos, "group name", &g->name);
 	default_int(&g->count, 1);
 	check_rules(v, &g->constraints, "constraints", false);
 	check_rules(v, &g->affinities, "affinities", true);
 	default_policies(v, g);
 	check_network(v, &g->network);
-	if (g->ntasks == 0)
+	if (g->ntasks == 0 && !failed(v, &g->tasks))
 		fail(v, g->pos, "a group needs at least one task");
 	for (size_t i = 0; i < g->ntasks; i++) {
 		size_t old = push(v, "tasks", (ssize_t)i);
-		check_task(v, &g->tasks[i]);
+		if (!failed(v, &g->tasks[i]))
+			check_task(v, &g->tasks[i]);
 		for (size_t j = 0; j < i; j++)
 			if (g->tasks[i].name && g->tasks[j].name &&
 			    !strcmp(g->tasks[i].name, g->tasks[j].name))
@@ -433,9 +465,15 @@ static void check_group(struct validator *v, struct job_group *g)
 
 int job_validate(struct job *job, struct diag_list *diags)
 {
-	struct validator v = { .diags = diags, .path = JOB_PATH_INIT };
+	return job_validate_decoded(job, NULL, diags);
+}
 
-	check_name(&v, job->pos, "id", job->id);
+int job_validate_decoded(struct job *job, const struct job_failed *failed_fields,
+			 struct diag_list *diags)
+{
+	struct validator v = { .diags = diags, .path = JOB_PATH_INIT, .failed = failed_fields };
+
+	check_name(&v, job->pos, "id", &job->id);
 	default_str(&job->name, job->id ? job->id : "");
 	default_str(&job->type, "service");
 	v.batch = !strcmp(job->type, "batch");
@@ -456,11 +494,12 @@ int job_validate(struct job *job, struct diag_list *diags)
 			fail(&v, job->pos, "datacenters[%zu] must not be empty", i);
 	check_rules(&v, &job->constraints, "constraints", false);
 	check_rules(&v, &job->affinities, "affinities", true);
-	if (job->ngroups == 0)
+	if (job->ngroups == 0 && !failed(&v, &job->groups))
 		fail(&v, job->pos, "a job needs at least one group");
 	for (size_t i = 0; i < job->ngroups; i++) {
 		size_t old = push(&v, "groups", (ssize_t)i);
-		check_group(&v, &job->groups[i]);
+		if (!failed(&v, &job->groups[i]))
+			check_group(&v, &job->groups[i]);
 		for (size_t j = 0; j < i; j++)
 			if (job->groups[i].name && job->groups[j].name &&
 			    !strcmp(job->groups[i].name, job->groups[j].name))

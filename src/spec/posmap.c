@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "common/xalloc.h"
+#include "spec/hcl-int.h"
 
 struct posmap_slot {
 	const json_t *key;
@@ -94,14 +95,15 @@ static json_t *must(json_t *j)
 	return j;
 }
 
-/* Recursion is bounded by the readers' depth limit. */
+/* Recursion is bounded by the readers' depth limit.  Strings and keys were
+ * checked to be UTF-8 by the readers (or by jansson), hence _nocheck. */
 json_t *hcl_expr_to_json(const struct hcl_expr *e, struct posmap *pm)
 {
 	json_t *j;
 
 	switch (e->kind) {
 	case HCL_STRING:
-		j = must(json_stringn(e->u.str.s, e->u.str.len));
+		j = must(json_stringn_nocheck(e->u.str.s, e->u.str.len));
 		break;
 	case HCL_NUMBER:
 		j = must(e->u.num.is_int ? json_integer(e->u.num.i) : json_real(e->u.num.value));
@@ -117,8 +119,8 @@ json_t *hcl_expr_to_json(const struct hcl_expr *e, struct posmap *pm)
 	case HCL_OBJECT:
 		j = must(json_object());
 		for (size_t i = 0; i < e->u.object.n; i++)
-			json_object_set_new(j, e->u.object.v[i].key,
-					    hcl_expr_to_json(e->u.object.v[i].value, pm));
+			json_object_set_new_nocheck(j, e->u.object.v[i].key,
+						    hcl_expr_to_json(e->u.object.v[i].value, pm));
 		break;
 	case HCL_NULL:
 	default:
@@ -127,7 +129,62 @@ json_t *hcl_expr_to_json(const struct hcl_expr *e, struct posmap *pm)
 	}
 	/* true, false and null are shared singletons in jansson: a position for
 	 * them would be overwritten by the next one, so they get none. */
-	if (e->kind != HCL_BOOL && e->kind != HCL_NULL)
+	if (pm && e->kind != HCL_BOOL && e->kind != HCL_NULL)
 		posmap_set(pm, j, e->pos);
 	return j;
+}
+
+/* jansson's own depth limit (2048 on input) bounds the recursion. */
+struct hcl_expr *hcl_expr_from_json(struct hcl_arena *a, const json_t *j, const struct posmap *pm)
+{
+	struct hcl_expr *e = hcl_arena_zalloc(a, sizeof(*e));
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	e->pos = posmap_get(pm, j);
+	switch (json_typeof(j)) {
+	case JSON_STRING:
+		e->kind = HCL_STRING;
+		e->u.str.s = (char *)json_string_value(j);
+		e->u.str.len = json_string_length(j);
+		break;
+	case JSON_INTEGER:
+		e->kind = HCL_NUMBER;
+		e->u.num.is_int = true;
+		e->u.num.i = json_integer_value(j);
+		e->u.num.value = (double)e->u.num.i;
+		break;
+	case JSON_REAL:
+		e->kind = HCL_NUMBER;
+		e->u.num.value = json_real_value(j);
+		break;
+	case JSON_TRUE:
+	case JSON_FALSE:
+		e->kind = HCL_BOOL;
+		e->u.boolean = json_is_true(j);
+		break;
+	case JSON_ARRAY:
+		e->kind = HCL_LIST;
+		e->u.list.n = json_array_size(j);
+		e->u.list.v = hcl_arena_alloc(a, e->u.list.n * sizeof(*e->u.list.v));
+		json_array_foreach(j, i, v)
+			e->u.list.v[i] = hcl_expr_from_json(a, v, pm);
+		break;
+	case JSON_OBJECT:
+		e->kind = HCL_OBJECT;
+		e->u.object.v = hcl_arena_alloc(a, json_object_size(j) * sizeof(*e->u.object.v));
+		json_object_foreach((json_t *)j, key, v) {
+			struct hcl_object_item *m = &e->u.object.v[e->u.object.n++];
+			*m = (struct hcl_object_item){ .key = (char *)key, .value = hcl_expr_from_json(a, v, pm) };
+			/* a map has no key positions: the value's stands in */
+			m->key_pos = m->value->pos;
+		}
+		break;
+	case JSON_NULL:
+	default:
+		e->kind = HCL_NULL;
+		break;
+	}
+	return e;
 }

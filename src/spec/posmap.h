@@ -27,4 +27,11 @@ struct hcl_pos posmap_get(const struct posmap *pm, const json_t *value);
  * Returns a new reference; never NULL. */
 json_t *hcl_expr_to_json(const struct hcl_expr *expr, struct posmap *pm);
 
+struct hcl_arena;
+/* The reverse: a view of a jansson tree as an expression tree, its nodes in
+ * arena a (hcl-int.h), its strings and keys borrowed from j (keep j alive
+ * and unchanged while the view is used).  Positions come from pm (may be
+ * NULL: then all are 0:0); an object member's key has its value's. */
+struct hcl_expr *hcl_expr_from_json(struct hcl_arena *a, const json_t *j, const struct posmap *pm);
+
 #endif

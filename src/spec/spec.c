@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "spec/job-int.h"
 #include "spec/spec.h"
 
 /* JSON job files are objects; HCL files start with a word or a comment. */
@@ -16,36 +17,32 @@ static bool looks_like_json(const char *text, size_t len)
 	return i < len && text[i] == '{';
 }
 
+/* Both readers build the same kind of tree, with positions in every node,
+ * and the decoder reads it directly; the tree is freed once the job has
+ * copied what it keeps. */
 struct job *spec_load(const char *text, size_t len, struct diag_list *diags)
 {
-	struct posmap *pm = posmap_new();
 	struct job *job = NULL;
-	json_t *root = NULL;
 	size_t start = diags->errors;
 
 	if (looks_like_json(text, len)) {
 		struct hcl_expr *expr = hcl_parse_json(text, len, diags);
-		if (expr) {
-			root = hcl_expr_to_json(expr, pm);
-			hcl_expr_free(expr);
-		}
+		if (expr)
+			job = job_from_expr(expr, diags);
+		hcl_expr_free(expr);
 	} else {
 		struct hcl_body *body = hcl_parse(text, len, diags);
-		if (body) {
-			root = job_hcl_to_json(body, pm, diags);
-			hcl_body_free(body);
+		struct hcl_expr *root = body ? job_hcl_to_expr(body, diags) : NULL;
+		if (root) {
+			bool converted_cleanly = diags->errors == start;
+			job = job_from_expr(root, diags);
+			if (job && !converted_cleanly) {
+				/* the conversion reported errors: decoded for messages only */
+				job_free(job);
+				job = NULL;
+			}
 		}
+		hcl_body_free(body);
 	}
-	if (root) {
-		bool converted_cleanly = diags->errors == start;
-		job = job_from_json(root, pm, diags);
-		if (job && !converted_cleanly) {
-			/* the conversion reported errors: decoded for messages only */
-			job_free(job);
-			job = NULL;
-		}
-	}
-	json_decref(root);
-	posmap_free(pm);
 	return job;
 }

@@ -91,7 +91,6 @@ static void test_every_type_error_in_one_run(void **state)
 		"\"poststart\", \"poststop\", got \"later\"\n"
 		"E 0:0 groups[0].tasks[1].lifecycle.sidecar: expected a boolean, got a string\n"
 		/* the validator runs too, so one run reports everything */
-		"E 0:0 job: id is required\n"
 		"E 0:0 groups[0].tasks[1]: driver \"exec\" needs config.command (a string)\n");
 	free(diags);
 }
@@ -251,8 +250,7 @@ static void test_limits(void **state)
 	strbuf_adds(&sb, "\",\"tasks\":[" MIN_TASK "]}]}");
 	assert_null(decode_text(sb.buf, &diags));
 	assert_string_equal(diags, "E 0:0 constraints: more than 64 constraint entries\n"
-				   "E 0:0 groups[0].name: longer than 128 bytes\n"
-				   "E 0:0 groups[0]: group name is required\n");
+				   "E 0:0 groups[0].name: longer than 128 bytes\n");
 	free(diags);
 	strbuf_release(&sb);
 }
@@ -264,9 +262,8 @@ static void test_not_an_object(void **state)
 	assert_string_equal(diags, "E 0:0 job: expected a job object, got a list\n");
 	free(diags);
 	assert_null(decode_text("{\"id\":\"x\",\"groups\":[3]}", &diags));
-	assert_string_equal(diags, "E 0:0 groups[0]: expected a group object, got a number\n"
-				   "E 0:0 groups[0]: group name is required\n"
-				   "E 0:0 groups[0]: a group needs at least one task\n");
+	/* reported once: the validator skips what failed to decode */
+	assert_string_equal(diags, "E 0:0 groups[0]: expected a group object, got a number\n");
 	free(diags);
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "job_helpers.h"
+#include "spec/job-int.h"
 
 static struct job *load(const char *text, char **out)
 {
@@ -104,7 +105,7 @@ static void test_errors_with_positions(void **state)
 	assert_null(job);
 	assert_string_equal(diags,
 		"E 2:14 priority: must be between 1 and 100, got 0\n"
-		"E 3:3 job: unknown job field \"periodic\"\n"
+		"E 3:3 job: unknown job block \"periodic\"\n"
 		"W 6:3 update: not supported by herd; ignored\n"
 		"E 11:28 groups[0].tasks[0].resources.memory: expected a size such as \"512MB\" or "
 		"\"2 GiB\", got \"a lot\"\n"
@@ -182,6 +183,109 @@ static void test_hcl_and_json_agree(void **state)
 	job_free(b);
 }
 
+/* An unknown name is reported where the name is written (not its value),
+ * with the closest known name when one is within two edits. */
+static void test_unknown_names_point_at_the_key(void **state)
+{
+	char *diags;
+	struct job *job = load(
+		"job \"j\" {\n"
+		"  group \"g\" {\n"
+		"    task \"t\" {\n"
+		"      drivr = \"raw_exec\"\n"
+		"      config { command = \"x\" }\n"
+		"      constrant {\n"
+		"        attribute = \"a\"\n"
+		"      }\n"
+		"      resources { memroy = 10 }\n"
+		"      bogus = true\n"
+		"      kill_timout = \"5s\"\n"
+		"    }\n"
+		"    contstraint { value = \"x\" }\n"
+		"  }\n"
+		"}\n", &diags);
+
+	assert_null(job);
+	assert_string_equal(diags,
+		"E 3:5 groups[0].tasks[0]: driver is required\n"
+		"E 4:7 groups[0].tasks[0]: unknown task field \"drivr\"; did you mean \"driver\"?\n"
+		"E 6:7 groups[0].tasks[0]: unknown task block \"constrant\"; "
+		"did you mean \"constraint\"?\n"
+		"E 9:19 groups[0].tasks[0].resources: unknown resources field \"memroy\"; "
+		"did you mean \"memory\"?\n"
+		"E 10:7 groups[0].tasks[0]: unknown task field \"bogus\"\n"
+		"E 11:7 groups[0].tasks[0]: unknown task field \"kill_timout\"; "
+		"did you mean \"kill_timeout\"?\n"
+		"E 13:5 groups[0]: unknown group block \"contstraint\"; "
+		"did you mean \"constraint\"?\n");
+	free(diags);
+
+	/* JSON files: the key's position, and the JSON (plural) name */
+	job = load("{\"id\": \"j\", \"constrants\": [],\n"
+		   "  \"groups\": [{\"name\": \"g\", \"tasks\": [{\"name\": \"t\",\n"
+		   "     \"driver\": \"raw_exec\", \"confg\": {}}]}]}\n", &diags);
+	assert_null(job);
+	assert_string_equal(diags,
+		"E 1:13 job: unknown job field \"constrants\"; did you mean \"constraints\"?\n"
+		"E 2:38 groups[0].tasks[0]: driver \"raw_exec\" needs config.command (a string)\n"
+		"E 3:28 groups[0].tasks[0]: unknown task field \"confg\"; did you mean \"config\"?\n");
+	free(diags);
+}
+
+/* A field that failed to decode is reported once, not again as missing. */
+static void test_type_error_reported_once(void **state)
+{
+	char *diags;
+	struct job *job = load(
+		"job \"j\" {\n"
+		"  id = 7\n"
+		"  group \"g\" {\n"
+		"    task \"t\" {\n"
+		"      driver = [\"raw_exec\"]\n"
+		"      config = \"x\"\n"
+		"      template {\n"
+		"        data = 5\n"
+		"        destination = {}\n"
+		"      }\n"
+		"      lifecycle { hook = 1 }\n"
+		"    }\n"
+		"    task \"u\" {\n"
+		"      driver = \"raw_exec\"\n"
+		"      config { command = \"x\" }\n"
+		"    }\n"
+		"  }\n"
+		"}\n", &diags);
+
+	assert_null(job);
+	assert_string_equal(diags,
+		"E 1:5 \"id\" is set more than once\n"
+		"E 2:8 id: expected a string, got a number\n"
+		"E 5:16 groups[0].tasks[0].driver: expected a string, got a list\n"
+		"E 6:16 groups[0].tasks[0].config: expected an object, got a string\n"
+		"E 8:16 groups[0].tasks[0].templates[0].data: expected a string, got a number\n"
+		"E 9:23 groups[0].tasks[0].templates[0].destination: expected a string, got an object\n"
+		"E 11:26 groups[0].tasks[0].lifecycle.hook: expected a string, got a number\n");
+	free(diags);
+	job = load("{\"id\": 7, \"groups\": 3}\n", &diags);
+	assert_null(job);
+	assert_string_equal(diags,
+		"E 1:8 id: expected a string, got a number\n"
+		"E 1:21 groups: expected a list of group objects, got a number\n");
+	free(diags);
+}
+
+static void test_edit_distance(void **state)
+{
+	assert_int_equal(job_edit_distance("driver", "driver", 3), 0);
+	assert_int_equal(job_edit_distance("drivr", "driver", 3), 1);
+	assert_int_equal(job_edit_distance("drvier", "driver", 3), 1); /* a swap */
+	assert_int_equal(job_edit_distance("dirver", "driver", 3), 1);
+	assert_int_equal(job_edit_distance("", "ab", 3), 2);
+	assert_int_equal(job_edit_distance("count", "cpu", 3), 3); /* capped */
+	assert_int_equal(job_edit_distance("a", "abcdef", 3), 3);
+	assert_int_equal(job_edit_distance("kitten", "sitting", 9), 3);
+}
+
 /* The examples and the Nomad GPU-guide files validate unchanged. */
 static void test_examples_validate(void **state)
 {
@@ -223,6 +327,9 @@ int main(void)
 		cmocka_unit_test(test_json_file_positions),
 		cmocka_unit_test(test_hcl_and_json_agree),
 		cmocka_unit_test(test_examples_validate),
+		cmocka_unit_test(test_unknown_names_point_at_the_key),
+		cmocka_unit_test(test_type_error_reported_once),
+		cmocka_unit_test(test_edit_distance),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
