@@ -19,6 +19,7 @@
 #include "spec/job.h"
 
 struct alloc_runner;
+struct mps;
 
 struct client {
 	const struct agent_config *cfg;
@@ -28,6 +29,7 @@ struct client {
 	size_t nr_servers;
 	struct driver_env driver_env;
 	struct gpu_host *gpus;        /* NULL until fingerprinted */
+	struct mps *mps;              /* MPS daemons of mps GPUs (mps.h); may be NULL */
 	pthread_mutex_t gpu_lock;     /* sampling from the heartbeat thread */
 
 	pthread_mutex_t lock;
@@ -49,6 +51,13 @@ json_t *client_node_json(struct client *c);
 json_t *client_devices_heartbeat(struct client *c);
 /* Registers (blocking, one try).  0 or -errno with err. */
 int client_register(struct client *c, struct httpc *h, struct herd_err *err);
+
+/* mps_task.c: taskenv's gpu_shares for the devices of alloc, in the order
+ * of task_gpu_ids.  Returns 0 with *out (*n entries; the caller frees the
+ * array, whose strings live as long as c), -EAGAIN with err when an mps
+ * GPU's daemon is being restarted, -EINVAL when it has none. */
+int client_gpu_shares(struct client *c, const json_t *alloc, struct taskenv_gpu_share **out,
+		      size_t *n, struct herd_err *err);
 
 /* heartbeat.c: the heartbeat thread. */
 void *client_heartbeat_main(void *arg);

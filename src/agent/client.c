@@ -9,6 +9,7 @@
 
 #include "agent/client-int.h"
 #include "agent/log.h"
+#include "agent/mps.h"
 #include "common/strbuf.h"
 #include "common/xalloc.h"
 
@@ -250,6 +251,29 @@ static void recover_allocs(struct client *c)
 	json_decref(saved);
 }
 
+/* One MPS control daemon per whole GPU in mps mode (mps.h), under
+ * <data_dir>/mps.  Also run with no such GPU: daemons an earlier
+ * configuration left are told to quit. */
+static void start_mps(struct client *c)
+{
+	const struct agent_config *cfg = c->cfg;
+	const char **uuids = xcalloc(c->gpus->nr_devs + 1, sizeof(*uuids));
+	size_t n = 0;
+	struct herd_err err = { 0, "" };
+
+	for (size_t i = 0; i < c->gpus->nr_devs; i++)
+		if (agent_config_gpu_share(cfg, &c->gpus->devs[i]).sharing == SCHED_MPS)
+			uuids[n++] = c->gpus->devs[i].uuid;
+	char *dir = xasprintf("%s/mps", cfg->data_dir);
+	struct mps_options o = { .control = cfg->gpu.mps_control, .dir = dir };
+	if (n || access(dir, F_OK) == 0) {
+		if (mps_start(&o, uuids, n, &c->mps, &err) < 0)
+			log_error("client: %s: fractions of mps GPUs cannot start", err.msg);
+	}
+	free(dir);
+	free(uuids);
+}
+
 int client_start(const struct agent_config *cfg, const char *local_server,
 		 const char *const *shim_argv, struct client **out, struct herd_err *err)
 {
@@ -291,6 +315,7 @@ int client_start(const struct agent_config *cfg, const char *local_server,
 			 c->gpus->nr_devs == 1 ? "" : "s", c->gpus->simulated ? " (simulated)" : "");
 	for (size_t i = 0; i < c->gpus->nr_warnings; i++)
 		log_warn("client: gpu: %s", c->gpus->warnings[i]);
+	start_mps(c);
 
 	recover_allocs(c);
 	if (pthread_create(&c->heartbeat_thread, NULL, client_heartbeat_main, c) ||
@@ -330,6 +355,8 @@ void client_stop(struct client *c, bool stop_tasks)
 		alloc_runner_free(c->runners[i], !stop_tasks);
 	}
 	free(c->runners);
+	/* After the tasks: an MPS daemon that quits takes its clients along. */
+	mps_stop(c->mps);
 	gpu_host_free(c->gpus);
 	free(c->server_addr);
 	pthread_mutex_destroy(&c->lock);

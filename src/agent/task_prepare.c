@@ -134,7 +134,15 @@ static int build_env(struct task_runner *tr, const struct agent_kv *extra, size_
 	in.nr_task_meta = nmeta;
 	in.env = env;
 	in.nr_env = nenv;
-	rc = taskenv_build(&in, out, err);
+	/* Shares of sharing GPUs: MPS limits (mps_task.c, taskenv.h). */
+	struct taskenv_gpu_share *shares = NULL;
+	size_t nshares = 0;
+	rc = client_gpu_shares(ar->c, ar->alloc, &shares, &nshares, err);
+	if (rc == 0 && nshares == ngpus)
+		in.gpu_shares = shares;
+	if (rc == 0)
+		rc = taskenv_build(&in, out, err);
+	free(shares);
 	free(tp);
 	free(meta);
 	free(env);
