@@ -10,12 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/gpu_share.h"
 #include "cli/cli-api.h"
 #include "cli/cli.h"
 #include "common/strbuf.h"
 #include "common/xalloc.h"
 #include "gpu/gpu-json.h"
 #include "gpu/gpu.h"
+
+static void print_sharing(const json_t *gpus);
 
 static void print_topology(const struct gpu_host *h)
 {
@@ -191,8 +194,71 @@ static int cmd_gpu_status(int argc, char **argv)
 	}
 	table_print(&t, stdout, "");
 	table_release(&t);
+	print_sharing(r.body);
 	httpc_response_release(&r);
 	return 0;
+}
+
+/* MiB as GiB when that reads better ("30", "7.5"). */
+static void add_gib(struct strbuf *sb, long long mib)
+{
+	if (mib % 1024 == 0)
+		strbuf_addf(sb, "%lld", mib / 1024);
+	else
+		strbuf_addf(sb, "%.1f", mib / 1024.0);
+}
+
+void gpu_share_summary(struct strbuf *sb, const json_t *device, long long tenants,
+		       long long compute_milli, long long memory_mib)
+{
+	const char *mode = json_string_value(json_object_get(device, "sharing"));
+	long long replicas = json_integer_value(json_object_get(device, "replicas"));
+	long long total = json_integer_value(json_object_get(device, "memory_mib"));
+
+	strbuf_addf(sb, "%s ", mode ? mode : "exclusive");
+	if (replicas > 0)
+		strbuf_addf(sb, "%lld/%lld tenants", tenants, replicas);
+	else
+		strbuf_addf(sb, "%lld tenant%s", tenants, tenants == 1 ? "" : "s");
+	strbuf_addf(sb, ", compute %lld", compute_milli / 10);
+	if (compute_milli % 10)
+		strbuf_addf(sb, ".%lld", compute_milli % 10);
+	strbuf_adds(sb, "%, memory ");
+	add_gib(sb, memory_mib);
+	strbuf_adds(sb, "/");
+	add_gib(sb, total);
+	strbuf_adds(sb, " GiB");
+}
+
+/* Per shared GPU: the summary and each tenant's share. */
+static void print_sharing(const json_t *gpus)
+{
+	size_t i, k;
+	json_t *g, *a;
+	bool any = false;
+
+	json_array_foreach(gpus, i, g) {
+		const json_t *d = json_object_get(g, "device");
+		if (!strcmp(js(d, "sharing"), "exclusive"))
+			continue;
+		struct strbuf sb = STRBUF_INIT;
+		gpu_share_summary(&sb, d, (long long)ji(g, "tenants"),
+				  (long long)ji(g, "compute_used_milli"),
+				  (long long)ji(g, "memory_used_mib"));
+		printf("%s%s %s %s\n", any ? "" : "\nSharing\n", js(g, "node_name"), js(d, "id"),
+		       sb.buf);
+		any = true;
+		json_array_foreach(json_object_get(g, "allocations"), k, a) {
+			char sid[16];
+			strbuf_reset(&sb);
+			add_gib(&sb, (long long)ji(a, "memory_mib"));
+			printf("  %s/%s %s: compute %lld.%lld%%, memory %s GiB\n", js(a, "job_id"),
+			       short_id(js(a, "alloc_id"), sid), js(a, "task_group"),
+			       (long long)ji(a, "compute_milli") / 10,
+			       (long long)ji(a, "compute_milli") % 10, sb.buf);
+		}
+		strbuf_release(&sb);
+	}
 }
 
 int cmd_gpu(int argc, char **argv)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/gpu_share.h"
 #include "cli/cli-api.h"
 #include "cli/cli.h"
 #include "common/strbuf.h"
@@ -155,13 +156,23 @@ static void print_node(const json_t *n, const json_t *allocs, bool verbose)
 			table_add(&t, js(d, "model"));
 			table_add(&t, *js(d, "mig_profile") ? js(d, "mig_profile") : "-");
 			table_add(&t, js(d, "sharing"));
-			if (!u)
+			if (!u && strcmp(js(d, "sharing"), "exclusive")) {
+				/* a shared GPU without tenants: its room */
+				struct strbuf sb = STRBUF_INIT;
+				gpu_share_summary(&sb, d, 0, 0, 0);
+				table_add(&t, sb.buf);
+				strbuf_release(&sb);
+			} else if (!u)
 				table_add(&t, "-");
 			else if (!strcmp(js(d, "sharing"), "exclusive"))
 				table_addf(&t, "whole");
-			else
-				table_addf(&t, "%lld.%lld%% (%lld)", (long long)ji(u, "compute") / 10,
-					   (long long)ji(u, "compute") % 10, (long long)ji(u, "holders"));
+			else {
+				struct strbuf sb = STRBUF_INIT;
+				gpu_share_summary(&sb, d, (long long)ji(u, "holders"),
+						  (long long)ji(u, "compute"), (long long)ji(u, "memory"));
+				table_add(&t, sb.buf);
+				strbuf_release(&sb);
+			}
 			table_addf(&t, "%lld/%lld MiB", (long long)ji(st, "memory_used_mib"),
 				   (long long)ji(d, "memory_mib"));
 			table_addf(&t, "%lld%%", (long long)ji(st, "utilization_gpu"));

@@ -306,11 +306,15 @@ static int get_gpus(struct http_request *req, struct http_response *resp, void *
 						(json_int_t)jint(ad, "memory_mib", 0), "whole", jbool(ad, "whole", false)));
 				}
 			}
-			json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:O, s:o, s:I, s:I, s:I}",
+			/* sharing and replicas (most tenants at once, 0: no
+			 * limit) repeated from the device next to the counts. */
+			json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:O, s:o, s:I, s:I, s:I, s:s, s:I}",
 				"node_id", jstr(n, "id", ""), "node_name", jstr(n, "name", ""),
 				"node_status", jstr(n, "status", ""), "device", d, "allocations", holders,
 				"compute_used_milli", (json_int_t)compute, "memory_used_mib", (json_int_t)mem,
-				"tenants", (json_int_t)json_array_size(holders)));
+				"tenants", (json_int_t)json_array_size(holders),
+				"sharing", jstr(d, "sharing", "exclusive"),
+				"replicas", (json_int_t)jint(d, "replicas", 1)));
 		}
 	}
 	http_reply(resp, 200, out);

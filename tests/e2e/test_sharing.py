@@ -1,0 +1,195 @@
+"""End-to-end GPU sharing with simulated GPUs: a dev agent whose GPUs are
+shared through MPS (the control program is tests/e2e/mps-stand-in, which
+records what it was asked), and an A100 in MIG mode.
+
+What is checked:
+- 25% jobs fill an MPS GPU four at a time; with two T4s eight run and the
+  ninth waits; each task got the MPS environment of its share;
+- one stand-in daemon per MPS GPU, started with that GPU and its own
+  directories, started again when killed, told to quit when the agent stops;
+- an A100 with seven 1g.10gb instances takes exactly seven one-slice jobs,
+  and a whole-GPU request then stays pending."""
+import collections
+import json
+import os
+import signal
+import time
+
+from conftest import REPO
+from test_control_plane import GPUS, Agent, agents, api, cli, wait_for, write_job  # noqa: F401
+
+STAND_IN = REPO / 'tests/e2e/mps-stand-in'
+
+
+def share_job(job_id, device_block):
+    return f'''
+job "{job_id}" {{
+  type = "batch"
+  group "g" {{
+    task "t" {{
+      driver = "raw_exec"
+      config {{
+        command = "/bin/sh"
+        args = ["-c", "env > $HERD_ALLOC_DIR/env.txt; sleep 60"]
+      }}
+      resources {{
+        cpu = 100
+        memory = 64
+        {device_block}
+      }}
+    }}
+  }}
+}}
+'''
+
+
+def start(agents, tmp_path, gpu_file, config=None):
+    args = ['-dev', '-http-port', '0']
+    if config:
+        p = tmp_path / 'agent.hcl'
+        p.write_text(config)
+        args += ['-config', str(p)]
+    a = Agent(tmp_path, 'dev', args, gpu_file=GPUS / gpu_file).start()
+    agents.append(a)
+    wait_for(lambda: [n for n in api(a.port, '/v1/nodes') if n['status'] == 'ready'], 15,
+             'the dev node to be ready')
+    return a
+
+
+def run_detached(a, tmp_path, job_id, block):
+    r = cli(a.port, 'job', 'run', '-detach', write_job(tmp_path, job_id, share_job(job_id, block)))
+    assert r.returncode == 0, r.stderr
+
+
+def running(a, job_id):
+    return [x for x in api(a.port, f'/v1/job/{job_id}/allocations')
+            if x['desired_status'] == 'run' and x['client_status'] == 'running']
+
+
+def records(path):
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        kind, rest = line.split(' ', 1)
+        fields = dict(f.split('=', 1) for f in rest.split(' ') if '=' in f)
+        out.append((kind, fields))
+    return out
+
+
+MPS_CONFIG = f'''
+gpu {{
+  sharing = "mps"
+  replicas = 8
+  mps_control = "{STAND_IN}"
+}}
+'''
+
+
+def test_mps_fractions_fill_gpus_with_their_environment(agents, tmp_path, monkeypatch):
+    record = tmp_path / 'stand-in.record'
+    monkeypatch.setenv('MPS_STAND_IN_RECORD', str(record))
+    a = start(agents, tmp_path, 't4-2x.json', MPS_CONFIG)
+    data = a.dir / 'data'
+
+    # one daemon per MPS GPU, with that GPU and its own directories
+    wait_for(lambda: len(records(record)) >= 2, 10, 'two daemons')
+    starts = [f for k, f in records(record) if k == 'start']
+    assert sorted(f['visible'] for f in starts) == sorted(
+        d['id'] for d in api(a.port, '/v1/nodes')[0]['devices'] or
+        api(a.port, '/v1/node/' + api(a.port, '/v1/nodes')[0]['id'])['devices'])
+    for f in starts:
+        assert f['args'] == '-d'
+        assert f['pipe'] == str(data / 'mps' / f['visible'] / 'pipe')
+        assert f['log'] == str(data / 'mps' / f['visible'] / 'log')
+
+    # eight quarter-GPU jobs: four on each T4; the ninth waits
+    block = 'device "nvidia/gpu" {\n compute = 25\n memory = "2 GiB"\n }'
+    for i in range(9):
+        run_detached(a, tmp_path, f'q{i}', block)
+    wait_for(lambda: sum(len(running(a, f'q{i}')) for i in range(9)) == 8, 30,
+             'eight quarter jobs running')
+    time.sleep(1)
+    allocs = [x for i in range(9) for x in running(a, f'q{i}')]
+    assert len(allocs) == 8
+    per_gpu = collections.Counter(x['resources']['devices'][0]['id'] for x in allocs)
+    assert sorted(per_gpu.values()) == [4, 4], per_gpu
+    waiting = [i for i in range(9) if not running(a, f'q{i}')]
+    assert len(waiting) == 1
+
+    # the API and the CLI show tenants and totals
+    gpus = api(a.port, '/v1/gpus')
+    for g in gpus:
+        assert g['sharing'] == 'mps' and g['replicas'] == 8
+        assert g['tenants'] == 4 and g['compute_used_milli'] == 1000
+        assert g['memory_used_mib'] == 4 * 2048
+    out = cli(a.port, 'gpu', 'status').stdout
+    assert out.count('mps 4/8 tenants, compute 100%, memory 8/15 GiB') == 2, out
+    out = cli(a.port, 'node', 'status', api(a.port, '/v1/nodes')[0]['id']).stdout
+    assert 'mps 4/8 tenants, compute 100%, memory 8/15 GiB' in out, out
+
+    # each task got the MPS environment of its share
+    for x in allocs:
+        env_file = data / 'alloc' / x['id'] / 'alloc' / 'env.txt'
+        wait_for(env_file.exists, 10, f'{env_file}')
+        env = dict(l.split('=', 1) for l in env_file.read_text().splitlines() if '=' in l)
+        gpu = x['resources']['devices'][0]['id']
+        assert env['CUDA_VISIBLE_DEVICES'] == gpu
+        assert env['CUDA_MPS_PIPE_DIRECTORY'] == str(data / 'mps' / gpu / 'pipe')
+        assert env['CUDA_MPS_LOG_DIRECTORY'] == str(data / 'mps' / gpu / 'log')
+        assert env['CUDA_MPS_ACTIVE_THREAD_PERCENTAGE'] == '25'
+        assert env['CUDA_MPS_PINNED_DEVICE_MEM_LIMIT'] == '0=2048M'
+
+    # a killed daemon is started again, with the same GPU and directories
+    gpu = starts[0]['visible']
+    pidfile = data / 'mps' / gpu / 'pipe' / 'nvidia-cuda-mps-control.pid'
+    old = int(pidfile.read_text())
+    os.kill(old, signal.SIGKILL)
+    wait_for(lambda: len([1 for k, f in records(record) if k == 'start' and f['visible'] == gpu]) == 2,
+             15, 'the daemon restarted')
+    wait_for(lambda: pidfile.exists() and pidfile.read_text().strip() and int(pidfile.read_text()) != old,
+             5, 'a new pid file')
+    new = int(pidfile.read_text())
+
+    # the agent stops: every daemon is told to quit, with its own environment
+    a.stop()
+    quits = [f for k, f in records(record) if k == 'control']
+    assert sorted(f['visible'] for f in quits) == sorted(f['visible'] for f in starts)
+    for f in quits:
+        assert f['cmds'] == 'quit;'
+        assert f['pipe'] == str(data / 'mps' / f['visible'] / 'pipe')
+    wait_for(lambda: not os.path.exists(f'/proc/{new}') or
+             ') Z ' in open(f'/proc/{new}/stat').read(), 5, 'the daemon gone')
+
+
+def test_mig_slices_and_no_whole_gpu(agents, tmp_path):
+    a = start(agents, tmp_path, 'a100-80gb-mig-7x1g.json')
+    slice_block = '''device "nvidia/gpu" {
+ count = 1
+ constraint {
+  attribute = "${device.attr.mig_profile}"
+  value = "1g.10gb"
+ }
+}'''
+    for i in range(8):
+        run_detached(a, tmp_path, f'm{i}', slice_block)
+    wait_for(lambda: sum(len(running(a, f'm{i}')) for i in range(8)) == 7, 30,
+             'seven slice jobs running')
+    time.sleep(1)
+    allocs = [x for i in range(8) for x in running(a, f'm{i}')]
+    assert len(allocs) == 7
+    ids = [x['resources']['devices'][0]['id'] for x in allocs]
+    assert len(set(ids)) == 7 and all(i.startswith('MIG-') for i in ids)
+    # each task sees only its MIG instance
+    for x in allocs:
+        env_file = a.dir / 'data' / 'alloc' / x['id'] / 'alloc' / 'env.txt'
+        wait_for(env_file.exists, 10, f'{env_file}')
+        env = dict(l.split('=', 1) for l in env_file.read_text().splitlines() if '=' in l)
+        assert env['CUDA_VISIBLE_DEVICES'] == x['resources']['devices'][0]['id']
+        assert not any(k.startswith('CUDA_MPS_') for k in env)
+    # a whole-GPU request finds nothing: the A100 is in MIG mode, its slices taken
+    run_detached(a, tmp_path, 'whole', 'device "nvidia/gpu" { count = 1 }')
+    time.sleep(2)
+    assert running(a, 'whole') == []
+    assert [x for x in api(a.port, '/v1/job/whole/allocations')
+            if x['desired_status'] == 'run'] == []
