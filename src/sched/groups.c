@@ -52,7 +52,7 @@ static void key_of(const struct sched_node *n, int64_t *k)
 		k[j++] = v->mem_taken;
 		k[j++] = v->compute_taken;
 		k[j++] = v->tenants;
-		k[j++] = ((int64_t)v->numa << 32) ^ (uint32_t)v->nvlink;
+		k[j++] = (int64_t)((uint64_t)(uint32_t)v->numa << 32 | (uint32_t)v->nvlink);
 		k[j++] = (int64_t)v->unhealthy | (int64_t)v->sharing << 1 |
 			 (int64_t)v->max_tenants << 8;
 	}

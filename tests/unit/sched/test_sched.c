@@ -325,7 +325,7 @@ static void test_groups_same_decisions(void **state)
 
 	for (size_t pi = 0; pi < sizeof(pols) / sizeof(pols[0]); pi++) {
 		for (int ranked = 0; ranked < 2; ranked++) {
-			struct sched_snapshot *s[2] = { sched_snapshot_new(), sched_snapshot_new() };
+			struct sched_snapshot *s[2];
 			struct sched_placement held[64];
 			uint32_t rank[24];
 			int nheld = 0, grouped = 0;
@@ -333,6 +333,8 @@ static void test_groups_same_decisions(void **state)
 
 			if (!ranked && pols[pi] != SCHED_HERD)
 				continue;
+			s[0] = sched_snapshot_new();
+			s[1] = sched_snapshot_new();
 			for (int i = 0; i < 24; i++) {
 				char id[16];
 				const char *m = (const char *[]){ "T4", "A100", "V100" }[i % 3];
