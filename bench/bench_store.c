@@ -6,10 +6,14 @@
  * DIR must be on the disk the server would use (not tmpfs: there fsync is
  * free and the figure means nothing).  Three runs over N changes each:
  *   put:      one node put per transaction (a heartbeat, a status update);
+ *   put8:     the same from 8 threads at once: group commit puts the changes
+ *             that arrive while one COMMIT is being fsynced into the next
+ *             transaction, so changes/s exceeds fsyncs/s;
  *   batch100: plans of 100 allocations, one transaction each (allocs/s);
  *   get:      reads of random nodes (no transaction to commit).
  * Prints one line per run: name, count, seconds, per second. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -29,6 +33,30 @@ static void die(const char *what, struct herd_err *err)
 {
 	fprintf(stderr, "bench_store: %s: %s\n", what, err->msg);
 	exit(1);
+}
+
+#define PUT_THREADS 8
+
+struct put_arg {
+	struct store *s;
+	int64_t n;
+	int t;
+};
+
+static void *put_thread(void *p)
+{
+	struct put_arg *a = p;
+	struct herd_err err = { 0 };
+	char id[64];
+	for (int64_t i = 0; i < a->n; i++) {
+		snprintf(id, sizeof(id), "tnode-%d-%" PRId64, a->t, i % 100);
+		json_t *o = json_pack("{s:s, s:I, s:s}", "id", id, "heartbeat", (json_int_t)i,
+				      "status", "ready");
+		if (store_put(a->s, STORE_NODE, o, NULL, &err))
+			die("put", &err);
+		json_decref(o);
+	}
+	return NULL;
 }
 
 int main(int argc, char **argv)
@@ -58,6 +86,21 @@ int main(int argc, char **argv)
 	}
 	double dt = now_s() - t0;
 	printf("put       %8" PRId64 " changes  %7.3f s  %9.0f commits/s\n", n, dt, (double)n / dt);
+
+	{
+		pthread_t th[PUT_THREADS];
+		struct put_arg pa[PUT_THREADS];
+		t0 = now_s();
+		for (int t = 0; t < PUT_THREADS; t++) {
+			pa[t] = (struct put_arg){ s, n / PUT_THREADS, t };
+			pthread_create(&th[t], NULL, put_thread, &pa[t]);
+		}
+		for (int t = 0; t < PUT_THREADS; t++)
+			pthread_join(th[t], NULL);
+		dt = now_s() - t0;
+		printf("put8      %8" PRId64 " changes  %7.3f s  %9.0f changes/s\n",
+		       n / PUT_THREADS * PUT_THREADS, dt, (double)(n / PUT_THREADS * PUT_THREADS) / dt);
+	}
 
 	int64_t plans = n / 10 > 0 ? n / 10 : 1;
 	t0 = now_s();
