@@ -35,12 +35,19 @@ void reconcile_result_release(struct reconcile_result *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static void stop_alloc(struct reconcile_result *r, const json_t *alloc, const char *why, int64_t now)
+/* Stops alloc.  replaced_attempts >= 0 says that a replacement is due, and
+ * with how many reschedule attempts: the stopped record keeps it, so that a
+ * replacement that has to wait for capacity (placed by a later evaluation)
+ * still links to it and keeps its reschedule history. */
+static void stop_alloc(struct reconcile_result *r, const json_t *alloc, const char *why, int64_t now,
+		       int replaced_attempts)
 {
 	json_t *c = json_copy((json_t *)alloc);
 	json_object_set_new(c, "desired_status", json_string("stop"));
 	json_object_set_new(c, "desired_description", json_string(why));
 	json_object_set_new(c, "modify_time", json_integer(now));
+	if (replaced_attempts >= 0)
+		json_object_set_new(c, "replacement_attempts", json_integer(replaced_attempts));
 	json_array_append_new(r->stops, c);
 }
 
@@ -54,6 +61,37 @@ static void add_place(struct reconcile_result *r, int group, int slot, const jso
 	r->place[r->nplace++].reschedule_attempts = attempts;
 }
 
+/* The ids that allocations of the job name as previous_allocation. */
+static json_t *replaced_ids(const json_t *allocs)
+{
+	json_t *ids = json_object(), *al;
+	size_t i;
+	json_array_foreach(allocs, i, al)
+		if (*jstr(al, "previous_allocation", ""))
+			json_object_set_new(ids, jstr(al, "previous_allocation", ""), json_true());
+	return ids;
+}
+
+/* The stopped allocation of slot (group, index) still waiting for its
+ * replacement: stopped with replacement_attempts, and not named in
+ * replaced (replaced_ids).  The latest such one, or NULL. */
+static const json_t *slot_predecessor(const json_t *allocs, const json_t *replaced,
+				      const char *group, int64_t slot)
+{
+	const json_t *best = NULL, *al;
+	size_t i;
+	json_array_foreach(allocs, i, al) {
+		if (!strcmp(jstr(al, "desired_status", "run"), "run") ||
+		    jint(al, "replacement_attempts", -1) < 0 || jint(al, "index", -1) != slot ||
+		    strcmp(jstr(al, "task_group", ""), group) ||
+		    json_object_get(replaced, jstr(al, "id", "")))
+			continue;
+		if (!best || jint(al, "modify_time", 0) > jint(best, "modify_time", 0))
+			best = al;
+	}
+	return best;
+}
+
 /* The parts of a job that decide where a group's allocations run and what
  * they run: the group itself and the job-wide placement rules. */
 static json_t *group_shape(const json_t *job, const char *group)
@@ -65,7 +103,10 @@ static json_t *group_shape(const json_t *job, const char *group)
 			g = x;
 	if (!g)
 		return NULL;
-	return json_pack("{s:O, s:O*, s:O*, s:O*, s:O*}", "group", g,
+	/* count scales in place: more or fewer slots, the same instances */
+	g = json_copy(g);
+	json_object_del(g, "count");
+	return json_pack("{s:o, s:O*, s:O*, s:O*, s:O*}", "group", g,
 			 "constraints", json_object_get(job, "constraints"),
 			 "affinities", json_object_get(job, "affinities"),
 			 "datacenters", json_object_get(job, "datacenters"),
@@ -138,6 +179,7 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 {
 	struct reconcile_result r = { 0 };
 	unsigned char **slots = NULL; /* per group, per slot: taken */
+	json_t *replaced;
 	bool batch;
 	size_t i;
 	json_t *al;
@@ -147,7 +189,7 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 	if (!job_model) {
 		json_array_foreach(v->job_allocs, i, al)
 			if (!strcmp(jstr(al, "desired_status", "run"), "run"))
-				stop_alloc(&r, al, job ? "job stopped" : "job purged", now);
+				stop_alloc(&r, al, job ? "job stopped" : "job purged", now, -1);
 		*out = r;
 		return 0;
 	}
@@ -166,11 +208,11 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 			continue;
 		g = find_group(job_model, jstr(al, "task_group", ""));
 		if (g < 0) {
-			stop_alloc(&r, al, "group removed from the job", now);
+			stop_alloc(&r, al, "group removed from the job", now, -1);
 			continue;
 		}
 		if (slot < 0 || slot >= job_model->groups[g].count || slots[g][slot]) {
-			stop_alloc(&r, al, "more instances than count", now);
+			stop_alloc(&r, al, "more instances than count", now, -1);
 			continue;
 		}
 		slots[g][slot] = 1;
@@ -184,8 +226,9 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 			else if (group_changed(s, job, al))
 				why = "job version changed; replaced";
 			if (why) {
-				stop_alloc(&r, al, why, now);
-				add_place(&r, g, slot, al, (int)jint(al, "reschedule_attempts", 0));
+				int attempts = (int)jint(al, "reschedule_attempts", 0);
+				stop_alloc(&r, al, why, now, attempts);
+				add_place(&r, g, slot, al, attempts);
 			} else {
 				if (jint(al, "job_version", -1) != jint(job, "version", 0)) {
 					json_t *c = json_copy(al);
@@ -202,8 +245,9 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 			continue;
 		}
 		if (!strcmp(client, "lost")) {
-			stop_alloc(&r, al, "lost; replaced", now);
-			add_place(&r, g, slot, al, (int)jint(al, "reschedule_attempts", 0) + 1);
+			int attempts = (int)jint(al, "reschedule_attempts", 0) + 1;
+			stop_alloc(&r, al, "lost; replaced", now, attempts);
+			add_place(&r, g, slot, al, attempts);
 			continue;
 		}
 		/* failed, or a service that completed */
@@ -211,21 +255,29 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 		if (at < 0) {
 			r.ignore++; /* attempts exhausted: the slot stays failed */
 		} else if (at <= now) {
-			stop_alloc(&r, al, "rescheduled", now);
-			add_place(&r, g, slot, al, (int)jint(al, "reschedule_attempts", 0) + 1);
+			int attempts = (int)jint(al, "reschedule_attempts", 0) + 1;
+			stop_alloc(&r, al, "rescheduled", now, attempts);
+			add_place(&r, g, slot, al, attempts);
 		} else {
 			if (!r.followup_at || at < r.followup_at)
 				r.followup_at = at;
 			r.ignore++;
 		}
 	}
+	replaced = replaced_ids(v->job_allocs);
 	for (size_t g = 0; g < job_model->ngroups; g++) {
-		for (int64_t k = 0; k < job_model->groups[g].count; k++)
-			if (!slots[g][k])
-				add_place(&r, (int)g, (int)k, NULL, 0);
+		for (int64_t k = 0; k < job_model->groups[g].count; k++) {
+			const json_t *prev;
+			if (slots[g][k])
+				continue;
+			prev = slot_predecessor(v->job_allocs, replaced, job_model->groups[g].name, k);
+			add_place(&r, (int)g, (int)k, prev,
+				  prev ? (int)jint(prev, "replacement_attempts", 0) : 0);
+		}
 		free(slots[g]);
 	}
 	free(slots);
+	json_decref(replaced);
 	(void)err;
 	*out = r;
 	return 0;
