@@ -56,6 +56,7 @@ struct job *job_load_file(const char *cmd, const char *path);
 
 /* The remote job commands (cmd_job_remote.c), dispatched by cmd_job. */
 int job_run_cmd(int argc, char **argv);
+int alloc_logs_cmd(int argc, char **argv);   /* cmd_alloc_logs.c */
 int job_plan_cmd(int argc, char **argv);
 int job_status_cmd(int argc, char **argv);
 int job_stop_cmd(int argc, char **argv);

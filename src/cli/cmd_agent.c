@@ -21,6 +21,7 @@
 #include "cli/cli.h"
 #include "common/xalloc.h"
 #include "drivers/shim.h"
+#include "agent/client_http.h"
 #include "server/server.h"
 
 #ifndef HERD_SOURCE_ROOT
@@ -176,6 +177,7 @@ int cmd_agent(int argc, char **argv)
 	struct herd_err err = { 0, "" };
 	struct server *srv = NULL;
 	struct client *cl = NULL;
+	struct client_http *chttp = NULL;
 	char *local = NULL, *shim_exe = NULL;
 	const char *shim_argv[3];
 	sigset_t sigs;
@@ -282,6 +284,32 @@ int cmd_agent(int argc, char **argv)
 		cfg.advertise_http = xstrdup(local);
 	}
 	if (cfg.client.enabled) {
+		/* The client's own API (log streams) on the node's http_addr:
+		 * the agent's port when no server shares the process, else a
+		 * port of its own. */
+		uint16_t cport = srv ? 0 : (uint16_t)cfg.http_port;
+		if (client_http_start(cfg.bind_addr, cport, cfg.client.alloc_dir,
+				      cfg.client.state_dir, &chttp, &err) < 0) {
+			log_warn("%s: task logs cannot be read through the API", err.msg);
+		} else {
+			char *host = xstrdup(cfg.advertise_http ? cfg.advertise_http : "127.0.0.1");
+			char *colon = host[0] == '[' ? strstr(host, "]:") : strchr(host, ':');
+			/* "host:port" / "[v6]:port" lose the port; a bare v6 stays. */
+			if (colon && host[0] == '[')
+				colon[1] = '\0';
+			else if (colon && !strchr(colon + 1, ':'))
+				*colon = '\0';
+			free(cfg.advertise_http);
+			cfg.advertise_http = xasprintf("%s:%u", host, client_http_port(chttp));
+			free(host);
+			log_info("client: http api on %s", cfg.advertise_http);
+			if (!srv && cfg.http_port == 0) {
+				printf("http port %u\n", client_http_port(chttp));
+				fflush(stdout);
+			}
+		}
+	}
+	if (cfg.client.enabled) {
 		char self[4096];
 		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 		self[n > 0 ? n : 0] = '\0';
@@ -307,6 +335,7 @@ int cmd_agent(int argc, char **argv)
 	rc = 0;
 stop:
 	client_stop(cl, cfg.dev);
+	client_http_stop(chttp);
 	server_stop(srv);
 	if (cfg.data_dir_is_temp)
 		agent_config_remove_temp_data_dir(&cfg);

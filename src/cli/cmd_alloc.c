@@ -115,6 +115,7 @@ int cmd_alloc(int argc, char **argv)
 {
 	static const struct subcommand cmds[] = {
 		{ "status", alloc_status_cmd, "show an allocation and its tasks" },
+		{ "logs", alloc_logs_cmd, "print or follow a task's log" },
 		{ NULL, NULL, NULL },
 	};
 	return dispatch(argv[0], cmds, argc, argv);

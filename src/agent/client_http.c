@@ -1,0 +1,276 @@
+/* The client's HTTP API: task log streams; see client_http.h. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "agent/client_http.h"
+#include "agent/logs.h"
+#include "common/xalloc.h"
+
+#define LOGS_PREFIX "/v1/client/fs/logs/"
+#define IDLE_SLEEP_NS (100 * 1000000L)
+#define DEAD_CHECK_NS (500 * 1000000LL)
+#define CHUNK 65536
+
+struct client_http {
+	struct MHD_Daemon *mhd;
+	char *alloc_dir, *state_dir;
+	atomic_bool stopping;
+	uint16_t port;
+};
+
+struct stream {
+	struct client_http *h;
+	struct log_reader r;
+	bool follow;
+	char *state_file;
+	char task[LOGS_NAME_MAX + 1];
+	int64_t last_check;
+	int dead_rounds;      /* drained reads since the task was seen dead */
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Whether the task is dead (or its allocation gone) per the state file
+ * the client writes atomically (state.c). */
+static bool task_dead(const struct stream *s)
+{
+	json_error_t je;
+	json_t *st = json_load_file(s->state_file, 0, &je), *t;
+	bool dead;
+
+	if (!st)
+		return access(s->state_file, F_OK) < 0;   /* gone: nothing more comes */
+	t = json_object_get(json_object_get(st, "tasks"), s->task);
+	dead = json_is_true(json_object_get(st, "done")) ||
+	       (t && !strcmp(json_string_value(json_object_get(t, "state")) ?: "", "dead"));
+	json_decref(st);
+	return dead;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct stream *s = cls;
+	ssize_t n;
+
+	(void)pos;
+	if (atomic_load(&s->h->stopping))
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	n = log_reader_read(&s->r, buf, max > CHUNK ? CHUNK : max);
+	if (n > 0)
+		return n;
+	if (n < 0)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (!s->follow)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (s->dead_rounds > 0 && ++s->dead_rounds > 2)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (!s->dead_rounds && mono_ns() - s->last_check > DEAD_CHECK_NS) {
+		s->last_check = mono_ns();
+		if (task_dead(s))
+			s->dead_rounds = 1;   /* drain what the shim wrote last */
+	}
+	struct timespec ts = { 0, IDLE_SLEEP_NS };
+	nanosleep(&ts, NULL);
+	/* Nothing now; with a thread per connection MHD calls again. */
+	return 0;
+}
+
+static void stream_free(void *cls)
+{
+	struct stream *s = cls;
+	log_reader_close(&s->r);
+	free(s->state_file);
+	free(s);
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned status,
+				   const char *code, const char *msg)
+{
+	json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
+	char *text = json_dumps(j, JSON_COMPACT);
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
+								 MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result rc;
+
+	json_decref(j);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	rc = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static enum MHD_Result serve_logs(struct client_http *h, struct MHD_Connection *conn,
+				  const char *alloc_id)
+{
+	const char *task = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "task");
+	const char *type = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "type");
+	const char *follow = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "follow");
+	const char *origin = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "origin");
+	const char *offs = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "offset");
+	struct herd_err err = { 0, "" };
+	struct MHD_Response *r;
+	struct stream *s;
+	long long offset = 0;
+	char *end, *dir;
+	enum MHD_Result rc;
+
+	if (!logs_valid_name(alloc_id))
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+				   "allocation id must be letters, digits, '-', '_' or '.'");
+	if (!task || !logs_valid_name(task))
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+				   "task must be a task name (letters, digits, '-', '_', '.')");
+	if (!type)
+		type = "stdout";
+	if (strcmp(type, "stdout") && strcmp(type, "stderr"))
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+				   "type must be stdout or stderr");
+	if (origin && strcmp(origin, "start") && strcmp(origin, "end"))
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+				   "origin must be start or end");
+	if (follow && strcmp(follow, "true") && strcmp(follow, "false"))
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+				   "follow must be true or false");
+	if (offs) {
+		errno = 0;
+		offset = strtoll(offs, &end, 10);
+		if (!*offs || *end || errno || offset < 0)
+			return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+					   "offset must be a byte count");
+	}
+	dir = xasprintf("%s/%s/%s", h->alloc_dir, alloc_id, task);
+	if (!is_dir(dir)) {
+		free(dir);
+		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
+				   "no such allocation or task on this node");
+	}
+	free(dir);
+	s = xcalloc(1, sizeof(*s));
+	s->h = h;
+	s->follow = follow && !strcmp(follow, "true");
+	s->state_file = xasprintf("%s/allocs/%s.json", h->state_dir, alloc_id);
+	snprintf(s->task, sizeof(s->task), "%s", task);
+	s->last_check = mono_ns();
+	dir = xasprintf("%s/%s/alloc/logs", h->alloc_dir, alloc_id);
+	if (log_reader_open(&s->r, dir, task, type, origin && !strcmp(origin, "end"), offset,
+			    &err) < 0) {
+		free(dir);
+		stream_free(s);
+		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", err.msg);
+	}
+	free(dir);
+	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, CHUNK, stream_read, s, stream_free);
+	MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	rc = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version,
+				  const char *upload_data, size_t *upload_size, void **con_cls)
+{
+	struct client_http *h = cls;
+
+	(void)version;
+	(void)upload_data;
+	/* The first call only announces the request (headers read). */
+	if (!*con_cls) {
+		*con_cls = h;
+		return MHD_YES;
+	}
+	if (*upload_size)
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", "no body expected");
+	if (strncmp(url, LOGS_PREFIX, strlen(LOGS_PREFIX)))
+		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", "no such path");
+	if (strcmp(method, "GET"))
+		return reply_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed",
+				   "only GET");
+	return serve_logs(h, conn, url + strlen(LOGS_PREFIX));
+}
+
+int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_dir,
+		      const char *state_dir, struct client_http **out, struct herd_err *err)
+{
+	struct client_http *h;
+	struct sockaddr_in sa4;
+	struct sockaddr_in6 sa6;
+	struct sockaddr *sa;
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
+	const char *addr = bind_addr ? bind_addr : "127.0.0.1";
+	const union MHD_DaemonInfo *info;
+
+	memset(&sa4, 0, sizeof(sa4));
+	memset(&sa6, 0, sizeof(sa6));
+	if (inet_pton(AF_INET, addr, &sa4.sin_addr) == 1) {
+		sa4.sin_family = AF_INET;
+		sa4.sin_port = htons(port);
+		sa = (struct sockaddr *)&sa4;
+	} else if (inet_pton(AF_INET6, addr, &sa6.sin6_addr) == 1) {
+		sa6.sin6_family = AF_INET6;
+		sa6.sin6_port = htons(port);
+		sa = (struct sockaddr *)&sa6;
+		flags |= MHD_USE_IPv6;
+	} else {
+		return herd_errf(err, -EINVAL, "client http: \"%s\" is not a numeric address", addr);
+	}
+	h = xcalloc(1, sizeof(*h));
+	h->alloc_dir = xstrdup(alloc_dir);
+	h->state_dir = xstrdup(state_dir);
+	atomic_init(&h->stopping, false);
+	errno = 0;
+	h->mhd = MHD_start_daemon(flags, port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, sa,
+				  MHD_OPTION_CONNECTION_LIMIT, 256U, MHD_OPTION_END);
+	if (!h->mhd) {
+		int e = errno ? errno : EIO;
+		client_http_stop(h);
+		return herd_errf(err, -e, "client http: cannot listen on %s:%u: %s", addr, port,
+				 strerror(e));
+	}
+	info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_BIND_PORT);
+	h->port = info ? info->port : port;
+	*out = h;
+	return 0;
+}
+
+uint16_t client_http_port(const struct client_http *h)
+{
+	return h->port;
+}
+
+void client_http_stop(struct client_http *h)
+{
+	if (!h)
+		return;
+	atomic_store(&h->stopping, true);
+	if (h->mhd)
+		MHD_stop_daemon(h->mhd);
+	free(h->alloc_dir);
+	free(h->state_dir);
+	free(h);
+}

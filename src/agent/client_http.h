@@ -1,0 +1,40 @@
+/* client_http: the client's own small HTTP API (docs/api.md, "Client"),
+ * served on the node's http_addr, which the CLI finds through the server
+ * (allocation -> node -> http_addr) to read what only the node has:
+ *
+ *   GET /v1/client/fs/logs/:alloc?task=T&type=stdout|stderr
+ *       &follow=true|false&origin=start|end&offset=N
+ *
+ * answers the task's log (logs.h) as a chunked text/plain stream; with
+ * follow=true it stays open, continuing across rotations, until the task
+ * is dead (per the client's persisted state) and everything is sent, or
+ * the caller hangs up.  Allocation and task names are checked
+ * (logs_valid_name): '/', ".." and anything outside [A-Za-z0-9_.-] are
+ * 400, unknown ones 404, so no request reaches outside the allocation's
+ * log directory.
+ *
+ * It reads only files (alloc_dir, state_dir), never the runners' memory,
+ * so it needs no lock of the client and works while the client recovers.
+ * One thread per connection (a log stream sleeps between reads). */
+#ifndef HERD_AGENT_CLIENT_HTTP_H
+#define HERD_AGENT_CLIENT_HTTP_H
+
+#include <stdint.h>
+
+#include "common/err.h"
+
+struct client_http;
+
+/* Starts listening on bind_addr (numeric IPv4/IPv6; NULL: 127.0.0.1):port
+ * (0: any free port).  alloc_dir and state_dir are copied.  Returns 0 with
+ * *out, or -errno with err (-EADDRINUSE, -EINVAL for a bad address). */
+int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_dir,
+		      const char *state_dir, struct client_http **out, struct herd_err *err);
+
+/* The port it listens on. */
+uint16_t client_http_port(const struct client_http *h);
+
+/* Ends open streams, stops, frees.  Accepts NULL. */
+void client_http_stop(struct client_http *h);
+
+#endif

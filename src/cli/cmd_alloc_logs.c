@@ -1,0 +1,215 @@
+/* herd alloc logs [-f] [-stderr] [-tail] [-n N] ALLOC [TASK]
+ *
+ * Finds the node that runs the allocation (allocation -> node ->
+ * http_addr, through the server) and streams the task's log from that
+ * node's client API (GET /v1/client/fs/logs/:alloc, chunked), straight to
+ * stdout as it arrives.  -tail prints the last N lines (default 10) first;
+ * with -f it then follows from the end. */
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli-api.h"
+#include "cli/cli.h"
+#include "common/strbuf.h"
+#include "common/xalloc.h"
+
+#define TAIL_WINDOW (1 << 20)   /* bytes read back to find the last N lines */
+
+struct sink {
+	struct strbuf *buf;      /* NULL: write through to stdout */
+	long status;
+	struct strbuf err;       /* body of an error answer */
+	CURL *curl;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct sink *s = arg;
+	size_t len = size * n;
+
+	if (!s->status)
+		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
+	if (s->status != 200) {
+		if (s->err.len < 4096)
+			strbuf_add(&s->err, p, len);
+		return len;
+	}
+	if (s->buf) {
+		strbuf_add(s->buf, p, len);
+		return len;
+	}
+	if (fwrite(p, 1, len, stdout) != len)
+		return 0;   /* stdout closed (a pipe to head): stop */
+	fflush(stdout);
+	return len;
+}
+
+/* One GET of the log stream; 0 or 1 (message printed). */
+static int fetch(const char *cmd, const char *addr, const char *alloc, const char *task,
+		 const char *type, bool follow, bool from_end, long long offset,
+		 struct strbuf *buf)
+{
+	CURL *curl = curl_easy_init();
+	struct curl_slist *hdrs = NULL;
+	const char *token = getenv("HERD_TOKEN");
+	struct sink s = { buf, 0, STRBUF_INIT, curl };
+	char *etask = curl_easy_escape(curl, task, 0);
+	char *url = xasprintf("http://%s/v1/client/fs/logs/%s?task=%s&type=%s&follow=%s"
+			      "&origin=%s&offset=%lld",
+			      addr, alloc, etask, type, follow ? "true" : "false",
+			      from_end ? "end" : "start", offset);
+	CURLcode cc;
+	int rc = 0;
+
+	if (token && *token) {
+		char *h = xasprintf("X-Herd-Token: %s", token);
+		hdrs = curl_slist_append(hdrs, h);
+		free(h);
+	}
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	cc = curl_easy_perform(curl);
+	if (!s.status)
+		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &s.status);
+	if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR) {
+		fprintf(stderr, "%s: node at %s: %s\n", cmd, addr, curl_easy_strerror(cc));
+		rc = 1;
+	} else if (s.status != 200) {
+		json_t *j = json_loadb(s.err.buf ? s.err.buf : "", s.err.len, 0, NULL);
+		const char *m = json_string_value(
+			json_object_get(json_object_get(j, "error"), "message"));
+		fprintf(stderr, "%s: node at %s: HTTP %ld: %s\n", cmd, addr, s.status,
+			m ? m : "(no message)");
+		json_decref(j);
+		rc = 1;
+	}
+	strbuf_release(&s.err);
+	curl_slist_free_all(hdrs);
+	curl_free(etask);
+	curl_easy_cleanup(curl);
+	free(url);
+	return rc;
+}
+
+/* The node's http_addr and the task to read (the only task, when one). */
+static int locate(const char *cmd, const char *id, const char *task_arg, char **addr,
+		  char **task)
+{
+	struct httpc_response r;
+	char *path = xasprintf("/v1/allocation/%s", id);
+	const char *node_id, *tname = NULL;
+	json_t *states;
+	int rc = api_call(cmd, "GET", path, NULL, &r);
+
+	free(path);
+	if (rc < 0)
+		return 1;
+	node_id = js(r.body, "node_id");
+	states = json_object_get(r.body, "task_states");
+	if (task_arg) {
+		tname = task_arg;
+	} else if (json_object_size(states) == 1) {
+		tname = json_object_iter_key(json_object_iter(states));
+	} else {
+		fprintf(stderr, "%s: the allocation has %zu tasks: name one of them\n", cmd,
+			json_object_size(states));
+		httpc_response_release(&r);
+		return 1;
+	}
+	*task = xstrdup(tname);
+	path = xasprintf("/v1/node/%s", node_id);
+	httpc_response_release(&r);
+	rc = api_call(cmd, "GET", path, NULL, &r);
+	free(path);
+	if (rc < 0) {
+		free(*task);
+		return 1;
+	}
+	if (!*js(r.body, "http_addr")) {
+		fprintf(stderr, "%s: node %s has no http_addr: its client API is not reachable\n",
+			cmd, node_id);
+		free(*task);
+		httpc_response_release(&r);
+		return 1;
+	}
+	*addr = xstrdup(js(r.body, "http_addr"));
+	httpc_response_release(&r);
+	return 0;
+}
+
+int alloc_logs_cmd(int argc, char **argv)
+{
+	bool follow = false, use_stderr = false, tail = false;
+	int64_t lines = -1;
+	const struct flag flags[] = {
+		{ "f", FLAG_BOOL, &follow, "follow the log as it grows (across rotations)" },
+		{ "stderr", FLAG_BOOL, &use_stderr, "the task's stderr instead of stdout" },
+		{ "tail", FLAG_BOOL, &tail, "start at the end: the last -n lines" },
+		{ "n", FLAG_INT, &lines, "lines shown by -tail (default 10)" },
+		{ NULL, 0, NULL, NULL },
+	};
+	const struct command_help help = {
+		"herd alloc logs [options] ALLOC [TASK]",
+		"Prints a task's stdout (or stderr) from the node that runs the allocation\n"
+		"(ALLOC: an id or a unique prefix of it; TASK may be left out when the\n"
+		"allocation has one task).",
+		flags,
+	};
+	const char *type;
+	char *pos[2], *id, *addr = NULL, *task = NULL;
+	int n = flags_parse_anywhere(&help, argc, argv, pos, 2), rc;
+
+	if (n < 0)
+		return n == -1 ? 0 : EXIT_USAGE;
+	if (n < 1)
+		return usage_error(argv[0], "missing allocation id");
+	if (lines != -1 && lines < 0)
+		return usage_error(argv[0], "-n: %lld is not a line count", (long long)lines);
+	if (lines >= 0)
+		tail = true;
+	if (lines < 0)
+		lines = 10;
+	type = use_stderr ? "stderr" : "stdout";
+	id = api_resolve_prefix(argv[0], "/v1/allocations", "allocation", pos[0]);
+	if (!id)
+		return 1;
+	if (locate(argv[0], id, n > 1 ? pos[1] : NULL, &addr, &task)) {
+		free(id);
+		return 1;
+	}
+	if (tail) {
+		struct strbuf sb = STRBUF_INIT;
+		rc = fetch(argv[0], addr, id, task, type, false, true, TAIL_WINDOW, &sb);
+		if (!rc && sb.len) {
+			/* The last `lines` lines (a final line without '\n' counts). */
+			size_t start = sb.len, seen = 0;
+			if (sb.buf[start - 1] == '\n')
+				start--;
+			while (start > 0 && seen < (size_t)lines) {
+				start--;
+				if (sb.buf[start] == '\n')
+					seen++;
+			}
+			if (seen == (size_t)lines)
+				start++;
+			if (lines > 0)
+				fwrite(sb.buf + start, 1, sb.len - start, stdout);
+			fflush(stdout);
+		}
+		strbuf_release(&sb);
+		if (!rc && follow)
+			rc = fetch(argv[0], addr, id, task, type, true, true, 0, NULL);
+	} else {
+		rc = fetch(argv[0], addr, id, task, type, follow, false, 0, NULL);
+	}
+	free(addr);
+	free(task);
+	free(id);
+	return rc;
+}
