@@ -65,6 +65,13 @@ static void must(long st, const char *what, const struct strbuf *out)
 	}
 }
 
+static void log_fn(const char *level, const char *msg, void *arg)
+{
+	(void)arg;
+	if (getenv("BENCH_TEAMS_DEBUG"))
+		fprintf(stderr, "server %s: %s\n", level, msg);
+}
+
 static int rm_entry(const char *p, const struct stat *st, int f, struct FTW *w)
 {
 	(void)st; (void)f; (void)w;
@@ -105,6 +112,8 @@ int main(int argc, char **argv)
 	cfg.data_dir = dir;
 	cfg.workers = 2;
 	cfg.preempt_types = SERVER_PREEMPT_NONE;
+	cfg.log = log_fn;
+	cfg.heartbeat_ttl_ns = 24 * 3600LL * 1000000000LL; /* no agent heartbeats here */
 	if (server_start(&cfg, &srv, &err) < 0) {
 		fprintf(stderr, "bench_teams: %s\n", err.msg);
 		return 1;
@@ -153,6 +162,8 @@ int main(int argc, char **argv)
 	json_decref(allocs);
 	t1 = now_s();
 	must(req("PUT", path, "{\"client_status\": \"complete\"}", &out), "complete", &out);
+	if (getenv("BENCH_TEAMS_DEBUG"))
+		fprintf(stderr, "blocker %s: %s\n", path, out.buf);
 	server_wait_idle(srv, 3600LL * 1000000000LL);
 	t2 = now_s();
 	must(req("GET", "/v1/allocations?namespace=*", NULL, &out), "allocs", &out);

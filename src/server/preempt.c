@@ -197,7 +197,7 @@ int preempt_for(struct server *srv, struct sched_view *v, struct sched_snapshot 
 	/* the lists of every node first: victims of an earlier round still
 	 * stopping mean: wait for them, preempt nothing more */
 	for (size_t i = 0; i < nnodes; i++) {
-		struct store_filter f = { NULL, NULL, v->nodes[map[i]].id };
+		struct store_filter f = { .node_id = v->nodes[map[i]].id };
 		json_t *list = NULL, *al;
 		size_t k;
 		if (store_list(srv->store, STORE_ALLOC, &f, &list, NULL) < 0)

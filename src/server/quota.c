@@ -47,7 +47,7 @@ void quota_state_add(struct quota_state *q, const json_t *alloc, int sign)
 int quota_state_read(struct store *s, const char *ns, struct quota_state *q, struct herd_err *err)
 {
 	struct store_key nk = { NULL, ns, 0 };
-	struct store_filter f = { ns, NULL, NULL };
+	struct store_filter f = { .ns = ns };
 	json_t *nsrec = NULL, *allocs = NULL, *al;
 	size_t i;
 	int rc;

@@ -161,7 +161,7 @@ static int delete_namespace(struct http_request *req, struct http_response *resp
 {
 	struct server *srv = ctx;
 	struct store_key k = { NULL, http_param(req, "name"), 0 };
-	struct store_filter f = { k.id, NULL, NULL };
+	struct store_filter f = { .ns = k.id };
 	struct herd_err err = { 0 };
 	json_t *jobs = NULL, *x;
 	uint64_t idx = 0;

@@ -56,7 +56,7 @@ static int get_usage(struct http_request *req, struct http_response *resp, void 
 	const char *ns = http_query(req, "namespace");
 	const char *sa = http_query(req, "since"), *ua = http_query(req, "until");
 	int64_t now = now_ns(), since = sa ? parse_time(sa) : 0, until = ua ? parse_time(ua) : now;
-	struct store_filter f = { ns && *ns && strcmp(ns, "*") ? ns : NULL, NULL, NULL };
+	struct store_filter f = { .ns = ns && *ns && strcmp(ns, "*") ? ns : NULL };
 	json_t *allocs = NULL, *by_ns, *al, *out, *list;
 	const char *k;
 	json_t *v;
