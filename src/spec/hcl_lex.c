@@ -58,7 +58,8 @@ void hcl_lexer_init(struct hcl_lexer *lx, const char *text, size_t len, bool jso
 
 void hcl_token_release(struct hcl_token *tok)
 {
-	free(tok->s);
+	if (tok->s)
+		free(tok->s);
 	tok->s = NULL;
 	tok->src = NULL;
 }
@@ -206,23 +207,61 @@ const char *hcl_msg_quote(const char *s, size_t len, char *buf, size_t size)
 	return buf;
 }
 
-/* A string value under construction, with the length limit applied. */
+/* A string value under construction, with the length limit applied.  As
+ * long as the value is a run of the source bytes (no escapes: `${...}` and
+ * heredocs are kept as written), it is only the pointers src..src_end, and
+ * nothing is copied; the first byte from elsewhere moves it to sb. */
 struct strscan {
 	struct strbuf sb;
+	const char *src, *src_end; /* the value while src is not NULL */
 	bool too_long;
 	bool bad_utf8;
 };
 
+static void scan_init(struct strscan *sc, const char *value_start)
+{
+	*sc = (struct strscan){ STRBUF_INIT, value_start, value_start, false, false };
+}
+
+static void scan_flush(struct strscan *sc)
+{
+	if (sc->src)
+		strbuf_add(&sc->sb, sc->src, (size_t)(sc->src_end - sc->src));
+	sc->src = NULL;
+}
+
 static void scan_add(struct strscan *sc, const char *s, size_t n)
 {
+	size_t len = sc->src ? (size_t)(sc->src_end - sc->src) : sc->sb.len;
+
 	if (sc->too_long)
 		return;
-	if (sc->sb.len + n > HCL_MAX_STRING) {
+	if (len + n > HCL_MAX_STRING) {
 		sc->too_long = true;
+		sc->src = NULL;
 		strbuf_release(&sc->sb);
 		return;
 	}
+	if (sc->src && s == sc->src_end) {
+		sc->src_end += n;
+		return;
+	}
+	scan_flush(sc);
 	strbuf_add(&sc->sb, s, n);
+}
+
+/* Hands the value to tok: the source bytes, or a heap copy. */
+static void scan_finish(struct strscan *sc, struct hcl_token *tok)
+{
+	if (sc->src) {
+		tok->src = sc->src;
+		tok->len = (size_t)(sc->src_end - sc->src);
+		tok->s = NULL;
+		strbuf_release(&sc->sb);
+		return;
+	}
+	tok->len = sc->sb.len;
+	tok->s = strbuf_detach(&sc->sb, NULL);
 }
 
 /* Adds the byte at p (a whole UTF-8 sequence when it starts one); returns
@@ -286,6 +325,7 @@ static const char *lex_unicode_escape(struct hcl_lexer *lx, const char *p, struc
 	if (lx->json && cp >= 0xD800 && cp <= 0xDBFF) {
 		long lo = end - p >= 6 && p[0] == '\\' && p[1] == 'u' ? read_hex(p + 2, end, 4) : -1;
 		if (lo >= 0xDC00 && lo <= 0xDFFF) {
+			scan_flush(sc);
 			add_utf8(&sc->sb, (uint32_t)(0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)));
 			return p + 6;
 		}
@@ -298,8 +338,10 @@ static const char *lex_unicode_escape(struct hcl_lexer *lx, const char *p, struc
 			  "invalid escape \"%s\" in string: not a unicode character", shown);
 		return p;
 	}
-	if (!sc->too_long)
+	if (!sc->too_long) {
+		scan_flush(sc);
 		add_utf8(&sc->sb, (uint32_t)cp);
+	}
 	return p;
 }
 
@@ -362,7 +404,7 @@ static bool starts_literal_template(const char *p, const char *end)
 static void lex_string(struct hcl_lexer *lx, struct hcl_token *tok)
 {
 	const char *start = lx->p, *p = start + 1, *end = lx->end;
-	struct strscan sc = { STRBUF_INIT, false, false };
+	struct strscan sc;
 	int stack[TEMPLATE_STACK];
 	int sp = 0;
 	bool closed = false, too_deep = false, control = false;
@@ -383,7 +425,7 @@ static void lex_string(struct hcl_lexer *lx, struct hcl_token *tok)
 		lx->p = run + 1;
 		return;
 	}
-	strbuf_init(&sc.sb, (size_t)(run - p) + 16);
+	scan_init(&sc, p);
 
 	while (p < end && *p != '\n') {
 		unsigned char c = (unsigned char)*p;
@@ -425,6 +467,13 @@ static void lex_string(struct hcl_lexer *lx, struct hcl_token *tok)
 			continue;
 		}
 		if (stack[sp - 1] > 0) { /* in an interpolation */
+			const char *seg = p;
+			while (p < end && has_class(*p, C_PLAIN) && *p != '{' && *p != '}')
+				p++;
+			if (p > seg) {
+				scan_add(&sc, seg, (size_t)(p - seg));
+				continue;
+			}
 			if (c == '"') {
 				if (sp == TEMPLATE_STACK) {
 					too_deep = true;
@@ -481,8 +530,7 @@ static void lex_string(struct hcl_lexer *lx, struct hcl_token *tok)
 		lex_error(lx, tok->pos, "invalid utf-8 in string");
 	tok->raw = start;
 	tok->raw_len = (size_t)(p - start);
-	tok->len = sc.sb.len;
-	tok->s = strbuf_detach(&sc.sb, NULL);
+	scan_finish(&sc, tok);
 	tok->heredoc = false;
 	lx->p = p;
 }
@@ -544,7 +592,7 @@ static void lex_heredoc(struct hcl_lexer *lx, struct hcl_token *tok)
 {
 	const char *start = lx->p, *p = start + 2, *end = lx->end;
 	const char *marker, *content, *content_end = NULL, *after = NULL;
-	struct strscan sc = { STRBUF_INIT, false, false };
+	struct strscan sc;
 	size_t mlen;
 	bool indented = false;
 
@@ -591,6 +639,7 @@ static void lex_heredoc(struct hcl_lexer *lx, struct hcl_token *tok)
 	}
 	new_line(lx, ++p);
 	content = p;
+	scan_init(&sc, content);
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		const char *q = p + line_indent(p, eol ? eol : end);
@@ -629,8 +678,7 @@ static void lex_heredoc(struct hcl_lexer *lx, struct hcl_token *tok)
 	}
 	tok->kind = HCL_T_STRING;
 	tok->heredoc = true;
-	tok->len = sc.sb.len;
-	tok->s = strbuf_detach(&sc.sb, NULL);
+	scan_finish(&sc, tok);
 out:
 	tok->raw_len = (size_t)(p - start);
 	lx->p = p;
@@ -730,7 +778,9 @@ static void skip_space(struct hcl_lexer *lx)
 	while (p < end) {
 		char c = *p;
 		if (c == ' ' || c == '\t' || c == '\r') {
-			p++;
+			/* indentation comes in runs */
+			for (p++; p < end && *p == ' '; p++)
+				;
 		} else if (c == '\n') {
 			if (!lx->json)
 				break;

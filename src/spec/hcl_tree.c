@@ -114,24 +114,34 @@ static struct hcl_keyset_entry *keyset_probe(struct hcl_keyset *ks, const char *
 	return &ks->v[j];
 }
 
+static bool same_key(const char *a, const char *b)
+{
+	return a[0] == b[0] && strcmp(a, b) == 0;
+}
+
+/* The first keys are compared directly, without hashing: most bodies and
+ * objects are small.  Hashes are computed once the table is needed. */
 const struct hcl_keyset_entry *hcl_keyset_add(struct hcl_keyset *ks, const char *key,
 					      struct hcl_pos pos, size_t index)
 {
-	size_t h = hash_key(key);
 	struct hcl_keyset_entry *e;
+	size_t h;
 
-	if (ks->n < HCL_KEYSET_SMALL) {
-		for (size_t i = 0; i < ks->n; i++)
-			if (ks->small[i].hash == h && strcmp(ks->small[i].key, key) == 0)
-				return &ks->small[i];
-		ks->small[ks->n++] = (struct hcl_keyset_entry){ key, h, pos, index };
-		return NULL;
-	}
 	if (!ks->v) {
+		for (size_t i = 0; i < ks->n; i++)
+			if (same_key(ks->small[i].key, key))
+				return &ks->small[i];
+		if (ks->n < HCL_KEYSET_SMALL) {
+			ks->small[ks->n++] = (struct hcl_keyset_entry){ key, 0, pos, index };
+			return NULL;
+		}
 		keyset_grow(ks);
-		for (size_t i = 0; i < HCL_KEYSET_SMALL; i++)
+		for (size_t i = 0; i < HCL_KEYSET_SMALL; i++) {
+			ks->small[i].hash = hash_key(ks->small[i].key);
 			*keyset_probe(ks, ks->small[i].key, ks->small[i].hash) = ks->small[i];
+		}
 	}
+	h = hash_key(key);
 	if ((ks->n + 1) * 2 > ks->cap)
 		keyset_grow(ks);
 	e = keyset_probe(ks, key, h);
@@ -144,16 +154,15 @@ const struct hcl_keyset_entry *hcl_keyset_add(struct hcl_keyset *ks, const char 
 
 const struct hcl_keyset_entry *hcl_keyset_find(const struct hcl_keyset *ks, const char *key)
 {
-	size_t h = hash_key(key);
 	const struct hcl_keyset_entry *e;
 
 	if (!ks->v) {
 		for (size_t i = 0; i < ks->n; i++)
-			if (ks->small[i].hash == h && strcmp(ks->small[i].key, key) == 0)
+			if (same_key(ks->small[i].key, key))
 				return &ks->small[i];
 		return NULL;
 	}
-	e = keyset_probe((struct hcl_keyset *)ks, key, h);
+	e = keyset_probe((struct hcl_keyset *)ks, key, hash_key(key));
 	return e->key ? e : NULL;
 }
 

@@ -528,7 +528,7 @@ static void decode_object(struct decoder *d, const struct schema *schema,
 		size_t old = path_push_key(d, m->key);
 
 		for (f = schema->fields; f->key; f++)
-			if (!strcmp(f->key, m->key))
+			if (f->key[0] == m->key[0] && !strcmp(f->key, m->key))
 				break;
 		if (e->kind == HCL_NULL && f->key) {
 			/* null is how the canonical form writes "not set" */

@@ -86,26 +86,29 @@ static const struct block_rule *find_rule(const struct block_rule *rules, const 
 }
 
 /* An object under construction: its members, with room for at most cap,
- * and a key set that finds a key already set in O(1). */
+ * and a key set that finds a key already set in O(1).  A body of attributes
+ * only needs no key set: the parser let no attribute be set twice. */
 struct object_builder {
 	struct hcl_expr *obj;
 	size_t cap;
+	bool unique;
 	struct hcl_keyset keys;
 };
 
 static void object_start(struct converter *c, struct object_builder *ob, struct hcl_pos pos,
-			 size_t cap)
+			 size_t cap, bool unique)
 {
 	ob->obj = hcl_expr_new(c->arena, HCL_OBJECT, pos);
 	ob->obj->u.object.v = hcl_arena_alloc(c->arena, cap * sizeof(struct hcl_object_item));
 	ob->cap = cap;
+	ob->unique = unique;
 	ob->keys = (struct hcl_keyset){ 0 };
 }
 
 /* The member set under key, or NULL. */
 static struct hcl_object_item *object_find(struct object_builder *ob, const char *key)
 {
-	const struct hcl_keyset_entry *e = hcl_keyset_find(&ob->keys, key);
+	const struct hcl_keyset_entry *e = ob->unique ? NULL : hcl_keyset_find(&ob->keys, key);
 	return e ? &ob->obj->u.object.v[e->index] : NULL;
 }
 
@@ -116,7 +119,8 @@ static struct hcl_object_item *object_add(struct object_builder *ob, const char 
 	struct hcl_object_item *m = &ob->obj->u.object.v[i];
 
 	/* callers checked with object_find, and never add more than cap */
-	hcl_keyset_add(&ob->keys, key, key_pos, i);
+	if (!ob->unique)
+		hcl_keyset_add(&ob->keys, key, key_pos, i);
 	*m = (struct hcl_object_item){ (char *)key, key_pos, v, block };
 	return m;
 }
@@ -188,7 +192,7 @@ static struct hcl_expr *convert_generic_block(struct converter *c, const struct 
 
 	for (int i = b->nlabels - 1; i >= 0; i--) {
 		struct object_builder ob;
-		object_start(c, &ob, b->label_pos[i], 1);
+		object_start(c, &ob, b->label_pos[i], 1, true);
 		object_add(&ob, b->labels[i], b->label_pos[i], v, true);
 		v = object_finish(&ob);
 	}
@@ -255,9 +259,12 @@ static struct hcl_expr *convert_body(struct converter *c, const struct hcl_body 
 				     const struct block_rule *rules)
 {
 	struct object_builder ob;
+	bool blocks = false;
 
+	for (size_t i = 0; i < body->n && !blocks; i++)
+		blocks = body->items[i].kind == HCL_ITEM_BLOCK;
 	/* one member per item at most, and one for a block's label */
-	object_start(c, &ob, body->open_pos, body->n + 1);
+	object_start(c, &ob, body->open_pos, body->n + 1, !blocks);
 	for (size_t i = 0; i < body->n; i++) {
 		const struct hcl_item *it = &body->items[i];
 		if (it->kind == HCL_ITEM_ATTRIBUTE) {
