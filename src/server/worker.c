@@ -15,12 +15,14 @@ enum eval_outcome { EVAL_DONE, EVAL_BLOCKED, EVAL_SKIPPED };
 /* What the plan means for the fair queue, once committed: a job that
  * placed everything, or waits for its own quota, leaves it (and those
  * behind it may go); one that preempted keeps its place first. */
-static void fair_queue_after(struct server *srv, const json_t *eval, const struct plan *p)
+static void fair_queue_after(struct server *srv, const json_t *eval, const json_t *job,
+			     const struct plan *p)
 {
 	const char *ns = jstr(eval, "namespace", "default"), *job_id = jstr(eval, "job_id", "");
 	bool placed_all = json_object_size(p->failed) == 0;
 	if (p->reserve) {
-		(void)fair_queue_admit(srv, ns, job_id, 0, 0, true, NULL);
+		(void)fair_queue_admit(srv, ns, job_id, jint(job, "priority", 50), jint(job, "submit_time", 0),
+				       true, NULL);
 		return;
 	}
 	if (placed_all || (p->quota_held && !p->create) || !p->needs_gpus) {
@@ -73,7 +75,7 @@ static int process_once(struct server *srv, const json_t *eval, enum eval_outcom
 	rc = plan_apply(srv, &v, &p, done, extra, NULL, err);
 	json_decref(done);
 	if (rc == 0) {
-		fair_queue_after(srv, eval, &p);
+		fair_queue_after(srv, eval, v.job, &p);
 		*followups = extra;
 		extra = NULL;
 	}
@@ -115,6 +117,9 @@ static void process_eval(struct server *srv, struct broker_item *it)
 	if (rc < 0) {
 		server_log(srv, "error", "evaluation %s: %s", it->id, err.msg);
 		eval_fail(srv, eval, err.msg);
+		/* a failed job must not hold the fair queue for everyone */
+		if (fair_queue_remove(&srv->fq, it->ns, it->job_id))
+			broker_unblock_all(&srv->broker);
 	} else {
 		if (outcome == EVAL_BLOCKED)
 			broker_block(&srv->broker, it);
