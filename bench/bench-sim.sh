@@ -14,8 +14,10 @@ for pol in fgd herd; do
 			--policy $pol --seeds 42 -json 2>&1 >/dev/null
 	done | sort -n | sed -n 3p | sed "s/^/$pol seconds (median): /"
 done
-echo "== synthetic 10,000 nodes x 8 GPUs"
-for pol in fgd herd bestfit; do "$build/bench/bench_sched" $pol 10000 2000; done
+echo "== synthetic 10,000 nodes x 8 GPUs (openb's task mix, half full, with departures)"
+for pol in fgd herd bestfit; do "$build/bench/bench_sched" $pol 10000 20000; done
+echo "== the same, scoring every node (no groups)"
+for pol in fgd herd; do "$build/bench/bench_sched" $pol 10000 1000 scan; done
 echo "== published comparison (seeds 42-51)"
 for f in "$dir"/openb_pod_list_*.csv; do
 	echo "-- $(basename "$f")"
