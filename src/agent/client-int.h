@@ -40,6 +40,7 @@ struct client {
 	bool server_down_logged;      /* one log line per outage */
 	struct alloc_runner **runners;
 	size_t nr_runners, alloc_runners;
+	json_t *runner_pos;           /* {"<alloc id>": index into runners} (client.c) */
 
 	pthread_t heartbeat_thread, watch_thread;
 	bool threads_started;
@@ -156,6 +157,10 @@ int task_fetch_artifacts(struct task_runner *tr, struct herd_err *err);
 int task_render_templates(struct task_runner *tr, struct herd_err *err);
 int task_interpolate_config(struct task_runner *tr, json_t **out, struct herd_err *err);
 const char **task_gpu_ids(const struct alloc_runner *ar, size_t *n);
+/* task_devices.c: the existing host device nodes of the allocation's GPUs
+ * (/dev/nvidia<minor>, nvidiactl, nvidia-uvm...), for the exec driver;
+ * NULL-terminated, the caller frees each string and the array. */
+char **task_device_paths(struct alloc_runner *ar);
 
 /* state.c: <state_dir>/allocs/<id>.json, written atomically. */
 int state_save_alloc(struct alloc_runner *ar, struct herd_err *err);

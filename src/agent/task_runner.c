@@ -114,6 +114,7 @@ static int start(struct task_runner *tr, const struct driver_ops *d, struct herd
 	const json_t *jargs;
 	const char **args = NULL;
 	const char **gpus = NULL;
+	char **devices = NULL;
 	char *log_dir = xasprintf("%s/alloc/logs", ar->dir);
 	char *alloc_dir = xasprintf("%s/alloc", ar->dir);
 	const json_t *jports = json_object_get(json_object_get(ar->alloc, "resources"), "ports");
@@ -161,6 +162,10 @@ static int start(struct task_runner *tr, const struct driver_ops *d, struct herd
 	dt.nports = json_array_size(jports);
 	dt.event = driver_event;
 	dt.event_arg = tr;
+	/* exec: the task's user and the device nodes of its GPUs only. */
+	dt.user = tr->task->user;
+	devices = task_device_paths(ar);
+	dt.devices = (const char *const *)devices;
 	/* docker takes its command from config { image command args }. */
 	if (!command && !docker) {
 		rc = herd_errf(err, -EINVAL, "config { command } is not set");
@@ -177,6 +182,9 @@ out:
 	json_decref(cfg);
 	free(args);
 	free(gpus);
+	for (i = 0; devices && devices[i]; i++)
+		free(devices[i]);
+	free(devices);
 	free(ports);
 	free(log_dir);
 	free(alloc_dir);

@@ -392,3 +392,114 @@ def _client_hcl(tmp_path):
     p.write_text('client {\n  enabled = true\n}\nbind_addr = "127.0.0.1"\n'
                  'plugin "raw_exec" {\n  config {\n    enabled = true\n  }\n}\n')
     return p
+
+
+# --- (c, d) the exec driver: OOM kill, GPU device nodes (root only) ------------
+
+def exec_usable():
+    if os.geteuid() != 0:
+        return 'the exec driver needs root (CI runs as root)'
+    if not os.path.isdir('/sys/fs/cgroup'):
+        return 'no cgroup hierarchy'
+    return None
+
+
+def run_batch(dev, tmp_path, name, text, timeout=40):
+    job = write_job(tmp_path, name, text)
+    r = cli(dev.port, 'job', 'run', '-detach', job)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return wait_for(lambda: [a for a in job_allocs(dev.port, name)
+                             if a['client_status'] in ('complete', 'failed')], timeout,
+                    f'{name} to finish')[0]
+
+
+def test_exec_task_over_its_memory_is_oom_killed(agents, tmp_path):
+    why = exec_usable()
+    if why:
+        pytest.skip(why)
+    dev = start_dev(agents, tmp_path)
+    a = run_batch(dev, tmp_path, 'hog', '''
+job "hog" {
+  type = "batch"
+  group "g" {
+    restart { attempts = 0 }
+    reschedule {
+      attempts = 0
+      unlimited = false
+    }
+    task "hog" {
+      driver = "exec"
+      config {
+        command = "/bin/sh"
+        args = ["-c", "x=aaaaaaaaaaaaaaaa; while true; do x=$x$x; done"]
+      }
+      resources {
+        cpu = 100
+        memory = 32
+      }
+    }
+  }
+}
+''')
+    ts = a['task_states']['hog']
+    assert a['client_status'] == 'failed', ts
+    term = [e for e in ts['events'] if e['type'] == 'Terminated']
+    assert term and 'OOM Killed' in term[-1]['message'], ts['events']
+
+
+def test_exec_task_sees_only_its_gpu_device_nodes(agents, tmp_path):
+    why = exec_usable()
+    if why:
+        pytest.skip(why)
+    made = []
+    # The simulated GPUs have no device nodes: make stand-ins (character
+    # devices with NVIDIA's major 195; without a driver they cannot be
+    # opened, only seen).  A machine with a real NVIDIA driver has them.
+    for minor in (0, 1):
+        p = f'/dev/nvidia{minor}'
+        if os.path.exists(p):
+            if not made and minor == 0:
+                pytest.skip('real NVIDIA device nodes exist here: not touching them')
+            continue
+        os.mknod(p, 0o666 | 0o020000, os.makedev(195, minor))
+        made.append(p)
+    try:
+        dev = start_dev(agents, tmp_path)
+        job = '''
+job "JOB" {
+  type = "batch"
+  group "g" {
+    restart { attempts = 0 }
+    reschedule {
+      attempts = 0
+      unlimited = false
+    }
+    task "t" {
+      driver = "exec"
+      config {
+        command = "/bin/sh"
+        args = ["-c", "ls /dev > /alloc/devs.txt"]
+      }
+      resources {
+        cpu = 100
+        memory = 64
+        DEVICES
+      }
+    }
+  }
+}
+'''
+        one = run_batch(dev, tmp_path, 'onegpu', job.replace('JOB', 'onegpu').replace(
+            'DEVICES', 'device "nvidia/gpu" { count = 1 }'))
+        assert one['client_status'] == 'complete', one['task_states']
+        seen = (alloc_dir(dev, one['id']) / 'alloc/devs.txt').read_text().split()
+        gpus = [d for d in seen if d.startswith('nvidia') and d[6:].isdigit()]
+        assert len(gpus) == 1, seen
+        none = run_batch(dev, tmp_path, 'nogpu', job.replace('JOB', 'nogpu').replace(
+            'DEVICES', ''))
+        assert none['client_status'] == 'complete', none['task_states']
+        seen = (alloc_dir(dev, none['id']) / 'alloc/devs.txt').read_text().split()
+        assert not [d for d in seen if d.startswith('nvidia')], seen
+    finally:
+        for p in made:
+            os.unlink(p)
