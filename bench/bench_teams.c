@@ -7,11 +7,13 @@
  * jobs are submitted round-robin into NAMESPACES namespaces (each with a
  * 1000-GPU quota, so quota never holds them: the fair queue does).  Prints:
  *   1. submit: JOBS submitted over HTTP and each one decided (queued),
- *      in decisions per second;
- *   2. capacity event: the blocker completes; every queued evaluation runs
- *      again and the queue picks who gets the 8 GPUs; decisions per second
- *      of that pass, and how many namespaces the 8 GPUs went to (the fair
- *      rule gives each of 8 namespaces one). */
+ *      in decisions per second (the queue growing from 0 to JOBS);
+ *   2. at JOBS: 1000 more submitted and decided with JOBS already queued;
+ *   3. capacity event: the blocker completes; the queue hands the 8 freed
+ *      GPUs out (only the first job's evaluation runs each time, the others
+ *      stay parked): how long until all 8 are placed, and how many
+ *      namespaces they went to (the fair rule gives each of 8 namespaces
+ *      one). */
 #include <curl/curl.h>
 #include <ftw.h>
 #include <jansson.h>
@@ -155,6 +157,19 @@ int main(int argc, char **argv)
 	printf("submit: %d jobs in %d namespaces queued in %.2f s: %.0f decisions/s\n", jobs, nns,
 	       t1 - t0, jobs / (t1 - t0));
 
+	t0 = now_s();
+	for (int k = jobs; k < jobs + 1000; k++) {
+		char ns[16], id[32];
+		snprintf(ns, sizeof(ns), "ns%02d", k % nns);
+		snprintf(id, sizeof(id), "j%05d", k);
+		job(&body, ns, id, 1);
+		must(req("POST", "/v1/jobs", body.buf, &out), "submit", &out);
+	}
+	server_wait_idle(srv, 3600LL * 1000000000LL);
+	t1 = now_s();
+	printf("at %d queued: 1000 more decided in %.2f s: %.0f decisions/s\n", jobs, t1 - t0,
+	       1000 / (t1 - t0));
+
 	must(req("GET", "/v1/job/blocker/allocations", NULL, &out), "blocker allocs", &out);
 	allocs = json_loads(out.buf, 0, NULL);
 	snprintf(path, sizeof(path), "/v1/allocation/%s/status",
@@ -172,9 +187,8 @@ int main(int argc, char **argv)
 	json_array_foreach(allocs, i, a)
 		if (!strcmp(json_string_value(json_object_get(a, "client_status")), "pending"))
 			json_object_set_new(seen, json_string_value(json_object_get(a, "namespace")), json_true());
-	printf("capacity event: %d queued evaluations decided again in %.2f s: %.0f decisions/s; "
-	       "the 8 freed GPUs went to %zu namespaces\n", jobs, t2 - t1, jobs / (t2 - t1),
-	       json_object_size(seen));
+	printf("capacity event with %d queued: the 8 freed GPUs placed in %.3f s, to %zu namespaces\n",
+	       jobs + 1000, t2 - t1, json_object_size(seen));
 	json_decref(seen);
 	json_decref(allocs);
 	curl_slist_free_all(h);

@@ -197,6 +197,8 @@ void broker_unblock_all(struct eval_broker *b)
 	b->nblocked = 0;
 	pthread_cond_broadcast(&b->cond);
 	pthread_mutex_unlock(&b->lock);
+	if (b->on_unblock)
+		b->on_unblock(b->on_unblock_arg);
 }
 
 int broker_wait_idle(struct eval_broker *b, int64_t timeout_ns)

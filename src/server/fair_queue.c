@@ -1,6 +1,6 @@
 /* fair_queue: the order in which jobs that wait for GPUs get them.
  *
- * The rule (docs/teams.md, "Queue order"):
+ * The order (docs/teams.md, "Queue order"):
  *   1. a job that preempted others goes first (what it freed is for it);
  *   2. across namespaces, the namespace with the smallest weighted GPU
  *      share goes first: GPUs it holds now (fractions by share) divided by
@@ -13,9 +13,18 @@
  * Ties across namespaces go to the higher priority, then the earlier
  * submission of each namespace's first job.
  *
- * Only the first job may take GPUs while others wait (no backfill): a
- * large job is never starved by a stream of small ones.  A job held by its
- * own quota leaves the queue (it waits for its own team, not for others). */
+ * Who may try to place.  A job may try once every job ahead of it has
+ * tried since capacity last changed (the capacity generation, bumped on
+ * every broker_unblock_all) and failed.  A job whose GPU ask is no smaller
+ * than one that failed at this generation is not tried at all (it would
+ * fail the same way): so a freed GPU costs one evaluation per job that can
+ * use it plus one that fails, however long the queue.  A smaller job may
+ * thus start before a larger one ahead of it that does not fit (backfill);
+ * preemption by priority is what gets a large job its GPUs.
+ *
+ * Evaluations the queue holds are parked here, not in the broker, and are
+ * queued again only when their turn comes (fair_queue_wake).  A job held
+ * by its own quota leaves the queue (it waits for its own team). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +44,7 @@ void fair_queue_release(struct fair_queue *q)
 	for (size_t i = 0; i < q->n; i++) {
 		free(q->v[i].ns);
 		free(q->v[i].job_id);
+		free(q->v[i].eval_id);
 	}
 	free(q->v);
 	json_decref(q->usage);
@@ -59,6 +69,7 @@ bool fair_queue_remove(struct fair_queue *q, const char *ns, const char *job_id)
 	if (e) {
 		free(e->ns);
 		free(e->job_id);
+		free(e->eval_id);
 		*e = q->v[--q->n];
 		had = true;
 	}
@@ -188,14 +199,132 @@ static struct ns_share *shares_of(struct server *srv, struct fair_queue *q, size
 	return s;
 }
 
-bool fair_queue_admit(struct server *srv, const char *ns, const char *job_id, int64_t priority,
-		      int64_t submit, bool reserved, char **ahead)
+struct ranked {
+	size_t rank;             /* of the entry's namespace in share order */
+	struct fq_entry *e;
+};
+
+static int share_qcmp(const void *a, const void *b)
+{
+	return share_cmp(a, b);
+}
+
+static int ranked_cmp(const void *pa, const void *pb)
+{
+	const struct ranked *a = pa, *b = pb;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return entry_cmp(a->e, b->e);
+}
+
+/* The entries in the queue's order (q->lock held): an array the caller
+ * frees.  O(n log n): namespaces by share, entries by (namespace, order). */
+static struct ranked *ordered(struct server *srv, struct fair_queue *q)
+{
+	size_t n;
+	struct ns_share *s = shares_of(srv, q, &n);
+	struct ranked *v = xcalloc(q->n + 1, sizeof(*v));
+	qsort(s, n, sizeof(*s), share_qcmp);
+	for (size_t j = 0; j < q->n; j++) {
+		size_t r;
+		for (r = 0; r < n && strcmp(s[r].ns, q->v[j].ns); r++)
+			;
+		v[j].rank = r;
+		v[j].e = &q->v[j];
+	}
+	qsort(v, q->n, sizeof(*v), ranked_cmp);
+	free(s);
+	return v;
+}
+
+/* The entry whose turn it is (q->lock held), or NULL when the one whose
+ * turn it is is being evaluated or nothing may try.  `self`, when given,
+ * counts as untried and unparked (it asks for its turn now). */
+static struct fq_entry *turn_of(struct server *srv, struct fair_queue *q, const struct fq_entry *self)
+{
+	struct ranked *v;
+	struct fq_entry *turn = NULL;
+	int64_t min_failed = INT64_MAX;
+	if (q->n == 0)
+		return NULL;
+	v = ordered(srv, q);
+	for (size_t i = 0; i < q->n; i++) {
+		struct fq_entry *e = v[i].e;
+		bool failed = e != self && e->failed_gen == q->gen;
+		if (failed && e->reserved)
+			break; /* it preempted: what frees up is for it, nobody backfills */
+		if (failed) {
+			if (e->ask_milli < min_failed)
+				min_failed = e->ask_milli;
+			continue;
+		}
+		if (e->ask_milli >= min_failed && e->ask_milli > 0)
+			continue; /* a no-larger ask failed at this capacity */
+		turn = e;
+		break;
+	}
+	free(v);
+	return turn;
+}
+
+/* Queues the parked evaluation of the entry whose turn it is, if parked. */
+static void wake_turn(struct server *srv, struct fair_queue *q)
+{
+	struct fq_entry *t;
+	char *eval_id = NULL, *ns = NULL, *job_id = NULL;
+	pthread_mutex_lock(&q->lock);
+	t = turn_of(srv, q, NULL);
+	if (t && t->eval_id) {
+		eval_id = t->eval_id;
+		t->eval_id = NULL;
+		ns = xstrdup(t->ns);
+		job_id = xstrdup(t->job_id);
+	}
+	pthread_mutex_unlock(&q->lock);
+	if (eval_id)
+		broker_enqueue(&srv->broker, eval_id, ns, job_id, 0);
+	free(eval_id);
+	free(ns);
+	free(job_id);
+}
+
+bool fair_queue_park(struct server *srv, const char *ns, const char *job_id, const char *eval_id,
+		     bool failed)
 {
 	struct fair_queue *q = &srv->fq;
-	struct fq_entry *e, *head = NULL;
-	struct ns_share *s;
-	size_t n;
-	bool first;
+	struct fq_entry *e;
+	pthread_mutex_lock(&q->lock);
+	e = find(q, ns, job_id);
+	if (!e) {
+		pthread_mutex_unlock(&q->lock);
+		return false;
+	}
+	free(e->eval_id);
+	e->eval_id = xstrdup(eval_id);
+	if (failed)
+		e->failed_gen = q->gen;
+	pthread_mutex_unlock(&q->lock);
+	/* the next one's turn may have come (this one failed), or this one's
+	 * came while it was being decided: either way the turn is woken */
+	wake_turn(srv, q);
+	return true;
+}
+
+void fair_queue_wake(void *arg)
+{
+	struct server *srv = arg;
+	pthread_mutex_lock(&srv->fq.lock);
+	srv->fq.gen++; /* capacity changed: everyone may be tried again */
+	pthread_mutex_unlock(&srv->fq.lock);
+	wake_turn(srv, &srv->fq);
+}
+
+bool fair_queue_admit(struct server *srv, const char *ns, const char *job_id, int64_t priority,
+		      int64_t submit, bool reserved, int64_t ask_milli, char **ahead)
+{
+	struct fair_queue *q = &srv->fq;
+	struct fq_entry *e, *turn;
+	bool mine;
 
 	pthread_mutex_lock(&q->lock);
 	e = find(q, ns, job_id);
@@ -209,24 +338,16 @@ bool fair_queue_admit(struct server *srv, const char *ns, const char *job_id, in
 	e->priority = priority;
 	e->submit = submit;
 	e->reserved = e->reserved || reserved;
-	if (q->n == 1) {
-		pthread_mutex_unlock(&q->lock);
-		return true;
-	}
-	s = shares_of(srv, q, &n);
-	{
-		size_t best = 0;
-		for (size_t k = 1; k < n; k++)
-			if (share_cmp(&s[k], &s[best]) < 0)
-				best = k;
-		head = (struct fq_entry *)s[best].head;
-	}
-	first = head == e;
-	if (!first && ahead)
-		*ahead = xasprintf("%s/%s", head->ns, head->job_id);
-	free(s);
+	if (ask_milli >= 0)
+		e->ask_milli = ask_milli;
+	free(e->eval_id); /* it is being evaluated now, not parked */
+	e->eval_id = NULL;
+	turn = q->n == 1 ? e : turn_of(srv, q, e);
+	mine = turn == e;
+	if (!mine && ahead)
+		*ahead = turn ? xasprintf("%s/%s", turn->ns, turn->job_id) : xstrdup("jobs ahead");
 	pthread_mutex_unlock(&q->lock);
-	return first;
+	return mine;
 }
 
 json_t *fair_queue_status(struct server *srv)

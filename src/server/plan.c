@@ -199,6 +199,18 @@ static int64_t ask_gpu_lower(const struct group_ask *ask)
 				 ? ask->dev.compute : SCHED_MILLI / 7);
 }
 
+/* The GPU thousandths the first instance to place asks at least. */
+static int64_t first_ask_lower(const struct job *model, const struct reconcile_result *r)
+{
+	struct group_ask ask;
+	int64_t lower;
+	if (group_ask_init(&ask, model, &model->groups[r->place[0].group], NULL) < 0)
+		return 0;
+	lower = ask_gpu_lower(&ask);
+	group_ask_release(&ask);
+	return lower;
+}
+
 /* Whether the quota holds the first instance to place (no borrowing
  * possible); then every instance is recorded as held. */
 static bool quota_holds_first(struct plan *p, const struct job *model, const struct reconcile_result *r)
@@ -245,7 +257,7 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 		free(map);
 		return;
 	}
-	rebuild_each = rebuild_each || ask.distinct_hosts;
+	rebuild_each = rebuild_each || ask.distinct_hosts || ask.ndprops > 0;
 	for (size_t i = 0; i < n; i++) {
 		struct sched_placement pl;
 		struct sched_explain why;
@@ -274,7 +286,7 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 			}
 		}
 		memset(&why, 0, sizeof(why));
-		rc = sched_place(snap, &ask.req, &opt, &pl, &why, &err);
+		rc = group_ask_place(snap, &ask, &opt, &pl, &why, &err);
 		if (rc == -ENOSPC && eval_id[0] && model) {
 			size_t before = json_array_size(p->preempted);
 			int prc = preempt_for(srv, v, snap, map, &ask, job, q, &opt, p, now);
@@ -291,7 +303,10 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 			}
 		}
 		if (rc < 0) {
-			add_failure(p, g->name, &why, &ask.req, rc == -ENOSPC ? NULL : err.msg);
+			/* "0 nodes evaluated" helps nobody: say why there were none */
+			char *none = rc == -ENOSPC && why.nodes == 0 ? no_candidates_reason(v) : NULL;
+			add_failure(p, g->name, &why, &ask.req, none ? none : rc == -ENOSPC ? NULL : err.msg);
+			free(none);
 			continue;
 		}
 		vn = &v->nodes[map[pl.node]];
@@ -315,7 +330,7 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 			json_object_set_new(alloc, "borrowed", json_boolean(borrowed));
 			quota_state_add(q, alloc, 1);
 		}
-		sched_apply(snap, &pl);
+		group_ask_apply(snap, &ask, &pl);
 		node_usage_add_alloc(&vn->use, alloc, 1);
 		json_array_append(live, alloc);
 		json_array_append(p->allocs, alloc);
@@ -385,8 +400,10 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 		} else if (eval_id[0] && p->needs_gpus) {
 			char *ahead = NULL;
 			if (!fair_queue_admit(srv, ns, jstr(job, "id", ""), jint(job, "priority", 50),
-					      jint(job, "submit_time", 0), false, &ahead)) {
+					      jint(job, "submit_time", 0), false, first_ask_lower(model, &r),
+					      &ahead)) {
 				p->queued = xasprintf("queued: behind %s in the fair queue", ahead);
+				p->fq_held = true;
 				for (size_t k = 0; k < r.nplace; k++)
 					add_failure(p, model->groups[r.place[k].group].name, NULL, NULL, p->queued);
 				free(ahead);

@@ -95,6 +95,8 @@ struct eval_broker {
 	char **inflight; size_t ninflight, ainflight; /* "ns\x1fjob" keys */
 	uint64_t gen;
 	bool stopping;
+	void (*on_unblock)(void *arg); /* called (unlocked) by broker_unblock_all */
+	void *on_unblock_arg;
 };
 
 void broker_init(struct eval_broker *b);
@@ -192,7 +194,12 @@ struct group_ask {
 	struct sched_constraint *dcons; size_t ndcons;
 	struct sched_affinity *daffs; size_t ndaffs;
 	bool distinct_hosts;
-	int ndevice_asks;      /* > 1 is not supported yet */
+	int ndevice_asks;      /* device blocks of the group's tasks */
+	/* the device blocks after the first, placed on the same node as it
+	 * (multi_device.c) */
+	struct group_device_ask *extra; size_t nextra;
+	/* distinct_property constraints (distinct_property.c) */
+	struct group_distinct_prop *dprops; size_t ndprops;
 	const struct job *job;
 	const struct job_group *group;
 };
@@ -202,6 +209,64 @@ struct group_ask {
 int group_ask_init(struct group_ask *a, const struct job *job, const struct job_group *g,
 		   struct herd_err *err);
 void group_ask_release(struct group_ask *a);
+
+/* ---- multi_device.c: several device blocks per group ------------------- */
+
+/* One device block after the group's first, with its own rules. */
+struct group_device_ask {
+	struct sched_device_request dev;
+	struct sched_constraint *cons; size_t ncons;
+	struct sched_affinity *affs; size_t naffs;
+};
+
+/* Translates every device block of g's tasks after the first into
+ * a->extra.  -EINVAL with err for a rule the engine cannot express. */
+int group_ask_extra_devices(struct group_ask *a, const struct job_group *g, struct herd_err *err);
+/* Frees a->extra (group_ask_release calls it). */
+void group_ask_extra_release(struct group_ask *a);
+/* Places one instance of a: with one device block, sched_place; with
+ * several, the first block picks a node and the others are placed on that
+ * node in turn against the same snapshot; a node where they do not all fit
+ * is excluded and the next one tried.  On success *out holds the node, the
+ * cpu and memory, and every block's devices in order; the snapshot is as
+ * it was (take it with group_ask_apply).  -ENOSPC with why filled when no
+ * node takes them all; -EINVAL with err for a malformed request. */
+int group_ask_place(struct sched_snapshot *snap, const struct group_ask *a,
+		    const struct sched_options *opt, struct sched_placement *out,
+		    struct sched_explain *why, struct herd_err *err);
+/* Takes what group_ask_place chose in the snapshot (block by block, so
+ * that two shares of one GPU count twice).  0 or -EINVAL. */
+int group_ask_apply(struct sched_snapshot *snap, const struct group_ask *a,
+		    const struct sched_placement *pl);
+
+/* ---- distinct_property.c ------------------------------------------------ */
+
+struct group_distinct_prop {
+	const char *attribute; /* "${meta.rack}" (borrowed from the job) */
+	int64_t limit;         /* allocations per value, >= 1 */
+	bool job_level;        /* counts the job's every group, else this group's */
+};
+
+/* Records a distinct_property constraint c of the job (job_level) or of the
+ * group or its tasks. */
+void group_ask_add_distinct_property(struct group_ask *a, const struct job_constraint *c,
+				     bool job_level);
+/* What the job's live allocations (those that count for a) take of each
+ * property value: {"<attribute>\x1f<value>": count}.  NULL when a has no
+ * distinct_property.  Free with json_decref. */
+json_t *distinct_property_counts(struct sched_view *v, const struct group_ask *a,
+				 const json_t *live);
+/* Whether node vn may take one more allocation under every
+ * distinct_property of a, given counts (NULL: no rule).  A node without the
+ * property cannot. */
+bool distinct_property_allows(const json_t *counts, const struct group_ask *a,
+			      const struct view_node *vn);
+
+/* ---- placement_notes.c -------------------------------------------------- */
+
+/* Why no node was even evaluated for a job in view v, for the evaluation's
+ * explanation ("no nodes registered yet ..."); a new string. */
+char *no_candidates_reason(const struct sched_view *v);
 
 /* Builds the engine's snapshot of the nodes of v that may take ask (pool,
  * datacenter, static ports, distinct_hosts), with what they have taken.
@@ -247,6 +312,7 @@ struct plan {
 	bool reserve;              /* the job preempted: the queue keeps its place first */
 	bool quota_held;           /* some instance waits for its own namespace's quota */
 	bool needs_gpus;           /* the job has instances to place that ask devices */
+	bool fq_held;              /* the fair queue holds the job: another goes first */
 	struct quota_state *quota; /* the namespace's quota as the plan counted it; NULL: none */
 	json_t *failed;            /* {"<group>": {"explanation","nodes_evaluated","missing"}} */
 	json_t *placements;        /* for the plan endpoint */
@@ -316,11 +382,15 @@ struct fq_entry {
 	char *ns, *job_id;
 	int64_t priority, submit;
 	bool reserved;           /* preempted for: goes first */
+	char *eval_id;           /* its evaluation, parked until its turn; NULL: none */
+	int64_t ask_milli;       /* GPU thousandths one instance asks at least */
+	uint64_t failed_gen;     /* capacity generation at which it last failed to fit */
 };
 
 struct fair_queue {
 	pthread_mutex_t lock;
 	struct fq_entry *v; size_t n, a;
+	uint64_t gen;            /* capacity generation: bumped by fair_queue_wake */
 	uint64_t usage_index;    /* allocation kind index of the cached usage */
 	json_t *usage;           /* {"<ns>": GPU milli} */
 	uint64_t weights_ns_index, weights_quota_index; /* of the cached weights */
@@ -329,11 +399,22 @@ struct fair_queue {
 
 void fair_queue_init(struct fair_queue *q);
 void fair_queue_release(struct fair_queue *q);
-/* Enters the job (or updates its entry) and says whether it is first in the
- * queue's order now.  When not, *ahead receives "ns/job" of the first (free
- * it).  Store errors admit the job (the queue orders; it never loses work). */
+/* Enters the job (or updates its entry; ask_milli < 0 keeps its ask) and
+ * says whether it may try to place now (see fair_queue.c).  When not,
+ * *ahead receives "ns/job" of the one whose turn it is (free it). */
 bool fair_queue_admit(struct server *srv, const char *ns, const char *job_id, int64_t priority,
-		      int64_t submit, bool reserved, char **ahead);
+		      int64_t submit, bool reserved, int64_t ask_milli, char **ahead);
+/* Parks the evaluation of a job in the queue that could not place (failed:
+ * it tried and did not fit; else the queue held it): it runs again only
+ * when its turn comes (fair_queue_wake), not on every change of capacity.
+ * Then wakes whoever's turn it is now (the next, when this one failed).
+ * false (nothing parked) when the job has no entry. */
+bool fair_queue_park(struct server *srv, const char *ns, const char *job_id, const char *eval_id,
+		     bool failed);
+/* Capacity changed: a new generation (everyone may try again) and the
+ * parked evaluation whose turn it is is queued.  The broker calls it on
+ * broker_unblock_all. */
+void fair_queue_wake(void *srv);
 /* Removes the job's entry; true when it had one (others may go now). */
 bool fair_queue_remove(struct fair_queue *q, const char *ns, const char *job_id);
 /* The namespaces' weights and GPU usage as the queue orders them, for

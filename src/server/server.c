@@ -123,6 +123,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	}
 	broker_init(&srv->broker);
 	fair_queue_init(&srv->fq);
+	srv->broker.on_unblock = fair_queue_wake;
+	srv->broker.on_unblock_arg = srv;
 	srv->acl_enabled = cfg->acl_enabled != 0;
 	view_cache_init(&srv->view_cache);
 	srv->router = http_router_new();

@@ -22,17 +22,17 @@ static void fair_queue_after(struct server *srv, const json_t *eval, const json_
 	bool placed_all = json_object_size(p->failed) == 0;
 	if (p->reserve) {
 		(void)fair_queue_admit(srv, ns, job_id, jint(job, "priority", 50), jint(job, "submit_time", 0),
-				       true, NULL);
+				       true, -1, NULL);
 		return;
 	}
-	if (placed_all || (p->quota_held && !p->create) || !p->needs_gpus) {
+	if (placed_all || p->quota_held || !p->needs_gpus) {
 		if (fair_queue_remove(&srv->fq, ns, job_id))
 			broker_unblock_all(&srv->broker);
 	}
 }
 
 static int process_once(struct server *srv, const json_t *eval, enum eval_outcome *outcome,
-			json_t **followups, struct herd_err *err)
+			bool *fq_held, bool *queue_held, json_t **followups, struct herd_err *err)
 {
 	const char *ns = jstr(eval, "namespace", "default"), *job_id = jstr(eval, "job_id", "");
 	const char *eval_id = jstr(eval, "id", "");
@@ -76,6 +76,9 @@ static int process_once(struct server *srv, const json_t *eval, enum eval_outcom
 	json_decref(done);
 	if (rc == 0) {
 		fair_queue_after(srv, eval, v.job, &p);
+		/* still in the queue: its evaluation is parked there */
+		*fq_held = p.needs_gpus && !p.quota_held && json_object_size(p.failed) > 0;
+		*queue_held = p.fq_held;
 		*followups = extra;
 		extra = NULL;
 	}
@@ -102,6 +105,7 @@ static void process_eval(struct server *srv, struct broker_item *it)
 	struct herd_err err = { 0 };
 	json_t *eval = NULL, *followups = NULL;
 	enum eval_outcome outcome = EVAL_SKIPPED;
+	bool fq_held = false, queue_held = false;
 	const char *status;
 	int rc = -ESTALE;
 
@@ -113,7 +117,7 @@ static void process_eval(struct server *srv, struct broker_item *it)
 		return;
 	}
 	for (int attempt = 0; attempt < WORKER_MAX_ATTEMPTS && rc == -ESTALE; attempt++)
-		rc = process_once(srv, eval, &outcome, &followups, &err);
+		rc = process_once(srv, eval, &outcome, &fq_held, &queue_held, &followups, &err);
 	if (rc < 0) {
 		server_log(srv, "error", "evaluation %s: %s", it->id, err.msg);
 		eval_fail(srv, eval, err.msg);
@@ -121,7 +125,8 @@ static void process_eval(struct server *srv, struct broker_item *it)
 		if (fair_queue_remove(&srv->fq, it->ns, it->job_id))
 			broker_unblock_all(&srv->broker);
 	} else {
-		if (outcome == EVAL_BLOCKED)
+		if (outcome == EVAL_BLOCKED &&
+		    !(fq_held && fair_queue_park(srv, it->ns, it->job_id, it->id, !queue_held)))
 			broker_block(&srv->broker, it);
 		server_queue_evals(srv, followups);
 	}
