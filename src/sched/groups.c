@@ -244,12 +244,20 @@ static struct shape_rank *shape_slot(struct group_index *g, const struct shape *
 	return r;
 }
 
-/* Drops the journal entries every shape has read. */
+/* Drops the journal entries every shape has read.  A shape that has not
+ * been placed for long holds the journal back: past 4 x groups + 4096
+ * entries it is forgotten (scored afresh if it comes back), so that
+ * placements by the plain scan alone, which read no journal, cannot grow it
+ * without bound. */
 static void journal_trim(struct group_index *g)
 {
 	size_t low = g->njournal;
 	if (g->njournal < 4096)
 		return;
+	if (g->njournal > 4 * (size_t)g->ngrp + 4096)
+		for (int i = 0; i < GROUP_SHAPES; i++)
+			if (g->shp[i].used && g->shp[i].journal_at < g->njournal / 2)
+				g->shp[i].used = false;
 	for (int i = 0; i < GROUP_SHAPES; i++)
 		if (g->shp[i].used && g->shp[i].journal_at < low)
 			low = g->shp[i].journal_at;
@@ -259,7 +267,7 @@ static void journal_trim(struct group_index *g)
 	g->njournal -= low;
 	for (int i = 0; i < GROUP_SHAPES; i++)
 		if (g->shp[i].used)
-			g->shp[i].journal_at -= g->shp[i].journal_at < low ? g->shp[i].journal_at : low;
+			g->shp[i].journal_at -= low;
 }
 
 int group_best(struct group_index *g, const struct shape *k, group_score_fn fn, void *ctx,
@@ -350,6 +358,7 @@ static int group_find(struct group_index *g, const int64_t *k, size_t len)
 	c->n = 0;
 	ALLOC_GROW(g->journal, g->njournal + 1, g->ajournal);
 	g->journal[g->njournal++] = id;
+	journal_trim(g);
 	c->live_pos = g->nlive;
 	ALLOC_GROW(g->live, (size_t)g->nlive + 1, g->alive);
 	g->live[g->nlive++] = id;

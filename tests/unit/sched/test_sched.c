@@ -397,6 +397,48 @@ static void test_groups_same_decisions(void **state)
 	sched_workload_free(w);
 }
 
+/* Thousands of placements by the plain scan between two grouped ones (the
+ * journal of new groups is read by no shape meanwhile and must be trimmed):
+ * the grouped answer still equals the plain one. */
+static void test_groups_after_long_plain_run(void **state)
+{
+	struct sched_snapshot *s = sched_snapshot_new();
+	struct sched_device_request dr = { .name = "gpu", .count = 1 };
+	struct sched_request req = { .cpu_milli = 1000, .count = 1, .device = &dr };
+	struct sched_options o = { .policy = SCHED_HERD };
+	struct sched_placement p, q;
+
+	for (int i = 0; i < 8; i++) {
+		char id[8];
+		snprintf(id, sizeof(id), "n%d", i);
+		add_node(s, id, 64000, 65536, 4, "T4", SCHED_TIMESLICE, 0);
+	}
+	dr.compute = 300;
+	assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0); /* builds the groups */
+	o.scan_all = true;
+	for (int i = 0, nheld = 0; i < 12000; i++) {
+		static struct sched_placement held[64];
+		dr.compute = 100 + 50 * (i % 17);
+		if (nheld == 64 || sched_place(s, &req, &o, &p, NULL, NULL)) {
+			while (nheld > 0) /* the cluster is full: everything leaves */
+				assert_int_equal(sched_release(s, &held[--nheld]), 0);
+			continue;
+		}
+		assert_int_equal(sched_apply(s, &p), 0);
+		if (i % 3 == 2)
+			held[nheld++] = p;
+		else
+			assert_int_equal(sched_release(s, &p), 0);
+	}
+	dr.compute = 300;
+	assert_int_equal(sched_place(s, &req, &o, &q, NULL, NULL), 0);
+	o.scan_all = false;
+	assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
+	assert_int_equal(p.node, q.node);
+	assert_int_equal(p.dev[0].dev, q.dev[0].dev);
+	sched_snapshot_free(s);
+}
+
 /* A workload freed and another built at the same address with other
  * classes must not reuse the first one's cached scores: the decision equals
  * a fresh snapshot's. */
@@ -480,6 +522,7 @@ int main(void)
 		cmocka_unit_test(test_memo_same_decisions),
 		cmocka_unit_test(test_groups_same_decisions),
 		cmocka_unit_test(test_workload_reuse_not_stale),
+		cmocka_unit_test(test_groups_after_long_plain_run),
 		cmocka_unit_test(test_trace_reader),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
