@@ -84,7 +84,10 @@ static int decode_device(json_t *d, size_t i, json_t *seen, struct herd_err *err
 	    (rc = opt_string(d, "mig_profile", "", 64, what, err)) ||
 	    (rc = opt_string(d, "parent_id", "", STORE_MAX_KEY, what, err)) ||
 	    (rc = nonneg_int(d, "memory_mib", 0, what, err)) ||
-	    (rc = nonneg_int(d, "replicas", 1, what, err)) ||
+	    /* absent: no tenant limit but compute and memory (the agent always
+	     * sends its configured replicas; 1 would make a sharing GPU
+	     * exclusive for every other client of the API) */
+	    (rc = nonneg_int(d, "replicas", 0, what, err)) ||
 	    (rc = string_map(d, "attributes", what, err)))
 		return rc;
 	if (sched_sharing_parse(jstr(d, "sharing", ""), &sh) < 0)

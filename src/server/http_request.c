@@ -158,6 +158,12 @@ static int split_path(struct http_request_state *st, char *segs[HTTP_MAX_SEGS])
 	int n = 0;
 	char *p;
 
+	/* A request may be prepared twice (the server refuses an oversize
+	 * body at the headers, and libmicrohttpd may call again): the split of
+	 * an earlier call goes, or it leaks. */
+	free(st->pathbuf);
+	st->pathbuf = NULL;
+	st->req.nparams = 0;
 	if (st->path[0] != '/' || len >= HTTP_MAX_PATH)
 		return -1;
 	st->pathbuf = xstrdup(st->path + 1);
@@ -301,6 +307,7 @@ int http_request_prepare(struct http_request_state *st, const struct http_router
 		return rc;
 	if (st->body.len > 0) {
 		json_error_t jerr;
+		json_decref(st->req.body); /* from an earlier prepare */
 		st->req.body = json_loadb(st->body.buf, st->body.len, JSON_REJECT_DUPLICATES, &jerr);
 		if (!st->req.body)
 			return http_error(resp, 400, "invalid_json",

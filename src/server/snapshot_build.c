@@ -199,8 +199,10 @@ static int add_rules(struct group_ask *a, const struct job_rules *r, bool affini
 			a->distinct_hosts = !c->value || !strcmp(c->value, "true");
 			continue;
 		}
-		if (!affinity && !strcmp(c->operator, "distinct_property"))
-			return herd_errf(err, -EINVAL, "constraint operator distinct_property is not supported by the scheduler yet");
+		if (!affinity && !strcmp(c->operator, "distinct_property")) {
+			group_ask_add_distinct_property(a, c, r == &a->job->constraints);
+			continue;
+		}
 		if (sched_op_parse(c->operator, &sc.op) < 0)
 			return herd_errf(err, -EINVAL, "constraint operator \"%s\" is not supported by the scheduler", c->operator);
 		sc.ltarget = c->attribute;
@@ -251,8 +253,7 @@ int group_ask_init(struct group_ask *a, const struct job *job, const struct job_
 	for (size_t t = 0; !rc && t < g->ntasks; t++)
 		rc = add_rules(a, &g->tasks[t].affinities, true, NULL, NULL, &a->affs, &a->naffs, err);
 	if (!rc && a->ndevice_asks > 1)
-		rc = herd_errf(err, -EINVAL, "group \"%s\" asks for %d device blocks; the scheduler places one device block per group for now",
-			       g->name, a->ndevice_asks);
+		rc = group_ask_extra_devices(a, g, err);
 	if (!rc && dev) {
 		rc = add_rules(a, &dev->constraints, false, &a->dcons, &a->ndcons, NULL, NULL, err);
 		if (!rc)
@@ -285,6 +286,8 @@ void group_ask_release(struct group_ask *a)
 	free(a->affs);
 	free(a->dcons);
 	free(a->daffs);
+	group_ask_extra_release(a);
+	free(a->dprops);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -434,10 +437,12 @@ struct sched_snapshot *snapshot_build(struct sched_view *v, const struct group_a
 				      struct herd_err *err)
 {
 	struct sched_snapshot *snap = sched_snapshot_new();
+	json_t *dcounts = distinct_property_counts(v, ask, job_allocs_live);
 	int n = 0;
 	for (size_t i = 0; i < v->nnodes; i++) {
 		struct view_node *vn = &v->nodes[i];
-		if (!vn->schedulable || !node_fits_group(vn, ask, job_allocs_live))
+		if (!vn->schedulable || !node_fits_group(vn, ask, job_allocs_live) ||
+		    !distinct_property_allows(dcounts, ask, vn))
 			continue;
 		/* A node or device the engine refuses (bad numbers from an
 		 * agent) is left out rather than failing every evaluation; the
@@ -446,5 +451,6 @@ struct sched_snapshot *snapshot_build(struct sched_view *v, const struct group_a
 		if (sched_snapshot_nodes(snap) > (size_t)n)
 			map[n++] = (int)i;
 	}
+	json_decref(dcounts);
 	return snap;
 }
