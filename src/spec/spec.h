@@ -6,8 +6,8 @@
  *
  * One tree type (hcl.h) carries a position in every node, so a job file's
  * messages get line:col without a separate map, and the decoder reads the
- * readers' tree directly: no copy into jansson on the way (a 1 MiB job file
- * loads in a third of the time it took through jansson).
+ * readers' tree directly: no copy into jansson on the way (that copy, its
+ * position map and its freeing were half the cost of loading a job file).
  *
  * Every function here reports all the problems it finds into a diag_list
  * (errors and warnings, each with line:col when known and a message that
