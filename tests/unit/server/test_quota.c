@@ -204,6 +204,50 @@ static void test_borrow_and_reclaim(void **state)
 	fx_free(f);
 }
 
+/* A 25% share counts 0.25 GPU: a 1-GPU quota takes four of them, the
+ * fifth queues; status shows the fractions. */
+static void test_fractions_count_by_share(void **state)
+{
+	struct fx *f = fx_new_cfg(SERVER_PREEMPT_NONE, 0);
+	json_t *st, *e;
+	(void)state;
+	node_add_sharing(f, "m1", 2, "H100", "mps");
+	put_quota(f, "q1", 1, NULL);
+	put_ns(f, "t", "q1");
+	for (int k = 0; k < 5; k++) {
+		char b[512];
+		snprintf(b, sizeof(b),
+			 "{\"job\": {\"id\": \"f%d\", \"namespace\": \"t\", \"type\": \"batch\", \"groups\": [{\"name\": \"g\","
+			 " \"tasks\": [{\"name\": \"t\", \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"},"
+			 " \"resources\": {\"cpu\": 10, \"memory\": 16, \"devices\": [{\"name\": \"nvidia/gpu\", \"count\": 1,"
+			 " \"compute\": 25}]}}]}]}}", k);
+		json_decref(ok(f, "POST", "/v1/jobs", b));
+		idle(f);
+	}
+	for (int k = 0; k < 4; k++) {
+		char id[8];
+		snprintf(id, sizeof(id), "f%d", k);
+		assert_int_equal(nlive(f, "t", id), 1);
+	}
+	assert_int_equal(nlive(f, "t", "f4"), 0);
+	e = last_eval(f, "t", "f4");
+	assert_string_equal(js(e, "status_description"), "queued: quota q1: nvidia/gpu 1/1");
+	json_decref(e);
+	finish(f, "t", "f0", "complete");
+	idle(f);
+	assert_int_equal(nlive(f, "t", "f4"), 1);
+	st = ok(f, "GET", "/v1/quota/q1/status", NULL);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(st, "namespaces"), 0),
+							      "gpu_used")), "1");
+	json_decref(st);
+	finish(f, "t", "f1", "complete");
+	st = ok(f, "GET", "/v1/quota/q1/status", NULL);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(st, "namespaces"), 0),
+							      "gpu_used")), "0.75");
+	json_decref(st);
+	fx_free(f);
+}
+
 /* Shares, spec parsing with positions, limits. */
 static void test_shares_and_specs(void **state)
 {
@@ -252,6 +296,7 @@ int main(void)
 		cmocka_unit_test(test_shares_and_specs),
 		cmocka_unit_test(test_quota_queue),
 		cmocka_unit_test(test_fair_share),
+		cmocka_unit_test(test_fractions_count_by_share),
 		cmocka_unit_test(test_preempt_minimal),
 		cmocka_unit_test(test_preempt_off_for_service),
 		cmocka_unit_test(test_borrow_and_reclaim),
