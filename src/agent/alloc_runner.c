@@ -25,6 +25,7 @@
 #include "agent/client-int.h"
 #include "agent/log.h"
 #include "common/xalloc.h"
+#include "drivers/docker.h"
 #include "spec/spec.h"
 
 void alloc_runner_mark_dirty(struct alloc_runner *ar)
@@ -343,8 +344,13 @@ static void setup_tasks(struct alloc_runner *ar)
 				struct herd_err err = { 0, "" };
 				const struct driver_ops *d = driver_find(t->driver);
 				int rc = d ? driver_state_from_json(hs, &ds, &err) : -ENOENT;
-				if (rc == 0)
-					rc = d->recover(&ar->c->driver_env, &ds, &tr->handle, &err);
+				if (rc == 0) {
+					struct driver_env denv;
+					struct docker_config dc;
+					const char *caps[TASK_MAX_CAPS];
+					task_driver_env(ar->c, &denv, &dc, caps);
+					rc = d->recover(&denv, &ds, &tr->handle, &err);
+				}
 				if (tr->handle) {
 					log_info("client: alloc %.8s: task %s recovered%s", ar->id,
 						 t->name, rc == -ESRCH ? " (it has ended)" : "");

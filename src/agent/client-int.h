@@ -161,6 +161,13 @@ const char **task_gpu_ids(const struct alloc_runner *ar, size_t *n);
  * (/dev/nvidia<minor>, nvidiactl, nvidia-uvm...), for the exec driver;
  * NULL-terminated, the caller frees each string and the array. */
 char **task_device_paths(struct alloc_runner *ar);
+/* task_runner.c: the driver env of a start or recover: the client's, with
+ * the docker driver's config from the agent config (plugin "docker").
+ * caps must have room for cfg's allow_caps plus a NULL. */
+struct docker_config;
+void task_driver_env(const struct client *c, struct driver_env *env, struct docker_config *dc,
+		     const char **caps);
+#define TASK_MAX_CAPS 65
 
 /* state.c: <state_dir>/allocs/<id>.json, written atomically. */
 int state_save_alloc(struct alloc_runner *ar, struct herd_err *err);

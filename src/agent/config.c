@@ -50,6 +50,8 @@ void agent_config_init(struct agent_config *cfg)
 	gpu_config_init(&cfg->gpu.nvml);
 	cfg->gpu.sharing = SCHED_EXCLUSIVE;
 	cfg->gpu.mps_control = xstrdup(AGENT_DEFAULT_MPS_CONTROL);
+	cfg->docker.gc_container = true;
+	cfg->docker.gc_image = true;
 }
 
 static void free_strings(char **v, size_t n)
@@ -83,6 +85,8 @@ void agent_config_release(struct agent_config *cfg)
 	free(cfg->gpu.nvml_library);
 	free(cfg->gpu.sim_file);
 	free(cfg->gpu.mps_control);
+	free(cfg->docker.socket);
+	free_strings(cfg->docker.allow_caps, cfg->docker.nr_allow_caps);
 	for (size_t i = 0; i < cfg->gpu.nr_overrides; i++)
 		free(cfg->gpu.overrides[i].device);
 	free(cfg->gpu.overrides);
@@ -126,6 +130,13 @@ void agent_config_copy(struct agent_config *dst, const struct agent_config *src)
 	dst->gpu.nvml.library_path = dst->gpu.nvml_library;
 	dst->gpu.sim_file = dup_or_null(src->gpu.sim_file);
 	dst->gpu.mps_control = dup_or_null(src->gpu.mps_control);
+	dst->docker.socket = dup_or_null(src->docker.socket);
+	dst->docker.allow_caps = NULL;
+	if (src->docker.allow_caps) {
+		dst->docker.allow_caps = xcalloc(src->docker.nr_allow_caps + 1, sizeof(char *));
+		for (size_t i = 0; i < src->docker.nr_allow_caps; i++)
+			dst->docker.allow_caps[i] = xstrdup(src->docker.allow_caps[i]);
+	}
 	dst->gpu.overrides = NULL;
 	if (src->gpu.nr_overrides) {
 		dst->gpu.overrides = xcalloc(src->gpu.nr_overrides, sizeof(struct agent_gpu_override));

@@ -125,6 +125,17 @@ struct agent_config {
 		size_t nr_overrides;
 	} gpu;
 
+	/* plugin "docker" { config { ... } } (drivers/docker.h, docs/agent-config.md). */
+	struct {
+		char *socket;            /* endpoint "unix:///path" or socket path; NULL: default */
+		bool allow_privileged;   /* false */
+		bool volumes_enabled;    /* volumes { enabled }: false */
+		char **allow_caps;       /* NULL: docker's default set */
+		size_t nr_allow_caps;
+		int64_t pull_timeout_ns; /* 0: the driver's default (5 min) */
+		bool gc_container;       /* gc { container }: true, remove ended containers */
+		bool gc_image;           /* gc { image }: true, prune dangling images */
+	} docker;
 	bool dev;                /* -dev was given */
 };
 

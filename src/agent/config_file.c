@@ -448,19 +448,97 @@ static void walk_client(struct walk *w, const struct hcl_body *body)
 	}
 }
 
-/* plugin "raw_exec" { config { enabled = true } }, as Nomad writes it. */
+static void unknown_item(struct walk *w, const struct hcl_item *it, const char *where,
+			 const char *const *known)
+{
+	struct hcl_pos pos = it->kind == HCL_ITEM_BLOCK ? it->u.block.pos : it->u.attr.pos;
+	cfg_unknown_key(w->dl, pos, it->kind == HCL_ITEM_BLOCK ? "block" : "key",
+			it->kind == HCL_ITEM_BLOCK ? it->u.block.type : it->u.attr.name, where, known);
+}
+
+/* plugin "docker" { config { endpoint allow_privileged volumes { enabled }
+ * allow_caps pull_timeout gc { container image } } }, Nomad's names. */
+static void walk_docker_config(struct walk *w, const struct hcl_body *body)
+{
+	static const char *const known[] = { "endpoint", "socket", "allow_privileged",
+		"allow_caps", "pull_timeout", "volumes", "gc", NULL };
+	static const char *const volume_keys[] = { "enabled", NULL };
+	static const char *const gc_keys[] = { "container", "image", NULL };
+	struct agent_config *cfg = w->cfg;
+
+	for (size_t i = 0; i < body->n; i++) {
+		const struct hcl_item *it = &body->items[i];
+		if (it->kind == HCL_ITEM_BLOCK) {
+			const struct hcl_block *b = &it->u.block;
+			bool vol = !strcmp(b->type, "volumes");
+			if (!vol && strcmp(b->type, "gc")) {
+				unknown_item(w, it, "plugin \"docker\" config", known);
+				continue;
+			}
+			for (size_t j = 0; j < b->body->n; j++) {
+				const struct hcl_item *ci = &b->body->items[j];
+				const char *name = ci->kind == HCL_ITEM_ATTRIBUTE ? ci->u.attr.name : "";
+				if (vol && !strcmp(name, "enabled"))
+					cfg_read_bool(&ci->u.attr, &cfg->docker.volumes_enabled, w->dl);
+				else if (!vol && !strcmp(name, "container"))
+					cfg_read_bool(&ci->u.attr, &cfg->docker.gc_container, w->dl);
+				else if (!vol && !strcmp(name, "image"))
+					cfg_read_bool(&ci->u.attr, &cfg->docker.gc_image, w->dl);
+				else if (!vol && !strcmp(name, "image_delay"))
+					ignored(w, ci->u.attr.pos, name, "plugin \"docker\" config gc");
+				else
+					unknown_item(w, ci, vol ? "plugin \"docker\" config volumes"
+								: "plugin \"docker\" config gc",
+						     vol ? volume_keys : gc_keys);
+			}
+			continue;
+		}
+		const struct hcl_attribute *a = &it->u.attr;
+		if (!strcmp(a->name, "endpoint") || !strcmp(a->name, "socket")) {
+			char *v = NULL;
+			if (cfg_read_string(a, &v, w->dl) < 0)
+				continue;
+			/* Only the unix socket: the driver speaks to no TCP engine. */
+			const char *path = !strncmp(v, "unix://", 7) ? v + 7 : v;
+			if (path[0] != '/') {
+				diag_error(w->dl, a->value->pos.line, a->value->pos.col,
+					   "%s: expected \"unix:///path/docker.sock\" or an absolute "
+					   "socket path, not \"%s\"", a->name, v);
+				free(v);
+				continue;
+			}
+			free(cfg->docker.socket);
+			cfg->docker.socket = xstrdup(path);
+			free(v);
+		} else if (!strcmp(a->name, "allow_privileged")) {
+			cfg_read_bool(a, &cfg->docker.allow_privileged, w->dl);
+		} else if (!strcmp(a->name, "allow_caps")) {
+			cfg_read_string_list(a, 64, &cfg->docker.allow_caps, &cfg->docker.nr_allow_caps,
+					     w->dl);
+		} else if (!strcmp(a->name, "pull_timeout")) {
+			cfg_read_duration(a, NS_PER_SEC, &cfg->docker.pull_timeout_ns, w->dl);
+		} else {
+			unknown_item(w, it, "plugin \"docker\" config", known);
+		}
+	}
+}
+
+/* plugin "raw_exec" { config { enabled = true } } and plugin "docker" { config
+ * { ... } }, as Nomad writes them. */
 static void walk_plugin(struct walk *w, const struct hcl_block *b)
 {
-	static const char *const plugins[] = { "raw_exec", NULL };
+	static const char *const plugins[] = { "raw_exec", "docker", NULL };
 	static const char *const known[] = { "config", NULL };
 	static const char *const raw_exec_keys[] = { "enabled", NULL };
+	bool docker;
 
 	if (b->nlabels != 1) {
 		diag_error(w->dl, b->pos.line, b->pos.col,
 			   "block 'plugin' takes one label, the driver name: plugin \"raw_exec\" { ... }");
 		return;
 	}
-	if (strcmp(b->labels[0], "raw_exec")) {
+	docker = !strcmp(b->labels[0], "docker");
+	if (strcmp(b->labels[0], "raw_exec") && !docker) {
 		cfg_unknown_key(w->dl, b->label_pos[0], "plugin", b->labels[0],
 				"the agent configuration", plugins);
 		return;
@@ -468,23 +546,22 @@ static void walk_plugin(struct walk *w, const struct hcl_block *b)
 	for (size_t i = 0; i < b->body->n; i++) {
 		const struct hcl_item *it = &b->body->items[i];
 		if (it->kind != HCL_ITEM_BLOCK || strcmp(it->u.block.type, "config")) {
-			struct hcl_pos pos = it->kind == HCL_ITEM_BLOCK ? it->u.block.pos : it->u.attr.pos;
-			cfg_unknown_key(w->dl, pos, it->kind == HCL_ITEM_BLOCK ? "block" : "key",
-					it->kind == HCL_ITEM_BLOCK ? it->u.block.type : it->u.attr.name,
-					"plugin \"raw_exec\"", known);
+			unknown_item(w, it, docker ? "plugin \"docker\"" : "plugin \"raw_exec\"",
+				     known);
 			continue;
 		}
 		const struct hcl_body *cb = it->u.block.body;
+		if (docker) {
+			walk_docker_config(w, cb);
+			continue;
+		}
 		for (size_t j = 0; j < cb->n; j++) {
 			const struct hcl_item *ci = &cb->items[j];
 			if (ci->kind == HCL_ITEM_ATTRIBUTE && !strcmp(ci->u.attr.name, "enabled")) {
 				cfg_read_bool(&ci->u.attr, &w->cfg->client.raw_exec_enabled, w->dl);
 				continue;
 			}
-			struct hcl_pos pos = ci->kind == HCL_ITEM_BLOCK ? ci->u.block.pos : ci->u.attr.pos;
-			cfg_unknown_key(w->dl, pos, ci->kind == HCL_ITEM_BLOCK ? "block" : "key",
-					ci->kind == HCL_ITEM_BLOCK ? ci->u.block.type : ci->u.attr.name,
-					"plugin \"raw_exec\" config", raw_exec_keys);
+			unknown_item(w, ci, "plugin \"raw_exec\" config", raw_exec_keys);
 		}
 	}
 }

@@ -26,6 +26,7 @@
 #include "agent/log.h"
 #include "common/strbuf.h"
 #include "common/xalloc.h"
+#include "drivers/docker.h"
 
 #define WAIT_SLICE_MS 100
 
@@ -68,6 +69,29 @@ static void set_state(struct task_runner *tr, const char *state)
 	snprintf(tr->state, sizeof(tr->state), "%s", state);
 	pthread_mutex_unlock(&tr->ar->lock);
 	alloc_runner_mark_dirty(tr->ar);
+}
+
+void task_driver_env(const struct client *c, struct driver_env *env, struct docker_config *dc,
+		     const char **caps)
+{
+	const struct agent_config *cfg = c->cfg;
+	size_t n = 0;
+
+	*env = c->driver_env;
+	memset(dc, 0, sizeof(*dc));
+	dc->socket = cfg->docker.socket;
+	dc->allow_privileged = cfg->docker.allow_privileged;
+	dc->volumes_enabled = cfg->docker.volumes_enabled;
+	if (cfg->docker.allow_caps) {
+		for (; n < cfg->docker.nr_allow_caps && n + 1 < TASK_MAX_CAPS; n++)
+			caps[n] = cfg->docker.allow_caps[n];
+		caps[n] = NULL;
+		dc->allow_caps = caps;
+	}
+	dc->pull_timeout_ns = cfg->docker.pull_timeout_ns;
+	dc->keep_containers = !cfg->docker.gc_container;
+	dc->gc_dangling_images = cfg->docker.gc_image;
+	env->docker = dc;
 }
 
 static void driver_event(void *arg, const char *type, const char *message)
@@ -171,7 +195,11 @@ static int start(struct task_runner *tr, const struct driver_ops *d, struct herd
 		rc = herd_errf(err, -EINVAL, "config { command } is not set");
 	} else {
 		struct driver_handle *h = NULL;
-		rc = d->start(&ar->c->driver_env, &dt, &h, err);
+		struct driver_env denv;
+		struct docker_config dc;
+		const char *caps[TASK_MAX_CAPS];
+		task_driver_env(ar->c, &denv, &dc, caps);
+		rc = d->start(&denv, &dt, &h, err);
 		pthread_mutex_lock(&ar->lock);
 		tr->handle = h;
 		pthread_mutex_unlock(&ar->lock);

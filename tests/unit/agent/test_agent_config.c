@@ -153,7 +153,7 @@ static void test_every_error_reported(void **state)
 		"}\n"
 		"gpu { sharing = \"shared\"\n"            /* 10: bad sharing */
 		"  stats_period = \"1ms\" }\n"            /* 11: too short */
-		"plugin \"docker\" { }\n"                 /* 12: unknown plugin */
+		"plugin \"podman\" { }\n"                 /* 12: unknown plugin */
 		"log_level = \"loud\"\n"                  /* 13 */
 		"server { }\n";                           /* 14: twice */
 	struct agent_config cfg;
@@ -169,7 +169,7 @@ static void test_every_error_reported(void **state)
 	assert_true(has_diag(&dl, 8, 0, "unknown option 'driver.docker.x'"));
 	assert_true(has_diag(&dl, 10, 0, "sharing: expected \"exclusive\", \"mps\""));
 	assert_true(has_diag(&dl, 11, 0, "stats_period: expected at least 100ms"));
-	assert_true(has_diag(&dl, 12, 0, "unknown plugin 'docker'"));
+	assert_true(has_diag(&dl, 12, 0, "unknown plugin 'podman'"));
 	assert_true(has_diag(&dl, 13, 0, "log_level: expected trace"));
 	assert_true(has_diag(&dl, 14, 1, "block 'server' given twice (first at line 4)"));
 	assert_int_equal(dl.errors, 11);
@@ -212,6 +212,36 @@ static void test_plugin_and_warnings(void **state)
 	assert_int_equal(parse(&cfg, "plugin \"raw_exec\" { config { enabled = false } }", &dl), 0);
 	assert_false(cfg.client.raw_exec_enabled);
 	assert_int_equal(cfg.http_port, 4000);
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+}
+
+static void test_docker_plugin(void **state)
+{
+	static const char text[] =
+		"plugin \"docker\" {\n  config {\n    endpoint = \"unix:///run/d.sock\"\n"
+		"    allow_privileged = true\n    allow_caps = [\"chown\", \"net_raw\"]\n"
+		"    pull_timeout = \"2m\"\n    volumes { enabled = true }\n"
+		"    gc {\n      container = false\n    }\n  }\n}\n";
+	struct agent_config cfg;
+	struct diag_list dl;
+	agent_config_init(&cfg);
+	diag_list_init(&dl);
+	assert_true(cfg.docker.gc_container && cfg.docker.gc_image);
+	assert_int_equal(parse(&cfg, text, &dl), 0);
+	assert_string_equal(cfg.docker.socket, "/run/d.sock");
+	assert_true(cfg.docker.allow_privileged && cfg.docker.volumes_enabled);
+	assert_int_equal(cfg.docker.nr_allow_caps, 2);
+	assert_string_equal(cfg.docker.allow_caps[1], "net_raw");
+	assert_int_equal(cfg.docker.pull_timeout_ns, 120LL * 1000000000LL);
+	assert_false(cfg.docker.gc_container);
+	assert_true(cfg.docker.gc_image);
+	/* Only a unix socket; unknown keys are named. */
+	assert_int_equal(parse(&cfg, "plugin \"docker\" { config { endpoint = \"tcp://h:2375\" } }",
+			       &dl), -EINVAL);
+	assert_int_equal(parse(&cfg, "plugin \"docker\" { config { gc { bogus = 1 } } }", &dl),
+			 -EINVAL);
+	assert_string_equal(cfg.docker.socket, "/run/d.sock");
 	diag_list_release(&dl);
 	agent_config_release(&cfg);
 }
@@ -434,6 +464,7 @@ int main(void)
 		cmocka_unit_test(test_every_error_reported),
 		cmocka_unit_test(test_syntax_error),
 		cmocka_unit_test(test_plugin_and_warnings),
+		cmocka_unit_test(test_docker_plugin),
 		cmocka_unit_test(test_dev_and_flags),
 		cmocka_unit_test(test_finish_rules),
 		cmocka_unit_test(test_load_file),
