@@ -479,6 +479,7 @@ struct server {
 	struct fair_queue fq;
 	bool acl_enabled;
 	void **guards; size_t nguards, aguards; /* acl.c's route wrappers */
+	struct gc *gc;         /* gc.c's timer */
 };
 
 void server_log(struct server *srv, const char *level, const char *fmt, ...)
@@ -494,6 +495,21 @@ json_t *job_summary(const json_t *job, const json_t *allocs);
 /* Job JSON as readers see it: stored fields with status derived. */
 json_t *job_for_reader(struct server *srv, const json_t *stored, struct herd_err *err);
 
+/* ---- gc.c --------------------------------------------------------------- */
+
+struct gc_counts {
+	size_t jobs, evals, allocs;
+};
+
+/* Removes from the store what is old and ended (docs/operations.md,
+ * "Garbage collection"), as of now (unix ns), each job's records in one
+ * conditional commit (a record that changed meanwhile stays until the next
+ * run).  Adds what it removed to *out.  0 or -errno with err. */
+int gc_run(struct server *srv, int64_t now, struct gc_counts *out, struct herd_err *err);
+/* Starts and stops the periodic collector (srv->gc). */
+int gc_start(struct server *srv, struct herd_err *err);
+void gc_stop(struct server *srv);
+
 /* ---- routes ------------------------------------------------------------- */
 
 int routes_jobs(struct server *srv, struct herd_err *err);
@@ -503,6 +519,7 @@ int routes_namespaces(struct server *srv, struct herd_err *err);
 int routes_quotas(struct server *srv, struct herd_err *err);
 int routes_acl(struct server *srv, struct herd_err *err);
 int routes_usage(struct server *srv, struct herd_err *err);
+int routes_system(struct server *srv, struct herd_err *err); /* gc.c */
 /* Creates the namespace "default" when the store has none. */
 int namespace_default_ensure(struct server *srv, struct herd_err *err);
 

@@ -71,6 +71,7 @@ static void server_free(struct server *srv)
 	for (unsigned i = 0; i < srv->nworkers; i++)
 		pthread_join(srv->workers[i], NULL);
 	heartbeat_stop(srv);
+	gc_stop(srv);
 	broker_release(&srv->broker);
 	fair_queue_release(&srv->fq);
 	view_cache_release(&srv->view_cache);
@@ -159,11 +160,15 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	if (!rc)
 		rc = routes_usage(srv, err);
 	if (!rc)
+		rc = routes_system(srv, err);
+	if (!rc)
 		rc = namespace_default_ensure(srv, err);
 	if (!rc)
 		rc = requeue_evals(srv, err);
 	if (!rc)
 		rc = heartbeat_start(srv, err);
+	if (!rc)
+		rc = gc_start(srv, err);
 	if (rc < 0)
 		goto fail;
 	srv->nworkers = cfg->workers ? cfg->workers : SERVER_DEFAULT_WORKERS;

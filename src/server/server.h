@@ -22,6 +22,9 @@
 
 #define SERVER_DEFAULT_HEARTBEAT_TTL_NS (10LL * 1000000000LL)
 #define SERVER_DEFAULT_WORKERS 2
+#define SERVER_DEFAULT_JOB_GC_THRESHOLD_NS (4LL * 3600 * 1000000000LL)
+#define SERVER_DEFAULT_EVAL_GC_THRESHOLD_NS (3600LL * 1000000000LL)
+#define SERVER_DEFAULT_GC_INTERVAL_NS (5LL * 60 * 1000000000LL)
 #define SERVER_PORT_MIN 20000   /* dynamic ports are taken from this range */
 #define SERVER_PORT_MAX 32000
 
@@ -51,6 +54,13 @@ struct server_config {
 	/* ACL: when set, every API call but health and status needs a token
 	 * (docs/teams.md); -dev leaves it off. */
 	int acl_enabled;
+	/* Garbage collection (gc.c, docs/operations.md): stopped and dead jobs
+	 * older than job_gc_threshold go with all their records; ended
+	 * evaluations and allocations older than eval_gc_threshold go; the
+	 * collector runs every gc_interval.  0: the SERVER_DEFAULT_* values. */
+	int64_t job_gc_threshold_ns;
+	int64_t eval_gc_threshold_ns;
+	int64_t gc_interval_ns;
 	server_log_fn *log;        /* may be NULL */
 	void *log_arg;
 };
