@@ -749,6 +749,19 @@ static void lex_number(struct hcl_lexer *lx, struct hcl_token *tok)
 		lex_error(lx, tok->pos, "number is longer than %d characters", HCL_MAX_NUMBER_LEN);
 		goto out;
 	}
+	if (integral && len <= 18) {
+		/* the common case, a small integer, without strtod: below 10^18
+		 * it fits int64, and the double is rounded as strtod would */
+		const char *q = start;
+		bool neg = *q == '-';
+		uint64_t v = 0;
+		for (q += neg; q < p; q++)
+			v = v * 10 + (uint64_t)(*q - '0');
+		tok->i = neg ? -(int64_t)v : (int64_t)v;
+		tok->num = neg ? -(double)v : (double)v;
+		tok->is_int = true;
+		goto out;
+	}
 	memcpy(buf, start, len);
 	buf[len] = '\0';
 	tok->num = strtod(buf, NULL);
@@ -778,8 +791,10 @@ static void skip_space(struct hcl_lexer *lx)
 	while (p < end) {
 		char c = *p;
 		if (c == ' ' || c == '\t' || c == '\r') {
-			/* indentation comes in runs */
-			for (p++; p < end && *p == ' '; p++)
+			/* indentation comes in runs: eight spaces at a time */
+			for (p++; end - p >= 8 && memcmp(p, "        ", 8) == 0; p += 8)
+				;
+			for (; p < end && *p == ' '; p++)
 				;
 		} else if (c == '\n') {
 			if (!lx->json)

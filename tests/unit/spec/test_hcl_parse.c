@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,7 +207,11 @@ static void test_numbers(void **state)
 		"exp2 = 2.5E-2\n"
 		"big = 9223372036854775807\n"
 		"huge = 9223372036854775808\n"
-		"zero = 0\n");
+		"zero = 0\n"
+		"d18 = 999999999999999999\n"
+		"n18 = -99999999999999999\n"
+		"d19 = 1000000000000000000\n"
+		"nzero = -0\n");
 	const struct hcl_expr *e = attr_value(b, "i");
 	assert_int_equal(e->kind, HCL_NUMBER);
 	assert_true(e->u.num.is_int);
@@ -231,6 +236,19 @@ static void test_numbers(void **state)
 	e = attr_value(b, "zero");
 	assert_true(e->u.num.is_int);
 	assert_int_equal(e->u.num.i, 0);
+	/* either side of the length read without strtod: the same values */
+	e = attr_value(b, "d18");
+	assert_true(e->u.num.is_int && e->u.num.i == 999999999999999999LL);
+	assert_true(e->u.num.value == strtod("999999999999999999", NULL));
+	e = attr_value(b, "n18");
+	assert_true(e->u.num.is_int && e->u.num.i == -99999999999999999LL);
+	assert_true(e->u.num.value == -99999999999999999.0);
+	e = attr_value(b, "d19");
+	assert_true(e->u.num.is_int && e->u.num.i == 1000000000000000000LL);
+	assert_true(e->u.num.value == 1e18);
+	e = attr_value(b, "nzero");
+	assert_true(e->u.num.is_int && e->u.num.i == 0);
+	assert_true(e->u.num.value == 0 && signbit(e->u.num.value));
 	hcl_body_free(b);
 }
 
