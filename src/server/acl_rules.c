@@ -72,11 +72,32 @@ json_t *acl_rules_from_hcl(const char *text, size_t len, struct diag_list *dl)
 	}
 	json_object_set_new(rules, "namespace", ns);
 	hcl_body_free(body);
+	if (dl->errors == errors) {
+		/* what the server will check (names of namespaces, levels) */
+		struct herd_err err = { 0 };
+		json_t *checked = acl_rules_check(rules, &err);
+		if (!checked)
+			diag_error(dl, 1, 1, "%s", err.msg);
+		json_decref(rules);
+		rules = checked;
+	}
 	if (dl->errors != errors) {
 		json_decref(rules);
 		return NULL;
 	}
 	return rules;
+}
+
+/* "team-*": a valid name prefix and one final '*'. */
+static bool glob_valid(const char *n)
+{
+	size_t len = strlen(n);
+	char prefix[TEAMS_MAX_NAME + 1];
+	if (len < 2 || len > TEAMS_MAX_NAME || n[len - 1] != '*')
+		return false;
+	memcpy(prefix, n, len - 1);
+	prefix[len - 1] = '\0';
+	return teams_valid_name(prefix);
 }
 
 json_t *acl_rules_check(const json_t *rules, struct herd_err *err)
@@ -97,9 +118,13 @@ json_t *acl_rules_check(const json_t *rules, struct herd_err *err)
 				goto fail;
 			}
 			json_object_foreach(v, n, lv) {
-				bool glob_ok = !strcmp(n, "*") || teams_valid_name(n) ||
-					       (strlen(n) > 1 && n[strlen(n) - 1] == '*' && strlen(n) <= TEAMS_MAX_NAME);
-				if (!glob_ok || acl_level_parse(json_string_value(lv), true) < 0) {
+				bool glob_ok = !strcmp(n, "*") || teams_valid_name(n) || glob_valid(n);
+				if (!glob_ok) {
+					herd_errf(err, -EINVAL, "rules.namespace: a namespace name or a glob ending in * "
+						  "(A-Z a-z 0-9 _ . -) is needed, not \"%.64s\"", n);
+					goto fail;
+				}
+				if (acl_level_parse(json_string_value(lv), true) < 0) {
 					herd_errf(err, -EINVAL, "rules.namespace: \"%s\" needs deny, read, submit or admin", n);
 					goto fail;
 				}
