@@ -178,4 +178,12 @@ struct hcl_scratch {
 
 void hcl_scratch_release(struct hcl_scratch *s);
 
+/* A copy in a of the n elements of size bytes from v[first] on (NULL when
+ * n is 0, so that an empty stack's NULL is never offset). */
+static inline void *hcl_scratch_take(struct hcl_arena *a, const void *v, size_t first, size_t n,
+				     size_t size)
+{
+	return n ? hcl_arena_dup(a, (const char *)v + first * size, n * size) : NULL;
+}
+
 #endif

@@ -105,7 +105,8 @@ static struct hcl_expr *json_array(struct jparser *p)
 done:
 	advance(p);
 	p->depth--;
-	e->u.list.v = hcl_arena_dup(p->arena, p->sc.elems + base, e->u.list.n * sizeof(*e->u.list.v));
+	e->u.list.v = hcl_scratch_take(p->arena, p->sc.elems, base, e->u.list.n,
+				       sizeof(*e->u.list.v));
 	p->sc.nelems = base;
 	return e;
 fail:
@@ -179,8 +180,8 @@ done:
 	advance(p);
 	p->depth--;
 	hcl_keyset_release(&keys);
-	e->u.object.v = hcl_arena_dup(p->arena, p->sc.members + base,
-				      e->u.object.n * sizeof(*e->u.object.v));
+	e->u.object.v = hcl_scratch_take(p->arena, p->sc.members, base, e->u.object.n,
+					 sizeof(*e->u.object.v));
 	p->sc.nmembers = base;
 	return e;
 fail:

@@ -159,7 +159,8 @@ static struct hcl_expr *parse_list(struct parser *p)
 	advance(p);
 	p->depth--;
 	strbuf_setlen(&p->open, p->open.len - 1);
-	e->u.list.v = hcl_arena_dup(p->arena, p->sc.elems + base, e->u.list.n * sizeof(*e->u.list.v));
+	e->u.list.v = hcl_scratch_take(p->arena, p->sc.elems, base, e->u.list.n,
+				       sizeof(*e->u.list.v));
 	p->sc.nelems = base;
 	return e;
 fail:
@@ -254,8 +255,8 @@ static struct hcl_expr *parse_object(struct parser *p)
 	p->depth--;
 	strbuf_setlen(&p->open, p->open.len - 1);
 	hcl_keyset_release(&keys);
-	e->u.object.v = hcl_arena_dup(p->arena, p->sc.members + base,
-				      e->u.object.n * sizeof(*e->u.object.v));
+	e->u.object.v = hcl_scratch_take(p->arena, p->sc.members, base, e->u.object.n,
+					 sizeof(*e->u.object.v));
 	p->sc.nmembers = base;
 	return e;
 fail:
@@ -528,7 +529,8 @@ static void parse_body(struct parser *p, struct hcl_body *body, const char *owne
 			skip_item(p);
 	}
 	hcl_keyset_release(&bb.attrs);
-	body->items = hcl_arena_dup(p->arena, p->sc.items + bb.base, body->n * sizeof(*body->items));
+	body->items = hcl_scratch_take(p->arena, p->sc.items, bb.base, body->n,
+				       sizeof(*body->items));
 	p->sc.nitems = bb.base;
 }
 

@@ -585,7 +585,8 @@ struct job *job_from_expr(const struct hcl_expr *root, struct diag_list *diags)
 	}
 	/* validate even after decoding errors, so that one run reports every
 	 * problem; what failed to decode is not reported again as missing */
-	qsort(failed.v, failed.n, sizeof(*failed.v), cmp_ptr);
+	if (failed.n)
+		qsort(failed.v, failed.n, sizeof(*failed.v), cmp_ptr);
 	verrors = job_validate_decoded(job, &failed, diags);
 	free(failed.v);
 	if (verrors == 0 && d.errors == 0)

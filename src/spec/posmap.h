@@ -1,10 +1,12 @@
-/* posmap: where each JSON value of a decoded document was written.
+/* posmap: where each JSON value of a jansson tree was written, and the
+ * conversions between jansson trees and the readers' trees (hcl.h).
  *
- * Job files are decoded from a jansson tree (json_t); to report errors as
- * file:line:col the tree's values are mapped to their source positions.  A
- * tree from the HTTP API has no map (NULL): then errors name the JSON path
- * instead.  The map does not own or reference-count the json_t keys: keep
- * the tree alive as long as the map is used. */
+ * Job files no longer go through jansson (spec.h: the decoder reads the
+ * readers' tree, which carries positions itself); the map serves callers
+ * that hold a jansson tree made from a file (job_hcl_to_json, tests) and
+ * want positions for it.  A tree from the HTTP API has no map (NULL): then
+ * errors name the JSON path only.  The map does not own or reference-count
+ * the json_t keys: keep the tree alive as long as the map is used. */
 #ifndef HERD_SPEC_POSMAP_H
 #define HERD_SPEC_POSMAP_H
 
