@@ -591,7 +591,8 @@ int artifact_fetch(const char *task_dir, const struct artifact_spec *a,
 			curl_ready = true;
 		}
 		int64_t delay = f.o.backoff_ns;
-		for (int attempt = 1; ; attempt++) {
+		int attempt;
+		for (attempt = 1; ; attempt++) {
 			bool retry = false;
 			sink_reset(&s);
 			rc = http_once(&f, &s, &retry);
@@ -601,8 +602,10 @@ int artifact_fetch(const char *task_dir, const struct artifact_spec *a,
 			delay *= 2;
 		}
 		if (rc < 0) {
-			if (f.o.attempts > 1)
-				herd_err_prefix(err, "after %d attempts", f.o.attempts);
+			/* Name the attempts actually made: a 404 fails on the
+			 * first, and "after 3 attempts" would say it was retried. */
+			if (attempt > 1)
+				herd_err_prefix(err, "after %d attempts", attempt);
 			goto out_tmp;
 		}
 	} else {

@@ -385,6 +385,20 @@ static void default_policies(struct validator *v, struct job_group *g)
 	default_int(&r->interval, v->batch ? 24 * 3600 * sec : 30 * 60 * sec);
 	default_int(&r->delay, 15 * sec);
 	default_str(&r->mode, "fail");
+	/* Nomad refuses a policy whose restarts cannot fit in their window
+	 * (attempts * delay > interval): the window would close before the
+	 * last attempt, so the count would never be reached.  Compared by
+	 * division: attempts * delay may overflow. */
+	if (r->attempts > 0 && r->delay > 0 && r->interval >= 0 &&
+	    r->attempts > r->interval / r->delay) {
+		size_t old = push(v, "restart", -1);
+		fail(v, r->pos, "%" PRId64 " attempts with a delay of %gs need %gs, more than "
+		     "the interval of %gs: raise interval or lower attempts or delay",
+		     r->attempts, (double)r->delay / (double)sec,
+		     (double)r->attempts * ((double)r->delay / (double)sec),
+		     (double)r->interval / (double)sec);
+		pop(v, old);
+	}
 
 	default_int(&s->attempts, v->batch ? 1 : 0);
 	default_int(&s->interval, v->batch ? 24 * 3600 * sec : 0);

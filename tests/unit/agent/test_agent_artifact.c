@@ -228,6 +228,9 @@ static void test_http_errors_and_retries(void **state)
 	assert_non_null(strstr(err.msg, "HTTP 404"));
 	assert_non_null(strstr(err.msg, "/missing.tar.gz"));
 	assert_int_equal(hits_404, 1);   /* a 404 is not retried */
+	assert_null(strstr(err.msg, "attempts")); /* ...and the message does not say it was */
+	assert_int_equal(fetch(&a, &err), -EIO);
+	assert_int_equal(hits_404, 2);   /* one request per fetch, again */
 
 	flaky_left = 2;
 	struct artifact_spec fl = { .source = url("/flaky"), .mode = "file",
@@ -252,6 +255,7 @@ static void test_http_errors_and_retries(void **state)
 				    .destination = "local/auth" };
 	assert_int_equal(fetch(&au, &err), -EIO);
 	assert_non_null(strstr(err.msg, "HTTP 403"));
+	assert_null(strstr(err.msg, "attempts")); /* other 4xx fail at once too */
 	au.headers = hdrs;
 	assert_int_equal(fetch(&au, &err), 0);
 

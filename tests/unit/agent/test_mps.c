@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,6 +32,25 @@ static char *temp_dir(void)
 	char *d = xasprintf("%s/herd-mps-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	assert_non_null(mkdtemp(d));
 	return d;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* Removes a temp_dir and everything the daemons left in it, then frees
+ * the name: runs of this test leave no herd-mps-* behind. */
+static void remove_temp_dir(char *dir)
+{
+	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	struct stat st;
+	assert_int_not_equal(lstat(dir, &st), 0);
+	free(dir);
 }
 
 static char *slurp(const char *path)
@@ -155,7 +175,7 @@ static void test_start_restart_quit(void **state)
 		free(rec);
 		free(path);
 	}
-	free(dir);
+	remove_temp_dir(dir);
 	free(control);
 }
 
@@ -190,7 +210,7 @@ static void test_adopt_and_stray(void **state)
 	mps_stop(m2);
 	assert_true(gone(a, 3000));
 	mps_stop(m1);   /* its daemons are gone already: nothing to wait for */
-	free(dir);
+	remove_temp_dir(dir);
 	free(control);
 }
 
@@ -228,7 +248,7 @@ static void test_failing_control(void **state)
 	free(mdir);
 	free(calls);
 	free(script);
-	free(dir);
+	remove_temp_dir(dir);
 }
 
 int main(void)

@@ -214,6 +214,33 @@ static void test_network_and_policy_rules(void **state)
 		   "and '_'\n");
 }
 
+/* Nomad's rule: attempts restarts, delay apart, must fit in interval. */
+static void test_restart_fits_interval(void **state)
+{
+	expect_job("{\"id\":\"r\",\"groups\":[{\"name\":\"g\",\"restart\":{\"attempts\":3,"
+		   "\"delay\":\"30s\",\"interval\":\"1m\"},\"tasks\":[" MIN_TASK "]}]}",
+		   "E 0:0 groups[0].restart: 3 attempts with a delay of 30s need 90s, more than "
+		   "the interval of 60s: raise interval or lower attempts or delay\n");
+	/* exactly filling the interval is allowed */
+	expect_job("{\"id\":\"r\",\"groups\":[{\"name\":\"g\",\"restart\":{\"attempts\":2,"
+		   "\"delay\":\"30s\",\"interval\":\"1m\"},\"tasks\":[" MIN_TASK "]}]}", "");
+	/* the defaults apply before the check: 2 x 15s in 1m fails... */
+	expect_job("{\"id\":\"r\",\"groups\":[{\"name\":\"g\",\"restart\":{\"attempts\":5,"
+		   "\"interval\":\"1m\"},\"tasks\":[" MIN_TASK "]}]}",
+		   "E 0:0 groups[0].restart: 5 attempts with a delay of 15s need 75s, more than "
+		   "the interval of 60s: raise interval or lower attempts or delay\n");
+	/* ...no attempts never does, and a huge count does not overflow */
+	expect_job("{\"id\":\"r\",\"groups\":[{\"name\":\"g\",\"restart\":{\"attempts\":0,"
+		   "\"delay\":\"1h\",\"interval\":\"1s\"},\"tasks\":[" MIN_TASK "]}]}", "");
+	char *diags;
+	struct job *job = decode_text("{\"id\":\"r\",\"groups\":[{\"name\":\"g\",\"restart\":"
+				      "{\"attempts\":4611686018427387904,\"delay\":\"1h\"},"
+				      "\"tasks\":[" MIN_TASK "]}]}", &diags);
+	assert_null(job);
+	assert_non_null(strstr(diags, "groups[0].restart: "));
+	free(diags);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,6 +253,7 @@ int main(void)
 		cmocka_unit_test(test_constraint_rules),
 		cmocka_unit_test(test_affinity_rules),
 		cmocka_unit_test(test_network_and_policy_rules),
+		cmocka_unit_test(test_restart_fits_interval),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
