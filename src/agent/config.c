@@ -52,6 +52,9 @@ void agent_config_init(struct agent_config *cfg)
 	cfg->gpu.mps_control = xstrdup(AGENT_DEFAULT_MPS_CONTROL);
 	cfg->docker.gc_container = true;
 	cfg->docker.gc_image = true;
+	cfg->docker.gc_dangling = true;
+	cfg->docker.gc_period_ns = 5 * 60 * NS_PER_SEC;
+	cfg->server.policy = SCHED_HERD;
 }
 
 static void free_strings(char **v, size_t n)
@@ -87,6 +90,9 @@ void agent_config_release(struct agent_config *cfg)
 	free(cfg->gpu.mps_control);
 	free(cfg->docker.socket);
 	free_strings(cfg->docker.allow_caps, cfg->docker.nr_allow_caps);
+	free_strings(cfg->exec.chroot_env, cfg->exec.nr_chroot_env);
+	free(cfg->exec.cgroup_parent);
+	free(cfg->exec.default_user);
 	for (size_t i = 0; i < cfg->gpu.nr_overrides; i++)
 		free(cfg->gpu.overrides[i].device);
 	free(cfg->gpu.overrides);
@@ -137,6 +143,14 @@ void agent_config_copy(struct agent_config *dst, const struct agent_config *src)
 		for (size_t i = 0; i < src->docker.nr_allow_caps; i++)
 			dst->docker.allow_caps[i] = xstrdup(src->docker.allow_caps[i]);
 	}
+	dst->exec.chroot_env = NULL;
+	if (src->exec.chroot_env) {
+		dst->exec.chroot_env = xcalloc(src->exec.nr_chroot_env + 1, sizeof(char *));
+		for (size_t i = 0; i < src->exec.nr_chroot_env; i++)
+			dst->exec.chroot_env[i] = xstrdup(src->exec.chroot_env[i]);
+	}
+	dst->exec.cgroup_parent = dup_or_null(src->exec.cgroup_parent);
+	dst->exec.default_user = dup_or_null(src->exec.default_user);
 	dst->gpu.overrides = NULL;
 	if (src->gpu.nr_overrides) {
 		dst->gpu.overrides = xcalloc(src->gpu.nr_overrides, sizeof(struct agent_gpu_override));

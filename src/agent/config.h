@@ -35,6 +35,7 @@
 #define AGENT_MAX_SERVERS 64
 #define AGENT_MAX_META 256
 #define AGENT_MAX_GPU_OVERRIDES 256
+#define AGENT_MAX_CHROOT_ENV 64   /* the exec driver binds at most this many */
 /* Most clients one MPS server takes per GPU (Volta and later), per NVIDIA's
  * MPS documentation ("Limitations": 48 client CUDA contexts per device,
  * https://docs.nvidia.com/deploy/mps/): the default and the cap of
@@ -91,6 +92,7 @@ struct agent_config {
 		int64_t heartbeat_ttl_ns;  /* 10s: a node silent this long is down */
 		int64_t heartbeat_grace_ns; /* 2s: extra time before "down" */
 		int64_t job_gc_threshold_ns; /* 4h: dead jobs older than this are purged */
+		enum sched_policy policy;  /* scheduler { policy }: SCHED_HERD */
 	} server;
 
 	struct {
@@ -135,7 +137,23 @@ struct agent_config {
 		int64_t pull_timeout_ns; /* 0: the driver's default (5 min) */
 		bool gc_container;       /* gc { container }: true, remove ended containers */
 		bool gc_image;           /* gc { image }: true, prune dangling images */
+		/* gc { dangling_containers { enabled period } }: herd containers of
+		 * allocations this client no longer runs are removed after
+		 * recovery and every period (true, 5 min). */
+		bool gc_dangling;
+		int64_t gc_period_ns;
 	} docker;
+
+	/* plugin "exec" { config { ... } } (or Nomad's client { chroot_env {
+	 * } cgroup_parent }): the exec driver's settings. */
+	struct {
+		char **chroot_env;       /* host dirs bound read-only into the task's
+					  * root, NULL-terminated; NULL: the driver's
+					  * default (/bin /etc /lib /lib32 /lib64 /sbin /usr) */
+		size_t nr_chroot_env;
+		char *cgroup_parent;     /* NULL: "herd.slice" (v2) / "herd" (v1) */
+		char *default_user;      /* a task without `user`; NULL: "nobody" */
+	} exec;
 	bool dev;                /* -dev was given */
 };
 

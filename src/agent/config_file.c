@@ -62,6 +62,14 @@ static void ignored(struct walk *w, struct hcl_pos pos, const char *key, const c
 		  key, where);
 }
 
+static void unknown_item(struct walk *w, const struct hcl_item *it, const char *where,
+			 const char *const *known)
+{
+	struct hcl_pos pos = it->kind == HCL_ITEM_BLOCK ? it->u.block.pos : it->u.attr.pos;
+	cfg_unknown_key(w->dl, pos, it->kind == HCL_ITEM_BLOCK ? "block" : "key",
+			it->kind == HCL_ITEM_BLOCK ? it->u.block.type : it->u.attr.name, where, known);
+}
+
 /* ---- key/value maps: `meta { k = "v" }` or `meta = { k = "v" }` ------- */
 
 struct kv_src {
@@ -309,15 +317,53 @@ static void walk_advertise(struct walk *w, const struct hcl_body *body)
 	}
 }
 
+/* server { scheduler { policy = "herd" } }: the placement policy
+ * (sched_policy_parse's names). */
+static void walk_scheduler(struct walk *w, const struct hcl_body *body)
+{
+	static const char *const known[] = { "policy", NULL };
+	for (size_t i = 0; i < body->n; i++) {
+		const struct hcl_item *it = &body->items[i];
+		if (it->kind == HCL_ITEM_BLOCK || strcmp(it->u.attr.name, "policy")) {
+			unknown_item(w, it, "server scheduler", known);
+			continue;
+		}
+		char *v = NULL;
+		enum sched_policy p;
+		if (cfg_read_string(&it->u.attr, &v, w->dl) < 0)
+			continue;
+		if (sched_policy_parse(v, &p) < 0) {
+			struct strbuf names = STRBUF_INIT;
+			for (int k = 0; k < SCHED_NPOLICIES; k++)
+				strbuf_addf(&names, "%s\"%s\"", k ? ", " : "",
+					    sched_policy_name((enum sched_policy)k));
+			diag_error(w->dl, it->u.attr.value->pos.line, it->u.attr.value->pos.col,
+				   "policy: unknown scheduling policy \"%s\"; expected one of %s",
+				   v, names.buf);
+			strbuf_release(&names);
+		} else {
+			w->cfg->server.policy = p;
+		}
+		free(v);
+	}
+}
+
 static void walk_server(struct walk *w, const struct hcl_body *body)
 {
 	static const char *const known[] = { "enabled", "data_dir", "heartbeat_ttl",
-		"heartbeat_grace", "job_gc_threshold", NULL };
+		"heartbeat_grace", "job_gc_threshold", "scheduler", NULL };
 	struct agent_config *cfg = w->cfg;
+	struct seen seen[] = { { "scheduler", { 0, 0 } } };
 	for (size_t i = 0; i < body->n; i++) {
 		const struct hcl_item *it = &body->items[i];
 		if (it->kind == HCL_ITEM_BLOCK) {
-			cfg_unknown_key(w->dl, it->u.block.pos, "block", it->u.block.type, "server", known);
+			const struct hcl_block *b = &it->u.block;
+			if (!strcmp(b->type, "scheduler")) {
+				if (once(seen, 1, b, w->dl) && no_labels(b, w->dl))
+					walk_scheduler(w, b->body);
+				continue;
+			}
+			cfg_unknown_key(w->dl, b->pos, "block", b->type, "server", known);
 			continue;
 		}
 		const struct hcl_attribute *a = &it->u.attr;
@@ -361,11 +407,84 @@ static void walk_reserved(struct walk *w, const struct hcl_body *body)
 	}
 }
 
+static bool valid_chroot_dir(const char *p)
+{
+	return p[0] == '/' && !strstr(p, "/..") && !strchr(p, '\n');
+}
+
+/* chroot_env: a list of host directories ["/bin", "/usr"], or Nomad's map
+ * { "/bin" = "/bin" } (from a block body or an object), whose two sides
+ * must be equal: herd binds a host directory at its own path. */
+static void read_chroot_env(struct walk *w, const struct hcl_attribute *a,
+			    const struct hcl_body *body)
+{
+	struct agent_config *cfg = w->cfg;
+	char **list = NULL;
+	size_t n = 0;
+	int bad = 0;
+
+	if (a && a->value->kind == HCL_LIST) {
+		if (cfg_read_string_list(a, AGENT_MAX_CHROOT_ENV, &list, &n, w->dl) < 0)
+			return;
+		for (size_t i = 0; i < n; i++) {
+			if (valid_chroot_dir(list[i]))
+				continue;
+			const struct hcl_expr *e = a->value->u.list.v[i];
+			diag_error(w->dl, e->pos.line, e->pos.col, "chroot_env: expected an absolute "
+				   "directory without \"..\", not \"%s\"", list[i]);
+			bad = 1;
+		}
+	} else {
+		struct kv_src *src;
+		if (kv_collect(body, a ? a->value : NULL, "chroot_env", &src, &n, w->dl) < 0)
+			return;
+		if (n > AGENT_MAX_CHROOT_ENV) {
+			diag_error(w->dl, src[0].pos.line, src[0].pos.col,
+				   "chroot_env: at most %d directories, not %zu", AGENT_MAX_CHROOT_ENV, n);
+			free(src);
+			return;
+		}
+		list = xcalloc(n + 1, sizeof(char *));
+		for (size_t i = 0; i < n; i++) {
+			char *v = kv_value_string(src[i].value);
+			list[i] = xstrdup(src[i].key);
+			if (!valid_chroot_dir(list[i])) {
+				diag_error(w->dl, src[i].pos.line, src[i].pos.col,
+					   "chroot_env: expected an absolute directory without "
+					   "\"..\", not \"%s\"", list[i]);
+				bad = 1;
+			} else if (strcmp(v, list[i])) {
+				diag_error(w->dl, src[i].value->pos.line, src[i].value->pos.col,
+					   "chroot_env: \"%s\" = \"%s\": herd binds a host directory "
+					   "at the same path inside the task; write \"%s\" = \"%s\"",
+					   list[i], v, list[i], list[i]);
+				bad = 1;
+			}
+			free(v);
+		}
+		free(src);
+	}
+	if (bad) {
+		for (size_t i = 0; i < n; i++)
+			free(list[i]);
+		free(list);
+		return;
+	}
+	for (size_t i = 0; i < cfg->exec.nr_chroot_env; i++)
+		free(cfg->exec.chroot_env[i]);
+	free(cfg->exec.chroot_env);
+	/* NULL-terminated for the driver; an empty list binds nothing. */
+	cfg->exec.chroot_env = xreallocarray(list, n + 1, sizeof(char *));
+	cfg->exec.chroot_env[n] = NULL;
+	cfg->exec.nr_chroot_env = n;
+}
+
 static void walk_client(struct walk *w, const struct hcl_body *body)
 {
 	static const char *const known[] = { "enabled", "servers", "datacenter", "node_class",
 		"node_pool", "state_dir", "alloc_dir", "max_kill_timeout", "cpu_total_compute",
-		"memory_total_mb", "meta", "options", "reserved", NULL };
+		"memory_total_mb", "meta", "options", "reserved", "chroot_env", "cgroup_parent",
+		NULL };
 	struct agent_config *cfg = w->cfg;
 	struct seen seen[] = { { "meta", { 0, 0 } }, { "options", { 0, 0 } },
 			       { "reserved", { 0, 0 } } };
@@ -374,6 +493,11 @@ static void walk_client(struct walk *w, const struct hcl_body *body)
 		const struct hcl_item *it = &body->items[i];
 		if (it->kind == HCL_ITEM_BLOCK) {
 			const struct hcl_block *b = &it->u.block;
+			if (!strcmp(b->type, "chroot_env")) {
+				if (no_labels(b, w->dl))
+					read_chroot_env(w, NULL, b->body);
+				continue;
+			}
 			if (!strcmp(b->type, "meta") || !strcmp(b->type, "options") ||
 			    !strcmp(b->type, "reserved")) {
 				if (!once(seen, 3, b, w->dl) || !no_labels(b, w->dl))
@@ -440,6 +564,10 @@ static void walk_client(struct walk *w, const struct hcl_body *body)
 			read_meta(w, NULL, a->value);
 		} else if (!strcmp(a->name, "options")) {
 			read_options(w, NULL, a->value);
+		} else if (!strcmp(a->name, "chroot_env")) {
+			read_chroot_env(w, a, NULL);
+		} else if (!strcmp(a->name, "cgroup_parent")) {
+			cfg_read_string(a, &cfg->exec.cgroup_parent, w->dl);
 		} else if (!strcmp(a->name, "network_interface") || !strcmp(a->name, "gc_interval")) {
 			ignored(w, a->pos, a->name, "client");
 		} else {
@@ -448,12 +576,26 @@ static void walk_client(struct walk *w, const struct hcl_body *body)
 	}
 }
 
-static void unknown_item(struct walk *w, const struct hcl_item *it, const char *where,
-			 const char *const *known)
+
+/* plugin "docker" { config { gc { dangling_containers { enabled period } } } }
+ * (Nomad's names): the sweep of containers of allocations gone. */
+static void walk_docker_dangling(struct walk *w, const struct hcl_body *body)
 {
-	struct hcl_pos pos = it->kind == HCL_ITEM_BLOCK ? it->u.block.pos : it->u.attr.pos;
-	cfg_unknown_key(w->dl, pos, it->kind == HCL_ITEM_BLOCK ? "block" : "key",
-			it->kind == HCL_ITEM_BLOCK ? it->u.block.type : it->u.attr.name, where, known);
+	static const char *const known[] = { "enabled", "period", NULL };
+	const char *where = "plugin \"docker\" config gc dangling_containers";
+	for (size_t i = 0; i < body->n; i++) {
+		const struct hcl_item *it = &body->items[i];
+		const char *name = it->kind == HCL_ITEM_ATTRIBUTE ? it->u.attr.name : "";
+		if (!strcmp(name, "enabled"))
+			cfg_read_bool(&it->u.attr, &w->cfg->docker.gc_dangling, w->dl);
+		else if (!strcmp(name, "period"))
+			cfg_read_duration(&it->u.attr, NS_PER_SEC, &w->cfg->docker.gc_period_ns,
+					  w->dl);
+		else if (!strcmp(name, "creation_grace") || !strcmp(name, "dry_run"))
+			ignored(w, it->u.attr.pos, name, where);
+		else
+			unknown_item(w, it, where, known);
+	}
 }
 
 /* plugin "docker" { config { endpoint allow_privileged volumes { enabled }
@@ -463,7 +605,8 @@ static void walk_docker_config(struct walk *w, const struct hcl_body *body)
 	static const char *const known[] = { "endpoint", "socket", "allow_privileged",
 		"allow_caps", "pull_timeout", "volumes", "gc", NULL };
 	static const char *const volume_keys[] = { "enabled", NULL };
-	static const char *const gc_keys[] = { "container", "image", NULL };
+	static const char *const gc_keys[] = { "container", "image", "dangling_containers",
+		NULL };
 	struct agent_config *cfg = w->cfg;
 
 	for (size_t i = 0; i < body->n; i++) {
@@ -478,6 +621,11 @@ static void walk_docker_config(struct walk *w, const struct hcl_body *body)
 			for (size_t j = 0; j < b->body->n; j++) {
 				const struct hcl_item *ci = &b->body->items[j];
 				const char *name = ci->kind == HCL_ITEM_ATTRIBUTE ? ci->u.attr.name : "";
+				if (!vol && ci->kind == HCL_ITEM_BLOCK &&
+				    !strcmp(ci->u.block.type, "dangling_containers")) {
+					walk_docker_dangling(w, ci->u.block.body);
+					continue;
+				}
 				if (vol && !strcmp(name, "enabled"))
 					cfg_read_bool(&ci->u.attr, &cfg->docker.volumes_enabled, w->dl);
 				else if (!vol && !strcmp(name, "container"))
@@ -525,9 +673,51 @@ static void walk_docker_config(struct walk *w, const struct hcl_body *body)
 
 /* plugin "raw_exec" { config { enabled = true } } and plugin "docker" { config
  * { ... } }, as Nomad writes them. */
+/* plugin "exec" { config { chroot_env cgroup_parent default_user } }. */
+static void walk_exec_config(struct walk *w, const struct hcl_body *body)
+{
+	static const char *const known[] = { "chroot_env", "cgroup_parent", "default_user",
+		NULL };
+	struct agent_config *cfg = w->cfg;
+	for (size_t i = 0; i < body->n; i++) {
+		const struct hcl_item *it = &body->items[i];
+		if (it->kind == HCL_ITEM_BLOCK) {
+			if (!strcmp(it->u.block.type, "chroot_env") && no_labels(&it->u.block, w->dl))
+				read_chroot_env(w, NULL, it->u.block.body);
+			else if (strcmp(it->u.block.type, "chroot_env"))
+				unknown_item(w, it, "plugin \"exec\" config", known);
+			continue;
+		}
+		const struct hcl_attribute *a = &it->u.attr;
+		if (!strcmp(a->name, "chroot_env")) {
+			read_chroot_env(w, a, NULL);
+		} else if (!strcmp(a->name, "cgroup_parent")) {
+			char *v = NULL;
+			if (cfg_read_string(a, &v, w->dl) < 0)
+				continue;
+			if (!*v || strstr(v, "..") || v[0] == '/') {
+				diag_error(w->dl, a->value->pos.line, a->value->pos.col,
+					   "cgroup_parent: expected a cgroup name relative to the "
+					   "cgroup root (\"herd.slice\"), not \"%s\"", v);
+				free(v);
+				continue;
+			}
+			free(cfg->exec.cgroup_parent);
+			cfg->exec.cgroup_parent = v;
+		} else if (!strcmp(a->name, "default_user")) {
+			cfg_read_string(a, &cfg->exec.default_user, w->dl);
+		} else if (!strcmp(a->name, "default_pid_mode") || !strcmp(a->name, "default_ipc_mode") ||
+			   !strcmp(a->name, "no_pivot_root") || !strcmp(a->name, "allow_caps")) {
+			ignored(w, a->pos, a->name, "plugin \"exec\" config");
+		} else {
+			unknown_item(w, it, "plugin \"exec\" config", known);
+		}
+	}
+}
+
 static void walk_plugin(struct walk *w, const struct hcl_block *b)
 {
-	static const char *const plugins[] = { "raw_exec", "docker", NULL };
+	static const char *const plugins[] = { "raw_exec", "docker", "exec", NULL };
 	static const char *const known[] = { "config", NULL };
 	static const char *const raw_exec_keys[] = { "enabled", NULL };
 	bool docker;
@@ -538,7 +728,8 @@ static void walk_plugin(struct walk *w, const struct hcl_block *b)
 		return;
 	}
 	docker = !strcmp(b->labels[0], "docker");
-	if (strcmp(b->labels[0], "raw_exec") && !docker) {
+	bool exec = !strcmp(b->labels[0], "exec");
+	if (strcmp(b->labels[0], "raw_exec") && !docker && !exec) {
 		cfg_unknown_key(w->dl, b->label_pos[0], "plugin", b->labels[0],
 				"the agent configuration", plugins);
 		return;
@@ -546,13 +737,17 @@ static void walk_plugin(struct walk *w, const struct hcl_block *b)
 	for (size_t i = 0; i < b->body->n; i++) {
 		const struct hcl_item *it = &b->body->items[i];
 		if (it->kind != HCL_ITEM_BLOCK || strcmp(it->u.block.type, "config")) {
-			unknown_item(w, it, docker ? "plugin \"docker\"" : "plugin \"raw_exec\"",
-				     known);
+			unknown_item(w, it, docker ? "plugin \"docker\"" : exec ? "plugin \"exec\""
+				     : "plugin \"raw_exec\"", known);
 			continue;
 		}
 		const struct hcl_body *cb = it->u.block.body;
 		if (docker) {
 			walk_docker_config(w, cb);
+			continue;
+		}
+		if (exec) {
+			walk_exec_config(w, cb);
 			continue;
 		}
 		for (size_t j = 0; j < cb->n; j++) {

@@ -92,6 +92,12 @@ void task_driver_env(const struct client *c, struct driver_env *env, struct dock
 	dc->keep_containers = !cfg->docker.gc_container;
 	dc->gc_dangling_images = cfg->docker.gc_image;
 	env->docker = dc;
+	/* plugin "exec" (or client chroot_env / cgroup_parent); NULL: the
+	 * driver's defaults. */
+	if (cfg->exec.chroot_env)
+		env->chroot_env = (const char *const *)cfg->exec.chroot_env;
+	if (cfg->exec.cgroup_parent)
+		env->cgroup_parent = cfg->exec.cgroup_parent;
 }
 
 static void driver_event(void *arg, const char *type, const char *message)
@@ -187,7 +193,8 @@ static int start(struct task_runner *tr, const struct driver_ops *d, struct herd
 	dt.event = driver_event;
 	dt.event_arg = tr;
 	/* exec: the task's user and the device nodes of its GPUs only. */
-	dt.user = tr->task->user;
+	dt.user = tr->task->user && *tr->task->user ? tr->task->user
+						    : ar->c->cfg->exec.default_user;
 	devices = task_device_paths(ar);
 	dt.devices = (const char *const *)devices;
 	/* docker takes its command from config { image command args }. */

@@ -261,6 +261,7 @@ int cmd_agent(int argc, char **argv)
 		sc.bind_addr = cfg.bind_addr;
 		sc.http_port = (uint16_t)cfg.http_port;
 		sc.heartbeat_ttl_ns = cfg.server.heartbeat_ttl_ns;
+		sc.policy = sched_policy_name(cfg.server.policy);  /* server { scheduler { policy } } */
 		sc.client_enabled = cfg.client.enabled;
 		sc.log = server_log;
 		if (server_start(&sc, &srv, &err) < 0) {

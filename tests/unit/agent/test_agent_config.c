@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agent/config.h"
+#include "agent/config-int.h"
 #include "common/units.h"
 
 static int parse(struct agent_config *cfg, const char *text, struct diag_list *dl)
@@ -246,6 +247,65 @@ static void test_docker_plugin(void **state)
 	agent_config_release(&cfg);
 }
 
+/* plugin "exec", Nomad's client chroot_env, server scheduler policy, docker
+ * dangling container sweep. */
+static void test_exec_plugin_scheduler_and_gc(void **state)
+{
+	(void)state;
+	struct agent_config cfg, copy;
+	struct diag_list dl;
+	agent_config_init(&cfg);
+	diag_list_init(&dl);
+	assert_int_equal(cfg.server.policy, SCHED_HERD);
+	assert_null(cfg.exec.chroot_env);
+	assert_true(cfg.docker.gc_dangling);
+	assert_int_equal(cfg.docker.gc_period_ns, 300LL * 1000000000LL);
+	static const char text[] =
+		"server {\n  scheduler {\n    policy = \"binpack\"\n  }\n}\n"
+		"plugin \"exec\" {\n  config {\n    chroot_env = [\"/bin\", \"/usr\"]\n"
+		"    cgroup_parent = \"jobs.slice\"\n    default_user = \"daemon\"\n  }\n}\n"
+		"plugin \"docker\" { config { gc { dangling_containers {\n"
+		"  enabled = false\n  period = \"1m\"\n} } } }\n";
+	assert_int_equal(parse(&cfg, text, &dl), 0);
+	assert_int_equal(cfg.server.policy, SCHED_BINPACK);
+	assert_int_equal(cfg.exec.nr_chroot_env, 2);
+	assert_string_equal(cfg.exec.chroot_env[1], "/usr");
+	assert_null(cfg.exec.chroot_env[2]);   /* NULL-terminated for the driver */
+	assert_string_equal(cfg.exec.cgroup_parent, "jobs.slice");
+	assert_string_equal(cfg.exec.default_user, "daemon");
+	assert_false(cfg.docker.gc_dangling);
+	assert_int_equal(cfg.docker.gc_period_ns, 60LL * 1000000000LL);
+	agent_config_copy(&copy, &cfg);
+	assert_string_equal(copy.exec.chroot_env[0], "/bin");
+	assert_null(copy.exec.chroot_env[2]);
+	agent_config_release(&copy);
+
+	/* Nomad's client map form (as an HCL2 object); the sides must match */
+	assert_int_equal(parse(&cfg, "client {\n  chroot_env = {\n    \"/etc\" = \"/etc\"\n  }\n}\n",
+			       &dl), 0);
+	assert_int_equal(cfg.exec.nr_chroot_env, 1);
+	assert_string_equal(cfg.exec.chroot_env[0], "/etc");
+	diag_list_release(&dl);
+	diag_list_init(&dl);
+	assert_int_equal(parse(&cfg, "client {\n  chroot_env = {\n    \"/lib\" = \"/x/lib\"\n  }\n}\n"
+			       "plugin \"exec\" { config { chroot_env = [\"bin\"] } }\n"
+			       "server { scheduler { policy = \"best\" } }\n", &dl), -EINVAL);
+	assert_true(has_diag(&dl, 3, 0, "herd binds a host directory at the same path"));
+	assert_true(has_diag(&dl, 6, 0, "expected an absolute directory"));
+	assert_true(has_diag(&dl, 7, 0, "unknown scheduling policy \"best\"; expected one of"));
+	assert_true(has_diag(&dl, 7, 0, "\"binpack\""));
+	/* all or nothing: the earlier values stay */
+	assert_string_equal(cfg.exec.chroot_env[0], "/etc");
+	assert_int_equal(cfg.server.policy, SCHED_BINPACK);
+	diag_list_release(&dl);
+	diag_list_init(&dl);
+	assert_int_equal(parse(&cfg, "plugin \"exec\" { config { cgroup_parent = \"../x\" } }",
+			       &dl), -EINVAL);
+	assert_int_equal(parse(&cfg, "plugin \"exec\" { config { bogus = 1 } }", &dl), -EINVAL);
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+}
+
 static void test_dev_and_flags(void **state)
 {
 	struct agent_config cfg;
@@ -465,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_syntax_error),
 		cmocka_unit_test(test_plugin_and_warnings),
 		cmocka_unit_test(test_docker_plugin),
+		cmocka_unit_test(test_exec_plugin_scheduler_and_gc),
 		cmocka_unit_test(test_dev_and_flags),
 		cmocka_unit_test(test_finish_rules),
 		cmocka_unit_test(test_load_file),
