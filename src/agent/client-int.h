@@ -44,6 +44,8 @@ struct client {
 
 	pthread_t heartbeat_thread, watch_thread;
 	bool threads_started;
+	pthread_t docker_sweep_thread;  /* docker_sweep.c */
+	bool docker_sweep_started;
 };
 
 /* Builds the node JSON of POST /v1/node/register (node_register.c). */
@@ -59,6 +61,11 @@ int client_register(struct client *c, struct httpc *h, struct herd_err *err);
  * GPU's daemon is being restarted, -EINVAL when it has none. */
 int client_gpu_shares(struct client *c, const json_t *alloc, struct taskenv_gpu_share **out,
 		      size_t *n, struct herd_err *err);
+
+/* docker_sweep.c: the thread that removes containers of allocations this
+ * client no longer runs, after recovery and every docker.gc_period_ns;
+ * started only when cfg->docker.gc_dangling; ends at shutdown. */
+void *client_docker_sweep_main(void *arg);
 
 /* heartbeat.c: the heartbeat thread. */
 void *client_heartbeat_main(void *arg);

@@ -326,6 +326,10 @@ int client_start(const struct agent_config *cfg, const char *local_server,
 		abort();
 	}
 	c->threads_started = true;
+	/* After recover_allocs: every allocation still ours has its runner. */
+	if (cfg->docker.gc_dangling &&
+	    pthread_create(&c->docker_sweep_thread, NULL, client_docker_sweep_main, c) == 0)
+		c->docker_sweep_started = true;
 	log_info("client: started, node id %s, server %s", c->node_id, c->server_addr);
 	*out = c;
 	return 0;
@@ -349,6 +353,8 @@ void client_stop(struct client *c, bool stop_tasks)
 		pthread_join(c->watch_thread, NULL);
 		pthread_join(c->heartbeat_thread, NULL);
 	}
+	if (c->docker_sweep_started)
+		pthread_join(c->docker_sweep_thread, NULL);
 	for (size_t i = 0; i < c->nr_runners; i++) {
 		if (stop_tasks)
 			alloc_runner_stop(c->runners[i]);
