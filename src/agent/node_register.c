@@ -8,6 +8,7 @@
 #include "agent/fingerprint.h"
 #include "agent/log.h"
 #include "common/xalloc.h"
+#include "drivers/docker.h"
 #include "gpu/gpu-json.h"
 
 #ifndef HERD_VERSION
@@ -111,8 +112,11 @@ json_t *client_node_json(struct client *c)
 	struct fingerprint_opts opts = FINGERPRINT_OPTS_INIT;
 	struct node_fingerprint *fp = NULL;
 	struct herd_err err = { 0, "" };
-	struct driver_fingerprint dfp;
-	const struct driver_ops *raw = driver_find("raw_exec");
+	struct driver_fingerprint dfp[8];
+	struct driver_env denv;
+	struct docker_config dc;
+	const char *caps[TASK_MAX_CAPS];
+	size_t nd = 0;
 	json_t *node = json_object(), *attrs = json_object(), *meta = json_object();
 	json_t *res = json_object(), *drivers = json_object(), *devs = json_array();
 	int64_t cpu = 0, mem = 0, disk = 0;
@@ -120,11 +124,16 @@ json_t *client_node_json(struct client *c)
 	opts.data_dir = cfg->data_dir;
 	if (node_fingerprint(&opts, &fp, &err) < 0)
 		log_warn("client: fingerprint: %s", err.msg);
-	memset(&dfp, 0, sizeof(dfp));
-	if (raw)
-		raw->fingerprint(&c->driver_env, &dfp);
+	/* Every driver, with the env its tasks get (docker: the configured
+	 * socket): driver.<name> = 1 where it can run tasks, and the reason
+	 * under drivers where it cannot. */
+	memset(dfp, 0, sizeof(dfp));
+	task_driver_env(c, &denv, &dc, caps);
+	for (; driver_all[nd] && nd < sizeof(dfp) / sizeof(dfp[0]); nd++)
+		driver_all[nd]->fingerprint(&denv, &dfp[nd]);
 	if (fp) {
-		node_fingerprint_set_driver(fp, "raw_exec", dfp.detected);
+		for (size_t k = 0; k < nd; k++)
+			node_fingerprint_set_driver(fp, driver_all[k]->name, dfp[k].detected);
 		node_fingerprint_set_attr(fp, "herd.version", HERD_VERSION);
 		for (size_t i = 0; i < fp->nr_attrs; i++)
 			json_object_set_new(attrs, fp->attrs[i].name, json_string(fp->attrs[i].value));
@@ -157,9 +166,10 @@ json_t *client_node_json(struct client *c)
 	json_object_set_new(res, "cpu_milli", json_integer(cpu));
 	json_object_set_new(res, "memory_mib", json_integer(mem > 0 ? mem : 0));
 	json_object_set_new(res, "disk_mib", json_integer(disk > 0 ? disk : 0));
-	json_object_set_new(drivers, "raw_exec",
-			    json_pack("{s:b,s:b,s:s}", "detected", dfp.detected, "healthy",
-				      dfp.healthy, "description", dfp.reason));
+	for (size_t k = 0; k < nd; k++)
+		json_object_set_new(drivers, driver_all[k]->name,
+				    json_pack("{s:b,s:b,s:s}", "detected", dfp[k].detected, "healthy",
+					      dfp[k].healthy, "description", dfp[k].reason));
 
 	pthread_mutex_lock(&c->gpu_lock);
 	if (c->gpus && c->gpus->nr_devs) {

@@ -1,7 +1,9 @@
 """Shared fixtures of the end-to-end tests: they run the real herd binary.
 
 HERD_BIN names the binary (scripts/test sets it); the default is the normal
-build's.  HERD_BUILD names the build folder (for the simulated NVML)."""
+build's.  HERD_BUILD names the build folder (for the simulated NVML).
+The `engine` fixture (a real dockerd with a busybox image) lives in
+docker_engine.py and is re-exported here for every module."""
 import os
 import pathlib
 import subprocess
@@ -30,3 +32,6 @@ def herd(herd_bin):
         return subprocess.run([herd_bin, *args], input=stdin, capture_output=True,
                               text=True, env=full_env, timeout=timeout, cwd=REPO)
     return run
+
+
+from docker_engine import engine  # noqa: E402,F401  (a fixture, shared)
