@@ -8,7 +8,11 @@ What is checked:
 - one stand-in daemon per MPS GPU, started with that GPU and its own
   directories, started again when killed, told to quit when the agent stops;
 - an A100 with seven 1g.10gb instances takes exactly seven one-slice jobs,
-  and a whole-GPU request then stays pending."""
+  and a whole-GPU request then stays pending;
+- on a fixed mixed scenario (whole and half GPUs, two nodes, described at
+  test_herd_policy_strands_fewer_gpus_than_binpack) the herd policy strands
+  fewer GPUs than binpack, the policy set by the agent config's server {
+  scheduler { policy } }."""
 import collections
 import json
 import os
@@ -193,3 +197,87 @@ def test_mig_slices_and_no_whole_gpu(agents, tmp_path):
     assert running(a, 'whole') == []
     assert [x for x in api(a.port, '/v1/job/whole/allocations')
             if x['desired_status'] == 'run'] == []
+
+
+# --- the herd policy strands fewer GPUs than binpack ---------------------------
+#
+# The fixed scenario.  Per policy: a dev agent (server + client, node
+# "a-<policy>", its server { scheduler { policy } } set) and a second client
+# ("b-<policy>"), both with two simulated T4s shared by time-slicing.  Jobs,
+# in this order, each waited for before the next:
+#   1. a whole GPU, pinned to node a          a: [W, -]      b: [-, -]
+#   2. half a GPU (compute = 50), pinned to b a: [W, -]      b: [50, -]
+#   3. half a GPU, free to go anywhere
+#   4. a whole GPU, free
+#   5. a whole GPU, free
+# At step 3 binpack takes the fullest node, a, and opens its free GPU for the
+# half (a: [W, 50], b: [50, -]); then one whole GPU fits (b's second) and the
+# last waits: two GPUs are left half used, stranded.  The fragmentation-aware
+# herd policy completes b's half-used GPU instead, and both whole GPUs fit.
+# Counted through GET /v1/gpus: GPUs with tenants but compute left ("partly
+# used"), and jobs left pending.
+
+SCENARIO = [('whole-a', 'device "nvidia/gpu" {\n  count = 1\n}', 'a'),
+            ('half-b', 'device "nvidia/gpu" {\n  compute = 50\n}', 'b'),
+            ('half', 'device "nvidia/gpu" {\n  compute = 50\n}', None),
+            ('whole-1', 'device "nvidia/gpu" {\n  count = 1\n}', None),
+            ('whole-2', 'device "nvidia/gpu" {\n  count = 1\n}', None)]
+
+TIMESLICE = 'gpu {\n  sharing = "timeslice"\n}\n'
+
+
+def pinned_job(job_id, block, node):
+    text = share_job(job_id, block)
+    if node:
+        text = text.replace('  group "g" {', '  constraint {\n    attribute = "${node.unique.name}"\n'
+                            f'    value = "{node}"\n  }}\n  group "g" {{', 1)
+    return text
+
+
+def run_scenario(agents, tmp_path, policy):
+    d = tmp_path / policy
+    d.mkdir()
+    dev_cfg = d / 'dev.hcl'
+    dev_cfg.write_text(TIMESLICE + f'server {{\n  scheduler {{\n    policy = "{policy}"\n  }}\n}}\n')
+    dev = Agent(d, 'dev', ['-dev', '-http-port', '0', '-config', str(dev_cfg), '-node',
+                           f'a-{policy}'], gpu_file=GPUS / 't4-2x.json').start()
+    agents.append(dev)
+    cl_cfg = d / 'client.hcl'
+    cl_cfg.write_text(TIMESLICE + 'client {\n  enabled = true\n}\nbind_addr = "127.0.0.1"\n'
+                      'plugin "raw_exec" {\n  config {\n    enabled = true\n  }\n}\n')
+    cl = Agent(d, 'b', ['-config', str(cl_cfg), '-servers', f'127.0.0.1:{dev.port}', '-node',
+                        f'b-{policy}', '-http-port', '0'], gpu_file=GPUS / 't4-2x.json').start()
+    agents.append(cl)
+    wait_for(lambda: len([n for n in api(dev.port, '/v1/nodes') if n['status'] == 'ready']) == 2,
+             20, 'both nodes to be ready')
+    for job_id, block, node in SCENARIO:
+        r = cli(dev.port, 'job', 'run', '-detach',
+                write_job(d, job_id, pinned_job(job_id, block, node and f'{node}-{policy}')))
+        assert r.returncode == 0, r.stdout + r.stderr
+        # placed (running) or, having been evaluated, left pending
+        wait_for(lambda: running(dev, job_id) or
+                 api(dev.port, f'/v1/job/{job_id}').get('status') in ('pending', 'blocked') and
+                 not [e for e in api(dev.port, f'/v1/job/{job_id}/evaluations')
+                      if e.get('status') == 'pending'],
+                 20, f'{policy}: job {job_id} to be placed or evaluated')
+    time.sleep(0.5)
+    gpus = api(dev.port, '/v1/gpus')
+    partly = [(g['node_name'], g['device']['id'], g['compute_used_milli']) for g in gpus
+              if g['tenants'] > 0 and g['compute_used_milli'] < 1000]
+    placed = {j for j, _, _ in SCENARIO if running(dev, j)}
+    return partly, placed, gpus
+
+
+def test_herd_policy_strands_fewer_gpus_than_binpack(agents, tmp_path):
+    herd_partly, herd_placed, herd_gpus = run_scenario(agents, tmp_path, 'herd')
+    bin_partly, bin_placed, bin_gpus = run_scenario(agents, tmp_path, 'binpack')
+    detail = (f'herd: partly used {herd_partly}, placed {sorted(herd_placed)}\n'
+              f'binpack: partly used {bin_partly}, placed {sorted(bin_placed)}')
+    # the pinned setup went where it was pinned under both policies
+    assert {'whole-a', 'half-b'} <= herd_placed and {'whole-a', 'half-b'} <= bin_placed, detail
+    print(detail)
+    assert len(herd_partly) < len(bin_partly), detail
+    assert len(herd_placed) > len(bin_placed), detail
+    # the expected outcome of the scenario, exactly
+    assert herd_partly == [] and len(herd_placed) == 5, detail
+    assert len(bin_partly) == 2 and 'whole-2' not in bin_placed, detail
