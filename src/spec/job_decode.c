@@ -481,30 +481,31 @@ static const char *block_name(const struct field *f, char *buf, size_t size)
 	return buf;
 }
 
-/* "; did you mean \"x\"?" when a field of schema is within 2 edits of key
- * (the closest, the first of equals), or "" (written to buf).  Short names
- * need closer matches: at most one edit per three letters, so that "bogus"
- * does not suggest "logs". */
-static const char *suggestion(const struct schema *schema, const char *key, bool block,
-			      char *buf, size_t size)
+/* The field of schema whose name is within 2 edits of key (the closest,
+ * the first of equals), written to buf as "; did you mean \"x\"?"; NULL
+ * (and buf "") when there is none.  Short names need closer matches: at
+ * most one edit per three letters, so that "bogus" does not suggest "logs". */
+static const struct field *suggest(const struct schema *schema, const char *key, bool block,
+				   char *buf, size_t size)
 {
-	const char *best = NULL;
+	const struct field *best = NULL;
 	int best_d = 3;
 	char name[64], best_name[64];
 
+	buf[0] = '\0';
 	for (const struct field *f = schema->fields; f->key; f++) {
 		const char *cand = block ? block_name(f, name, sizeof(name)) : f->key;
 		int dist = job_edit_distance(key, cand, best_d);
 		if (dist < best_d) {
 			best_d = dist;
 			snprintf(best_name, sizeof(best_name), "%s", cand);
-			best = best_name;
+			best = f;
 		}
 	}
 	if (!best || best_d == 0 || (size_t)best_d * 3 > strlen(key))
-		return "";
-	snprintf(buf, size, "; did you mean \"%s\"?", best);
-	return buf;
+		return NULL;
+	snprintf(buf, size, "; did you mean \"%s\"?", best_name);
+	return best;
 }
 
 static void decode_object(struct decoder *d, const struct schema *schema,
@@ -538,10 +539,14 @@ static void decode_object(struct decoder *d, const struct schema *schema,
 			diag_warn(d->diags, m->key_pos.line, m->key_pos.col,
 				  "%s: not supported by herd; ignored", path_of(d));
 		} else {
+			const struct field *meant = suggest(schema, m->key, m->from_block, hint,
+							    sizeof(hint));
 			job_path_pop(&d->path, old);
 			fail_at(d, m->key_pos, "unknown %s %s \"%s\"%s", schema->what,
-				m->from_block ? "block" : "field", m->key,
-				suggestion(schema, m->key, m->from_block, hint, sizeof(hint)));
+				m->from_block ? "block" : "field", m->key, hint);
+			/* the field it was meant for is not also missing */
+			if (meant)
+				mark_failed(d, (char *)out + meant->off);
 		}
 		job_path_pop(&d->path, old);
 	}
