@@ -79,6 +79,17 @@ struct sched_workload *sched_workload_new(const struct sched_task_class *v, size
 		}
 		w->mi[i] = k;
 	}
+	{
+		double cpu = 0, mem = 0, gpu = 0;
+		for (size_t i = 0; i < n; i++)
+			if (w->c[i].num > 0) {
+				cpu += w->c[i].freq * (double)w->c[i].cpu;
+				mem += w->c[i].freq * (double)w->c[i].mem;
+				gpu += w->c[i].freq * (double)w->c[i].milli * w->c[i].num;
+			}
+		w->cpu_per_milli = gpu > 0 ? cpu / gpu : 0;
+		w->mem_per_milli = gpu > 0 ? mem / gpu : 0;
+	}
 	w->id = workload_hash(w);
 	return w;
 }

@@ -257,14 +257,27 @@ static double fgd_score(struct sched_snapshot *s, const struct nodeview *v, cons
 	return best;
 }
 
-/* herd: fragmentation gradient descent with exact (not rounded) scores and
- * ties broken toward the tighter fit.  See docs/scheduling.md. */
+/* GPU compute (milli) of a node that the workload's GPU tasks could not
+ * use for lack of CPU or memory: with gpu idle and cpu/mem free, the tasks
+ * take on average w->cpu_per_milli CPU (w->mem_per_milli memory) per milli
+ * of GPU, so at most cpu / cpu_per_milli of the idle GPU can be used. */
+static double stranded(const struct sched_workload *w, double gpu, double cpu, double mem)
+{
+	double usable = gpu;
+	if (w->cpu_per_milli > 0)
+		usable = fmin(usable, cpu / w->cpu_per_milli);
+	if (w->mem_per_milli > 0)
+		usable = fmin(usable, mem / w->mem_per_milli);
+	return gpu - fmax(usable, 0);
+}
+
+/* herd: FGD's gradient, CPU-aware.  See docs/scheduling.md. */
 static double herd_score(struct sched_snapshot *s, const struct nodeview *v, const struct ask *a,
 			 const struct sched_workload *w, int *pick)
 {
-	const struct sched_node *n = &s->node[v->node];
-	double before = frag_node(s, w, v->node), best = -1e300;
+	double before = frag_node(s, w, v->node), best = -1e300, bucket;
 
+	(void)s;
 	if (!a->frac) {
 		if (pick_default(s, v, a, pick))
 			return -1e300;
@@ -283,23 +296,29 @@ static double herd_score(struct sched_snapshot *s, const struct nodeview *v, con
 			}
 		}
 	}
-	/* FGD's bucket of the gradient, then nodes whose GPUs are already in
-	 * use: among moves of about the same fragmentation cost, keep untouched
-	 * nodes whole for the large tasks.  The exact gradient alone does worse
-	 * (it chases differences of a few milli and scatters tasks; see
-	 * docs/scheduling.md), so equal buckets stay ties, broken by the
-	 * caller's stable node order. */
-	(void)n;
 	if (best <= -1e299)
 		return -1e300;
+	/* FGD's bucket of the gradient; equal buckets stay ties, broken by
+	 * the caller's stable node order (the exact gradient does worse: it
+	 * chases differences of a few milli and loses the first-fit effect) */
+	bucket = floor(100.0 * sigmoid(best / 1000.0));
 	if (a->num == 0)
 		/* a CPU-only task: inside the bucket, the node with the least
 		 * idle GPU compute, since the CPU it takes there strands the
 		 * least GPU (a node without GPUs strands none); in [0, 1) so
 		 * that it never crosses a bucket */
-		return floor(100.0 * sigmoid(best / 1000.0)) * 2.0 + 1.0 -
-		       v->left_total / (v->gpu_total + 1000.0);
-	return floor(100.0 * sigmoid(best / 1000.0)) * 2.0 + (v->left_total < v->gpu_total ? 1.0 : 0.0);
+		return bucket * 2.0 + 1.0 - v->left_total / (v->gpu_total + 1000.0);
+	{
+		/* a GPU task: first, nodes where it strands no more GPU than
+		 * is stranded already (its CPU and memory leave enough for the
+		 * node's idle GPU at the workload's mean ratio), then the
+		 * bucket.  The half milli absorbs rounding. */
+		double gpu = v->left_total, used = (double)a->num * a->milli;
+		double was = stranded(w, gpu, (double)v->cpu_left, (double)v->mem_left);
+		double now = stranded(w, gpu - used, (double)(v->cpu_left - a->cpu),
+				      (double)(v->mem_left - a->mem));
+		return (now > was + 0.5 ? 0.0 : 1000.0) + bucket;
+	}
 }
 
 double policy_score(enum sched_policy p, struct sched_snapshot *s, const struct nodeview *v,

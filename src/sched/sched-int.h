@@ -170,6 +170,9 @@ struct sched_workload {
 	int *mi;           /* per class: index into mv, -1 for CPU-only */
 	double cpu_only;   /* summed frequency of CPU-only classes */
 	uint64_t id;       /* hash of the content: caches key on it, never on the address */
+	/* mean CPU (memory) per GPU milli of the GPU classes, by frequency:
+	 * sum freq x cpu / sum freq x gpu milli x GPUs; 0 when unknown */
+	double cpu_per_milli, mem_per_milli;
 };
 
 /* A node as the scoring functions see it for one request: only the devices

@@ -78,9 +78,10 @@ static void test_fgd(void **state)
 	 * int(100 sigmoid(-0.2)) = 45; on GPU-1 500 left: sigmoid(-0.5) -> 37. */
 	assert_true(score_of(SCHED_FGD, w, &dev) == 45);
 	assert_int_equal(dev, 0);
-	/* herd: the same bucket (45) doubled, + 1 because the node's GPUs are
-	 * already in use: 91 */
-	assert_true(score_of(SCHED_HERD, w, &dev) == 91);
+	/* herd: the same bucket (45), + 1000 because it strands no GPU: the
+	 * class takes 1000/600 CPU per GPU milli, and 56 cores are plenty for
+	 * the 3200 idle: 1045 */
+	assert_true(score_of(SCHED_HERD, w, &dev) == 1045);
 	assert_int_equal(dev, 0);
 	sched_workload_free(w);
 }
@@ -123,6 +124,38 @@ static void test_herd_cpu_only(void **state)
 	sched_workload_free(w);
 }
 
+/* herd, a GPU task: nodes where it strands GPU come last, whatever the
+ * bucket.  The class (8 cores, 1 GPU) takes 8 CPU per GPU milli.  Node a
+ * (24 cores, 3 GPUs) after a 12-core 1-GPU task keeps 12 cores for 2 idle
+ * GPUs: usable min(2000, 12000/8) = 1500, so 500 stranded where none was;
+ * node b (64 cores) strands none.  The class still fits on both (F = F' =
+ * 0, bucket int(100 sigmoid(0)) = 50): a scores 50, b 1050, and b wins
+ * although a comes first. */
+static void test_herd_strands_last(void **state)
+{
+	struct sched_task_class c = { 8000, 0, 1000, 1, NULL, 1.0 };
+	struct sched_workload *w = sched_workload_new(&c, 1);
+	struct sched_snapshot *s = sched_snapshot_new();
+	struct sched_device_request dr = { .name = "gpu", .count = 1, .compute = 1000 };
+	struct sched_request req = { .cpu_milli = 12000, .count = 1, .device = &dr };
+	struct sched_options o = { .policy = SCHED_HERD, .workload = w };
+	struct sched_placement p;
+
+	add_node(s, "a", 24000, 65536, 3, "T4", SCHED_TIMESLICE, 0);
+	add_node(s, "b", 64000, 65536, 3, "T4", SCHED_TIMESLICE, 0);
+	assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
+	assert_int_equal(p.node, 1);
+	assert_true(p.score == 1050);
+	/* a 4-core task strands nothing on a (20 cores for 2 GPUs) and the
+	 * first node wins: 1050 on both */
+	req.cpu_milli = 4000;
+	assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
+	assert_int_equal(p.node, 0);
+	assert_true(p.score == 1050);
+	sched_snapshot_free(s);
+	sched_workload_free(w);
+}
+
 static void test_frag_measure(void **state)
 {
 	struct sched_task_class c[] = { { 1000, 0, 600, 1, NULL, 1 }, { 2000, 0, 0, 0, NULL, 1 },
@@ -161,6 +194,7 @@ int main(void)
 		cmocka_unit_test(test_binpack_spread), cmocka_unit_test(test_fgd),
 		cmocka_unit_test(test_frag_measure), cmocka_unit_test(test_policy_names),
 		cmocka_unit_test(test_herd_cpu_only),
+		cmocka_unit_test(test_herd_strands_last),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
