@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
@@ -168,6 +169,11 @@ const char **task_gpu_ids(const struct alloc_runner *ar, size_t *n);
  * (/dev/nvidia<minor>, nvidiactl, nvidia-uvm...), for the exec driver;
  * NULL-terminated, the caller frees each string and the array. */
 char **task_device_paths(struct alloc_runner *ar);
+/* The capability minor of a MIG instance in a mig-minors table (the
+ * format of /proc/driver/nvidia-caps/mig-minors: "gpu0/gi1/ci0/access 22"
+ * per line): of GPU instance gi of the GPU with driver minor gpu_minor,
+ * or with ci >= 0 of its compute instance ci.  -1 when absent or gi < 0. */
+int mig_cap_minor(FILE *table, unsigned gpu_minor, int64_t gi, int64_t ci);
 /* task_runner.c: the driver env of a start or recover: the client's, with
  * the docker driver's config from the agent config (plugin "docker").
  * caps must have room for cfg's allow_caps plus a NULL. */

@@ -9,7 +9,17 @@
  * The minor number is the driver's: /proc/driver/nvidia/gpus/<PCI bus id>/
  * information, "Device Minor: N"; without that file (simulated GPUs, no
  * driver) the NVML index, which is what the driver assigns on most
- * machines. */
+ * machines.
+ *
+ * A MIG slice also needs its capability device nodes: a process without
+ * CAP_SYS_ADMIN opens a MIG instance only through
+ * /dev/nvidia-caps/nvidia-cap<N> of its GPU instance and of its compute
+ * instance (NVIDIA's MIG user guide, "Device Nodes and Capabilities").  N
+ * comes from the driver's table /proc/driver/nvidia-caps/mig-minors, one
+ * "NAME MINOR" per line, with names "gpu<GPU minor>/gi<GI id>/access" and
+ * "gpu<GPU minor>/gi<GI id>/ci<CI id>/access" (the format Slurm's gpu/nvml
+ * plugin, _nvml_get_mig_minor_numbers in src/plugins/gpu/nvml/gpu_nvml.c,
+ * and nvidia-container-toolkit's internal/nvcaps read). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +55,32 @@ static int minor_from_proc(const char *bus_id)
 	return minor;
 }
 
+#define MIG_MINORS "/proc/driver/nvidia-caps/mig-minors"
+
+int mig_cap_minor(FILE *table, unsigned gpu_minor, int64_t gi, int64_t ci)
+{
+	char want[96], line[256];
+	if (gi < 0)
+		return -1;
+	if (ci < 0)
+		snprintf(want, sizeof(want), "gpu%u/gi%lld/access", gpu_minor, (long long)gi);
+	else
+		snprintf(want, sizeof(want), "gpu%u/gi%lld/ci%lld/access", gpu_minor,
+			 (long long)gi, (long long)ci);
+	size_t len = strlen(want);
+	rewind(table);
+	while (fgets(line, sizeof(line), table)) {
+		if (strncmp(line, want, len) || line[len] != ' ')
+			continue;
+		char *end;
+		long v = strtol(line + len + 1, &end, 10);
+		if (end == line + len + 1 || v < 0 || v > 1 << 20 || (*end && *end != '\n'))
+			return -1;
+		return (int)v;
+	}
+	return -1;
+}
+
 static void add_if_exists(char ***v, size_t *n, size_t *alloc, char *path)
 {
 	for (size_t i = 0; i < *n; i++)
@@ -70,6 +106,7 @@ char **task_device_paths(struct alloc_runner *ar)
 
 	ALLOC_GROW(v, 1, alloc);
 	v[0] = NULL;
+	FILE *caps = NULL;
 	pthread_mutex_lock(&c->gpu_lock);
 	for (size_t i = 0; i < ngpus && c->gpus; i++) {
 		for (size_t k = 0; k < c->gpus->nr_devs; k++) {
@@ -81,9 +118,24 @@ char **task_device_paths(struct alloc_runner *ar)
 			if (minor < 0)
 				minor = (int)d->nvml_index;
 			add_if_exists(&v, &n, &alloc, xasprintf("/dev/nvidia%d", minor));
+			if (d->mig_index < 0 || d->simulated)
+				continue;
+			if (!caps && !(caps = fopen(MIG_MINORS, "re")))
+				continue;   /* no table: a driver without MIG caps */
+			int gi = mig_cap_minor(caps, (unsigned)minor, d->mig_gpu_instance_id, -1);
+			int ci = mig_cap_minor(caps, (unsigned)minor, d->mig_gpu_instance_id,
+					       d->mig_compute_instance_id);
+			if (gi >= 0)
+				add_if_exists(&v, &n, &alloc,
+					      xasprintf("/dev/nvidia-caps/nvidia-cap%d", gi));
+			if (ci >= 0)
+				add_if_exists(&v, &n, &alloc,
+					      xasprintf("/dev/nvidia-caps/nvidia-cap%d", ci));
 		}
 	}
 	pthread_mutex_unlock(&c->gpu_lock);
+	if (caps)
+		fclose(caps);
 	if (ngpus) {
 		add_if_exists(&v, &n, &alloc, xstrdup("/dev/nvidiactl"));
 		add_if_exists(&v, &n, &alloc, xstrdup("/dev/nvidia-uvm"));
