@@ -15,11 +15,17 @@
  *
  * Who may try to place.  A job may try once every job ahead of it has
  * tried since capacity last changed (the capacity generation, bumped on
- * every broker_unblock_all) and failed.  A job whose GPU ask is no smaller
- * than one that failed at this generation is not tried at all (it would
- * fail the same way): so a freed GPU costs one evaluation per job that can
- * use it plus one that fails, however long the queue.  A smaller job may
- * thus start before a larger one ahead of it that does not fit (backfill);
+ * every broker_unblock_all) and failed.  A job is not tried at all when
+ * one of the same shape (everything it asks but the GPU count: device
+ * name and constraints, CPU, memory, placement constraints) and no larger
+ * GPU ask failed at this generation: it would fail the same way.  So a
+ * freed GPU costs one evaluation per job that can use it plus one per
+ * shape that cannot, however long the queue.  A job that fails for any
+ * reason (too many GPUs, a model the cluster lacks, a constraint no node
+ * meets) therefore never holds jobs of another shape or a smaller ask
+ * behind it: they try, and start when they fit (backfill, as Nomad's
+ * blocked evaluations block nobody else).  The order decides only who
+ * tries first when capacity changes, i.e. who gets freed GPUs first;
  * preemption by priority is what gets a large job its GPUs.
  *
  * Evaluations the queue holds are parked here, not in the broker, and are
@@ -45,6 +51,7 @@ void fair_queue_release(struct fair_queue *q)
 		free(q->v[i].ns);
 		free(q->v[i].job_id);
 		free(q->v[i].eval_id);
+		free(q->v[i].shape);
 	}
 	free(q->v);
 	json_decref(q->usage);
@@ -70,6 +77,7 @@ bool fair_queue_remove(struct fair_queue *q, const char *ns, const char *job_id)
 		free(e->ns);
 		free(e->job_id);
 		free(e->eval_id);
+		free(e->shape);
 		*e = q->v[--q->n];
 		had = true;
 	}
@@ -244,25 +252,28 @@ static struct fq_entry *turn_of(struct server *srv, struct fair_queue *q, const 
 {
 	struct ranked *v;
 	struct fq_entry *turn = NULL;
-	int64_t min_failed = INT64_MAX;
+	json_t *min_failed; /* {"<shape>": least GPU ask of that shape that failed} */
 	if (q->n == 0)
 		return NULL;
 	v = ordered(srv, q);
+	min_failed = json_object();
 	for (size_t i = 0; i < q->n; i++) {
 		struct fq_entry *e = v[i].e;
 		bool failed = e != self && e->failed_gen == q->gen;
+		json_t *m = e->shape ? json_object_get(min_failed, e->shape) : NULL;
 		if (failed && e->reserved)
 			break; /* it preempted: what frees up is for it, nobody backfills */
 		if (failed) {
-			if (e->ask_milli < min_failed)
-				min_failed = e->ask_milli;
+			if (e->shape && (!m || e->ask_milli < json_integer_value(m)))
+				json_object_set_new(min_failed, e->shape, json_integer(e->ask_milli));
 			continue;
 		}
-		if (e->ask_milli >= min_failed && e->ask_milli > 0)
-			continue; /* a no-larger ask failed at this capacity */
+		if (m && e->ask_milli >= json_integer_value(m) && e->ask_milli > 0)
+			continue; /* the same shape with a no-larger ask failed at this capacity */
 		turn = e;
 		break;
 	}
+	json_decref(min_failed);
 	free(v);
 	return turn;
 }
@@ -320,7 +331,8 @@ void fair_queue_wake(void *arg)
 }
 
 bool fair_queue_admit(struct server *srv, const char *ns, const char *job_id, int64_t priority,
-		      int64_t submit, bool reserved, int64_t ask_milli, char **ahead)
+		      int64_t submit, bool reserved, int64_t ask_milli, const char *shape,
+		      char **ahead)
 {
 	struct fair_queue *q = &srv->fq;
 	struct fq_entry *e, *turn;
@@ -334,12 +346,18 @@ bool fair_queue_admit(struct server *srv, const char *ns, const char *job_id, in
 		memset(e, 0, sizeof(*e));
 		e->ns = xstrdup(ns);
 		e->job_id = xstrdup(job_id);
+		/* never failed: generation 0 is a real one (a server that just
+		 * started), and a new entry has not tried at it */
+		e->failed_gen = UINT64_MAX;
 	}
 	e->priority = priority;
 	e->submit = submit;
 	e->reserved = e->reserved || reserved;
-	if (ask_milli >= 0)
+	if (ask_milli >= 0) {
 		e->ask_milli = ask_milli;
+		free(e->shape);
+		e->shape = shape ? xstrdup(shape) : NULL;
+	}
 	free(e->eval_id); /* it is being evaluated now, not parked */
 	e->eval_id = NULL;
 	turn = q->n == 1 ? e : turn_of(srv, q, e);

@@ -211,6 +211,73 @@ static int64_t first_ask_lower(const struct job *model, const struct reconcile_r
 	return lower;
 }
 
+/* Keeps of rules (constraints) those that do not depend on the job's own
+ * allocations; false when one does (distinct_hosts, distinct_property):
+ * then a failure of one job says nothing of another's. */
+static bool shape_rules(json_t *dst, const char *key, const json_t *rules)
+{
+	json_t *r;
+	size_t i;
+	json_array_foreach(rules, i, r) {
+		const char *op = jstr(r, "operator", "");
+		if (!strcmp(op, "distinct_hosts") || !strcmp(op, "distinct_property"))
+			return false;
+	}
+	json_object_set(dst, key, rules ? (json_t *)rules : json_null());
+	return true;
+}
+
+/* The shape of what job still has to place, for the fair queue: every
+ * field that decides where it may go except the GPU count (which
+ * fair_queue_admit compares as ask_milli).  A job of the same shape and no
+ * smaller ask cannot fit where this one did not.  NULL (always tried) when
+ * the job places more than one group or more than one device block, or has
+ * rules that count its own allocations.  A new string. */
+static char *ask_shape(const json_t *job, const struct job *model, const struct reconcile_result *r)
+{
+	const json_t *g = json_array_get(json_object_get(job, "groups"), (size_t)r->place[0].group);
+	json_t *shape, *tasks = json_array(), *t;
+	size_t i, ndev = 0;
+	bool ok = true;
+	char *out = NULL;
+
+	for (size_t k = 1; k < r->nplace; k++)
+		if (r->place[k].group != r->place[0].group)
+			ok = false;
+	if (!g || !model)
+		ok = false;
+	shape = json_object();
+	ok = ok && shape_rules(shape, "job_constraints", json_object_get(job, "constraints")) &&
+	     shape_rules(shape, "group_constraints", json_object_get(g, "constraints"));
+	json_object_set(shape, "datacenters", json_object_get(job, "datacenters"));
+	json_object_set(shape, "node_pool", json_object_get(job, "node_pool"));
+	json_object_set(shape, "network", json_object_get(g, "network"));
+	json_array_foreach(json_object_get(g, "tasks"), i, t) {
+		const json_t *res = json_object_get(t, "resources"), *d;
+		json_t *ts = json_object(), *devs = json_array();
+		size_t j;
+		json_object_set(ts, "driver", json_object_get(t, "driver"));
+		ok = ok && shape_rules(ts, "constraints", json_object_get(t, "constraints"));
+		json_object_set(ts, "cpu", json_object_get(res, "cpu"));
+		json_object_set(ts, "cores", json_object_get(res, "cores"));
+		json_object_set(ts, "memory", json_object_get(res, "memory"));
+		json_array_foreach(json_object_get(res, "devices"), j, d) {
+			json_t *dc = json_copy((json_t *)d);
+			json_object_del(dc, "count");
+			json_object_del(dc, "affinities");
+			json_array_append_new(devs, dc);
+			ndev++;
+		}
+		json_object_set_new(ts, "devices", devs);
+		json_array_append_new(tasks, ts);
+	}
+	json_object_set_new(shape, "tasks", tasks);
+	if (ok && ndev == 1)
+		out = json_dumps(shape, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+	json_decref(shape);
+	return out;
+}
+
 /* Whether the quota holds the first instance to place (no borrowing
  * possible); then every instance is recorded as held. */
 static bool quota_holds_first(struct plan *p, const struct job *model, const struct reconcile_result *r)
@@ -398,10 +465,12 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 		if (eval_id[0] && p->needs_gpus && quota_holds_first(p, model, &r)) {
 			goto out; /* the worker takes it out of the queue */
 		} else if (eval_id[0] && p->needs_gpus) {
-			char *ahead = NULL;
-			if (!fair_queue_admit(srv, ns, jstr(job, "id", ""), jint(job, "priority", 50),
-					      jint(job, "submit_time", 0), false, first_ask_lower(model, &r),
-					      &ahead)) {
+			char *ahead = NULL, *shape = ask_shape(job, model, &r);
+			bool mine = fair_queue_admit(srv, ns, jstr(job, "id", ""), jint(job, "priority", 50),
+						     jint(job, "submit_time", 0), false,
+						     first_ask_lower(model, &r), shape, &ahead);
+			free(shape);
+			if (!mine) {
 				p->queued = xasprintf("queued: behind %s in the fair queue", ahead);
 				p->fq_held = true;
 				for (size_t k = 0; k < r.nplace; k++)

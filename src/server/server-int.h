@@ -384,7 +384,8 @@ struct fq_entry {
 	bool reserved;           /* preempted for: goes first */
 	char *eval_id;           /* its evaluation, parked until its turn; NULL: none */
 	int64_t ask_milli;       /* GPU thousandths one instance asks at least */
-	uint64_t failed_gen;     /* capacity generation at which it last failed to fit */
+	char *shape;             /* what it asks but the GPU count (plan.c's ask_shape); NULL: not comparable */
+	uint64_t failed_gen;     /* capacity generation at which it last failed to fit; UINT64_MAX: never */
 };
 
 struct fair_queue {
@@ -399,11 +400,15 @@ struct fair_queue {
 
 void fair_queue_init(struct fair_queue *q);
 void fair_queue_release(struct fair_queue *q);
-/* Enters the job (or updates its entry; ask_milli < 0 keeps its ask) and
- * says whether it may try to place now (see fair_queue.c).  When not,
- * *ahead receives "ns/job" of the one whose turn it is (free it). */
+/* Enters the job (or updates its entry; ask_milli < 0 keeps its ask and
+ * shape) and says whether it may try to place now (see fair_queue.c).
+ * shape (copied; NULL: none) names everything the job asks except the GPU
+ * count: only a job of the same shape and no smaller ask is known to fail
+ * where another failed.  When not, *ahead receives "ns/job" of the one
+ * whose turn it is (free it). */
 bool fair_queue_admit(struct server *srv, const char *ns, const char *job_id, int64_t priority,
-		      int64_t submit, bool reserved, int64_t ask_milli, char **ahead);
+		      int64_t submit, bool reserved, int64_t ask_milli, const char *shape,
+		      char **ahead);
 /* Parks the evaluation of a job in the queue that could not place (failed:
  * it tried and did not fit; else the queue held it): it runs again only
  * when its turn comes (fair_queue_wake), not on every change of capacity.

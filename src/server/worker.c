@@ -22,7 +22,7 @@ static void fair_queue_after(struct server *srv, const json_t *eval, const json_
 	bool placed_all = json_object_size(p->failed) == 0;
 	if (p->reserve) {
 		(void)fair_queue_admit(srv, ns, job_id, jint(job, "priority", 50), jint(job, "submit_time", 0),
-				       true, -1, NULL);
+				       true, -1, NULL, NULL);
 		return;
 	}
 	if (placed_all || p->quota_held || !p->needs_gpus) {

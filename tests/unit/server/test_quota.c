@@ -248,6 +248,58 @@ static void test_fractions_count_by_share(void **state)
 	fx_free(f);
 }
 
+/* A batch job of one group asking gpus whole GPUs of a model (device
+ * name "nvidia/gpu/<model>"), in namespace ns. */
+static void submit_model(struct fx *f, const char *ns, const char *id, int gpus, const char *model, int priority)
+{
+	char *t = NULL;
+	assert_true(asprintf(&t,
+		"{\"job\": {\"id\": \"%s\", \"namespace\": \"%s\", \"type\": \"batch\", \"priority\": %d,"
+		" \"groups\": [{\"name\": \"g\", \"count\": 1, \"tasks\": [{\"name\": \"t\","
+		" \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"}, \"resources\":"
+		" {\"cpu\": 100, \"memory\": 64, \"devices\": [{\"name\": \"nvidia/gpu/%s\", \"count\": %d}]}}]}]}}",
+		id, ns, priority, model, gpus) > 0);
+	json_decref(ok(f, "POST", "/v1/jobs", t));
+	free(t);
+}
+
+/* Head of line: a job that fits nowhere (too many GPUs, or a model the
+ * cluster lacks) does not hold jobs behind it that fit; when capacity
+ * appears, the queue's order decides who gets it. */
+static void test_unplaceable_does_not_block(void **state)
+{
+	struct fx *f = fx_new_cfg(SERVER_PREEMPT_NONE, 0);
+	(void)state;
+	node_add(f, "n1", 2, "H100");
+	submit_gpu(f, "default", "huge", 8, 90);
+	idle(f);
+	submit_model(f, "default", "b200", 1, "B200", 80);
+	idle(f);
+	assert_int_equal(nlive(f, "default", "huge") + nlive(f, "default", "b200"), 0);
+	submit_gpu(f, "default", "s1", 1, 50);
+	idle(f);
+	submit_gpu(f, "default", "s2", 1, 50);
+	idle(f);
+	assert_int_equal(nlive(f, "default", "s1"), 1);
+	assert_int_equal(nlive(f, "default", "s2"), 1);
+	/* the node is full: s3 (earlier, higher priority) and s4 wait */
+	submit_gpu(f, "default", "s3", 1, 60);
+	idle(f);
+	submit_gpu(f, "default", "s4", 1, 50);
+	idle(f);
+	assert_int_equal(nlive(f, "default", "s3") + nlive(f, "default", "s4"), 0);
+	/* a GPU frees: the next in the queue's order that fits takes it */
+	finish(f, "default", "s1", "complete");
+	idle(f);
+	assert_int_equal(nlive(f, "default", "s3"), 1);
+	assert_int_equal(nlive(f, "default", "s4"), 0);
+	finish(f, "default", "s2", "complete");
+	idle(f);
+	assert_int_equal(nlive(f, "default", "s4"), 1);
+	assert_int_equal(nlive(f, "default", "huge") + nlive(f, "default", "b200"), 0);
+	fx_free(f);
+}
+
 /* Shares, spec parsing with positions, limits. */
 static void test_shares_and_specs(void **state)
 {
@@ -300,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_preempt_minimal),
 		cmocka_unit_test(test_preempt_off_for_service),
 		cmocka_unit_test(test_borrow_and_reclaim),
+		cmocka_unit_test(test_unplaceable_does_not_block),
 	};
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	cmocka_set_message_output(CM_OUTPUT_TAP);
