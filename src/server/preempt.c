@@ -106,11 +106,15 @@ static bool ns_has_quota(struct server *srv, json_t *cache, const char *ns)
 	return has;
 }
 
+/* Whether the group fits on node now: every device block of it
+ * (multi_device.c), not only the first.  Called with victims released on
+ * that node only, so a placement elsewhere cannot appear (the job fitted
+ * nowhere before). */
 static bool fits_on(struct sched_snapshot *snap, const struct group_ask *ask,
 		    const struct sched_options *opt, int node)
 {
 	struct sched_placement out;
-	return sched_place(snap, &ask->req, opt, &out, NULL, NULL) == 0 && out.node == node;
+	return group_ask_place(snap, ask, opt, &out, NULL, NULL) == 0 && out.node == node;
 }
 
 struct victim_set {

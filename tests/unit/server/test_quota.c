@@ -141,6 +141,52 @@ static void test_preempt_minimal(void **state)
 	fx_free(f);
 }
 
+/* A job whose group asks two device blocks (two tasks, one GPU each)
+ * preempts for both blocks at once: the two lowest of four 1-GPU jobs,
+ * not one per round. */
+static void test_preempt_all_device_blocks(void **state)
+{
+	struct fx *f = fx_new_cfg(0, 0);
+	const char *ids[] = { "p10", "p20", "p30", "p40" };
+	const char *task = "{\"name\": \"%s\", \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"},"
+			   " \"resources\": {\"cpu\": 100, \"memory\": 64, \"devices\": [{\"name\": \"nvidia/gpu\", \"count\": 1}]}}";
+	char *ta = NULL, *tb = NULL, *body = NULL;
+	json_t *a, *x;
+	size_t i;
+	int stopped = 0;
+	(void)state;
+	node_add(f, "n1", 4, "H100");
+	for (int k = 0; k < 4; k++) {
+		submit_gpu(f, "default", ids[k], 1, 10 * (k + 1));
+		idle(f);
+		assert_int_equal(nlive(f, "default", ids[k]), 1);
+	}
+	assert_true(asprintf(&ta, task, "a") > 0);
+	assert_true(asprintf(&tb, task, "b") > 0);
+	assert_true(asprintf(&body, "{\"job\": {\"id\": \"two\", \"type\": \"batch\", \"priority\": 80, \"groups\":"
+			     " [{\"name\": \"g\", \"count\": 1, \"tasks\": [%s, %s]}]}}", ta, tb) > 0);
+	json_decref(ok(f, "POST", "/v1/jobs", body));
+	idle(f);
+	a = ok(f, "GET", "/v1/allocations", NULL);
+	json_array_foreach(a, i, x) {
+		if (!strcmp(js(x, "desired_status"), "stop")) {
+			stopped++;
+			assert_true(!strcmp(js(x, "job_id"), "p10") || !strcmp(js(x, "job_id"), "p20"));
+		}
+	}
+	json_decref(a);
+	assert_int_equal(stopped, 2);
+	finish(f, "default", "p10", "complete");
+	finish(f, "default", "p20", "complete");
+	idle(f);
+	assert_int_equal(nlive(f, "default", "two"), 1);
+	assert_int_equal(nlive(f, "default", "p30") + nlive(f, "default", "p40"), 2);
+	free(ta);
+	free(tb);
+	free(body);
+	fx_free(f);
+}
+
 /* Preemption is off for services by default. */
 static void test_preempt_off_for_service(void **state)
 {
@@ -350,6 +396,7 @@ int main(void)
 		cmocka_unit_test(test_fair_share),
 		cmocka_unit_test(test_fractions_count_by_share),
 		cmocka_unit_test(test_preempt_minimal),
+		cmocka_unit_test(test_preempt_all_device_blocks),
 		cmocka_unit_test(test_preempt_off_for_service),
 		cmocka_unit_test(test_borrow_and_reclaim),
 		cmocka_unit_test(test_unplaceable_does_not_block),
