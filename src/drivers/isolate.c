@@ -1,6 +1,7 @@
 /* Namespaces, the task's root and its init; see isolate.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <grp.h>
 #include <linux/sched.h>
 #include <signal.h>
@@ -151,15 +152,43 @@ static void build_dev(int rep, const struct isolate_spec *s)
 	}
 }
 
-/* The task's own directories become the task user's. */
+/* The owner hand_over_tree gives (nftw passes no argument; the init is
+ * single-threaded). */
+static uid_t tree_uid;
+static gid_t tree_gid;
+
+static int chown_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)flag;
+	(void)ftw;
+	/* lchown: a symlink itself, never what it points to */
+	if (st->st_uid != tree_uid || st->st_gid != tree_gid)
+		if (lchown(path, tree_uid, tree_gid) < 0)
+			return 0;
+	return 0;
+}
+
+/* The task's own directories become the task user's.  secrets/ and local/
+ * with what the agent put there (templates, artifacts, written as root
+ * before the start): a template with perms 0600 in secrets/ must be
+ * readable by a `nobody` task.  Walked without following symlinks, inside
+ * the task's new root: nothing outside it can be reached. */
 static void hand_over(const struct isolate_spec *s)
 {
 	static const char *const own[] = { "local", "secrets", "tmp", "alloc/data", "alloc/tmp" };
+	static const char *const trees[] = { "local", "secrets" };
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
 		struct stat st;
 		if (lstat(own[i], &st) == 0 && S_ISDIR(st.st_mode))
 			if (lchown(own[i], s->uid, s->gid) < 0)
 				continue;
+	}
+	tree_uid = s->uid;
+	tree_gid = s->gid;
+	for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
+		struct stat st;
+		if (lstat(trees[i], &st) == 0 && S_ISDIR(st.st_mode))
+			nftw(trees[i], chown_entry, 8, FTW_PHYS | FTW_MOUNT);
 	}
 	struct stat st;
 	if (lstat("tmp", &st) < 0)

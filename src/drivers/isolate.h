@@ -13,7 +13,9 @@
  *      zero full random urandom tty, pts, shm, plus only the device nodes
  *      listed: the task's GPUs), mounts a fresh /proc,
  *   3. pivot_roots into the task directory and detaches the old root,
- *   4. hands local/, secrets/, tmp/ and alloc/{data,tmp} to the task user,
+ *   4. hands local/, secrets/, tmp/ and alloc/{data,tmp} to the task user
+ *      (local/ and secrets/ with everything the agent put in them: a 0600
+ *      template in secrets/ is the task's to read),
  *      drops to uid/gid (setgroups, setgid, setuid: no capabilities left
  *      for a non-root user),
  *   5. posix_spawns the task (pid 2, its own session) and reports

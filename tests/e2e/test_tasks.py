@@ -503,3 +503,50 @@ job "JOB" {
     finally:
         for p in made:
             os.unlink(p)
+
+
+def test_exec_task_reads_its_secrets_and_config_settings_apply(agents, tmp_path):
+    """secrets/ is the task user's (mode 0700): a task that is not root
+    reads a 0600 template rendered there; plugin "exec" { config {
+    default_user chroot_env } } apply (no `user` in the task: the default
+    user, here `daemon`; /sbin left out of chroot_env is not there)."""
+    why = exec_usable()
+    if why:
+        pytest.skip(why)
+    cfg = tmp_path / 'exec.hcl'
+    cfg.write_text('plugin "exec" {\n  config {\n    default_user = "daemon"\n'
+                   '    chroot_env = ["/bin", "/etc", "/lib", "/lib64", "/usr"]\n'
+                   '  }\n}\n')
+    dev = start_dev(agents, tmp_path, extra=('-config', str(cfg)))
+    a = run_batch(dev, tmp_path, 'sec', '''
+job "sec" {
+  type = "batch"
+  group "g" {
+    restart { attempts = 0 }
+    reschedule {
+      attempts = 0
+      unlimited = false
+    }
+    task "t" {
+      driver = "exec"
+      template {
+        data = "token=s3cret\\n"
+        destination = "secrets/token.env"
+        perms = "0600"
+      }
+      config {
+        command = "/bin/sh"
+        args = ["-c", "id -un; stat -c '%U %a' /secrets; cat /secrets/token.env; test -e /sbin && echo sbin-visible || echo no-sbin"]
+      }
+      resources {
+        cpu = 100
+        memory = 64
+      }
+    }
+  }
+}
+''')
+    out = (alloc_dir(dev, a['id']) / 'alloc' / 'logs' / 't.stdout.0').read_text()
+    err = (alloc_dir(dev, a['id']) / 'alloc' / 'logs' / 't.stderr.0').read_text()
+    assert a['client_status'] == 'complete', (a['task_states']['t']['events'], out, err)
+    assert out.splitlines() == ['daemon', 'daemon 700', 'token=s3cret', 'no-sbin'], out + err
