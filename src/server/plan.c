@@ -101,6 +101,20 @@ static json_t *alloc_new(const json_t *job, const struct job_group *g, const str
 	/* The allocation's name carries its index: "<job>.<group>[<i>]". */
 	char *name = xasprintf("%s.%s[%d]", jstr(job, "id", ""), g->name, need->slot);
 
+	/* The owner of each placed device: the blocks come in the order of
+	 * the group's tasks and their device asks (group_ask_init places the
+	 * first, multi_device.c the others), `count` devices each. */
+	const char *owner[SCHED_MAX_DEVS_PER_ASK] = { 0 };
+	json_t *tasks = json_object();
+	int at = 0;
+	for (size_t t = 0; t < g->ntasks; t++) {
+		const struct job_resources *r = &g->tasks[t].resources;
+		for (size_t b = 0; b < r->ndevices; b++)
+			for (int64_t k = 0; k < r->devices[b].count && at < pl->ndev; k++)
+				owner[at++] = g->tasks[t].name;
+		json_object_set_new(tasks, g->tasks[t].name, json_pack("{s:[]}", "devices"));
+	}
+
 	new_id(id);
 	for (int d = 0; d < pl->ndev; d++) {
 		const char *did = sched_device_id(snap, pl->node, pl->dev[d].dev);
@@ -118,6 +132,12 @@ static json_t *alloc_new(const json_t *job, const struct job_group *g, const str
 			       "whole", pl->dev[d].whole, "mig_profile", mig);
 		/* the share quotas and GPU-hours count (teams.h) */
 		json_object_set_new(dj, "gpu_milli", json_integer(alloc_device_gpu_milli(dj)));
+		/* which task sees it (the agent shows a task only its own) */
+		if (owner[d]) {
+			json_object_set_new(dj, "task", json_string(owner[d]));
+			json_array_append_new(json_object_get(json_object_get(tasks, owner[d]), "devices"),
+					      json_string(did));
+		}
 		json_array_append_new(devs, dj);
 	}
 	events = need->previous ? json_deep_copy(json_object_get(need->previous, "reschedule_events")) : NULL;
@@ -140,6 +160,7 @@ static json_t *alloc_new(const json_t *job, const struct job_group *g, const str
 			 "previous_allocation", prev, "reschedule_attempts", need->reschedule_attempts,
 			 "reschedule_events", events, "create_time", (json_int_t)now, "modify_time",
 			 (json_int_t)now);
+	json_object_set_new(json_object_get(out, "resources"), "tasks", tasks);
 	json_object_set_new(out, "priority", json_integer(jint(job, "priority", 50)));
 	json_object_set_new(out, "borrowed", json_false());
 	free(name);

@@ -497,6 +497,49 @@ static void test_restart_keeps_state(void **state)
 	fx_free(f);
 }
 
+/* Each device of an allocation names the task that owns it, and
+ * resources.tasks lists every task's devices (none for a task that asked
+ * none): two tasks of one GPU each get different GPUs. */
+static void test_devices_per_task(void **state)
+{
+	struct fx *f = fx_new(2, 0, 0, NULL);
+	const char *task = "{\"name\": \"%s\", \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"},"
+			   " \"resources\": {\"cpu\": 100, \"memory\": 64 %s}}";
+	const char *gpu = ", \"devices\": [{\"name\": \"nvidia/gpu\", \"count\": 1}]";
+	char *ta = NULL, *tb = NULL, *tc = NULL, *body = NULL;
+	json_t *al, *tasks, *d;
+	const char *da, *db;
+	size_t i;
+	node_add(f, "n1", 4, "H100", "exclusive", NULL);
+	assert_true(asprintf(&ta, task, "a", gpu) > 0);
+	assert_true(asprintf(&tb, task, "b", gpu) > 0);
+	assert_true(asprintf(&tc, task, "c", "") > 0);
+	assert_true(asprintf(&body, "{\"job\": {\"id\": \"pt\", \"type\": \"service\", \"groups\":"
+			     " [{\"name\": \"g\", \"count\": 1, \"tasks\": [%s, %s, %s]}]}}", ta, tb, tc) > 0);
+	json_decref(ok(f, "POST", "/v1/jobs", body));
+	idle(f);
+	al = the_alloc(f, "pt");
+	assert_int_equal(json_array_size(adevs(al)), 2);
+	json_array_foreach(adevs(al), i, d)
+		assert_string_equal(json_string_value(json_object_get(d, "task")), i == 0 ? "a" : "b");
+	tasks = json_object_get(json_object_get(al, "resources"), "tasks");
+	assert_int_equal(json_object_size(tasks), 3);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(tasks, "a"), "devices")), 1);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(tasks, "b"), "devices")), 1);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(tasks, "c"), "devices")), 0);
+	da = json_string_value(json_array_get(json_object_get(json_object_get(tasks, "a"), "devices"), 0));
+	db = json_string_value(json_array_get(json_object_get(json_object_get(tasks, "b"), "devices"), 0));
+	assert_string_not_equal(da, db);
+	assert_string_equal(da, json_string_value(json_object_get(json_array_get(adevs(al), 0), "id")));
+	assert_string_equal(db, json_string_value(json_object_get(json_array_get(adevs(al), 1), "id")));
+	json_decref(al);
+	free(ta);
+	free(tb);
+	free(tc);
+	free(body);
+	fx_free(f);
+}
+
 static void test_invalid_job_and_unknown(void **state)
 {
 	struct fx *f = fx_new(1, 0, 0, NULL);
@@ -594,6 +637,7 @@ int main(void)
 		cmocka_unit_test(test_concurrent_never_overcommit),
 		cmocka_unit_test(test_heartbeat_expiry_reschedules),
 		cmocka_unit_test(test_restart_keeps_state),
+		cmocka_unit_test(test_devices_per_task),
 		cmocka_unit_test(test_invalid_job_and_unknown),
 		cmocka_unit_test(test_oversize_body),
 		cmocka_unit_test(test_resubmit_stop_and_batch_complete),
