@@ -56,12 +56,13 @@ json_t *client_devices_heartbeat(struct client *c);
 /* Registers (blocking, one try).  0 or -errno with err. */
 int client_register(struct client *c, struct httpc *h, struct herd_err *err);
 
-/* mps_task.c: taskenv's gpu_shares for the devices of alloc, in the order
- * of task_gpu_ids.  Returns 0 with *out (*n entries; the caller frees the
- * array, whose strings live as long as c), -EAGAIN with err when an mps
- * GPU's daemon is being restarted, -EINVAL when it has none. */
-int client_gpu_shares(struct client *c, const json_t *alloc, struct taskenv_gpu_share **out,
-		      size_t *n, struct herd_err *err);
+/* mps_task.c: taskenv's gpu_shares for the devices of alloc that task
+ * owns, in the order of task_gpu_ids.  Returns 0 with *out (*n entries;
+ * the caller frees the array, whose strings live as long as c), -EAGAIN
+ * with err when an mps GPU's daemon is being restarted, -EINVAL when it
+ * has none. */
+int client_gpu_shares(struct client *c, const json_t *alloc, const char *task,
+		      struct taskenv_gpu_share **out, size_t *n, struct herd_err *err);
 
 /* docker_sweep.c: the thread that removes containers of allocations this
  * client no longer runs, after recovery and every docker.gc_period_ns;
@@ -158,17 +159,22 @@ void alloc_dir_destroy(const char *dir);
  *   task_fetch_artifacts     artifacts into the task dir
  *   task_render_templates    templates (not env ones) into the task dir
  *   task_interpolate_config  a new copy of config with ${...} replaced
- * task_gpu_ids: the allocation's device ids, NULL-terminated, borrowed
- * strings in an array the caller frees; *n their count. */
+ * task_gpu_ids: the device ids of the allocation that task owns (each
+ * device's "task", set by the server; a device without one belongs to
+ * every task), NULL-terminated, borrowed strings in an array the caller
+ * frees; *n their count.  A task that asked for no device gets none.
+ * alloc_device_of_task: whether device entry dev belongs to task. */
 int task_prepare_env(struct task_runner *tr, struct herd_err *err);
 int task_fetch_artifacts(struct task_runner *tr, struct herd_err *err);
 int task_render_templates(struct task_runner *tr, struct herd_err *err);
 int task_interpolate_config(struct task_runner *tr, json_t **out, struct herd_err *err);
-const char **task_gpu_ids(const struct alloc_runner *ar, size_t *n);
-/* task_devices.c: the existing host device nodes of the allocation's GPUs
- * (/dev/nvidia<minor>, nvidiactl, nvidia-uvm...), for the exec driver;
- * NULL-terminated, the caller frees each string and the array. */
-char **task_device_paths(struct alloc_runner *ar);
+const char **task_gpu_ids(const struct alloc_runner *ar, const char *task, size_t *n);
+bool alloc_device_of_task(const json_t *dev, const char *task);
+/* task_devices.c: the existing host device nodes of the GPUs task owns in
+ * its allocation (/dev/nvidia<minor>, nvidiactl, nvidia-uvm...), for the
+ * exec driver; NULL-terminated, the caller frees each string and the
+ * array. */
+char **task_device_paths(struct alloc_runner *ar, const char *task);
 /* The capability minor of a MIG instance in a mig-minors table (the
  * format of /proc/driver/nvidia-caps/mig-minors: "gpu0/gi1/ci0/access 22"
  * per line): of GPU instance gi of the GPU with driver minor gpu_minor,

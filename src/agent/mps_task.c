@@ -20,8 +20,8 @@ static struct agent_gpu_share device_share(struct client *c, const char *id)
 	return sh;
 }
 
-int client_gpu_shares(struct client *c, const json_t *alloc, struct taskenv_gpu_share **out,
-		      size_t *n, struct herd_err *err)
+int client_gpu_shares(struct client *c, const json_t *alloc, const char *task,
+		      struct taskenv_gpu_share **out, size_t *n, struct herd_err *err)
 {
 	const json_t *devs = json_object_get(json_object_get(alloc, "resources"), "devices");
 	struct taskenv_gpu_share *v = xcalloc(json_array_size(devs) + 1, sizeof(*v));
@@ -32,7 +32,7 @@ int client_gpu_shares(struct client *c, const json_t *alloc, struct taskenv_gpu_
 	json_array_foreach(devs, i, d) {
 		const char *id = json_string_value(json_object_get(d, "id"));
 		struct taskenv_gpu_share *sh = &v[k];
-		if (!id)
+		if (!id || !alloc_device_of_task(d, task))
 			continue;
 		k++;
 		sh->sharing = device_share(c, id).sharing;

@@ -1,5 +1,5 @@
 /* task_devices: the host device nodes an isolated (exec) task may use:
- * /dev/nvidia<minor> of each GPU assigned to its allocation (a MIG slice
+ * /dev/nvidia<minor> of each GPU assigned to the task (a MIG slice
  * gives its parent GPU's node), plus the control nodes every CUDA program
  * needs (/dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools).  Only
  * nodes that exist are listed (the exec driver binds each one and fails on
@@ -97,11 +97,11 @@ static void add_if_exists(char ***v, size_t *n, size_t *alloc, char *path)
 	(*v)[*n] = NULL;
 }
 
-char **task_device_paths(struct alloc_runner *ar)
+char **task_device_paths(struct alloc_runner *ar, const char *task)
 {
 	struct client *c = ar->c;
 	size_t ngpus, n = 0, alloc = 0;
-	const char **ids = task_gpu_ids(ar, &ngpus);
+	const char **ids = task_gpu_ids(ar, task, &ngpus);
 	char **v = NULL;
 
 	ALLOC_GROW(v, 1, alloc);

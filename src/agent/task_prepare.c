@@ -39,9 +39,17 @@ static void add_meta(struct agent_kv **v, size_t *n, size_t *alloc, const struct
 	}
 }
 
-/* The alloc's assigned device ids (GPU-/MIG- UUIDs), in order; borrowed
- * from the allocation JSON.  NULL-terminated. */
-const char **task_gpu_ids(const struct alloc_runner *ar, size_t *n)
+bool alloc_device_of_task(const json_t *dev, const char *task)
+{
+	const char *owner = json_string_value(json_object_get(dev, "task"));
+	/* no owner recorded (a server before per-task devices): every task of
+	 * the allocation sees the device, as it did then */
+	return !owner || !task || !strcmp(owner, task);
+}
+
+/* The task's assigned device ids (GPU-/MIG- UUIDs), in the allocation's
+ * order; borrowed from the allocation JSON.  NULL-terminated. */
+const char **task_gpu_ids(const struct alloc_runner *ar, const char *task, size_t *n)
 {
 	const json_t *devs = json_object_get(json_object_get(ar->alloc, "resources"), "devices");
 	const char **v = xcalloc(json_array_size(devs) + 1, sizeof(*v));
@@ -50,7 +58,7 @@ const char **task_gpu_ids(const struct alloc_runner *ar, size_t *n)
 
 	json_array_foreach(devs, i, d) {
 		const char *id = json_string_value(json_object_get(d, "id"));
-		if (id)
+		if (id && alloc_device_of_task(d, task))
 			v[k++] = id;
 	}
 	*n = k;
@@ -68,7 +76,7 @@ static int build_env(struct task_runner *tr, const struct agent_kv *extra, size_
 	struct taskenv_port *tp = xcalloc(json_array_size(ports) + 1, sizeof(*tp));
 	struct agent_kv *meta = NULL, *env = NULL;
 	size_t nmeta = 0, ameta = 0, nenv = 0, i, ngpus;
-	const char **gpus = task_gpu_ids(ar, &ngpus);
+	const char **gpus = task_gpu_ids(ar, tr->task->name, &ngpus);
 	char *alloc_dir = xasprintf("%s/alloc", ar->dir);
 	json_t *p;
 	int rc;
@@ -137,7 +145,7 @@ static int build_env(struct task_runner *tr, const struct agent_kv *extra, size_
 	/* Shares of sharing GPUs: MPS limits (mps_task.c, taskenv.h). */
 	struct taskenv_gpu_share *shares = NULL;
 	size_t nshares = 0;
-	rc = client_gpu_shares(ar->c, ar->alloc, &shares, &nshares, err);
+	rc = client_gpu_shares(ar->c, ar->alloc, tr->task->name, &shares, &nshares, err);
 	if (rc == 0 && nshares == ngpus)
 		in.gpu_shares = shares;
 	if (rc == 0)

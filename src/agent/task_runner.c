@@ -169,7 +169,7 @@ static int start(struct task_runner *tr, const struct driver_ops *d, struct herd
 		ports[i].host_port = (int)json_integer_value(json_object_get(v, "value"));
 		ports[i].to = (int)json_integer_value(json_object_get(v, "to"));
 	}
-	gpus = task_gpu_ids(ar, &ngpus);
+	gpus = task_gpu_ids(ar, tr->task->name, &ngpus);
 	memset(&dt, 0, sizeof(dt));
 	dt.name = tr->task->name;
 	dt.command = command ? command : "";
@@ -195,7 +195,7 @@ static int start(struct task_runner *tr, const struct driver_ops *d, struct herd
 	/* exec: the task's user and the device nodes of its GPUs only. */
 	dt.user = tr->task->user && *tr->task->user ? tr->task->user
 						    : ar->c->cfg->exec.default_user;
-	devices = task_device_paths(ar);
+	devices = task_device_paths(ar, tr->task->name);
 	dt.devices = (const char *const *)devices;
 	/* docker takes its command from config { image command args }. */
 	if (!command && !docker) {
