@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -17,6 +18,7 @@
 
 #include "agent/client_http.h"
 #include "agent/logs.h"
+#include "common/httpc.h"
 #include "common/xalloc.h"
 
 #define LOGS_PREFIX "/v1/client/fs/logs/"
@@ -27,6 +29,7 @@
 struct client_http {
 	struct MHD_Daemon *mhd;
 	char *alloc_dir, *state_dir;
+	char *auth_server;    /* "host:port" that authorizes reads; NULL: none */
 	atomic_bool stopping;
 	uint16_t port;
 };
@@ -123,6 +126,62 @@ static bool is_dir(const char *path)
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* The caller's token: X-Herd-Token, else Authorization: Bearer. */
+static const char *caller_token(struct MHD_Connection *conn)
+{
+	const char *t = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Herd-Token");
+	if (t && *t)
+		return t;
+	t = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+	if (t && !strncasecmp(t, "Bearer ", 7) && t[7])
+		return t + 7;
+	return NULL;
+}
+
+/* Whether the caller may read alloc_id: the server answers GET
+ * /v1/allocation/:id with the caller's token only when that token may read
+ * the allocation's namespace (with ACL off, to anyone).  Returns 0, or
+ * queues the refusal and returns 1 (*rc set). */
+static int authorize(struct client_http *h, struct MHD_Connection *conn, const char *alloc_id,
+		     enum MHD_Result *rc)
+{
+	struct httpc c;
+	struct httpc_response resp = { 0 };
+	struct herd_err err = { 0, "" };
+	const char *token = caller_token(conn);
+	char *id = httpc_escape(alloc_id), *path = xasprintf("/v1/allocation/%s", id);
+	int r;
+
+	if (!h->auth_server) {
+		free(path);
+		free(id);
+		return 0;
+	}
+	httpc_init(&c, h->auth_server);
+	free(c.token);   /* never the agent's own $HERD_TOKEN */
+	c.token = token ? xstrdup(token) : NULL;
+	c.timeout_ms = 10000;
+	r = httpc_request(&c, "GET", path, NULL, &resp, &err);
+	httpc_response_release(&resp);
+	httpc_release(&c);
+	free(path);
+	free(id);
+	if (r == 0)
+		return 0;
+	if (r == -ENOENT)
+		*rc = reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
+				  "no such allocation, or the token may not read its namespace");
+	else if (r == -EACCES)
+		*rc = reply_error(conn, MHD_HTTP_FORBIDDEN, "permission_denied",
+				  "the token may not read this allocation's namespace");
+	else {
+		char *msg = xasprintf("cannot check the token with a server: %s", err.msg);
+		*rc = reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "server_unavailable", msg);
+		free(msg);
+	}
+	return 1;
+}
+
 static enum MHD_Result serve_logs(struct client_http *h, struct MHD_Connection *conn,
 				  const char *alloc_id)
 {
@@ -162,6 +221,8 @@ static enum MHD_Result serve_logs(struct client_http *h, struct MHD_Connection *
 			return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 					   "offset must be a byte count");
 	}
+	if (authorize(h, conn, alloc_id, &rc))
+		return rc;
 	dir = xasprintf("%s/%s/%s", h->alloc_dir, alloc_id, task);
 	if (!is_dir(dir)) {
 		free(dir);
@@ -272,5 +333,12 @@ void client_http_stop(struct client_http *h)
 		MHD_stop_daemon(h->mhd);
 	free(h->alloc_dir);
 	free(h->state_dir);
+	free(h->auth_server);
 	free(h);
+}
+
+void client_http_set_auth_server(struct client_http *h, const char *server)
+{
+	free(h->auth_server);
+	h->auth_server = server ? xstrdup(server) : NULL;
 }

@@ -31,6 +31,16 @@ struct client_http;
 int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_dir,
 		      const char *state_dir, struct client_http **out, struct herd_err *err);
 
+/* Makes every log request ask a server ("host:port", copied; NULL: none)
+ * whether the caller may read the allocation: GET /v1/allocation/:id with
+ * the caller's X-Herd-Token / Authorization: Bearer, which the server
+ * answers only when the token may read the allocation's namespace (to
+ * anyone with ACL off).  Refusals: 404 (no such allocation, or not
+ * readable: the server does not tell them apart), 403, 503 when no server
+ * answers.  Call before the address is published (not thread-safe with
+ * requests in flight). */
+void client_http_set_auth_server(struct client_http *h, const char *server);
+
 /* The port it listens on. */
 uint16_t client_http_port(const struct client_http *h);
 

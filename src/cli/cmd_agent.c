@@ -293,6 +293,12 @@ int cmd_agent(int argc, char **argv)
 				      cfg.client.state_dir, &chttp, &err) < 0) {
 			log_warn("%s: task logs cannot be read through the API", err.msg);
 		} else {
+			/* Log reads are authorized by a server (ACL on the
+			 * allocation's namespace): the in-process one, else the
+			 * first configured. */
+			client_http_set_auth_server(chttp, local ? local
+						   : cfg.client.nr_servers ? cfg.client.servers[0]
+						   : NULL);
 			char *host = xstrdup(cfg.advertise_http ? cfg.advertise_http : "127.0.0.1");
 			char *colon = host[0] == '[' ? strstr(host, "]:") : strchr(host, ':');
 			/* "host:port" / "[v6]:port" lose the port; a bare v6 stays. */
@@ -314,10 +320,17 @@ int cmd_agent(int argc, char **argv)
 		char self[4096];
 		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 		self[n > 0 ? n : 0] = '\0';
-		shim_exe = xstrdup(n > 0 ? self : "/proc/self/exe");
+		/* the small herd-task-shim when it is there (it starts ~20x
+		 * faster), else this binary's hidden subcommand */
+		shim_exe = task_shim_program(n > 0 ? self : NULL);
 		shim_argv[0] = shim_exe;
-		shim_argv[1] = "task-shim";
-		shim_argv[2] = NULL;
+		shim_argv[1] = NULL;
+		if (!shim_exe) {
+			shim_exe = xstrdup(n > 0 ? self : "/proc/self/exe");
+			shim_argv[0] = shim_exe;
+			shim_argv[1] = "task-shim";
+			shim_argv[2] = NULL;
+		}
 		if (client_start(&cfg, local, shim_argv, &cl, &err) < 0) {
 			log_error("%s", err.msg);
 			goto stop;

@@ -323,6 +323,16 @@ def test_log_requests_reject_path_traversal(agents, tmp_path):
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(f'http://{addr}/v1/client/fs/logs/nosuch?task=t', timeout=10)
     assert e.value.code == 404
+    # Reads are authorized by the server (GET /v1/allocation/:id with the
+    # caller's token): logs of an allocation the server does not know are
+    # not served even when they lie in the alloc dir.
+    planted = alloc_dir(dev, 'planted-alloc')
+    (planted / 't').mkdir(parents=True)
+    (planted / 'alloc' / 'logs').mkdir(parents=True)
+    (planted / 'alloc' / 'logs' / 't.stdout.0').write_text('secret output\n')
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(f'http://{addr}/v1/client/fs/logs/planted-alloc?task=t', timeout=10)
+    assert e.value.code == 404 and b'may not read its namespace' in e.value.read()
 
 
 # --- (e) kill -9 of the client keeps the task ----------------------------------
