@@ -394,7 +394,7 @@ static void *alloc_main(void *arg)
 	int64_t backoff = 100 * 1000000LL;
 	bool failed;
 
-	httpc_init(&h, ar->c->server_addr);
+	client_httpc_init(ar->c, &h);
 	h.timeout_ms = 10000;
 	/* The job: saved, else from the server (retrying while it is away). */
 	while (!ar->job_json) {

@@ -75,6 +75,11 @@ void *client_heartbeat_main(void *arg);
 bool client_sleep(struct client *c, int64_t ns);
 /* Notes that a server answered or not; logs the change once. */
 void client_server_reachable(struct client *c, bool ok, const char *why);
+/* Sets up h to talk to the client's server: its address and the node
+ * token (client { token }, else $HERD_TOKEN as httpc_init reads it).  The
+ * one place every client thread's connection is made; release h with
+ * httpc_release. */
+void client_httpc_init(struct client *c, struct httpc *h);
 
 /* --- allocations --- */
 

@@ -168,7 +168,7 @@ static void *watch_main(void *arg)
 	char path[128];
 	int64_t backoff = 100 * 1000000LL;
 
-	httpc_init(&h, c->server_addr);
+	client_httpc_init(c, &h);
 	h.abort_cb = watch_should_abort;
 	h.abort_arg = c;
 	snprintf(path, sizeof(path), "/v1/node/%s/allocations", c->node_id);

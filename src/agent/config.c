@@ -45,6 +45,9 @@ void agent_config_init(struct agent_config *cfg)
 	cfg->server.heartbeat_ttl_ns = 10 * NS_PER_SEC;
 	cfg->server.heartbeat_grace_ns = 2 * NS_PER_SEC;
 	cfg->server.job_gc_threshold_ns = 4 * 3600 * NS_PER_SEC;
+	cfg->server.eval_gc_threshold_ns = 3600 * NS_PER_SEC;
+	cfg->server.gc_interval_ns = 5 * 60 * NS_PER_SEC;
+	cfg->server.preempt_batch = true;
 	cfg->client.node_pool = xstrdup("default");
 	cfg->client.max_kill_timeout_ns = 30 * NS_PER_SEC;
 	gpu_config_init(&cfg->gpu.nvml);
@@ -80,6 +83,7 @@ void agent_config_release(struct agent_config *cfg)
 	free(cfg->client.node_pool);
 	free(cfg->client.state_dir);
 	free(cfg->client.alloc_dir);
+	free(cfg->client.token);
 	for (size_t i = 0; i < cfg->client.nr_meta; i++) {
 		free(cfg->client.meta[i].key);
 		free(cfg->client.meta[i].value);
@@ -124,6 +128,7 @@ void agent_config_copy(struct agent_config *dst, const struct agent_config *src)
 	dst->client.node_pool = dup_or_null(src->client.node_pool);
 	dst->client.state_dir = dup_or_null(src->client.state_dir);
 	dst->client.alloc_dir = dup_or_null(src->client.alloc_dir);
+	dst->client.token = dup_or_null(src->client.token);
 	dst->client.meta = NULL;
 	if (src->client.nr_meta) {
 		dst->client.meta = xcalloc(src->client.nr_meta, sizeof(struct agent_kv));
@@ -172,6 +177,11 @@ void agent_config_apply_dev(struct agent_config *cfg)
 	cfg->bind_addr = xstrdup(AGENT_DEV_BIND);
 	cfg->http_port = AGENT_DEFAULT_HTTP_PORT;
 	cfg->log_level = AGENT_LOG_DEBUG;
+	/* A dev agent's history is short-lived: collect it sooner (a file
+	 * may set other values). */
+	cfg->server.job_gc_threshold_ns = 5 * 60 * NS_PER_SEC;
+	cfg->server.eval_gc_threshold_ns = 60 * NS_PER_SEC;
+	cfg->server.gc_interval_ns = 60 * NS_PER_SEC;
 }
 
 int agent_config_apply_flags(struct agent_config *cfg, const struct agent_flags *flags,

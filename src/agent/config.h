@@ -91,9 +91,22 @@ struct agent_config {
 		char *data_dir;          /* NULL: <data_dir>/server (finish) */
 		int64_t heartbeat_ttl_ns;  /* 10s: a node silent this long is down */
 		int64_t heartbeat_grace_ns; /* 2s: extra time before "down" */
-		int64_t job_gc_threshold_ns; /* 4h: dead jobs older than this are purged */
+		int64_t job_gc_threshold_ns; /* 4h (-dev 5m): dead jobs older than this are purged */
+		int64_t eval_gc_threshold_ns; /* 1h (-dev 1m): ended evaluations and
+					       * allocations older than this go */
+		int64_t gc_interval_ns;    /* job_gc_interval: 5m (-dev 1m) */
 		enum sched_policy policy;  /* scheduler { policy }: SCHED_HERD */
+		/* preemption { batch_enabled service_enabled system_enabled }:
+		 * which job types may preempt lower priorities (batch only). */
+		bool preempt_batch, preempt_service, preempt_system;
 	} server;
+
+	/* acl { enabled }: every API call needs a token (docs/teams.md).  Off
+	 * by default and in -dev unless a file turns it on.  A client-only
+	 * agent sets it too, so that its log API asks for tokens. */
+	struct {
+		bool enabled;
+	} acl;
 
 	struct {
 		bool enabled;            /* false; -dev: true */
@@ -113,6 +126,8 @@ struct agent_config {
 		int64_t reserved_disk_mib;    /* reserved { disk }: 0 */
 		int64_t cpu_total_compute;    /* 0: fingerprinted cores x MHz */
 		int64_t memory_total_mib;     /* 0: fingerprinted */
+		char *token;             /* token: the node token sent to servers;
+					  * NULL: $HERD_TOKEN */
 	} client;
 
 	struct {
@@ -176,7 +191,8 @@ void agent_config_init(struct agent_config *cfg);
 void agent_config_release(struct agent_config *cfg);
 
 /* -dev: server and client enabled, raw_exec enabled, bind 127.0.0.1, http
- * port 4646, log level debug.  The data dir stays unset: finish makes a
+ * port 4646, log level debug, garbage collection sooner (jobs 5m,
+ * evaluations 1m, every 1m).  The data dir stays unset: finish makes a
  * temporary one unless a file or -data-dir gives one. */
 void agent_config_apply_dev(struct agent_config *cfg);
 

@@ -348,19 +348,57 @@ static void walk_scheduler(struct walk *w, const struct hcl_body *body)
 	}
 }
 
+/* server { preemption { batch_enabled = true service_enabled = false
+ * system_enabled = false } }: which job types may preempt lower
+ * priorities (server_config.preempt_types). */
+static void walk_preemption(struct walk *w, const struct hcl_body *body)
+{
+	static const char *const known[] = { "batch_enabled", "service_enabled",
+		"system_enabled", NULL };
+	for (size_t i = 0; i < body->n; i++) {
+		const struct hcl_item *it = &body->items[i];
+		const char *name = it->kind == HCL_ITEM_ATTRIBUTE ? it->u.attr.name : "";
+		bool *out = !strcmp(name, "batch_enabled") ? &w->cfg->server.preempt_batch
+			  : !strcmp(name, "service_enabled") ? &w->cfg->server.preempt_service
+			  : !strcmp(name, "system_enabled") ? &w->cfg->server.preempt_system : NULL;
+		if (!out) {
+			unknown_item(w, it, "server preemption", known);
+			continue;
+		}
+		cfg_read_bool(&it->u.attr, out, w->dl);
+	}
+}
+
+/* acl { enabled = true } */
+static void walk_acl(struct walk *w, const struct hcl_body *body)
+{
+	static const char *const known[] = { "enabled", NULL };
+	for (size_t i = 0; i < body->n; i++) {
+		const struct hcl_item *it = &body->items[i];
+		if (it->kind == HCL_ITEM_ATTRIBUTE && !strcmp(it->u.attr.name, "enabled"))
+			cfg_read_bool(&it->u.attr, &w->cfg->acl.enabled, w->dl);
+		else if (it->kind == HCL_ITEM_ATTRIBUTE && (!strcmp(it->u.attr.name, "token_ttl") ||
+						       !strcmp(it->u.attr.name, "policy_ttl")))
+			ignored(w, it->u.attr.pos, it->u.attr.name, "acl");
+		else
+			unknown_item(w, it, "acl", known);
+	}
+}
+
 static void walk_server(struct walk *w, const struct hcl_body *body)
 {
 	static const char *const known[] = { "enabled", "data_dir", "heartbeat_ttl",
-		"heartbeat_grace", "job_gc_threshold", "scheduler", NULL };
+		"heartbeat_grace", "job_gc_threshold", "eval_gc_threshold", "job_gc_interval",
+		"scheduler", "preemption", NULL };
 	struct agent_config *cfg = w->cfg;
-	struct seen seen[] = { { "scheduler", { 0, 0 } } };
+	struct seen seen[] = { { "scheduler", { 0, 0 } }, { "preemption", { 0, 0 } } };
 	for (size_t i = 0; i < body->n; i++) {
 		const struct hcl_item *it = &body->items[i];
 		if (it->kind == HCL_ITEM_BLOCK) {
 			const struct hcl_block *b = &it->u.block;
-			if (!strcmp(b->type, "scheduler")) {
-				if (once(seen, 1, b, w->dl) && no_labels(b, w->dl))
-					walk_scheduler(w, b->body);
+			if (!strcmp(b->type, "scheduler") || !strcmp(b->type, "preemption")) {
+				if (once(seen, 2, b, w->dl) && no_labels(b, w->dl))
+					(b->type[0] == 's' ? walk_scheduler : walk_preemption)(w, b->body);
 				continue;
 			}
 			cfg_unknown_key(w->dl, b->pos, "block", b->type, "server", known);
@@ -377,6 +415,10 @@ static void walk_server(struct walk *w, const struct hcl_body *body)
 			cfg_read_duration(a, 0, &cfg->server.heartbeat_grace_ns, w->dl);
 		else if (!strcmp(a->name, "job_gc_threshold"))
 			cfg_read_duration(a, NS_PER_SEC, &cfg->server.job_gc_threshold_ns, w->dl);
+		else if (!strcmp(a->name, "eval_gc_threshold"))
+			cfg_read_duration(a, NS_PER_SEC, &cfg->server.eval_gc_threshold_ns, w->dl);
+		else if (!strcmp(a->name, "job_gc_interval"))
+			cfg_read_duration(a, NS_PER_SEC, &cfg->server.gc_interval_ns, w->dl);
 		else if (!strcmp(a->name, "bootstrap_expect") || !strcmp(a->name, "num_schedulers"))
 			ignored(w, a->pos, a->name, "server");
 		else
@@ -484,7 +526,7 @@ static void walk_client(struct walk *w, const struct hcl_body *body)
 	static const char *const known[] = { "enabled", "servers", "datacenter", "node_class",
 		"node_pool", "state_dir", "alloc_dir", "max_kill_timeout", "cpu_total_compute",
 		"memory_total_mb", "meta", "options", "reserved", "chroot_env", "cgroup_parent",
-		NULL };
+		"token", NULL };
 	struct agent_config *cfg = w->cfg;
 	struct seen seen[] = { { "meta", { 0, 0 } }, { "options", { 0, 0 } },
 			       { "reserved", { 0, 0 } } };
@@ -568,6 +610,8 @@ static void walk_client(struct walk *w, const struct hcl_body *body)
 			read_chroot_env(w, a, NULL);
 		} else if (!strcmp(a->name, "cgroup_parent")) {
 			cfg_read_string(a, &cfg->exec.cgroup_parent, w->dl);
+		} else if (!strcmp(a->name, "token")) {
+			cfg_read_string(a, &cfg->client.token, w->dl);
 		} else if (!strcmp(a->name, "network_interface") || !strcmp(a->name, "gc_interval")) {
 			ignored(w, a->pos, a->name, "client");
 		} else {
@@ -965,11 +1009,11 @@ static void walk_top(struct walk *w, const struct hcl_body *body)
 {
 	static const char *const known[] = { "name", "region", "datacenter", "data_dir",
 		"bind_addr", "log_level", "ports", "advertise", "server", "client", "plugin",
-		"gpu", NULL };
+		"gpu", "acl", NULL };
 	struct agent_config *cfg = w->cfg;
 	struct seen seen[] = { { "ports", { 0, 0 } }, { "advertise", { 0, 0 } },
 			       { "server", { 0, 0 } }, { "client", { 0, 0 } },
-			       { "gpu", { 0, 0 } } };
+			       { "gpu", { 0, 0 } }, { "acl", { 0, 0 } } };
 
 	for (size_t i = 0; i < body->n; i++) {
 		const struct hcl_item *it = &body->items[i];
@@ -990,6 +1034,8 @@ static void walk_top(struct walk *w, const struct hcl_body *body)
 				walker = walk_client;
 			else if (!strcmp(b->type, "gpu"))
 				walker = walk_gpu;
+			else if (!strcmp(b->type, "acl"))
+				walker = walk_acl;
 			if (!walker) {
 				if (!strcmp(b->type, "addresses") || !strcmp(b->type, "telemetry") ||
 				    !strcmp(b->type, "consul") || !strcmp(b->type, "vault"))

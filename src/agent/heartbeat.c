@@ -4,11 +4,13 @@
  * no server answers, retry with a backoff capped at 2 s, so that agents are
  * back within a moment of a server restart. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "agent/client-int.h"
 #include "agent/log.h"
+#include "common/xalloc.h"
 
 int64_t now_unix_ns(void)
 {
@@ -62,6 +64,17 @@ static bool is_transport_error(int rc, const struct httpc_response *r)
 	return r->status == 0 || rc == -ECONNREFUSED || rc == -ETIMEDOUT;
 }
 
+void client_httpc_init(struct client *c, struct httpc *h)
+{
+	const char *token = c->cfg->client.token;
+
+	httpc_init(h, c->server_addr);
+	if (token && *token) {
+		free(h->token);
+		h->token = xstrdup(token);
+	}
+}
+
 void *client_heartbeat_main(void *arg)
 {
 	struct client *c = arg;
@@ -69,7 +82,7 @@ void *client_heartbeat_main(void *arg)
 	int64_t backoff = 100 * 1000000LL;
 	bool was_registered = false;
 
-	httpc_init(&h, c->server_addr);
+	client_httpc_init(c, &h);
 	h.timeout_ms = 5000;
 	for (;;) {
 		struct herd_err err = { 0, "" };

@@ -262,6 +262,15 @@ int cmd_agent(int argc, char **argv)
 		sc.http_port = (uint16_t)cfg.http_port;
 		sc.heartbeat_ttl_ns = cfg.server.heartbeat_ttl_ns;
 		sc.policy = sched_policy_name(cfg.server.policy);  /* server { scheduler { policy } } */
+		sc.acl_enabled = cfg.acl.enabled;
+		sc.job_gc_threshold_ns = cfg.server.job_gc_threshold_ns;
+		sc.eval_gc_threshold_ns = cfg.server.eval_gc_threshold_ns;
+		sc.gc_interval_ns = cfg.server.gc_interval_ns;
+		sc.preempt_types = (cfg.server.preempt_batch ? SERVER_PREEMPT_BATCH : 0) |
+				   (cfg.server.preempt_service ? SERVER_PREEMPT_SERVICE : 0) |
+				   (cfg.server.preempt_system ? SERVER_PREEMPT_SYSTEM : 0);
+		if (!sc.preempt_types)
+			sc.preempt_types = SERVER_PREEMPT_NONE;
 		sc.client_enabled = cfg.client.enabled;
 		sc.log = server_log;
 		if (server_start(&sc, &srv, &err) < 0) {

@@ -306,6 +306,62 @@ static void test_exec_plugin_scheduler_and_gc(void **state)
 	agent_config_release(&cfg);
 }
 
+/* acl { enabled }, server GC thresholds and preemption, client token;
+ * -dev collects sooner but a file still decides. */
+static void test_acl_gc_preemption_token(void **state)
+{
+	(void)state;
+	struct agent_config cfg, copy;
+	struct diag_list dl;
+	const int64_t s = 1000000000LL;
+	agent_config_init(&cfg);
+	diag_list_init(&dl);
+	assert_false(cfg.acl.enabled);
+	assert_int_equal(cfg.server.job_gc_threshold_ns, 4 * 3600 * s);
+	assert_int_equal(cfg.server.eval_gc_threshold_ns, 3600 * s);
+	assert_true(cfg.server.preempt_batch);
+	assert_false(cfg.server.preempt_service || cfg.server.preempt_system);
+	assert_null(cfg.client.token);
+	agent_config_apply_dev(&cfg);
+	assert_false(cfg.acl.enabled);
+	assert_int_equal(cfg.server.job_gc_threshold_ns, 5 * 60 * s);
+	assert_int_equal(cfg.server.eval_gc_threshold_ns, 60 * s);
+	static const char text[] =
+		"acl {\n  enabled = true\n}\n"
+		"server {\n  job_gc_threshold = \"2h\"\n  eval_gc_threshold = \"30m\"\n"
+		"  job_gc_interval = \"10s\"\n  heartbeat_ttl = \"7s\"\n"
+		"  preemption {\n    batch_enabled = false\n    service_enabled = true\n  }\n}\n"
+		"client {\n  token = \"abc123\"\n}\n";
+	assert_int_equal(parse(&cfg, text, &dl), 0);
+	assert_true(cfg.acl.enabled);
+	assert_int_equal(cfg.server.job_gc_threshold_ns, 2 * 3600 * s);
+	assert_int_equal(cfg.server.eval_gc_threshold_ns, 30 * 60 * s);
+	assert_int_equal(cfg.server.gc_interval_ns, 10 * s);
+	assert_int_equal(cfg.server.heartbeat_ttl_ns, 7 * s);
+	assert_false(cfg.server.preempt_batch);
+	assert_true(cfg.server.preempt_service);
+	assert_false(cfg.server.preempt_system);
+	assert_string_equal(cfg.client.token, "abc123");
+	agent_config_copy(&copy, &cfg);
+	assert_string_equal(copy.client.token, "abc123");
+	assert_ptr_not_equal(copy.client.token, cfg.client.token);
+	agent_config_release(&copy);
+	/* errors name the key; the file changes nothing */
+	assert_int_equal(parse(&cfg, "acl {\n  enabled = \"yes\"\n  bogus = 1\n}\n"
+			       "server {\n  preemption {\n    sysbatch = true\n  }\n"
+			       "  eval_gc_threshold = \"0s\"\n}\n"
+			       "acl { enabled = false }\n", &dl), -EINVAL);
+	assert_true(has_diag(&dl, 2, 0, "enabled: expected true or false"));
+	assert_true(has_diag(&dl, 3, 0, "unknown key 'bogus' in acl"));
+	assert_true(has_diag(&dl, 7, 0, "unknown key 'sysbatch' in server preemption"));
+	assert_true(has_diag(&dl, 9, 0, "eval_gc_threshold: expected at least"));
+	assert_true(has_diag(&dl, 11, 0, "block 'acl' given twice"));
+	assert_true(cfg.acl.enabled);
+	assert_true(cfg.server.preempt_service);
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+}
+
 static void test_dev_and_flags(void **state)
 {
 	struct agent_config cfg;
@@ -526,6 +582,7 @@ int main(void)
 		cmocka_unit_test(test_plugin_and_warnings),
 		cmocka_unit_test(test_docker_plugin),
 		cmocka_unit_test(test_exec_plugin_scheduler_and_gc),
+		cmocka_unit_test(test_acl_gc_preemption_token),
 		cmocka_unit_test(test_dev_and_flags),
 		cmocka_unit_test(test_finish_rules),
 		cmocka_unit_test(test_load_file),
