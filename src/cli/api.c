@@ -150,6 +150,55 @@ char *api_resolve_prefix(const char *cmd, const char *list_path, const char *wha
 	return NULL;
 }
 
+const char *cli_namespace(const char *ns_flag)
+{
+	const char *env = getenv("HERD_NAMESPACE");
+
+	if (ns_flag && *ns_flag)
+		return ns_flag;
+	return env && *env ? env : "default";
+}
+
+char *api_ns_path(const char *path, const char *ns)
+{
+	char *e = httpc_escape(ns);
+	char *p = xasprintf("%s%cnamespace=%s", path, strchr(path, '?') ? '&' : '?', e);
+	free(e);
+	return p;
+}
+
+char *api_job_namespace(const char *cmd, const char *id, const char *ns)
+{
+	struct httpc_response r;
+	struct strbuf where = STRBUF_INIT;
+	char *found = NULL;
+	size_t i, n = 0;
+	json_t *j;
+
+	if (strcmp(ns, "*"))
+		return xstrdup(ns);
+	if (api_call(cmd, "GET", "/v1/jobs?namespace=*", NULL, &r) < 0)
+		return NULL;
+	json_array_foreach(r.body, i, j) {
+		if (strcmp(js(j, "id"), id))
+			continue;
+		strbuf_addf(&where, "%s%s", n ? ", " : "", js(j, "namespace"));
+		if (!n++)
+			found = xstrdup(js(j, "namespace"));
+	}
+	httpc_response_release(&r);
+	if (n == 0)
+		fprintf(stderr, "%s: no job \"%s\" in any namespace\n", cmd, id);
+	else if (n > 1)
+		fprintf(stderr, "%s: job \"%s\" is in %zu namespaces (%s): name one with -namespace\n",
+			cmd, id, n, where.buf);
+	strbuf_release(&where);
+	if (n == 1)
+		return found;
+	free(found);
+	return NULL;
+}
+
 void table_init(struct table *t, size_t ncols, const char *const *headings)
 {
 	memset(t, 0, sizeof(*t));

@@ -22,6 +22,16 @@ int api_call(const char *cmd, const char *method, const char *path, const json_t
 int api_get_blocking(const char *cmd, const char *path, uint64_t index, long wait_ms,
 		     struct httpc_response *resp);
 
+/* The namespace a command works in: ns_flag (-namespace) when given and
+ * not empty, else $HERD_NAMESPACE when set and not empty, else "default".
+ * Never NULL; points into its argument or the environment. */
+const char *cli_namespace(const char *ns_flag);
+/* The help line of every -namespace flag. */
+#define CLI_NAMESPACE_HELP "namespace (default $HERD_NAMESPACE, else \"default\")"
+/* path with namespace=<ns, escaped> added to its query ('?' or '&');
+ * caller frees. */
+char *api_ns_path(const char *path, const char *ns);
+
 /* Parses flags that may come before, between or after positional
  * arguments.  Stores up to maxpos positionals in pos and returns their
  * count; -1 after --help (exit 0), -2 on a usage error (printed; exit 2),
@@ -50,18 +60,25 @@ const char *format_ago(int64_t unix_ns, char *buf, size_t size);
 char *api_resolve_prefix(const char *cmd, const char *list_path, const char *what,
 			 const char *prefix);
 
+/* The namespace of job id for a read given "*": the one namespace (of
+ * those the token may read) that holds a job with that id.  Prints why and
+ * returns NULL when none or several do; else the namespace (caller
+ * frees).  For any other ns returns a copy of ns. */
+char *api_job_namespace(const char *cmd, const char *id, const char *ns);
+
 /* Loads a job file the way `herd job validate` does (diagnostics printed);
  * NULL when it has errors.  In cmd_job.c. */
 struct job *job_load_file(const char *cmd, const char *path);
 
-/* The remote job commands (cmd_job_remote.c), dispatched by cmd_job. */
+/* The remote job commands (cmd_job_remote.c), dispatched by cmd_job.
+ * Each takes -namespace (cli_namespace). */
 int job_run_cmd(int argc, char **argv);
 int alloc_logs_cmd(int argc, char **argv);   /* cmd_alloc_logs.c */
 int job_plan_cmd(int argc, char **argv);
 int job_status_cmd(int argc, char **argv);
 int job_stop_cmd(int argc, char **argv);
-/* `herd job inspect ID`: the stored job as JSON. */
-int job_inspect_remote(const char *cmd, const char *id);
+/* `herd job inspect ID`: the stored job of namespace ns as JSON. */
+int job_inspect_remote(const char *cmd, const char *id, const char *ns);
 
 /* Prints the failed placements of an evaluation or plan ({"<group>":
  * {"explanation","nodes_evaluated","missing"}}) to f. */

@@ -76,17 +76,19 @@ static void print_alloc(const json_t *a)
 static int alloc_status_cmd(int argc, char **argv)
 {
 	bool as_json = false;
+	const char *ns_flag = NULL;
 	const struct flag flags[] = {
 		{ "json", FLAG_BOOL, &as_json, "print JSON" },
+		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP "; * for all" },
 		{ NULL, 0, NULL, NULL },
 	};
 	const struct command_help help = {
 		"herd alloc status [options] ID",
-		"Shows one allocation (ID or a unique prefix of it): where it runs, its\n"
-		"devices, and each task's state and events.",
+		"Shows one allocation (ID or a unique prefix of it, among the namespace's\n"
+		"allocations): where it runs, its devices, and each task's state and events.",
 		flags,
 	};
-	char *pos[1], *id, *path;
+	char *pos[1], *id, *path, *list;
 	struct httpc_response r;
 	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc;
 
@@ -94,7 +96,9 @@ static int alloc_status_cmd(int argc, char **argv)
 		return n == -1 ? 0 : EXIT_USAGE;
 	if (n < 1)
 		return usage_error(argv[0], "missing allocation id");
-	id = api_resolve_prefix(argv[0], "/v1/allocations", "allocation", pos[0]);
+	list = api_ns_path("/v1/allocations", cli_namespace(ns_flag));
+	id = api_resolve_prefix(argv[0], list, "allocation", pos[0]);
+	free(list);
 	if (!id)
 		return 1;
 	path = xasprintf("/v1/allocation/%s", id);

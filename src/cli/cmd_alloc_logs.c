@@ -147,7 +147,9 @@ int alloc_logs_cmd(int argc, char **argv)
 {
 	bool follow = false, use_stderr = false, tail = false;
 	int64_t lines = -1;
+	const char *ns_flag = NULL;
 	const struct flag flags[] = {
+		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP "; * for all" },
 		{ "f", FLAG_BOOL, &follow, "follow the log as it grows (across rotations)" },
 		{ "stderr", FLAG_BOOL, &use_stderr, "the task's stderr instead of stdout" },
 		{ "tail", FLAG_BOOL, &tail, "start at the end: the last -n lines" },
@@ -162,7 +164,7 @@ int alloc_logs_cmd(int argc, char **argv)
 		flags,
 	};
 	const char *type;
-	char *pos[2], *id, *addr = NULL, *task = NULL;
+	char *pos[2], *id, *addr = NULL, *task = NULL, *list;
 	int n = flags_parse_anywhere(&help, argc, argv, pos, 2), rc;
 
 	if (n < 0)
@@ -176,7 +178,9 @@ int alloc_logs_cmd(int argc, char **argv)
 	if (lines < 0)
 		lines = 10;
 	type = use_stderr ? "stderr" : "stdout";
-	id = api_resolve_prefix(argv[0], "/v1/allocations", "allocation", pos[0]);
+	list = api_ns_path("/v1/allocations", cli_namespace(ns_flag));
+	id = api_resolve_prefix(argv[0], list, "allocation", pos[0]);
+	free(list);
 	if (!id)
 		return 1;
 	if (locate(argv[0], id, n > 1 ? pos[1] : NULL, &addr, &task)) {

@@ -170,8 +170,10 @@ static void print_summary(const struct job *job)
 static int job_inspect_cmd(int argc, char **argv)
 {
 	bool as_json = false;
+	const char *ns_flag = NULL;
 	const struct flag flags[] = {
 		{ "json", FLAG_BOOL, &as_json, "print the canonical JSON form, every default filled" },
+		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP " (a job ID's; * finds it)" },
 		{ NULL, 0, NULL, NULL },
 	};
 	const struct command_help help = {
@@ -189,7 +191,7 @@ static int job_inspect_cmd(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	if (strcmp(file, "-") && access(file, F_OK) != 0)
-		return job_inspect_remote(argv[0], file);
+		return job_inspect_remote(argv[0], file, cli_namespace(ns_flag));
 	job = job_load_file(argv[0], file);
 	if (!job)
 		return 1;

@@ -57,12 +57,46 @@ static int64_t total_count(const struct job *job)
 	return n;
 }
 
-static char *job_path(const char *id, const char *suffix)
+/* /v1/job/<id><suffix> in namespace ns. */
+static char *job_path(const char *id, const char *suffix, const char *ns)
 {
 	char *e = httpc_escape(id);
 	char *p = xasprintf("/v1/job/%s%s", e, suffix);
+	char *full = api_ns_path(p, ns);
 	free(e);
-	return p;
+	free(p);
+	return full;
+}
+
+/* -namespace for a command that changes something: one namespace. */
+static int write_namespace(const char *cmd, const char *ns_flag, const char **ns)
+{
+	*ns = cli_namespace(ns_flag);
+	if (!strcmp(*ns, "*"))
+		return usage_error(cmd, "-namespace *: name one namespace (\"*\" is for lists)");
+	return 0;
+}
+
+/* The namespace a submitted job goes to: the one its file names (as in
+ * Nomad: the file wins), else -namespace / $HERD_NAMESPACE.  A file that
+ * says nothing gets "default" from the parser, so "default" in the job
+ * means "not named". */
+static int place_job(const char *cmd, struct job *job, const char *ns_flag)
+{
+	const char *ns;
+	int rc = write_namespace(cmd, ns_flag, &ns);
+
+	if (rc)
+		return rc;
+	if (strcmp(job->namespace, "default")) {
+		if (ns_flag && *ns_flag && strcmp(ns_flag, job->namespace))
+			fprintf(stderr, "%s: the job file names namespace \"%s\": -namespace %s "
+				"is ignored\n", cmd, job->namespace, ns_flag);
+		return 0;
+	}
+	free(job->namespace);
+	job->namespace = xstrdup(ns);
+	return 0;
 }
 
 /* Follows the evaluation until it is no longer pending.  Returns the
@@ -114,9 +148,10 @@ static int64_t now_ms(void)
 
 /* Follows the job's allocations until `want` of them run (or completed, for
  * batch).  Prints each allocation's change of client status once. */
-static int follow_allocs(const char *cmd, const char *job_id, bool batch, int64_t want)
+static int follow_allocs(const char *cmd, const char *job_id, const char *ns, bool batch,
+			 int64_t want)
 {
-	char *path = job_path(job_id, "/allocations");
+	char *path = job_path(job_id, "/allocations", ns);
 	uint64_t index = 0;
 	json_t *seen = json_object();   /* alloc id -> last printed status */
 	int64_t running_since = -1;
@@ -200,9 +235,12 @@ static int follow_allocs(const char *cmd, const char *job_id, bool batch, int64_
 int job_run_cmd(int argc, char **argv)
 {
 	bool detach = false, as_json = false;
+	const char *ns_flag = NULL;
 	const struct flag flags[] = {
 		{ "detach", FLAG_BOOL, &detach, "return once the job is submitted" },
 		{ "json", FLAG_BOOL, &as_json, "print the server's answer as JSON (implies -detach)" },
+		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP "; a namespace the file "
+		  "names wins" },
 		{ NULL, 0, NULL, NULL },
 	};
 	const struct command_help help = {
@@ -211,10 +249,12 @@ int job_run_cmd(int argc, char **argv)
 		"until every allocation runs (a batch job: until it completes, when it does\n"
 		"so within a few seconds).  When the job cannot be placed, prints why per\n"
 		"group and exits 1: the job stays pending and is placed when capacity\n"
-		"appears.  Exits 1 when an allocation fails.",
+		"appears.  A job held by its namespace's quota or waiting its turn in the\n"
+		"fair queue is followed until it starts (the reason is printed; Ctrl-C\n"
+		"leaves it queued).  Exits 1 when an allocation fails.",
 		flags,
 	};
-	char *pos[1];
+	char *pos[1], *path;
 	struct job *job;
 	json_t *body, *ev, *failed;
 	struct httpc_response r;
@@ -230,13 +270,20 @@ int job_run_cmd(int argc, char **argv)
 	job = job_load_file(argv[0], pos[0]);
 	if (!job)
 		return 1;
+	if ((rc = place_job(argv[0], job, ns_flag)) != 0) {
+		job_free(job);
+		return rc;
+	}
+	rc = 1;
 	body = wrap_job(job);
-	if (api_call(argv[0], "POST", "/v1/jobs", body, &r) < 0) {
-		json_decref(body);
+	path = api_ns_path("/v1/jobs", job->namespace);
+	n = api_call(argv[0], "POST", path, body, &r);
+	free(path);
+	json_decref(body);
+	if (n < 0) {
 		job_free(job);
 		return 1;
 	}
-	json_decref(body);
 	if (as_json) {
 		api_print_json(r.body);
 		httpc_response_release(&r);
@@ -250,7 +297,8 @@ int job_run_cmd(int argc, char **argv)
 		job_free(job);
 		return 0;
 	}
-	printf("==> job \"%s\" submitted, evaluation %s\n", job->id, eval_id);
+	printf("==> job \"%s\" submitted to namespace %s, evaluation %s\n", job->id,
+	       job->namespace, eval_id);
 	if (detach) {
 		httpc_response_release(&r);
 		job_free(job);
@@ -263,7 +311,14 @@ int job_run_cmd(int argc, char **argv)
 		goto out;
 	printf("==> evaluation %s\n", js(ev, "status"));
 	failed = json_object_get(ev, "failed_placements");
-	if (json_object_size(failed)) {
+	if (!strcmp(js(ev, "status"), "queued")) {
+		/* Held by the quota or waiting its turn in the fair queue: not
+		 * a failure, it starts by itself. */
+		printf("==> job \"%s\" waits: %s\n", job->id, js(ev, "status_description"));
+		printf("==> it starts by itself when that frees; following (Ctrl-C leaves it "
+		       "queued)\n");
+		fflush(stdout);
+	} else if (json_object_size(failed)) {
 		const char *g;
 		json_t *fp;
 		json_object_foreach(failed, g, fp)
@@ -281,7 +336,7 @@ int job_run_cmd(int argc, char **argv)
 	json_decref(ev);
 	batch = !strcmp(job->type, "batch");
 	want = total_count(job) - missing;
-	rc = follow_allocs(argv[0], job->id, batch, want);
+	rc = follow_allocs(argv[0], job->id, job->namespace, batch, want);
 out:
 	job_free(job);
 	return rc;
@@ -290,8 +345,11 @@ out:
 int job_plan_cmd(int argc, char **argv)
 {
 	bool as_json = false;
+	const char *ns_flag = NULL;
 	const struct flag flags[] = {
 		{ "json", FLAG_BOOL, &as_json, "print the plan as JSON" },
+		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP "; a namespace the file "
+		  "names wins" },
 		{ NULL, 0, NULL, NULL },
 	};
 	const struct command_help help = {
@@ -316,8 +374,12 @@ int job_plan_cmd(int argc, char **argv)
 	job = job_load_file(argv[0], pos[0]);
 	if (!job)
 		return 1;
+	if ((rc = place_job(argv[0], job, ns_flag)) != 0) {
+		job_free(job);
+		return rc;
+	}
 	body = wrap_job(job);
-	path = job_path(job->id, "/plan");
+	path = job_path(job->id, "/plan", job->namespace);
 	rc = api_call(argv[0], "POST", path, body, &r);
 	free(path);
 	json_decref(body);
@@ -361,9 +423,11 @@ int job_plan_cmd(int argc, char **argv)
 	return rc;
 }
 
-static void print_jobs(const json_t *jobs)
+/* The list; with_ns (-namespace *) adds the namespace of each job. */
+static void print_jobs(const json_t *jobs, bool with_ns)
 {
-	static const char *const heads[] = { "ID", "TYPE", "PRIORITY", "STATUS", "SUBMITTED" };
+	static const char *const heads[] = { "NAMESPACE", "ID", "TYPE", "PRIORITY", "STATUS",
+					     "SUBMITTED" };
 	struct table t;
 	size_t i;
 	json_t *j;
@@ -373,8 +437,10 @@ static void print_jobs(const json_t *jobs)
 		printf("no jobs\n");
 		return;
 	}
-	table_init(&t, 5, heads);
+	table_init(&t, with_ns ? 6 : 5, with_ns ? heads : heads + 1);
 	json_array_foreach(jobs, i, j) {
+		if (with_ns)
+			table_add(&t, js(j, "namespace"));
 		table_add(&t, js(j, "id"));
 		table_add(&t, js(j, "type"));
 		table_addf(&t, "%lld", (long long)ji(j, "priority"));
@@ -416,16 +482,40 @@ void print_allocs_table(const json_t *allocs, bool show_node)
 	table_release(&t);
 }
 
-static int show_job(const char *cmd, const char *id, bool as_json)
+/* The job's latest evaluation (new reference), or NULL (none, or the
+ * list could not be read: the caller shows the job without it). */
+static json_t *latest_eval(const char *cmd, const char *id, const char *ns)
 {
-	char *path = job_path(id, "");
-	char *apath = job_path(id, "/allocations");
+	char *epath = job_path(id, "/evaluations", ns);
+	struct httpc_response re;
+	json_t *best = NULL, *ev;
+	size_t i;
+
+	if (api_call(cmd, "GET", epath, NULL, &re) == 0) {
+		json_array_foreach(re.body, i, ev)
+			if (!best || ji(ev, "create_index") > ji(best, "create_index"))
+				best = ev;
+		json_incref(best);
+		httpc_response_release(&re);
+	}
+	free(epath);
+	return best;
+}
+
+static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as_json)
+{
+	char *ns = api_job_namespace(cmd, id, ns_arg);
+	char *path = NULL, *apath = NULL;
 	struct httpc_response r, ra;
 	int rc = 1;
 	const char *g;
-	json_t *s;
+	json_t *s, *ev = NULL;
 	char buf[64];
 
+	if (!ns)
+		return 1;
+	path = job_path(id, "", ns);
+	apath = job_path(id, "/allocations", ns);
 	if (api_call(cmd, "GET", path, NULL, &r) < 0)
 		goto out;
 	if (api_call(cmd, "GET", apath, NULL, &ra) < 0) {
@@ -433,8 +523,18 @@ static int show_job(const char *cmd, const char *id, bool as_json)
 		goto out;
 	}
 	rc = 0;
+	/* Why it waits: a latest evaluation that is queued (quota, fair
+	 * queue) or blocked (no capacity) says so. */
+	if (strcmp(js(r.body, "status"), "dead"))
+		ev = latest_eval(cmd, id, ns);
+	if (ev && strcmp(js(ev, "status"), "queued") && strcmp(js(ev, "status"), "blocked")) {
+		json_decref(ev);
+		ev = NULL;
+	}
 	if (as_json) {
 		json_t *o = json_pack("{s:O,s:O}", "job", r.body, "allocations", ra.body);
+		if (ev)
+			json_object_set(o, "waiting", ev);
 		api_print_json(o);
 		json_decref(o);
 	} else {
@@ -444,12 +544,16 @@ static int show_job(const char *cmd, const char *id, bool as_json)
 		json_t *sum = json_object();
 		size_t i;
 		json_t *a, *grp;
-		printf("%-12s %s\n%-12s %s\n%-12s %s\n%-12s %lld\n%-12s %lld\n%-12s %s%s\n%-12s %s\n",
-		       "ID", js(r.body, "id"), "Name", js(r.body, "name"), "Type",
-		       js(r.body, "type"), "Priority", (long long)ji(r.body, "priority"), "Version",
+		printf("%-12s %s\n%-12s %s\n%-12s %s\n%-12s %s\n%-12s %lld\n%-12s %lld\n"
+		       "%-12s %s%s\n%-12s %s\n",
+		       "ID", js(r.body, "id"), "Name", js(r.body, "name"), "Namespace",
+		       js(r.body, "namespace"), "Type", js(r.body, "type"),
+		       "Priority", (long long)ji(r.body, "priority"), "Version",
 		       (long long)ji(r.body, "version"), "Status", js(r.body, "status"),
 		       jb(r.body, "stop") ? " (stopped)" : "", "Submitted",
 		       format_ago(ji(r.body, "submit_time"), buf, sizeof(buf)));
+		if (ev && !strcmp(js(ev, "status"), "queued"))
+			printf("%-12s %s\n", "Waiting", js(ev, "status_description"));
 		/* Summary per group, counted from the allocations. */
 		json_array_foreach(json_object_get(r.body, "groups"), i, grp)
 			json_object_set_new(sum, js(grp, "name"),
@@ -480,61 +584,58 @@ static int show_job(const char *cmd, const char *id, bool as_json)
 			print_allocs_table(ra.body, true);
 		else
 			printf("none\n");
-		if (!strcmp(js(r.body, "status"), "pending")) {
-			/* Why not placed: the latest evaluation with failed placements. */
-			char *epath = job_path(id, "/evaluations");
-			struct httpc_response re;
-			if (api_call(cmd, "GET", epath, NULL, &re) == 0) {
-				json_t *best = NULL, *ev;
-				json_array_foreach(re.body, i, ev)
-					if (json_object_size(json_object_get(ev, "failed_placements")) &&
-					    (!best || ji(ev, "create_index") > ji(best, "create_index")))
-						best = ev;
-				if (best) {
-					printf("\nPlacement failures\n");
-					print_failed_placements(stdout,
-								json_object_get(best, "failed_placements"));
-				}
-				httpc_response_release(&re);
-			}
-			free(epath);
+		if (ev && !strcmp(js(ev, "status"), "blocked") &&
+		    json_object_size(json_object_get(ev, "failed_placements"))) {
+			/* Why not placed: the engine's explanation per group. */
+			printf("\nPlacement failures\n");
+			print_failed_placements(stdout, json_object_get(ev, "failed_placements"));
 		}
 	}
 	httpc_response_release(&r);
 	httpc_response_release(&ra);
 out:
+	json_decref(ev);
 	free(path);
 	free(apath);
+	free(ns);
 	return rc;
 }
 
 int job_status_cmd(int argc, char **argv)
 {
 	bool as_json = false;
+	const char *ns_flag = NULL, *ns;
 	const struct flag flags[] = {
 		{ "json", FLAG_BOOL, &as_json, "print JSON" },
+		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP "; * for all" },
 		{ NULL, 0, NULL, NULL },
 	};
 	const struct command_help help = {
 		"herd job status [options] [ID]",
-		"Without ID lists the jobs; with ID shows the job, a summary per group, its\n"
-		"allocations and, while it is pending, why it is not placed.",
+		"Without ID lists the jobs of the namespace (-namespace *: of every namespace\n"
+		"the token may read); with ID shows the job, a summary per group, its\n"
+		"allocations and, while it waits, why: the quota or fair-queue turn that\n"
+		"holds it (\"Waiting\"), or why it is not placed.",
 		flags,
 	};
-	char *pos[1];
+	char *pos[1], *path;
 	struct httpc_response r;
-	int n = flags_parse_anywhere(&help, argc, argv, pos, 1);
+	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc;
 
 	if (n < 0)
 		return n == -1 ? 0 : EXIT_USAGE;
+	ns = cli_namespace(ns_flag);
 	if (n == 1)
-		return show_job(argv[0], pos[0], as_json);
-	if (api_call(argv[0], "GET", "/v1/jobs", NULL, &r) < 0)
+		return show_job(argv[0], pos[0], ns, as_json);
+	path = api_ns_path("/v1/jobs", ns);
+	rc = api_call(argv[0], "GET", path, NULL, &r);
+	free(path);
+	if (rc < 0)
 		return 1;
 	if (as_json)
 		api_print_json(r.body);
 	else
-		print_jobs(r.body);
+		print_jobs(r.body, !strcmp(ns, "*"));
 	httpc_response_release(&r);
 	return 0;
 }
@@ -542,8 +643,10 @@ int job_status_cmd(int argc, char **argv)
 int job_stop_cmd(int argc, char **argv)
 {
 	bool purge = false;
+	const char *ns_flag = NULL, *ns;
 	const struct flag flags[] = {
 		{ "purge", FLAG_BOOL, &purge, "also remove the job and its history" },
+		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP },
 		{ NULL, 0, NULL, NULL },
 	};
 	const struct command_help help = {
@@ -561,7 +664,9 @@ int job_stop_cmd(int argc, char **argv)
 		return n == -1 ? 0 : EXIT_USAGE;
 	if (n < 1)
 		return usage_error(argv[0], "missing job id");
-	p = job_path(pos[0], purge ? "?purge=true" : "");
+	if ((rc = write_namespace(argv[0], ns_flag, &ns)) != 0)
+		return rc;
+	p = job_path(pos[0], purge ? "?purge=true" : "", ns);
 	path = p;
 	rc = api_call(argv[0], "DELETE", path, NULL, &r);
 	free(p);
@@ -573,13 +678,19 @@ int job_stop_cmd(int argc, char **argv)
 	return 0;
 }
 
-int job_inspect_remote(const char *cmd, const char *id)
+int job_inspect_remote(const char *cmd, const char *id, const char *ns_arg)
 {
-	char *path = job_path(id, "");
+	char *ns = api_job_namespace(cmd, id, ns_arg);
+	char *path;
 	struct httpc_response r;
-	int rc = api_call(cmd, "GET", path, NULL, &r);
+	int rc;
 
+	if (!ns)
+		return 1;
+	path = job_path(id, "", ns);
+	rc = api_call(cmd, "GET", path, NULL, &r);
 	free(path);
+	free(ns);
 	if (rc < 0)
 		return 1;
 	api_print_json(r.body);
