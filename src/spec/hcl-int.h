@@ -158,11 +158,8 @@ struct hcl_expr_root {
 	struct hcl_arena *arena;
 };
 
-/* Tree constructors used by both readers; the nodes live in a. */
+/* The tree constructor used by both readers; the node lives in a. */
 struct hcl_expr *hcl_expr_new(struct hcl_arena *a, enum hcl_expr_kind kind, struct hcl_pos pos);
-/* A string or number expression from tok (taking its string), or NULL when
- * tok is neither. */
-struct hcl_expr *hcl_expr_from_token(struct hcl_arena *a, struct hcl_token *tok);
 
 /* Scratch stacks where the readers collect the elements of the lists,
  * objects and bodies being read (innermost on top); each is copied to the
@@ -185,5 +182,57 @@ static inline void *hcl_scratch_take(struct hcl_arena *a, const void *v, size_t 
 {
 	return n ? hcl_arena_dup(a, (const char *)v + first * size, n * size) : NULL;
 }
+
+/* hcl_reader (hcl_reader.c): the state and the steps both readers share.
+ * Messages go to diags; the tree being built lives in arena. */
+struct hcl_reader {
+	struct hcl_lexer lx;
+	struct hcl_token tok; /* the current token */
+	struct diag_list *diags;
+	size_t errors0; /* errors in diags before this parse */
+	int depth;
+	/* HCL only: the brackets opened by the current item and not closed
+	 * when an error stopped it, innermost last (see hcl_parse.c) */
+	struct strbuf open;
+	struct hcl_arena *arena; /* owns the tree being built */
+	struct hcl_scratch sc;
+};
+
+/* Starts reading text: the first token is current and r owns a new arena.
+ * False, with an error in diags and nothing to finish, when text is larger
+ * than HCL_MAX_INPUT. */
+bool hcl_reader_start(struct hcl_reader *r, const char *text, size_t len, bool json,
+		      struct diag_list *diags);
+/* Releases what the reading held; true when it reported no error.  On
+ * false the arena (and every node in it) is freed. */
+bool hcl_reader_finish(struct hcl_reader *r);
+/* Makes the next token current. */
+void hcl_reader_next(struct hcl_reader *r);
+/* An error at pos (only counted once diags is full). */
+void hcl_reader_error(struct hcl_reader *r, struct hcl_pos pos, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* "<message>, found <current token>" at the current token, unless the
+ * lexer has already reported that token as invalid. */
+void hcl_reader_syntax_error(struct hcl_reader *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* One level deeper (the caller undoes it with depth--, also on failure);
+ * false, with an error at pos, past HCL_MAX_DEPTH. */
+bool hcl_reader_enter(struct hcl_reader *r, struct hcl_pos pos);
+/* The current token as a string, number, true, false or null (then
+ * consumed, its string taken), or NULL when it is none of them (then
+ * nothing is reported or consumed). */
+struct hcl_expr *hcl_reader_scalar(struct hcl_reader *r);
+/* Adds v to list on the scratch stack; past HCL_MAX_ITEMS one error
+ * ("<noun> has more than ...", *full set) and v is dropped. */
+void hcl_reader_add_element(struct hcl_reader *r, struct hcl_expr *list, struct hcl_expr *v,
+			    bool *full, const char *noun);
+/* Adds key = v to obj on the scratch stack; a duplicate key (found through
+ * keys) or a key past HCL_MAX_ITEMS is reported and dropped. */
+void hcl_reader_add_member(struct hcl_reader *r, struct hcl_expr *obj, struct hcl_keyset *keys,
+			   char *key, struct hcl_pos kpos, struct hcl_expr *v, bool *full);
+/* At the closing bracket: consumes it, leaves the level, and moves the
+ * elements (members) gathered since base to the arena. */
+void hcl_reader_close_list(struct hcl_reader *r, struct hcl_expr *list, size_t base);
+void hcl_reader_close_object(struct hcl_reader *r, struct hcl_expr *obj, size_t base);
 
 #endif

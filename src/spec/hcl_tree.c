@@ -15,25 +15,6 @@ struct hcl_expr *hcl_expr_new(struct hcl_arena *a, enum hcl_expr_kind kind, stru
 	return e;
 }
 
-struct hcl_expr *hcl_expr_from_token(struct hcl_arena *a, struct hcl_token *tok)
-{
-	struct hcl_expr *e;
-	if (tok->kind == HCL_T_STRING) {
-		e = hcl_expr_new(a, HCL_STRING, tok->pos);
-		e->u.str.heredoc = tok->heredoc;
-		e->u.str.s = hcl_token_take_string(tok, a, &e->u.str.len);
-		return e;
-	}
-	if (tok->kind == HCL_T_NUMBER) {
-		e = hcl_expr_new(a, HCL_NUMBER, tok->pos);
-		e->u.num.value = tok->num;
-		e->u.num.is_int = tok->is_int;
-		e->u.num.i = tok->i;
-		return e;
-	}
-	return NULL;
-}
-
 /* Only roots reach these (hcl.h): every node of the tree is in the arena
  * the root carries. */
 void hcl_expr_free(struct hcl_expr *e)
