@@ -254,18 +254,20 @@ def run_scenario(agents, tmp_path, policy):
         r = cli(dev.port, 'job', 'run', '-detach',
                 write_job(d, job_id, pinned_job(job_id, block, node and f'{node}-{policy}')))
         assert r.returncode == 0, r.stdout + r.stderr
-        # placed (running) or, having been evaluated, left pending
-        wait_for(lambda: running(dev, job_id) or
-                 api(dev.port, f'/v1/job/{job_id}').get('status') in ('pending', 'blocked') and
-                 not [e for e in api(dev.port, f'/v1/job/{job_id}/evaluations')
-                      if e.get('status') == 'pending'],
-                 20, f'{policy}: job {job_id} to be placed or evaluated')
-    time.sleep(0.5)
+        # its evaluation done: placed, or left waiting (blocked)
+        wait_for(lambda: placed(dev, job_id) or
+                 [e for e in api(dev.port, f'/v1/job/{job_id}/evaluations')
+                  if e.get('status') == 'blocked'],
+                 30, f'{policy}: job {job_id} to be placed or evaluated')
     gpus = api(dev.port, '/v1/gpus')
     partly = [(g['node_name'], g['device']['id'], g['compute_used_milli']) for g in gpus
               if g['tenants'] > 0 and g['compute_used_milli'] < 1000]
-    placed = {j for j, _, _ in SCENARIO if running(dev, j)}
-    return partly, placed, gpus
+    return partly, {j for j, _, _ in SCENARIO if placed(dev, j)}, gpus
+
+
+def placed(a, job_id):
+    return [x for x in api(a.port, f'/v1/job/{job_id}/allocations')
+            if x['desired_status'] == 'run' and x['client_status'] in ('pending', 'running')]
 
 
 def test_herd_policy_strands_fewer_gpus_than_binpack(agents, tmp_path):
