@@ -56,18 +56,31 @@ out:
 	return rc;
 }
 
+/* Runners are found by allocation id through c->runner_pos ({"<id>":
+ * index into c->runners}, a hash table): a node that ran thousands of
+ * allocations pays no linear search per change. */
 static struct alloc_runner *find_runner(struct client *c, const char *id)
 {
-	for (size_t i = 0; i < c->nr_runners; i++)
-		if (!strcmp(c->runners[i]->id, id))
-			return c->runners[i];
-	return NULL;
+	json_t *pos = json_object_get(c->runner_pos, id);
+	return pos ? c->runners[json_integer_value(pos)] : NULL;
 }
 
 static void add_runner(struct client *c, struct alloc_runner *ar)
 {
+	if (!c->runner_pos)
+		c->runner_pos = json_object();
 	ALLOC_GROW(c->runners, c->nr_runners + 1, c->alloc_runners);
+	json_object_set_new(c->runner_pos, ar->id, json_integer((json_int_t)c->nr_runners));
 	c->runners[c->nr_runners++] = ar;
+}
+
+/* Removes runner i (swapping the last one into its place). */
+static void remove_runner(struct client *c, size_t i)
+{
+	json_object_del(c->runner_pos, c->runners[i]->id);
+	c->runners[i] = c->runners[--c->nr_runners];
+	if (i < c->nr_runners)
+		json_object_set_new(c->runner_pos, c->runners[i]->id, json_integer((json_int_t)i));
 }
 
 /* Tells the server about an allocation this client will never run (it was
@@ -124,25 +137,22 @@ static void reconcile(struct client *c, struct httpc *h, json_t *allocs)
 	}
 }
 
-/* Frees the runners whose work is over and whose allocation the server no
- * longer lists, so a long-lived client does not grow. */
-static void collect_runners(struct client *c, json_t *allocs)
+/* Frees the runners whose work is over and whose last status report the
+ * server took (done, nothing left to report), so a long-lived client does
+ * not grow.  The server then lists the allocation as complete or failed,
+ * which reconcile() never starts again. */
+static void collect_runners(struct client *c)
 {
 	for (size_t i = 0; i < c->nr_runners;) {
 		struct alloc_runner *ar = c->runners[i];
-		bool listed = false, done;
-		size_t k;
-		json_t *a;
-		json_array_foreach(allocs, k, a)
-			if (!strcmp(json_string_value(json_object_get(a, "id")) ?: "", ar->id))
-				listed = true;
+		bool over;
 		pthread_mutex_lock(&ar->lock);
-		done = ar->done;
+		over = ar->done && !ar->dirty && !ar->detach;
 		pthread_mutex_unlock(&ar->lock);
-		if (done && !listed) {
+		if (over) {
 			state_remove_alloc(c->cfg->client.state_dir, ar->id);
+			remove_runner(c, i);
 			alloc_runner_free(ar, false);
-			c->runners[i] = c->runners[--c->nr_runners];
 			continue;
 		}
 		i++;
@@ -165,13 +175,16 @@ static void *watch_main(void *arg)
 	struct client *c = arg;
 	struct httpc h;
 	uint64_t index = 0;
-	char path[128];
+	char path[160];
+	size_t since_at;
 	int64_t backoff = 100 * 1000000LL;
 
 	client_httpc_init(c, &h);
 	h.abort_cb = watch_should_abort;
 	h.abort_arg = c;
-	snprintf(path, sizeof(path), "/v1/node/%s/allocations", c->node_id);
+	/* ?since=<index>: only what changed since the last answer */
+	since_at = (size_t)snprintf(path, sizeof(path), "/v1/node/%s/allocations?since=",
+				    c->node_id);
 	for (;;) {
 		struct httpc_response r = { 0 };
 		struct herd_err err = { 0, "" };
@@ -187,6 +200,7 @@ static void *watch_main(void *arg)
 		if (stop)
 			break;
 		(void)registered;
+		snprintf(path + since_at, sizeof(path) - since_at, "%llu", (unsigned long long)index);
 		rc = httpc_get_blocking(&h, path, index, WATCH_WAIT_MS, &r, &err);
 		pthread_mutex_lock(&c->lock);
 		stop = c->shutting_down;
@@ -216,7 +230,7 @@ static void *watch_main(void *arg)
 			index = r.index;
 		if (json_is_array(r.body)) {
 			reconcile(c, &h, r.body);
-			collect_runners(c, r.body);
+			collect_runners(c);
 		}
 		httpc_response_release(&r);
 	}
@@ -361,6 +375,7 @@ void client_stop(struct client *c, bool stop_tasks)
 		alloc_runner_free(c->runners[i], !stop_tasks);
 	}
 	free(c->runners);
+	json_decref(c->runner_pos);
 	/* After the tasks: an MPS daemon that quits takes its clients along. */
 	mps_stop(c->mps);
 	gpu_host_free(c->gpus);

@@ -68,7 +68,10 @@ int quota_state_read(struct store *s, const char *ns, struct quota_state *q, str
 	} else if (rc < 0 && rc != -ENOENT) {
 		goto out;
 	}
-	rc = store_list(s, STORE_ALLOC, &f, &allocs, err);
+	/* Usage matters only against a quota (every reader of it checks
+	 * q->spec first); without one, skip the parse of every allocation of the
+	 * namespace, which would cost each evaluation O(allocations). */
+	rc = q->spec ? store_list(s, STORE_ALLOC, &f, &allocs, err) : 0;
 	if (rc < 0)
 		goto out;
 	json_array_foreach(allocs, i, al)

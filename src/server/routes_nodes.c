@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/units.h"
 #include "common/xalloc.h"
 #include "server/acl.h"
 #include "server/server-int.h"
@@ -142,17 +143,28 @@ static int put_heartbeat(struct http_request *req, struct http_response *resp, v
 	return 0;
 }
 
+/* GET /v1/node/:id/allocations[?since=N]: with since, only the
+ * allocations changed after index N, so that an agent long-polling with
+ * ?index=N&since=N receives what changed, not its whole history each time.
+ * X-Herd-Index is the index published before the list is read, and every
+ * change up to it is in the list: a next ?since=<that index> misses
+ * nothing. */
 static int get_node_allocs(struct http_request *req, struct http_response *resp, void *ctx)
 {
 	struct server *srv = ctx;
-	const char *id = http_param(req, "id");
+	const char *id = http_param(req, "id"), *since_arg = http_query(req, "since");
 	struct store_filter f = { NULL, NULL, id };
 	json_t *node = NULL, *list = NULL;
-	int rc = load_node(srv, id, resp, &node);
+	int64_t since = 0;
+	int rc;
+	if (since_arg && parse_int64(since_arg, 0, INT64_MAX, &since, NULL) < 0)
+		return http_error(resp, 400, "invalid_argument",
+				  "since must be an index (an integer >= 0)");
+	rc = load_node(srv, id, resp, &node);
 	if (rc)
 		return rc > 0 ? 0 : rc;
 	json_decref(node);
-	rc = store_list(srv->store, STORE_ALLOC, &f, &list, NULL);
+	rc = store_list_changed(srv->store, STORE_ALLOC, &f, (uint64_t)since, &list, NULL);
 	if (rc < 0)
 		return rc;
 	http_reply(resp, 200, list);

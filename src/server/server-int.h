@@ -166,6 +166,7 @@ struct view_cache_node {
 	char *id;
 	uint64_t allocs_index;
 	struct node_usage use;
+	json_t *counted;       /* {"<alloc id>": its resources} for what use counts */
 };
 
 struct view_cache {
@@ -356,7 +357,9 @@ struct quota_state {
 
 /* Reads the quota of namespace ns and what its allocations take, in the
  * store's current state (callable inside a store_view or check).  A
- * namespace without a quota gets spec NULL and usage counted anyway. */
+ * namespace without a quota gets spec NULL and zero usage (not counted:
+ * nothing reads usage without a quota, and counting parses every
+ * allocation of the namespace). */
 int quota_state_read(struct store *s, const char *ns, struct quota_state *q, struct herd_err *err);
 void quota_state_release(struct quota_state *q);
 /* Adds (sign 1) or removes (-1) what alloc takes. */

@@ -28,6 +28,7 @@ void view_cache_release(struct view_cache *c)
 	for (size_t i = 0; i < c->n; i++) {
 		free(c->v[i].id);
 		node_usage_release(&c->v[i].use);
+		json_decref(c->v[i].counted);
 	}
 	free(c->v);
 	pthread_mutex_destroy(&c->lock);
@@ -58,6 +59,46 @@ static int nodes_of(struct store *s, struct view_cache *c, json_t **out, struct 
 	return 0;
 }
 
+/* Adds (sign 1) or removes (-1) resources counted for an allocation. */
+static void usage_add_resources(struct node_usage *u, json_t *res, int sign)
+{
+	json_t *wrap = json_pack("{s:O}", "resources", res);
+	node_usage_add_alloc(u, wrap, sign);
+	json_decref(wrap);
+}
+
+/* Brings cn up to date with the allocations of its node that changed after
+ * cn->allocs_index: each one's old contribution out, its new one in.  An
+ * evaluation then costs what changed since the last one, not a parse of
+ * every allocation the node ever had (a dev agent's single node has them
+ * all).  Allocations never move between nodes (a replacement is a new
+ * allocation), so the node's own list holds every change to its usage. */
+static int usage_catch_up(struct store *s, struct view_cache_node *cn, struct herd_err *err)
+{
+	struct store_filter nf = { NULL, NULL, cn->id };
+	json_t *allocs = NULL, *al;
+	size_t j;
+	int rc = store_list_changed(s, STORE_ALLOC, &nf, cn->allocs_index, &allocs, err);
+	if (rc < 0)
+		return rc;
+	json_array_foreach(allocs, j, al) {
+		const char *aid = jstr(al, "id", "");
+		json_t *was = json_object_get(cn->counted, aid);
+		if (was) {
+			usage_add_resources(&cn->use, was, -1);
+			json_object_del(cn->counted, aid);
+		}
+		if (alloc_takes_capacity(al)) {
+			json_t *res = json_object_get(al, "resources");
+			res = res ? json_incref(res) : json_object();
+			usage_add_resources(&cn->use, res, 1);
+			json_object_set_new(cn->counted, aid, res);
+		}
+	}
+	json_decref(allocs);
+	return 0;
+}
+
 /* The usage of node id as of this transaction (cache->lock held). */
 static int usage_of(struct store *s, struct view_cache *c, const char *id, struct node_usage *out,
 		    struct herd_err *err)
@@ -69,36 +110,41 @@ static int usage_of(struct store *s, struct view_cache *c, const char *id, struc
 	size_t j;
 	int rc;
 
-	if (c) {
-		rc = store_node_allocs_index(s, id, &idx, err);
+	if (!c) {
+		rc = store_list(s, STORE_ALLOC, &nf, &allocs, err);
 		if (rc < 0)
 			return rc;
-		for (size_t i = 0; i < c->n; i++)
-			if (!strcmp(c->v[i].id, id))
-				cn = &c->v[i];
-		if (cn && cn->allocs_index == idx) {
-			node_usage_copy(out, &cn->use);
-			return 0;
-		}
+		json_array_foreach(allocs, j, al)
+			if (alloc_takes_capacity(al))
+				node_usage_add_alloc(out, al, 1);
+		json_decref(allocs);
+		return 0;
 	}
-	rc = store_list(s, STORE_ALLOC, &nf, &allocs, err);
+	rc = store_node_allocs_index(s, id, &idx, err);
 	if (rc < 0)
 		return rc;
-	json_array_foreach(allocs, j, al)
-		if (alloc_takes_capacity(al))
-			node_usage_add_alloc(out, al, 1);
-	json_decref(allocs);
-	if (c) {
-		if (!cn) {
-			ALLOC_GROW(c->v, c->n + 1, c->a);
-			cn = &c->v[c->n++];
-			memset(cn, 0, sizeof(*cn));
-			cn->id = xstrdup(id);
+	for (size_t i = 0; i < c->n && !cn; i++)
+		if (!strcmp(c->v[i].id, id))
+			cn = &c->v[i];
+	if (!cn) {
+		ALLOC_GROW(c->v, c->n + 1, c->a);
+		cn = &c->v[c->n++];
+		memset(cn, 0, sizeof(*cn));
+		cn->id = xstrdup(id);
+		cn->counted = json_object();
+	}
+	if (cn->allocs_index != idx) {
+		rc = usage_catch_up(s, cn, err);
+		if (rc < 0) {
+			/* start over from nothing next time */
+			node_usage_release(&cn->use);
+			json_object_clear(cn->counted);
+			cn->allocs_index = 0;
+			return rc;
 		}
-		node_usage_release(&cn->use);
-		node_usage_copy(&cn->use, out);
 		cn->allocs_index = idx;
 	}
+	node_usage_copy(out, &cn->use);
 	return 0;
 }
 
@@ -119,7 +165,11 @@ static int read_view(struct store *s, void *arg, struct herd_err *err)
 	size_t i;
 	int rc;
 
-	v->index = store_index(s);
+	/* the index of the state this transaction reads: the plan's
+	 * conditions compare against it (the published index may lag) */
+	rc = store_read_index(s, &v->index, err);
+	if (rc < 0)
+		return rc;
 	rc = store_get(s, STORE_JOB, &key, &v->job, err);
 	if (rc == -ENOENT)
 		v->job = NULL;

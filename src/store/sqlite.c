@@ -355,7 +355,7 @@ out:
 }
 
 static int sqlite_list(struct store *s, const struct store_kind_desc *kd,
-		       const struct store_filter *f, store_row_fn *fn, void *arg,
+		       const struct store_filter *f, uint64_t after, store_row_fn *fn, void *arg,
 		       struct herd_err *err)
 {
 	struct sqlite_store *ss = ss_of(s);
@@ -374,8 +374,12 @@ static int sqlite_list(struct store *s, const struct store_kind_desc *kd,
 		strbuf_addf(&sql, "%s%s=:job", sep, kd->kind == STORE_JOB_VERSION ? "id" : "job_id");
 		sep = " AND ";
 	}
-	if (f->node_id)
+	if (f->node_id) {
 		strbuf_addf(&sql, "%snode_id=:node", sep);
+		sep = " AND ";
+	}
+	if (after)
+		strbuf_addf(&sql, "%smodify_index>:after", sep);
 	strbuf_addf(&sql, " ORDER BY %s%sid", kd->key_cols & STORE_COL_NS ? "namespace, " : "",
 		    "");
 	if (kd->key_cols & STORE_COL_VERSION)
@@ -390,6 +394,7 @@ static int sqlite_list(struct store *s, const struct store_kind_desc *kd,
 	bind_text(st, ":ns", f->ns);
 	bind_text(st, ":job", f->job_id);
 	bind_text(st, ":node", f->node_id);
+	bind_int(st, ":after", (int64_t)after);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		rc = fn((const char *)sqlite3_column_text(st, 2),
 			(uint64_t)sqlite3_column_int64(st, 0),
@@ -614,6 +619,7 @@ static void commit_group(struct sqlite_store *ss, struct commit_req *group)
 {
 	struct herd_err berr = { 0 };
 	struct commit_req *r;
+	uint64_t top = 0;
 	int rc, ok = 0;
 
 	pthread_mutex_lock(&ss->lock);
@@ -641,7 +647,13 @@ static void commit_group(struct sqlite_store *ss, struct commit_req *group)
 	for (r = group; r; r = r->next) {
 		if (rc && r->rc == 0)
 			r->rc = herd_errf(r->err, rc, "%s", berr.msg);
+		else if (r->rc == 0 && r->index > top)
+			top = r->index;
 	}
+	/* durable now: publish at once rather than when the last writer of
+	 * the group gets to run */
+	if (top)
+		index_watch_publish(&ss->base.watch, top);
 }
 
 static int sqlite_commit(struct store *s, const struct store_row *rows, size_t nrows,
@@ -825,6 +837,12 @@ static int check_schema(struct sqlite_store *ss, const char *path, struct herd_e
 	else if (version == 1)
 		rc = exec(ss, SCHEMA_V2_SQL "UPDATE meta SET value=2 WHERE key='schema_version';", err);
 out:
+	/* An agent asks for what changed on its node since index N: without
+	 * this index that reads every allocation the node ever had.  Added to
+	 * files of any version (older herds ignore it). */
+	if (rc == 0)
+		rc = exec(ss, "CREATE INDEX IF NOT EXISTS allocations_by_node_change"
+			  " ON allocations (node_id, modify_index)", err);
 	strbuf_release(&sql);
 	if (rc == 0 && (rc = exec(ss, "COMMIT", err)) == 0)
 		return 0;

@@ -55,9 +55,10 @@ struct store_ops {
 	int (*get)(struct store *s, const struct store_kind_desc *kd, const struct store_key *key,
 		   char **body, uint64_t *create_index, uint64_t *modify_index,
 		   struct herd_err *err);
+	/* Rows that pass filter and have modify_index > after. */
 	int (*list)(struct store *s, const struct store_kind_desc *kd,
-		    const struct store_filter *filter, store_row_fn *fn, void *arg,
-		    struct herd_err *err);
+		    const struct store_filter *filter, uint64_t after, store_row_fn *fn,
+		    void *arg, struct herd_err *err);
 	/* The index of a group (see store_group_*); 0 when never bumped. */
 	int (*group_index)(struct store *s, const char *group, uint64_t *out,
 			   struct herd_err *err);

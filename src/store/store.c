@@ -209,6 +209,11 @@ uint64_t store_index(struct store *s)
 	return index_watch_current(&s->watch);
 }
 
+int store_read_index(struct store *s, uint64_t *out, struct herd_err *err)
+{
+	return s->ops->index(s, out, err);
+}
+
 struct index_watch *store_watch(struct store *s)
 {
 	return &s->watch;
@@ -263,6 +268,12 @@ static int list_add(const char *body, uint64_t ci, uint64_t mi, void *arg, struc
 int store_list(struct store *s, enum store_kind kind, const struct store_filter *filter,
 	       json_t **out, struct herd_err *err)
 {
+	return store_list_changed(s, kind, filter, 0, out, err);
+}
+
+int store_list_changed(struct store *s, enum store_kind kind, const struct store_filter *filter,
+		       uint64_t after, json_t **out, struct herd_err *err)
+{
 	const struct store_kind_desc *kd = kind_desc(kind, err);
 	struct store_filter none = { NULL, NULL, NULL };
 	json_t *arr;
@@ -283,7 +294,7 @@ int store_list(struct store *s, enum store_kind kind, const struct store_filter 
 		return herd_errf(err, -EINVAL, "store: %s records cannot be listed by node",
 				 kd->name);
 	arr = json_array();
-	rc = s->ops->list(s, kd, filter, list_add, arr, err);
+	rc = s->ops->list(s, kd, filter, after, list_add, arr, err);
 	if (rc) {
 		json_decref(arr);
 		return rc;

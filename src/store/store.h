@@ -103,6 +103,12 @@ const char *store_backend(const struct store *s);
 /* The global index of the last committed change (0 for a new store). */
 uint64_t store_index(struct store *s);
 
+/* The index as the store holds it now, read from the backend: inside a
+ * store_view, the index of the state that view reads (store_index may lag
+ * it briefly: it is published after the commit's writers are answered).
+ * A scheduler conditions its plan on this one. */
+int store_read_index(struct store *s, uint64_t *out, struct herd_err *err);
+
 /* The watch on which the store publishes its index after each commit.
  * Owned by the store; valid until store_close. */
 struct index_watch *store_watch(struct store *s);
@@ -116,6 +122,13 @@ int store_get(struct store *s, enum store_kind kind, const struct store_key *key
  * On success *out is a new JSON array (possibly empty). */
 int store_list(struct store *s, enum store_kind kind, const struct store_filter *filter,
 	       json_t **out, struct herd_err *err);
+
+/* Like store_list, but only the records whose modify_index is above
+ * `after` (0: all): what changed since a reader last looked, e.g. an
+ * agent's allocations since the index of its previous answer.  Deleted
+ * records do not show (allocations are never deleted today). */
+int store_list_changed(struct store *s, enum store_kind kind, const struct store_filter *filter,
+		       uint64_t after, json_t **out, struct herd_err *err);
 
 /* Index of the last change to any record of kind (0: none yet). */
 int store_kind_index(struct store *s, enum store_kind kind, uint64_t *out, struct herd_err *err);
