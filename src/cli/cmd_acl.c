@@ -182,13 +182,13 @@ static int token_create(int argc, char **argv)
 	};
 	struct httpc_response r;
 	json_t *pols = json_array(), *body;
-	char *copy = xstrdup(policies), *save = NULL, *p;
+	char *copy, *save = NULL, *p;
 	int n = flags_parse_anywhere(&help, argc, argv, NULL, 0), rc;
 	if (n < 0) {
-		free(copy);
 		json_decref(pols);
 		return n == -1 ? 0 : EXIT_USAGE;
 	}
+	copy = xstrdup(policies);   /* after the flags: -policy sets it */
 	for (p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save))
 		if (*p)
 			json_array_append_new(pols, json_string(p));

@@ -217,6 +217,9 @@ static bool need_met(const struct http_request *req, enum acl_need need)
 	case ACL_NEED_TOKEN: return true;
 	case ACL_NEED_NS_READ: return acl_allows_ns(req, req_namespace(req), ACL_READ);
 	case ACL_NEED_NS_SUBMIT: return acl_allows_ns(req, req_namespace(req), ACL_SUBMIT);
+	case ACL_NEED_NS_READ_OR_NODE_WRITE:
+		return acl_allows_ns(req, req_namespace(req), ACL_READ) ||
+		       acl_allows(req, "node", ACL_WRITE);
 	case ACL_NEED_NODE_READ: return acl_allows(req, "node", ACL_READ);
 	case ACL_NEED_NODE_WRITE: return acl_allows(req, "node", ACL_WRITE);
 	case ACL_NEED_QUOTA_READ: return acl_allows(req, "quota", ACL_READ);

@@ -28,6 +28,8 @@ enum acl_need {
 	ACL_NEED_TOKEN,        /* any valid token (ACL on); the handler checks the rest */
 	ACL_NEED_NS_READ,      /* read on ?namespace= ("*": some namespace) */
 	ACL_NEED_NS_SUBMIT,    /* submit on ?namespace= */
+	ACL_NEED_NS_READ_OR_NODE_WRITE, /* read on ?namespace=, or an agent's node
+				 * token: a client reads the jobs it must run */
 	ACL_NEED_NODE_READ,
 	ACL_NEED_NODE_WRITE,
 	ACL_NEED_QUOTA_READ,

@@ -384,9 +384,10 @@ int routes_jobs(struct server *srv, struct herd_err *err)
 		{ "GET", "/v1/jobs", get_jobs, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },
 		{ "POST", "/v1/jobs/parse", post_parse, HTTP_ROUTE_BODY, ACL_NEED_TOKEN },
 		{ "POST", "/v1/job/:id/plan", post_plan, HTTP_ROUTE_BODY, ACL_NEED_TOKEN },
-		{ "GET", "/v1/job/:id", get_job, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },
+		/* clients fetch the job of an allocation with their node token */
+		{ "GET", "/v1/job/:id", get_job, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ_OR_NODE_WRITE },
 		{ "DELETE", "/v1/job/:id", delete_job, 0, ACL_NEED_NS_SUBMIT },
-		{ "GET", "/v1/job/:id/versions", get_job_versions, 0, ACL_NEED_NS_READ },
+		{ "GET", "/v1/job/:id/versions", get_job_versions, 0, ACL_NEED_NS_READ_OR_NODE_WRITE },
 		{ "GET", "/v1/job/:id/allocations", get_job_allocs, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },
 		{ "GET", "/v1/job/:id/evaluations", get_job_evals, 0, ACL_NEED_NS_READ },
 	};

@@ -88,6 +88,13 @@ static void test_isolation(void **state)
 	tnode = token_for(f, "node", "{\"node\": \"write\"}");
 	f->token = tnode;
 	node_add(f, "n1", 4, "H100");
+	/* an agent's node token reads the jobs it runs, and nothing else of a
+	 * namespace */
+	assert_int_equal(status_of(f, "GET", "/v1/job/none/versions?namespace=b", NULL, NULL), 404);
+	assert_int_equal(status_of(f, "GET", "/v1/job/none?namespace=b", NULL, NULL), 404);
+	assert_int_equal(status_of(f, "GET", "/v1/jobs?namespace=b", NULL, NULL), 403);
+	assert_int_equal(status_of(f, "GET", "/v1/job/none/allocations?namespace=b", NULL, NULL), 403);
+	assert_int_equal(status_of(f, "DELETE", "/v1/job/none?namespace=b", NULL, NULL), 403);
 
 	f->token = tb;
 	submit_gpu(f, "b", "secret-job", 1, 50);
