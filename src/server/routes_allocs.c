@@ -41,6 +41,16 @@ static int get_one(struct http_request *req, struct http_response *resp, struct 
 		return http_error(resp, 404, code, "no %s %s", what, key.id);
 	if (rc < 0)
 		return rc;
+	if (kind == STORE_ALLOC) {
+		/* Where the allocation's logs are served (the node's client
+		 * API): a reader of the namespace may lack node read. */
+		struct store_key nk = { NULL, jstr(obj, "node_id", ""), 0 };
+		json_t *node = NULL;
+		if (*nk.id && store_get(srv->store, STORE_NODE, &nk, &node, NULL) == 0)
+			json_object_set_new(obj, "node_http_addr",
+					    json_string(jstr(node, "http_addr", "")));
+		json_decref(node);
+	}
 	http_reply(resp, 200, obj);
 	return 0;
 }

@@ -213,6 +213,11 @@ def test_acl_end_to_end(agents, tmp_path):  # noqa: F811
         assert 'hello-from-team-a' not in json.dumps(body)
     status, text = call(node['http_addr'], logs, token=mgmt)
     assert status == 200 and 'hello-from-team-a' in text
+    # the CLI finds the node through the allocation: a team token suffices
+    r = herd(port, 'alloc', 'logs', '-namespace', 'team-a', a_alloc['id'][:8], token=alice)
+    assert r.returncode == 0 and r.stdout == 'hello-from-team-a\n', r.stderr
+    r = herd(port, 'alloc', 'logs', '-namespace', 'team-a', a_alloc['id'][:8], token=bob)
+    assert r.returncode == 1 and 'hello-from-team-a' not in r.stdout
 
     # secrets are stored hashed: no secret in the database or its WAL, but
     # the SHA-256 of each is there (so these are the right files)
