@@ -228,3 +228,34 @@ def test_acl_end_to_end(agents, tmp_path):  # noqa: F811
     for name, secret in secrets.items():
         assert secret.encode() not in raw, name
         assert hashlib.sha256(secret.encode()).hexdigest().encode() in raw, name
+
+    # restart the server agent as server + client: the ACL state survives,
+    # and its own client joins with the node token from the same file
+    srv.stop()
+    srv_cfg.write_text(srv_cfg.read_text() + 'name = "server-node"\n'
+                       'client {\n  enabled = true\n'
+                       f'  token = "{secrets["node1"]}"\n}}\n')
+    srv.args = ['-config', str(srv_cfg), '-http-port', str(port)]
+    srv.gpu_file = GPUS / 't4-2x.json'
+    srv.start()
+    wait_for(lambda: call(addr, '/v1/agent/health')[0] == 200, 10, 'the restarted server')
+    wait_for(lambda: sorted(n['name'] for n in nodes() if n['status'] == 'ready')
+             == ['gpu-node-1', 'server-node'], 30, 'both nodes ready')
+    assert call(addr, '/v1/jobs?namespace=team-a', token=alice)[0] == 200
+    assert call(addr, '/v1/jobs?namespace=team-a')[0] == 403
+    r = herd(port, 'acl', 'bootstrap')
+    assert r.returncode == 1 and 'bootstrapped already' in r.stderr
+
+
+def test_dev_acl_only_from_a_file(agents, tmp_path):  # noqa: F811
+    cfg = tmp_path / 'acl.hcl'
+    cfg.write_text('acl {\n  enabled = true\n}\n')
+    dev = Agent(tmp_path, 'dev', ['-dev', '-config', str(cfg), '-http-port', '0'],
+                gpu_file=GPUS / 't4-2x.json').start()
+    agents.append(dev)
+    addr = f'127.0.0.1:{dev.port}'
+    wait_for(lambda: call(addr, '/v1/agent/health')[0] == 200, 10, 'the dev agent')
+    status, body = call(addr, '/v1/jobs')
+    assert status == 403 and body['error']['code'] == 'permission_denied'
+    r = herd(dev.port, 'acl', 'bootstrap')
+    assert r.returncode == 0 and secret_of(r.stdout)
