@@ -297,3 +297,74 @@ out:
 	free(rest);
 	return rc;
 }
+
+char *api_name_path(const char *prefix, const char *name)
+{
+	char *e = httpc_escape(name);
+	char *p = xasprintf("%s/%s", prefix, e);
+	free(e);
+	return p;
+}
+
+int api_apply(const char *cmd, const char *path, json_t *body, const char *what, const char *name)
+{
+	struct httpc_response r;
+	int rc = api_call(cmd, "POST", path, body, &r);
+
+	if (rc == 0) {
+		printf("%s %s applied\n", what, name);
+		httpc_response_release(&r);
+	}
+	json_decref(body);
+	return rc < 0;
+}
+
+int api_list_cmd(int argc, char **argv, const char *usage, const char *summary, const char *path,
+		 size_t ncols, const char *const *heads, void (*row)(struct table *t, const json_t *x))
+{
+	bool as_json = false;
+	const struct flag flags[] = { { "json", FLAG_BOOL, &as_json, "print JSON" }, { NULL } };
+	const struct command_help help = { usage, summary, flags };
+	struct httpc_response r;
+	struct table t;
+	json_t *x;
+	size_t i;
+	int n = flags_parse_anywhere(&help, argc, argv, NULL, 0);
+
+	if (n < 0)
+		return n == -1 ? 0 : EXIT_USAGE;
+	if (api_call(argv[0], "GET", path, NULL, &r) < 0)
+		return 1;
+	if (as_json) {
+		api_print_json(r.body);
+	} else {
+		table_init(&t, ncols, heads);
+		json_array_foreach(r.body, i, x)
+			row(&t, x);
+		table_print(&t, stdout, "");
+		table_release(&t);
+	}
+	httpc_response_release(&r);
+	return 0;
+}
+
+int api_delete_cmd(int argc, char **argv, const struct command_help *help, const char *prefix,
+		   const char *what, const char *arg)
+{
+	struct httpc_response r;
+	char *pos[1], *path;
+	int n = flags_parse_anywhere(help, argc, argv, pos, 1), rc;
+
+	if (n < 0)
+		return n == -1 ? 0 : EXIT_USAGE;
+	if (n != 1)
+		return usage_error(argv[0], "expected one %s", arg);
+	path = api_name_path(prefix, pos[0]);
+	rc = api_call(argv[0], "DELETE", path, NULL, &r);
+	free(path);
+	if (rc < 0)
+		return 1;
+	printf("%s %s deleted\n", what, pos[0]);
+	httpc_response_release(&r);
+	return 0;
+}

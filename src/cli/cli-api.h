@@ -1,6 +1,7 @@
 /* cli-api: what the commands that talk to a server share (cmd_job remote
- * parts, cmd_alloc, cmd_node, cmd_gpu status): calling the API with the
- * error printed once, reading fields of JSON answers, aligned tables. */
+ * parts, cmd_alloc, cmd_node, cmd_gpu status, the team commands): calling
+ * the API with the error printed once, reading fields of JSON answers,
+ * aligned tables, list/apply/delete commands. */
 #ifndef HERD_CLI_API_H
 #define HERD_CLI_API_H
 
@@ -97,5 +98,21 @@ void table_addf(struct table *t, const char *fmt, ...) __attribute__((format(pri
 /* Prints with two spaces between columns and indent before each row. */
 void table_print(const struct table *t, FILE *f, const char *indent);
 void table_release(struct table *t);
+
+/* prefix/<name, escaped for a path>; caller frees. */
+char *api_name_path(const char *prefix, const char *name);
+/* POSTs body (taken) to path and prints "<what> <name> applied"; the
+ * error printed as api_call does.  Returns the exit status (0 or 1). */
+int api_apply(const char *cmd, const char *path, json_t *body, const char *what, const char *name);
+/* A `herd ... list [-json]` command: GETs path and prints the array answer
+ * as JSON with -json, else as a table with ncols headings where row adds
+ * the cells of one element.  Returns the exit status. */
+int api_list_cmd(int argc, char **argv, const char *usage, const char *summary, const char *path,
+		 size_t ncols, const char *const *heads, void (*row)(struct table *t, const json_t *x));
+/* A `herd ... delete NAME` command (help has no flags): DELETEs
+ * prefix/NAME and prints "<what> NAME deleted"; a missing NAME is a usage
+ * error "expected one <arg>".  Returns the exit status. */
+int api_delete_cmd(int argc, char **argv, const struct command_help *help, const char *prefix,
+		   const char *what, const char *arg);
 
 #endif

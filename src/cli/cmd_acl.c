@@ -6,7 +6,6 @@
 #include "cli/cli-api.h"
 #include "cli/cli.h"
 #include "cli/teams_cli.h"
-#include "common/diag.h"
 #include "common/httpc.h"
 #include "common/xalloc.h"
 #include "server/teams.h"
@@ -30,21 +29,28 @@ static void print_token(const json_t *t)
 		printf("The secret is shown this once; the server keeps only its hash.\n");
 }
 
-static int acl_bootstrap(int argc, char **argv)
+/* A command without arguments that prints the token the server answers. */
+static int token_call(int argc, char **argv, const struct command_help *help, const char *method,
+		      const char *path)
 {
-	const struct command_help help = {
-		"herd acl bootstrap",
-		"Creates the first management token.  Works once per cluster; later calls are refused.", NULL,
-	};
 	struct httpc_response r;
-	int n = flags_parse_anywhere(&help, argc, argv, NULL, 0);
+	int n = flags_parse_anywhere(help, argc, argv, NULL, 0);
 	if (n < 0)
 		return n == -1 ? 0 : EXIT_USAGE;
-	if (api_call(argv[0], "POST", "/v1/acl/bootstrap", NULL, &r) < 0)
+	if (api_call(argv[0], method, path, NULL, &r) < 0)
 		return 1;
 	print_token(r.body);
 	httpc_response_release(&r);
 	return 0;
+}
+
+static int acl_bootstrap(int argc, char **argv)
+{
+	static const struct command_help help = {
+		"herd acl bootstrap",
+		"Creates the first management token.  Works once per cluster; later calls are refused.", NULL,
+	};
+	return token_call(argc, argv, &help, "POST", "/v1/acl/bootstrap");
 }
 
 static int policy_apply(int argc, char **argv)
@@ -57,113 +63,44 @@ static int policy_apply(int argc, char **argv)
 		"node { policy = \"read\" } quota { policy = \"read\" } agent { policy = \"read\" }; or JSON rules).",
 		flags,
 	};
-	struct httpc_response r;
-	struct diag_list dl;
-	char *pos[2], *text, *esc, *path;
-	size_t len = 0;
-	json_t *rules, *body;
+	char *pos[2], *path;
+	json_t *rules;
 	int n = flags_parse_anywhere(&help, argc, argv, pos, 2), rc;
 	if (n < 0)
 		return n == -1 ? 0 : EXIT_USAGE;
 	if (n != 2)
 		return usage_error(argv[0], "expected a policy name and a file");
-	text = teams_read_file(argv[0], pos[1], &len);
-	if (!text)
+	rules = teams_load_file(argv[0], pos[1], acl_rules_from_hcl);
+	if (!rules)
 		return 1;
-	diag_list_init(&dl);
-	{
-		const char *p = text;
-		while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
-			p++;
-		if (*p == '{') {
-			json_error_t je;
-			rules = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-			if (!rules)
-				diag_error(&dl, je.line, je.column, "%s", je.text);
-		} else {
-			rules = acl_rules_from_hcl(text, len, &dl);
-		}
-	}
-	free(text);
-	if (!rules) {
-		diag_print(&dl, pos[1], stderr);
-		diag_list_release(&dl);
-		return 1;
-	}
-	diag_list_release(&dl);
-	body = json_pack("{s:{s:s, s:o}}", "policy", "description", desc, "rules", rules);
-	esc = httpc_escape(pos[0]);
-	path = xasprintf("/v1/acl/policy/%s", esc);
-	rc = api_call(argv[0], "POST", path, body, &r);
-	free(esc);
+	path = api_name_path("/v1/acl/policy", pos[0]);
+	rc = api_apply(argv[0], path,
+		       json_pack("{s:{s:s, s:o}}", "policy", "description", desc, "rules", rules),
+		       "policy", pos[0]);
 	free(path);
-	json_decref(body);
-	if (rc < 0)
-		return 1;
-	printf("policy %s applied\n", pos[0]);
-	httpc_response_release(&r);
-	return 0;
+	return rc;
+}
+
+static void policy_row(struct table *t, const json_t *x)
+{
+	char *rules = json_dumps(json_object_get(x, "rules"), JSON_COMPACT | JSON_SORT_KEYS);
+	table_add(t, js(x, "name"));
+	table_add(t, js(x, "description"));
+	table_add(t, rules ? rules : "");
+	free(rules);
 }
 
 static int policy_list(int argc, char **argv)
 {
-	bool as_json = false;
-	const struct flag flags[] = { { "json", FLAG_BOOL, &as_json, "print JSON" }, { NULL } };
-	const struct command_help help = { "herd acl policy list [-json]", "Lists the ACL policies.", flags };
 	static const char *const heads[] = { "NAME", "DESCRIPTION", "RULES" };
-	struct httpc_response r;
-	struct table t;
-	json_t *x;
-	size_t i;
-	int n = flags_parse_anywhere(&help, argc, argv, NULL, 0);
-	if (n < 0)
-		return n == -1 ? 0 : EXIT_USAGE;
-	if (api_call(argv[0], "GET", "/v1/acl/policies", NULL, &r) < 0)
-		return 1;
-	if (as_json) {
-		api_print_json(r.body);
-	} else {
-		table_init(&t, 3, heads);
-		json_array_foreach(r.body, i, x) {
-			char *rules = json_dumps(json_object_get(x, "rules"), JSON_COMPACT | JSON_SORT_KEYS);
-			table_add(&t, js(x, "name"));
-			table_add(&t, js(x, "description"));
-			table_add(&t, rules ? rules : "");
-			free(rules);
-		}
-		table_print(&t, stdout, "");
-		table_release(&t);
-	}
-	httpc_response_release(&r);
-	return 0;
-}
-
-/* DELETE prefix/NAME for the one positional. */
-static int delete_one(int argc, char **argv, const char *prefix, const char *usage, const char *what)
-{
-	const struct command_help help = { usage, "Deletes it.", NULL };
-	struct httpc_response r;
-	char *pos[1], *esc, *path;
-	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc;
-	if (n < 0)
-		return n == -1 ? 0 : EXIT_USAGE;
-	if (n != 1)
-		return usage_error(argv[0], "expected one %s", what);
-	esc = httpc_escape(pos[0]);
-	path = xasprintf("%s/%s", prefix, esc);
-	rc = api_call(argv[0], "DELETE", path, NULL, &r);
-	free(esc);
-	free(path);
-	if (rc < 0)
-		return 1;
-	printf("%s %s deleted\n", what, pos[0]);
-	httpc_response_release(&r);
-	return 0;
+	return api_list_cmd(argc, argv, "herd acl policy list [-json]", "Lists the ACL policies.",
+			    "/v1/acl/policies", 3, heads, policy_row);
 }
 
 static int policy_delete(int argc, char **argv)
 {
-	return delete_one(argc, argv, "/v1/acl/policy", "herd acl policy delete NAME", "policy");
+	static const struct command_help help = { "herd acl policy delete NAME", "Deletes it.", NULL };
+	return api_delete_cmd(argc, argv, &help, "/v1/acl/policy", "policy", "policy");
 }
 
 static int token_create(int argc, char **argv)
@@ -203,57 +140,33 @@ static int token_create(int argc, char **argv)
 	return 0;
 }
 
+static void token_row(struct table *t, const json_t *x)
+{
+	char *pols = json_dumps(json_object_get(x, "policies"), JSON_COMPACT);
+	table_add(t, js(x, "accessor_id"));
+	table_add(t, js(x, "name"));
+	table_add(t, js(x, "type"));
+	table_add(t, pols ? pols : "[]");
+	free(pols);
+}
+
 static int token_list(int argc, char **argv)
 {
-	bool as_json = false;
-	const struct flag flags[] = { { "json", FLAG_BOOL, &as_json, "print JSON" }, { NULL } };
-	const struct command_help help = { "herd acl token list [-json]", "Lists tokens (never their secrets).", flags };
 	static const char *const heads[] = { "ACCESSOR ID", "NAME", "TYPE", "POLICIES" };
-	struct httpc_response r;
-	struct table t;
-	json_t *x;
-	size_t i;
-	int n = flags_parse_anywhere(&help, argc, argv, NULL, 0);
-	if (n < 0)
-		return n == -1 ? 0 : EXIT_USAGE;
-	if (api_call(argv[0], "GET", "/v1/acl/tokens", NULL, &r) < 0)
-		return 1;
-	if (as_json) {
-		api_print_json(r.body);
-	} else {
-		table_init(&t, 4, heads);
-		json_array_foreach(r.body, i, x) {
-			char *pols = json_dumps(json_object_get(x, "policies"), JSON_COMPACT);
-			table_add(&t, js(x, "accessor_id"));
-			table_add(&t, js(x, "name"));
-			table_add(&t, js(x, "type"));
-			table_add(&t, pols ? pols : "[]");
-			free(pols);
-		}
-		table_print(&t, stdout, "");
-		table_release(&t);
-	}
-	httpc_response_release(&r);
-	return 0;
+	return api_list_cmd(argc, argv, "herd acl token list [-json]",
+			    "Lists tokens (never their secrets).", "/v1/acl/tokens", 4, heads, token_row);
 }
 
 static int token_delete(int argc, char **argv)
 {
-	return delete_one(argc, argv, "/v1/acl/token", "herd acl token delete ACCESSOR_ID", "token");
+	static const struct command_help help = { "herd acl token delete ACCESSOR_ID", "Deletes it.", NULL };
+	return api_delete_cmd(argc, argv, &help, "/v1/acl/token", "token", "token");
 }
 
 static int token_self(int argc, char **argv)
 {
-	const struct command_help help = { "herd acl token self", "Shows the token in HERD_TOKEN.", NULL };
-	struct httpc_response r;
-	int n = flags_parse_anywhere(&help, argc, argv, NULL, 0);
-	if (n < 0)
-		return n == -1 ? 0 : EXIT_USAGE;
-	if (api_call(argv[0], "GET", "/v1/acl/token/self", NULL, &r) < 0)
-		return 1;
-	print_token(r.body);
-	httpc_response_release(&r);
-	return 0;
+	static const struct command_help help = { "herd acl token self", "Shows the token in HERD_TOKEN.", NULL };
+	return token_call(argc, argv, &help, "GET", "/v1/acl/token/self");
 }
 
 static int acl_policy(int argc, char **argv)

@@ -1,11 +1,9 @@
 /* herd namespace apply|list|delete: the teams' namespaces (docs/teams.md). */
 #include <stdlib.h>
-#include <string.h>
 
 #include "cli/cli-api.h"
 #include "cli/cli.h"
 #include "common/httpc.h"
-#include "common/xalloc.h"
 
 static int ns_apply(int argc, char **argv)
 {
@@ -21,8 +19,7 @@ static int ns_apply(int argc, char **argv)
 		"herd namespace apply [-description TEXT] [-quota NAME] [-weight GPUS] NAME",
 		"Creates the namespace NAME, or updates it.", flags,
 	};
-	struct httpc_response r;
-	char *pos[1], *path, *esc;
+	char *pos[1], *path;
 	json_t *body;
 	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc;
 	if (n < 0)
@@ -37,8 +34,7 @@ static int ns_apply(int argc, char **argv)
 	if (weight > 0)
 		json_object_set_new(body, "weight", json_integer(weight));
 	/* keep the fields not given: read the namespace first */
-	esc = httpc_escape(pos[0]);
-	path = xasprintf("/v1/namespace/%s", esc);
+	path = api_name_path("/v1/namespace", pos[0]);
 	{
 		struct httpc c;
 		struct httpc_response old;
@@ -55,78 +51,36 @@ static int ns_apply(int argc, char **argv)
 		httpc_response_release(&old);
 		httpc_release(&c);
 	}
-	{
-		json_t *wrapped = json_pack("{s:o}", "namespace", body);
-		rc = api_call(argv[0], "POST", path, wrapped, &r);
-		json_decref(wrapped);
-	}
+	rc = api_apply(argv[0], path, json_pack("{s:o}", "namespace", body), "namespace", pos[0]);
 	free(path);
-	free(esc);
-	if (rc < 0)
-		return 1;
-	printf("namespace %s applied\n", pos[0]);
-	httpc_response_release(&r);
-	return 0;
+	return rc;
+}
+
+static void ns_row(struct table *t, const json_t *x)
+{
+	table_add(t, js(x, "name"));
+	table_add(t, *js(x, "quota") ? js(x, "quota") : "-");
+	if (json_is_number(json_object_get(x, "weight")))
+		table_addf(t, "%g", json_number_value(json_object_get(x, "weight")));
+	else
+		table_add(t, "-");
+	table_add(t, js(x, "description"));
 }
 
 static int ns_list(int argc, char **argv)
 {
-	bool as_json = false;
-	const struct flag flags[] = { { "json", FLAG_BOOL, &as_json, "print JSON" }, { NULL } };
-	const struct command_help help = { "herd namespace list [-json]", "Lists the namespaces.", flags };
-	struct httpc_response r;
-	struct table t;
 	static const char *const heads[] = { "NAME", "QUOTA", "WEIGHT", "DESCRIPTION" };
-	json_t *x;
-	size_t i;
-	int n = flags_parse_anywhere(&help, argc, argv, NULL, 0);
-	if (n < 0)
-		return n == -1 ? 0 : EXIT_USAGE;
-	if (api_call(argv[0], "GET", "/v1/namespaces", NULL, &r) < 0)
-		return 1;
-	if (as_json) {
-		api_print_json(r.body);
-	} else {
-		table_init(&t, 4, heads);
-		json_array_foreach(r.body, i, x) {
-			table_add(&t, js(x, "name"));
-			table_add(&t, *js(x, "quota") ? js(x, "quota") : "-");
-			if (json_is_number(json_object_get(x, "weight")))
-				table_addf(&t, "%g", json_number_value(json_object_get(x, "weight")));
-			else
-				table_add(&t, "-");
-			table_add(&t, js(x, "description"));
-		}
-		table_print(&t, stdout, "");
-		table_release(&t);
-	}
-	httpc_response_release(&r);
-	return 0;
+	return api_list_cmd(argc, argv, "herd namespace list [-json]", "Lists the namespaces.",
+			    "/v1/namespaces", 4, heads, ns_row);
 }
 
 static int ns_delete(int argc, char **argv)
 {
-	const struct command_help help = {
+	static const struct command_help help = {
 		"herd namespace delete NAME",
 		"Deletes a namespace.  Refused while it holds jobs (purge them first).", NULL,
 	};
-	struct httpc_response r;
-	char *pos[1], *path, *esc;
-	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc;
-	if (n < 0)
-		return n == -1 ? 0 : EXIT_USAGE;
-	if (n != 1)
-		return usage_error(argv[0], "expected one namespace name");
-	esc = httpc_escape(pos[0]);
-	path = xasprintf("/v1/namespace/%s", esc);
-	rc = api_call(argv[0], "DELETE", path, NULL, &r);
-	free(path);
-	free(esc);
-	if (rc < 0)
-		return 1;
-	printf("namespace %s deleted\n", pos[0]);
-	httpc_response_release(&r);
-	return 0;
+	return api_delete_cmd(argc, argv, &help, "/v1/namespace", "namespace", "namespace name");
 }
 
 int cmd_namespace(int argc, char **argv)

@@ -156,17 +156,10 @@ static void print_node(const json_t *n, const json_t *allocs, bool verbose)
 			table_add(&t, js(d, "model"));
 			table_add(&t, *js(d, "mig_profile") ? js(d, "mig_profile") : "-");
 			table_add(&t, js(d, "sharing"));
-			if (!u && strcmp(js(d, "sharing"), "exclusive")) {
-				/* a shared GPU without tenants: its room */
-				struct strbuf sb = STRBUF_INIT;
-				gpu_share_summary(&sb, d, 0, 0, 0);
-				table_add(&t, sb.buf);
-				strbuf_release(&sb);
-			} else if (!u)
-				table_add(&t, "-");
-			else if (!strcmp(js(d, "sharing"), "exclusive"))
-				table_addf(&t, "whole");
-			else {
+			if (!strcmp(js(d, "sharing"), "exclusive")) {
+				table_add(&t, u ? "whole" : "-");
+			} else {
+				/* without tenants (u NULL: zeros), the room of a shared GPU */
 				struct strbuf sb = STRBUF_INIT;
 				gpu_share_summary(&sb, d, (long long)ji(u, "holders"),
 						  (long long)ji(u, "compute"), (long long)ji(u, "memory"));
@@ -294,56 +287,54 @@ static int node_post(const char *cmd, const char *arg, const char *what, json_t 
 	return rc < 0 ? 1 : 0;
 }
 
-static int node_drain_cmd(int argc, char **argv)
+/* drain and eligibility: -enable|-disable ID, POSTed as { key: !disable }.
+ * Drain enables by default; eligibility needs one of the two. */
+static int node_switch_cmd(int argc, char **argv, const char *what, const char *key,
+			   const char *const text[4], bool enable_by_default)
 {
 	bool disable = false, enable = false;
 	const struct flag flags[] = {
-		{ "enable", FLAG_BOOL, &enable, "start draining (the default)" },
-		{ "disable", FLAG_BOOL, &disable, "stop draining" },
+		{ "enable", FLAG_BOOL, &enable, text[2] },
+		{ "disable", FLAG_BOOL, &disable, text[3] },
 		{ NULL, 0, NULL, NULL },
 	};
-	const struct command_help help = {
+	const struct command_help help = { text[0], text[1], flags };
+	char *pos[1];
+	int n = flags_parse_anywhere(&help, argc, argv, pos, 1);
+
+	if (n < 0)
+		return n == -1 ? 0 : EXIT_USAGE;
+	if (n < 1)
+		return usage_error(argv[0], "missing node id");
+	if (!enable_by_default && enable == disable)
+		return usage_error(argv[0], "give one of -enable and -disable");
+	if (enable && disable)
+		return usage_error(argv[0], "-enable and -disable exclude each other");
+	return node_post(argv[0], pos[0], what, json_pack("{s:b}", key, !disable));
+}
+
+static int node_drain_cmd(int argc, char **argv)
+{
+	static const char *const text[4] = {
 		"herd node drain [options] ID",
 		"Drains a node: it gets no new work and its allocations move elsewhere.\n"
 		"-disable ends the drain (the node stays ineligible until\n"
 		"`herd node eligibility -enable ID`).",
-		flags,
+		"start draining (the default)",
+		"stop draining",
 	};
-	char *pos[1];
-	int n = flags_parse_anywhere(&help, argc, argv, pos, 1);
-
-	if (n < 0)
-		return n == -1 ? 0 : EXIT_USAGE;
-	if (n < 1)
-		return usage_error(argv[0], "missing node id");
-	if (enable && disable)
-		return usage_error(argv[0], "-enable and -disable exclude each other");
-	return node_post(argv[0], pos[0], "drain", json_pack("{s:b}", "enable", !disable));
+	return node_switch_cmd(argc, argv, "drain", "enable", text, true);
 }
 
 static int node_eligibility_cmd(int argc, char **argv)
 {
-	bool disable = false, enable = false;
-	const struct flag flags[] = {
-		{ "enable", FLAG_BOOL, &enable, "the node may get new work" },
-		{ "disable", FLAG_BOOL, &disable, "the node gets no new work (what it runs stays)" },
-		{ NULL, 0, NULL, NULL },
-	};
-	const struct command_help help = {
+	static const char *const text[4] = {
 		"herd node eligibility -enable|-disable ID",
 		"Marks a node eligible or ineligible for new work.",
-		flags,
+		"the node may get new work",
+		"the node gets no new work (what it runs stays)",
 	};
-	char *pos[1];
-	int n = flags_parse_anywhere(&help, argc, argv, pos, 1);
-
-	if (n < 0)
-		return n == -1 ? 0 : EXIT_USAGE;
-	if (n < 1)
-		return usage_error(argv[0], "missing node id");
-	if (enable == disable)
-		return usage_error(argv[0], "give one of -enable and -disable");
-	return node_post(argv[0], pos[0], "eligibility", json_pack("{s:b}", "eligible", enable));
+	return node_switch_cmd(argc, argv, "eligibility", "eligible", text, false);
 }
 
 int cmd_node(int argc, char **argv)

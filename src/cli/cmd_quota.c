@@ -16,7 +16,7 @@
 
 #define TEAMS_MAX_FILE (8u << 20)
 
-char *teams_read_file(const char *cmd, const char *path, size_t *len)
+static char *read_file(const char *cmd, const char *path, size_t *len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -56,6 +56,32 @@ static bool is_json_file(const char *path, const char *text)
 	return (n > 5 && !strcmp(path + n - 5, ".json")) || *text == '{';
 }
 
+json_t *teams_load_file(const char *cmd, const char *path,
+			json_t *(*from_hcl)(const char *text, size_t len, struct diag_list *dl))
+{
+	struct diag_list dl;
+	size_t len = 0;
+	char *text = read_file(cmd, path, &len);
+	json_t *doc;
+
+	if (!text)
+		return NULL;
+	diag_list_init(&dl);
+	if (is_json_file(path, text)) {
+		json_error_t je;
+		doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+		if (!doc)
+			diag_error(&dl, je.line, je.column, "%s", je.text);
+	} else {
+		doc = from_hcl(text, len, &dl);
+	}
+	free(text);
+	if (!doc)
+		diag_print(&dl, path, stderr);
+	diag_list_release(&dl);
+	return doc;
+}
+
 static int quota_apply(int argc, char **argv)
 {
 	const struct command_help help = {
@@ -63,46 +89,23 @@ static int quota_apply(int argc, char **argv)
 		"Creates or updates the quota specification in FILE (HCL, or JSON).  Attach it to a "
 		"namespace with herd namespace apply NAME -quota QUOTA.", NULL,
 	};
-	struct httpc_response r;
-	struct diag_list dl;
-	char *pos[1], *text;
-	size_t len = 0;
-	json_t *spec, *body;
+	char *pos[1], *name;
+	json_t *spec;
 	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc;
 	if (n < 0)
 		return n == -1 ? 0 : EXIT_USAGE;
 	if (n != 1)
 		return usage_error(argv[0], "expected one quota file");
-	text = teams_read_file(argv[0], pos[0], &len);
-	if (!text)
+	spec = teams_load_file(argv[0], pos[0], quota_spec_from_hcl);
+	if (!spec)
 		return 1;
-	diag_list_init(&dl);
-	if (is_json_file(pos[0], text)) {
-		json_error_t je;
-		spec = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-		if (!spec)
-			diag_error(&dl, je.line, je.column, "%s", je.text);
-		else if (json_is_object(json_object_get(spec, "quota")))
-			json_object_update(spec, json_object_get(spec, "quota")), json_object_del(spec, "quota");
-	} else {
-		spec = quota_spec_from_hcl(text, len, &dl);
-	}
-	free(text);
-	if (!spec) {
-		diag_print(&dl, pos[0], stderr);
-		diag_list_release(&dl);
-		return 1;
-	}
-	diag_list_release(&dl);
-	body = json_pack("{s:o}", "quota", spec);
-	rc = api_call(argv[0], "POST", "/v1/quotas", body, &r);
-	if (rc == 0)
-		printf("quota %s applied\n", js(body ? json_object_get(body, "quota") : NULL, "name"));
-	json_decref(body);
-	if (rc < 0)
-		return 1;
-	httpc_response_release(&r);
-	return 0;
+	/* a JSON file may wrap the spec as {"quota": {...}} */
+	if (json_is_object(json_object_get(spec, "quota")))
+		json_object_update(spec, json_object_get(spec, "quota")), json_object_del(spec, "quota");
+	name = xstrdup(js(spec, "name"));
+	rc = api_apply(argv[0], "/v1/quotas", json_pack("{s:o}", "quota", spec), "quota", name);
+	free(name);
+	return rc;
 }
 
 /* "4" or "cpu 2500 MHz, memory 1000 MiB, nvidia/gpu 4" for a spec. */
@@ -126,53 +129,35 @@ static void limits_text(const json_t *q, struct table *t)
 	table_add(t, *buf ? buf : "-");
 }
 
-static int quota_list(int argc, char **argv)
+static void quota_row(struct table *t, const json_t *x)
 {
-	bool as_json = false;
-	const struct flag flags[] = { { "json", FLAG_BOOL, &as_json, "print JSON" }, { NULL } };
-	const struct command_help help = { "herd quota list [-json]", "Lists the quota specifications.", flags };
-	static const char *const heads[] = { "NAME", "LIMITS", "BORROW", "DESCRIPTION" };
-	struct httpc_response r;
-	struct table t;
-	json_t *x;
-	size_t i;
-	int n = flags_parse_anywhere(&help, argc, argv, NULL, 0);
-	if (n < 0)
-		return n == -1 ? 0 : EXIT_USAGE;
-	if (api_call(argv[0], "GET", "/v1/quotas", NULL, &r) < 0)
-		return 1;
-	if (as_json) {
-		api_print_json(r.body);
-	} else {
-		table_init(&t, 4, heads);
-		json_array_foreach(r.body, i, x) {
-			double bl = json_number_value(json_object_get(x, "borrow_limit"));
-			table_add(&t, js(x, "name"));
-			limits_text(x, &t);
-			if (!jb(x, "borrow"))
-				table_add(&t, "no");
-			else if (bl > 0)
-				table_addf(&t, "up to %g GPUs", bl);
-			else
-				table_add(&t, "yes");
-			table_add(&t, js(x, "description"));
-		}
-		table_print(&t, stdout, "");
-		table_release(&t);
-	}
-	httpc_response_release(&r);
-	return 0;
+	double bl = json_number_value(json_object_get(x, "borrow_limit"));
+	table_add(t, js(x, "name"));
+	limits_text(x, t);
+	if (!jb(x, "borrow"))
+		table_add(t, "no");
+	else if (bl > 0)
+		table_addf(t, "up to %g GPUs", bl);
+	else
+		table_add(t, "yes");
+	table_add(t, js(x, "description"));
 }
 
-/* One quota by name: GET (suffix "" or "/status") or DELETE. */
-static int quota_one(int argc, char **argv, const char *method, const char *suffix, const char *usage,
-		     const char *summary)
+static int quota_list(int argc, char **argv)
+{
+	static const char *const heads[] = { "NAME", "LIMITS", "BORROW", "DESCRIPTION" };
+	return api_list_cmd(argc, argv, "herd quota list [-json]", "Lists the quota specifications.",
+			    "/v1/quotas", 4, heads, quota_row);
+}
+
+/* One quota by name: GET (suffix "" or "/status"). */
+static int quota_one(int argc, char **argv, const char *suffix, const char *usage, const char *summary)
 {
 	bool as_json = false;
 	const struct flag flags[] = { { "json", FLAG_BOOL, &as_json, "print JSON" }, { NULL } };
 	const struct command_help help = { usage, summary, flags };
 	struct httpc_response r;
-	char *pos[1], *esc, *path;
+	char *pos[1], *name, *path;
 	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc;
 	json_t *x, *d;
 	size_t i;
@@ -181,16 +166,14 @@ static int quota_one(int argc, char **argv, const char *method, const char *suff
 		return n == -1 ? 0 : EXIT_USAGE;
 	if (n != 1)
 		return usage_error(argv[0], "expected one quota name");
-	esc = httpc_escape(pos[0]);
-	path = xasprintf("/v1/quota/%s%s", esc, suffix);
-	rc = api_call(argv[0], method, path, NULL, &r);
-	free(esc);
+	name = api_name_path("/v1/quota", pos[0]);
+	path = xasprintf("%s%s", name, suffix);
+	rc = api_call(argv[0], "GET", path, NULL, &r);
+	free(name);
 	free(path);
 	if (rc < 0)
 		return 1;
-	if (!strcmp(method, "DELETE")) {
-		printf("quota %s deleted\n", pos[0]);
-	} else if (as_json || !*suffix) {
+	if (as_json || !*suffix) {
 		api_print_json(r.body);
 	} else {
 		static const char *const heads[] = { "NAMESPACE", "RESOURCE", "USED", "LIMIT" };
@@ -227,19 +210,21 @@ static int quota_one(int argc, char **argv, const char *method, const char *suff
 
 static int quota_status(int argc, char **argv)
 {
-	return quota_one(argc, argv, "GET", "/status", "herd quota status [-json] NAME",
+	return quota_one(argc, argv, "/status", "herd quota status [-json] NAME",
 			 "Shows what each namespace with the quota uses, against its limits.");
 }
 
 static int quota_inspect(int argc, char **argv)
 {
-	return quota_one(argc, argv, "GET", "", "herd quota inspect NAME", "Prints the quota specification as JSON.");
+	return quota_one(argc, argv, "", "herd quota inspect NAME", "Prints the quota specification as JSON.");
 }
 
 static int quota_delete(int argc, char **argv)
 {
-	return quota_one(argc, argv, "DELETE", "", "herd quota delete NAME",
-			 "Deletes a quota specification no namespace uses.");
+	static const struct command_help help = {
+		"herd quota delete NAME", "Deletes a quota specification no namespace uses.", NULL,
+	};
+	return api_delete_cmd(argc, argv, &help, "/v1/quota", "quota", "quota name");
 }
 
 int cmd_quota(int argc, char **argv)

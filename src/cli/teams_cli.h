@@ -4,8 +4,15 @@
 
 #include <stddef.h>
 
-/* Reads a whole file (at most 8 MiB) into a NUL-terminated heap buffer;
- * NULL with the reason printed as "cmd: path: ...". */
-char *teams_read_file(const char *cmd, const char *path, size_t *len);
+#include <jansson.h>
+
+struct diag_list;
+
+/* Reads a policy or quota file (at most 8 MiB): JSON when its name ends in
+ * ".json" or its text starts with "{", else HCL through from_hcl.  Returns
+ * the document (new reference), or NULL with the reason printed ("cmd:
+ * path: ..." or the file's diagnostics).  In cmd_quota.c. */
+json_t *teams_load_file(const char *cmd, const char *path,
+			json_t *(*from_hcl)(const char *text, size_t len, struct diag_list *dl));
 
 #endif
