@@ -271,6 +271,26 @@ static double stranded(const struct sched_workload *w, double gpu, double cpu, d
 	return gpu - fmax(usable, 0);
 }
 
+/* herd's tie-break for a fraction, in [0, 1) so that it never crosses a
+ * bucket: 0 when the chosen GPU is free (it opens a GPU), else 0.5 plus up
+ * to 0.49 for a tight fit (the share of compute left after the placement,
+ * averaged with the share of memory left when memory is asked, inverted).  Completing
+ * a GPU that already has tenants keeps the free GPUs whole for whole-GPU
+ * tasks; without it an equal bucket left the choice to the node order. */
+static double shared_fit(const struct sched_snapshot *s, const struct nodeview *v,
+			 const struct ask *a, int pos)
+{
+	const struct sched_dev *d = &s->node[v->node].dev[v->idx[pos]];
+	double left;
+
+	if (v->free[pos])
+		return 0.0;
+	left = (double)(v->left[pos] - a->milli) / SCHED_MILLI;
+	if (a->dmem > 0 && d->mem_total > 0)
+		left = (left + (double)(v->mleft[pos] - a->dmem) / (double)d->mem_total) / 2.0;
+	return 0.5 + 0.49 * (1.0 - left);
+}
+
 /* herd: FGD's gradient, CPU-aware.  See docs/scheduling.md. */
 static double herd_score(struct sched_snapshot *s, const struct nodeview *v, const struct ask *a,
 			 const struct sched_workload *w, int *pick)
@@ -317,7 +337,8 @@ static double herd_score(struct sched_snapshot *s, const struct nodeview *v, con
 		double was = stranded(w, gpu, (double)v->cpu_left, (double)v->mem_left);
 		double now = stranded(w, gpu - used, (double)(v->cpu_left - a->cpu),
 				      (double)(v->mem_left - a->mem));
-		return (now > was + 0.5 ? 0.0 : 1000.0) + bucket;
+		return (now > was + 0.5 ? 0.0 : 1000.0) + bucket +
+		       (a->frac ? shared_fit(s, v, a, pick[0]) : 0.0);
 	}
 }
 

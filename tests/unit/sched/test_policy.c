@@ -80,8 +80,9 @@ static void test_fgd(void **state)
 	assert_int_equal(dev, 0);
 	/* herd: the same bucket (45), + 1000 because it strands no GPU: the
 	 * class takes 1000/600 CPU per GPU milli, and 56 cores are plenty for
-	 * the 3200 idle: 1045 */
-	assert_true(score_of(SCHED_HERD, w, &dev) == 1045);
+	 * the 3200 idle; + 0.5 + 0.49 x (1 - 200/1000) = 0.892 because GPU-0
+	 * is already shared and keeps 200 of 1000: 1045.892 */
+	assert_true(fabs(score_of(SCHED_HERD, w, &dev) - 1045.892) < 1e-9);
 	assert_int_equal(dev, 0);
 	sched_workload_free(w);
 }
@@ -156,6 +157,71 @@ static void test_herd_strands_last(void **state)
 	sched_workload_free(w);
 }
 
+/* herd, a fraction on a tie: node a has GPU-0 taken whole and GPU-1 free,
+ * node b has half of its MPS GPU-0 taken by one tenant and GPU-1 free.  Half
+ * a GPU (the workload: that request alone) leaves no fragment either way
+ * (a: 0 and 500 left, b: 0 and 1000), so the gradient is 0 less the
+ * in-node tie-break (a millionth per milli left: 0.0005 on b, 0.001 on a),
+ * both nodes get bucket int(100 sigmoid(-0.000001)) = 49 and strand
+ * nothing: 1049.  Completing b's shared GPU adds 0.5 + 0.49 x (1 - 0/1000)
+ * = 0.99, so b wins whatever the tie
+ * order (ranks either way, or the snapshot's order with a or b first), and
+ * takes its shared GPU-0. */
+static void herd_shared_case(bool b_first, const uint32_t *rank, bool scan_all)
+{
+	struct sched_snapshot *s = sched_snapshot_new();
+	struct sched_device_request dr = { .name = "gpu", .count = 1, .compute = 500 };
+	struct sched_request req = { .cpu_milli = 1000, .count = 1, .device = &dr };
+	struct sched_options o = { .policy = SCHED_HERD, .tie_rank = rank, .scan_all = scan_all };
+	struct sched_placement whole = { .ndev = 1 }, half = { .ndev = 1 }, p;
+	int a, b;
+
+	if (b_first) {
+		b = add_node(s, "b", 16000, 65536, 2, "T4", SCHED_MPS, 16384);
+		a = add_node(s, "a", 16000, 65536, 2, "T4", SCHED_MPS, 16384);
+	} else {
+		a = add_node(s, "a", 16000, 65536, 2, "T4", SCHED_MPS, 16384);
+		b = add_node(s, "b", 16000, 65536, 2, "T4", SCHED_MPS, 16384);
+	}
+	whole.node = a;
+	whole.dev[0] = (struct sched_device_share){ .dev = 0, .compute = 1000,
+						    .memory_mib = 16384, .whole = true };
+	half.node = b;
+	half.dev[0] = (struct sched_device_share){ .dev = 0, .compute = 500 };
+	assert_int_equal(sched_apply(s, &whole), 0);
+	assert_int_equal(sched_apply(s, &half), 0);
+	assert_int_equal(sched_device_tenants(s, b, 0), 1);
+	assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
+	assert_string_equal(sched_node_id(s, p.node), "b");
+	assert_int_equal(p.dev[0].dev, 0);
+	assert_true(fabs(p.score - 1049.99) < 1e-9);
+	/* node a alone still takes its free GPU (the tie-break only orders) */
+	assert_int_equal(sched_release(s, &half), 0);
+	half.dev[0].compute = 1000;
+	half.dev[0].memory_mib = 16384;
+	half.dev[0].whole = true;
+	assert_int_equal(sched_apply(s, &half), 0);
+	half.dev[0].dev = 1;
+	assert_int_equal(sched_apply(s, &half), 0);
+	assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
+	assert_string_equal(sched_node_id(s, p.node), "a");
+	assert_int_equal(p.dev[0].dev, 1);
+	assert_true(p.score == 1049);
+	sched_snapshot_free(s);
+}
+
+static void test_herd_prefers_shared_gpu(void **state)
+{
+	static const uint32_t a_first[2] = { 0, 1 }, b_first[2] = { 1, 0 };
+	for (int scan_all = 0; scan_all < 2; scan_all++)
+		for (int order = 0; order < 2; order++) {
+			/* ranks are per node index: both rank arrays, and none */
+			herd_shared_case(order, order ? b_first : a_first, scan_all);
+			herd_shared_case(order, order ? a_first : b_first, scan_all);
+			herd_shared_case(order, NULL, scan_all);
+		}
+}
+
 static void test_frag_measure(void **state)
 {
 	struct sched_task_class c[] = { { 1000, 0, 600, 1, NULL, 1 }, { 2000, 0, 0, 0, NULL, 1 },
@@ -195,6 +261,7 @@ int main(void)
 		cmocka_unit_test(test_frag_measure), cmocka_unit_test(test_policy_names),
 		cmocka_unit_test(test_herd_cpu_only),
 		cmocka_unit_test(test_herd_strands_last),
+		cmocka_unit_test(test_herd_prefers_shared_gpu),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
