@@ -21,29 +21,6 @@
 
 #define MULTI_MAX_NODES 32 /* candidate nodes tried before giving up */
 
-static int translate(const struct job_rules *r, bool affinity, struct sched_constraint **cv,
-		     size_t *cn, struct sched_affinity **av, size_t *an, struct herd_err *err)
-{
-	for (size_t i = 0; i < r->n; i++) {
-		const struct job_constraint *c = &r->v[i];
-		struct sched_constraint sc;
-		if (sched_op_parse(c->operator, &sc.op) < 0)
-			return herd_errf(err, -EINVAL, "device constraint operator \"%s\" is not supported by the scheduler",
-					 c->operator);
-		sc.ltarget = c->attribute;
-		sc.rtarget = c->value;
-		if (affinity) {
-			*av = xreallocarray(*av, *an + 1, sizeof(**av));
-			(*av)[*an].c = sc;
-			(*av)[(*an)++].weight = (int)c->weight;
-		} else {
-			*cv = xreallocarray(*cv, *cn + 1, sizeof(**cv));
-			(*cv)[(*cn)++] = sc;
-		}
-	}
-	return 0;
-}
-
 int group_ask_extra_devices(struct group_ask *a, const struct job_group *g, struct herd_err *err)
 {
 	bool first = true;
@@ -60,9 +37,11 @@ int group_ask_extra_devices(struct group_ask *a, const struct job_group *g, stru
 			a->extra = xreallocarray(a->extra, a->nextra + 1, sizeof(*a->extra));
 			x = &a->extra[a->nextra++];
 			memset(x, 0, sizeof(*x));
-			rc = translate(&dev->constraints, false, &x->cons, &x->ncons, NULL, NULL, err);
+			rc = group_ask_add_rules(NULL, &dev->constraints, false, &x->cons, &x->ncons,
+						 NULL, NULL, err);
 			if (!rc)
-				rc = translate(&dev->affinities, true, NULL, NULL, &x->affs, &x->naffs, err);
+				rc = group_ask_add_rules(NULL, &dev->affinities, true, NULL, NULL,
+							 &x->affs, &x->naffs, err);
 			if (rc < 0)
 				return rc;
 			x->dev.name = dev->name;

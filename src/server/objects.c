@@ -105,3 +105,11 @@ int reply_store_error(struct http_response *resp, int rc, const char *what)
 		return http_error(resp, 404, "not_found", "%s not found", what);
 	return rc;
 }
+
+int reply_written(struct http_response *resp, uint64_t idx, json_t *body)
+{
+	resp->has_index = 1;
+	resp->index = idx;
+	http_reply(resp, 200, body ? body : json_pack("{s:I}", "index", (json_int_t)idx));
+	return 0;
+}

@@ -20,6 +20,15 @@ static json_t *token_public(const json_t *rec)
 	return o;
 }
 
+/* Answers a token just stored, with its secret (the only time it is shown). */
+static void reply_secret(struct http_response *resp, uint64_t idx, const json_t *tok,
+			 const char *secret)
+{
+	json_t *out = token_public(tok);
+	json_object_set_new(out, "secret_id", json_string(secret));
+	reply_written(resp, idx, out);
+}
+
 /* Makes a token record and its secret; the caller commits it. */
 static json_t *token_new(const char *name, const char *type, json_t *policies, char secret[65],
 			 struct herd_err *err)
@@ -68,11 +77,7 @@ static int post_bootstrap(struct http_request *req, struct http_response *resp, 
 	if (rc == -ESTALE) {
 		rc = http_error(resp, 409, "already_bootstrapped", "ACL was bootstrapped already");
 	} else if (rc == 0) {
-		json_t *out = token_public(tok);
-		json_object_set_new(out, "secret_id", json_string(secret));
-		resp->has_index = 1;
-		resp->index = idx;
-		http_reply(resp, 200, out);
+		reply_secret(resp, idx, tok, secret);
 	}
 	explicit_bzero(secret, sizeof(secret));
 	json_decref(tok);
@@ -88,7 +93,6 @@ static int post_policy(struct http_request *req, struct http_response *resp, voi
 	const json_t *in = json_object_get(req->body, "policy");
 	struct herd_err err = { 0 };
 	json_t *rules, *rec;
-	uint64_t idx = 0;
 	int rc;
 	if (!json_is_object(in))
 		in = req->body;
@@ -101,62 +105,24 @@ static int post_policy(struct http_request *req, struct http_response *resp, voi
 	if (!rules)
 		return http_error(resp, 400, "invalid_policy", "%s", err.msg);
 	rec = json_pack("{s:s, s:s, s:o}", "name", name, "description", jstr(in, "description", ""), "rules", rules);
-	rc = store_put(srv->store, STORE_ACL_POLICY, rec, &idx, &err);
-	if (rc == 0) {
-		resp->has_index = 1;
-		resp->index = idx;
-		http_reply(resp, 200, json_pack("{s:O, s:I}", "policy", rec, "index", (json_int_t)idx));
-	}
+	rc = named_put(srv, STORE_ACL_POLICY, "policy", rec, resp);
 	json_decref(rec);
 	return rc;
 }
 
 static int get_policies(struct http_request *req, struct http_response *resp, void *ctx)
 {
-	struct server *srv = ctx;
-	json_t *list = NULL;
-	int rc = store_list(srv->store, STORE_ACL_POLICY, NULL, &list, NULL);
-	(void)req;
-	if (rc < 0)
-		return rc;
-	http_reply(resp, 200, list);
-	return 0;
+	return named_reply_list(ctx, STORE_ACL_POLICY, req, resp, NULL);
 }
 
 static int get_policy(struct http_request *req, struct http_response *resp, void *ctx)
 {
-	struct server *srv = ctx;
-	struct store_key k = { NULL, http_param(req, "name"), 0 };
-	json_t *rec = NULL;
-	int rc;
-	if (!teams_valid_name(k.id))
-		return http_error(resp, 404, "policy_not_found", "no policy %.128s", k.id);
-	rc = store_get(srv->store, STORE_ACL_POLICY, &k, &rec, NULL);
-	if (rc == -ENOENT)
-		return http_error(resp, 404, "policy_not_found", "no policy %s", k.id);
-	if (rc < 0)
-		return rc;
-	http_reply(resp, 200, rec);
-	return 0;
+	return named_reply_get(ctx, STORE_ACL_POLICY, "policy", http_param(req, "name"), resp);
 }
 
 static int delete_policy(struct http_request *req, struct http_response *resp, void *ctx)
 {
-	struct server *srv = ctx;
-	struct store_key k = { NULL, http_param(req, "name"), 0 };
-	uint64_t idx = 0;
-	int rc;
-	if (!teams_valid_name(k.id))
-		return http_error(resp, 404, "policy_not_found", "no policy %.128s", k.id);
-	rc = store_delete(srv->store, STORE_ACL_POLICY, &k, &idx, NULL);
-	if (rc == -ENOENT)
-		return http_error(resp, 404, "policy_not_found", "no policy %s", k.id);
-	if (rc < 0)
-		return rc;
-	resp->has_index = 1;
-	resp->index = idx;
-	http_reply(resp, 200, json_pack("{s:I}", "index", (json_int_t)idx));
-	return 0;
+	return named_delete(ctx, STORE_ACL_POLICY, "policy", http_param(req, "name"), resp);
 }
 
 /* ---- tokens --------------------------------------------------------------- */
@@ -166,7 +132,7 @@ static int post_token(struct http_request *req, struct http_response *resp, void
 	struct server *srv = ctx;
 	const json_t *in = json_object_get(req->body, "token");
 	const char *name, *type;
-	json_t *pols, *p, *tok, *out;
+	json_t *pols, *p, *tok;
 	struct herd_err err = { 0 };
 	char secret[65];
 	uint64_t idx = 0;
@@ -200,35 +166,23 @@ static int post_token(struct http_request *req, struct http_response *resp, void
 	if (!tok)
 		return -EIO;
 	rc = store_put(srv->store, STORE_ACL_TOKEN, tok, &idx, &err);
-	if (rc == 0) {
-		out = token_public(tok);
-		json_object_set_new(out, "secret_id", json_string(secret));
-		resp->has_index = 1;
-		resp->index = idx;
-		http_reply(resp, 200, out);
-	}
+	if (rc == 0)
+		reply_secret(resp, idx, tok, secret);
 	explicit_bzero(secret, sizeof(secret));
 	json_decref(tok);
 	return rc;
 }
 
+/* Tokens as lists show them: no marker, no hash. */
+static json_t *token_listed(struct http_request *req, json_t *rec)
+{
+	(void)req;
+	return strcmp(jstr(rec, "type", ""), "marker") ? token_public(rec) : NULL;
+}
+
 static int get_tokens(struct http_request *req, struct http_response *resp, void *ctx)
 {
-	struct server *srv = ctx;
-	json_t *list = NULL, *out = json_array(), *x;
-	size_t i;
-	int rc = store_list(srv->store, STORE_ACL_TOKEN, NULL, &list, NULL);
-	(void)req;
-	if (rc < 0) {
-		json_decref(out);
-		return rc;
-	}
-	json_array_foreach(list, i, x)
-		if (strcmp(jstr(x, "type", ""), "marker"))
-			json_array_append_new(out, token_public(x));
-	json_decref(list);
-	http_reply(resp, 200, out);
-	return 0;
+	return named_reply_list(ctx, STORE_ACL_TOKEN, req, resp, token_listed);
 }
 
 /* GET /v1/acl/token/self: the caller's own token. */
@@ -271,10 +225,7 @@ static int delete_token(struct http_request *req, struct http_response *resp, vo
 		return http_error(resp, 404, "token_not_found", "no token with accessor id %.64s", accessor);
 	if (rc < 0)
 		return rc;
-	resp->has_index = 1;
-	resp->index = idx;
-	http_reply(resp, 200, json_pack("{s:I}", "index", (json_int_t)idx));
-	return 0;
+	return reply_written(resp, idx, NULL);
 }
 
 int routes_acl(struct server *srv, struct herd_err *err)

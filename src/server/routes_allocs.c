@@ -141,9 +141,7 @@ static int put_alloc_status(struct http_request *req, struct http_response *resp
 					       jstr(eval, "job_id", ""), 0);
 			if (now_terminal && !was_terminal)
 				broker_unblock_all(&srv->broker);
-			resp->has_index = 1;
-			resp->index = idx;
-			http_reply(resp, 200, json_pack("{s:I}", "index", (json_int_t)idx));
+			reply_written(resp, idx, NULL);
 		}
 		json_decref(alloc);
 		json_decref(eval);

@@ -116,11 +116,10 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 		json_decref(stored);
 		if (rc == 0) {
 			broker_enqueue(&srv->broker, jstr(eval, "id", ""), job->namespace, job->id, 0);
-			resp->has_index = 1;
-			resp->index = idx;
-			http_reply(resp, 200, json_pack("{s:s, s:I, s:I, s:o}", "eval_id", jstr(eval, "id", ""),
-							"job_modify_index", (json_int_t)idx, "index",
-							(json_int_t)idx, "warnings", job_warnings(&dl)));
+			reply_written(resp, idx,
+				      json_pack("{s:s, s:I, s:I, s:o}", "eval_id", jstr(eval, "id", ""),
+						"job_modify_index", (json_int_t)idx, "index", (json_int_t)idx,
+						"warnings", job_warnings(&dl)));
 		}
 		json_decref(eval);
 		if (rc != -ESTALE)
@@ -361,10 +360,8 @@ static int delete_job(struct http_request *req, struct http_response *resp, void
 		store_batch_release(&b);
 		if (rc == 0) {
 			broker_enqueue(&srv->broker, jstr(eval, "id", ""), key.ns, key.id, 0);
-			resp->has_index = 1;
-			resp->index = idx;
-			http_reply(resp, 200, json_pack("{s:s, s:I}", "eval_id", jstr(eval, "id", ""),
-							"index", (json_int_t)idx));
+			reply_written(resp, idx, json_pack("{s:s, s:I}", "eval_id", jstr(eval, "id", ""),
+							   "index", (json_int_t)idx));
 		}
 		json_decref(eval);
 		json_decref(versions);

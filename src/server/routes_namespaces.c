@@ -89,8 +89,6 @@ static json_t *namespace_from_body(struct server *srv, const json_t *body, const
 static int apply_namespace(struct http_request *req, struct http_response *resp, struct server *srv,
 			   const char *name)
 {
-	struct herd_err err = { 0 };
-	uint64_t idx = 0;
 	json_t *ns = namespace_from_body(srv, req->body, name, resp);
 	int rc;
 	if (!ns)
@@ -99,13 +97,9 @@ static int apply_namespace(struct http_request *req, struct http_response *resp,
 		json_decref(ns);
 		return acl_deny(resp);
 	}
-	rc = store_put(srv->store, STORE_NAMESPACE, ns, &idx, &err);
-	if (rc == 0) {
-		resp->has_index = 1;
-		resp->index = idx;
-		http_reply(resp, 200, json_pack("{s:O, s:I}", "namespace", ns, "index", (json_int_t)idx));
+	rc = named_put(srv, STORE_NAMESPACE, "namespace", ns, resp);
+	if (rc == 0)
 		broker_unblock_all(&srv->broker); /* a new quota or weight may let work go */
-	}
 	json_decref(ns);
 	return rc;
 }
@@ -120,41 +114,23 @@ static int post_namespace(struct http_request *req, struct http_response *resp, 
 	return apply_namespace(req, resp, ctx, http_param(req, "name"));
 }
 
+/* Lists show the namespaces the caller may read. */
+static json_t *namespace_listed(struct http_request *req, json_t *rec)
+{
+	return acl_allows_ns(req, jstr(rec, "name", ""), ACL_READ) ? json_incref(rec) : NULL;
+}
+
 static int get_namespaces(struct http_request *req, struct http_response *resp, void *ctx)
 {
-	struct server *srv = ctx;
-	json_t *list = NULL, *out = json_array(), *x;
-	size_t i;
-	int rc = store_list(srv->store, STORE_NAMESPACE, NULL, &list, NULL);
-	if (rc < 0) {
-		json_decref(out);
-		return rc;
-	}
-	json_array_foreach(list, i, x)
-		if (acl_allows_ns(req, jstr(x, "name", ""), ACL_READ))
-			json_array_append(out, x);
-	json_decref(list);
-	http_reply(resp, 200, out);
-	return 0;
+	return named_reply_list(ctx, STORE_NAMESPACE, req, resp, namespace_listed);
 }
 
 static int get_namespace(struct http_request *req, struct http_response *resp, void *ctx)
 {
-	struct server *srv = ctx;
-	struct store_key k = { NULL, http_param(req, "name"), 0 };
-	json_t *rec = NULL;
-	int rc;
-	if (!acl_allows_ns(req, k.id, ACL_READ))
+	const char *name = http_param(req, "name");
+	if (!acl_allows_ns(req, name, ACL_READ))
 		return acl_deny(resp);
-	if (!teams_valid_name(k.id))
-		return http_error(resp, 404, "namespace_not_found", "no namespace %.128s", k.id);
-	rc = store_get(srv->store, STORE_NAMESPACE, &k, &rec, NULL);
-	if (rc == -ENOENT)
-		return http_error(resp, 404, "namespace_not_found", "no namespace %s", k.id);
-	if (rc < 0)
-		return rc;
-	http_reply(resp, 200, rec);
-	return 0;
+	return named_reply_get(ctx, STORE_NAMESPACE, "namespace", name, resp);
 }
 
 static int delete_namespace(struct http_request *req, struct http_response *resp, void *ctx)
@@ -162,9 +138,7 @@ static int delete_namespace(struct http_request *req, struct http_response *resp
 	struct server *srv = ctx;
 	struct store_key k = { NULL, http_param(req, "name"), 0 };
 	struct store_filter f = { .ns = k.id };
-	struct herd_err err = { 0 };
 	json_t *jobs = NULL, *x;
-	uint64_t idx = 0;
 	size_t i;
 	int rc;
 
@@ -195,15 +169,7 @@ static int delete_namespace(struct http_request *req, struct http_response *resp
 		return rc;
 	}
 	json_decref(jobs);
-	rc = store_delete(srv->store, STORE_NAMESPACE, &k, &idx, &err);
-	if (rc == -ENOENT)
-		return http_error(resp, 404, "namespace_not_found", "no namespace %s", k.id);
-	if (rc < 0)
-		return rc;
-	resp->has_index = 1;
-	resp->index = idx;
-	http_reply(resp, 200, json_pack("{s:I}", "index", (json_int_t)idx));
-	return 0;
+	return named_delete(srv, STORE_NAMESPACE, "namespace", k.id, resp);
 }
 
 int routes_namespaces(struct server *srv, struct herd_err *err)

@@ -58,10 +58,9 @@ static int post_register(struct http_request *req, struct http_response *resp, v
 		json_t *devs = json_object_get(json_object_get(req->body, "node"), "devices");
 		heartbeat_touch(srv, jstr(node, "id", ""), json_is_array(devs) ? devs : NULL);
 		broker_unblock_all(&srv->broker); /* capacity may have appeared */
-		resp->has_index = 1;
-		resp->index = idx;
-		http_reply(resp, 200, json_pack("{s:s, s:I, s:I}", "node_id", jstr(node, "id", ""),
-						"heartbeat_ttl", (json_int_t)srv->ttl_ns, "index", (json_int_t)idx));
+		reply_written(resp, idx, json_pack("{s:s, s:I, s:I}", "node_id", jstr(node, "id", ""),
+						   "heartbeat_ttl", (json_int_t)srv->ttl_ns, "index",
+						   (json_int_t)idx));
 	} else if (rc == -ESTALE) {
 		rc = http_error(resp, 409, "conflict", "node kept changing; try again");
 	}
@@ -136,11 +135,8 @@ static int put_heartbeat(struct http_request *req, struct http_response *resp, v
 	}
 	if (rc < 0)
 		return rc == -ESTALE ? http_error(resp, 409, "conflict", "node kept changing") : rc;
-	resp->has_index = 1;
-	resp->index = idx;
-	http_reply(resp, 200, json_pack("{s:I, s:I}", "heartbeat_ttl", (json_int_t)srv->ttl_ns,
-					"index", (json_int_t)idx));
-	return 0;
+	return reply_written(resp, idx, json_pack("{s:I, s:I}", "heartbeat_ttl", (json_int_t)srv->ttl_ns,
+						  "index", (json_int_t)idx));
 }
 
 /* GET /v1/node/:id/allocations[?since=N]: with since, only the
@@ -259,9 +255,7 @@ static int set_node_flags(struct http_request *req, struct http_response *resp, 
 			ids = json_array();
 			json_array_foreach(evals, i, al)
 				json_array_append_new(ids, json_string(jstr(al, "id", "")));
-			resp->has_index = 1;
-			resp->index = idx;
-			http_reply(resp, 200, json_pack("{s:I, s:o}", "index", (json_int_t)idx, "eval_ids", ids));
+			reply_written(resp, idx, json_pack("{s:I, s:o}", "index", (json_int_t)idx, "eval_ids", ids));
 		}
 		json_decref(node);
 		json_decref(allocs);

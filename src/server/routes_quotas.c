@@ -12,7 +12,6 @@ static int post_quotas(struct http_request *req, struct http_response *resp, voi
 	struct server *srv = ctx;
 	const json_t *in = json_object_get(req->body, "quota");
 	struct herd_err err = { 0 };
-	uint64_t idx = 0;
 	json_t *spec;
 	int rc;
 	if (!json_is_object(in))
@@ -20,50 +19,21 @@ static int post_quotas(struct http_request *req, struct http_response *resp, voi
 	spec = quota_spec_check(in, &err);
 	if (!spec)
 		return http_error(resp, 400, "invalid_quota", "%s", err.msg);
-	rc = store_put(srv->store, STORE_QUOTA, spec, &idx, &err);
-	if (rc == 0) {
-		resp->has_index = 1;
-		resp->index = idx;
-		http_reply(resp, 200, json_pack("{s:O, s:I}", "quota", spec, "index", (json_int_t)idx));
+	rc = named_put(srv, STORE_QUOTA, "quota", spec, resp);
+	if (rc == 0)
 		broker_unblock_all(&srv->broker); /* a larger quota lets queued work go */
-	}
 	json_decref(spec);
 	return rc;
 }
 
 static int get_quotas(struct http_request *req, struct http_response *resp, void *ctx)
 {
-	struct server *srv = ctx;
-	json_t *list = NULL;
-	int rc = store_list(srv->store, STORE_QUOTA, NULL, &list, NULL);
-	(void)req;
-	if (rc < 0)
-		return rc;
-	http_reply(resp, 200, list);
-	return 0;
-}
-
-static int load_quota(struct server *srv, struct http_request *req, struct http_response *resp,
-		      json_t **out)
-{
-	struct store_key k = { NULL, http_param(req, "name"), 0 };
-	int rc;
-	if (!teams_valid_name(k.id))
-		return http_error(resp, 404, "quota_not_found", "no quota %.128s", k.id), 1;
-	rc = store_get(srv->store, STORE_QUOTA, &k, out, NULL);
-	if (rc == -ENOENT)
-		return http_error(resp, 404, "quota_not_found", "no quota %s", k.id), 1;
-	return rc;
+	return named_reply_list(ctx, STORE_QUOTA, req, resp, NULL);
 }
 
 static int get_quota(struct http_request *req, struct http_response *resp, void *ctx)
 {
-	json_t *q = NULL;
-	int rc = load_quota(ctx, req, resp, &q);
-	if (rc)
-		return rc > 0 ? 0 : rc;
-	http_reply(resp, 200, q);
-	return 0;
+	return named_reply_get(ctx, STORE_QUOTA, "quota", http_param(req, "name"), resp);
 }
 
 /* The namespaces that use quota `name`, in an array. */
@@ -89,7 +59,7 @@ static int get_quota_status(struct http_request *req, struct http_response *resp
 	struct server *srv = ctx;
 	json_t *q = NULL, *users = NULL, *out, *nss, *n;
 	size_t i;
-	int rc = load_quota(srv, req, resp, &q);
+	int rc = named_get(srv, STORE_QUOTA, "quota", http_param(req, "name"), resp, &q);
 	if (rc)
 		return rc > 0 ? 0 : rc;
 	rc = users_of(srv, jstr(q, "name", ""), &users);
@@ -124,8 +94,7 @@ static int delete_quota(struct http_request *req, struct http_response *resp, vo
 	struct server *srv = ctx;
 	struct store_key k = { NULL, http_param(req, "name"), 0 };
 	json_t *q = NULL, *users = NULL;
-	uint64_t idx = 0;
-	int rc = load_quota(srv, req, resp, &q);
+	int rc = named_get(srv, STORE_QUOTA, "quota", k.id, resp, &q);
 	if (rc)
 		return rc > 0 ? 0 : rc;
 	json_decref(q);
@@ -142,15 +111,7 @@ static int delete_quota(struct http_request *req, struct http_response *resp, vo
 		return rc;
 	}
 	json_decref(users);
-	rc = store_delete(srv->store, STORE_QUOTA, &k, &idx, NULL);
-	if (rc == -ENOENT)
-		return http_error(resp, 404, "quota_not_found", "no quota %s", k.id);
-	if (rc < 0)
-		return rc;
-	resp->has_index = 1;
-	resp->index = idx;
-	http_reply(resp, 200, json_pack("{s:I}", "index", (json_int_t)idx));
-	return 0;
+	return named_delete(srv, STORE_QUOTA, "quota", k.id, resp);
 }
 
 static int get_queue(struct http_request *req, struct http_response *resp, void *ctx)

@@ -51,6 +51,33 @@ bool alloc_takes_capacity(const json_t *alloc);  /* client pending or running */
 struct job *job_from_stored(const json_t *stored);
 /* Answers a store failure: 500 for anything but -ENOENT (404 code_404). */
 int reply_store_error(struct http_response *resp, int rc, const char *what);
+/* Answers a write: X-Herd-Index idx and body (taken), or {"index": idx}
+ * when body is NULL.  Returns 0. */
+int reply_written(struct http_response *resp, uint64_t idx, json_t *body);
+
+/* ---- routes_named.c: records stored by name (namespaces, quotas, ACL) --- */
+
+/* Answers with every record of kind, each passed through pick (a new
+ * reference, or NULL to leave it out) when pick is not NULL.  Returns 0 or
+ * the store's error. */
+int named_reply_list(struct server *srv, enum store_kind kind, struct http_request *req,
+		     struct http_response *resp, json_t *(*pick)(struct http_request *req, json_t *rec));
+/* Reads record name of kind into *out (caller releases).  Returns 0; 1
+ * after answering 404 "<what>_not_found" (an invalid name or no such
+ * record); or the store's error. */
+int named_get(struct server *srv, enum store_kind kind, const char *what, const char *name,
+	      struct http_response *resp, json_t **out);
+/* Answers with record name of kind, or the 404 of named_get. */
+int named_reply_get(struct server *srv, enum store_kind kind, const char *what, const char *name,
+		    struct http_response *resp);
+/* Stores rec (borrowed) and answers {"<what>": rec, "index": N}.  Returns
+ * store_put's result (nothing answered on failure). */
+int named_put(struct server *srv, enum store_kind kind, const char *what, json_t *rec,
+	      struct http_response *resp);
+/* Deletes record name of kind and answers {"index": N}, or the 404 of
+ * named_get.  Returns 0 or the store's error. */
+int named_delete(struct server *srv, enum store_kind kind, const char *what, const char *name,
+		 struct http_response *resp);
 
 /* ---- decode.c ------------------------------------------------------------ */
 
@@ -205,6 +232,14 @@ struct group_ask {
 	const struct job_group *group;
 };
 
+/* Translates rules r to the scheduler's constraints (appended to *cv, *cn)
+ * or, for affinities, to *av, *an.  With a, distinct_hosts and
+ * distinct_property constraints go to a; without (an extra device
+ * block's rules) they are refused like any operator the scheduler lacks:
+ * -EINVAL with err. */
+int group_ask_add_rules(struct group_ask *a, const struct job_rules *r, bool affinity,
+			struct sched_constraint **cv, size_t *cn, struct sched_affinity **av,
+			size_t *an, struct herd_err *err);
 /* Translates the job's constraints, affinities and resources for group g.
  * -EINVAL with err for what the engine cannot express. */
 int group_ask_init(struct group_ask *a, const struct job *job, const struct job_group *g,

@@ -238,23 +238,25 @@ struct view_node *sched_view_node(struct sched_view *v, const char *id)
 
 /* ---- the request -------------------------------------------------------- */
 
-static int add_rules(struct group_ask *a, const struct job_rules *r, bool affinity,
-		     struct sched_constraint **cv, size_t *cn, struct sched_affinity **av,
-		     size_t *an, struct herd_err *err)
+int group_ask_add_rules(struct group_ask *a, const struct job_rules *r, bool affinity,
+			struct sched_constraint **cv, size_t *cn, struct sched_affinity **av,
+			size_t *an, struct herd_err *err)
 {
 	for (size_t i = 0; i < r->n; i++) {
 		const struct job_constraint *c = &r->v[i];
 		struct sched_constraint sc;
-		if (!affinity && !strcmp(c->operator, "distinct_hosts")) {
+		if (a && !affinity && !strcmp(c->operator, "distinct_hosts")) {
 			a->distinct_hosts = !c->value || !strcmp(c->value, "true");
 			continue;
 		}
-		if (!affinity && !strcmp(c->operator, "distinct_property")) {
+		if (a && !affinity && !strcmp(c->operator, "distinct_property")) {
 			group_ask_add_distinct_property(a, c, r == &a->job->constraints);
 			continue;
 		}
 		if (sched_op_parse(c->operator, &sc.op) < 0)
-			return herd_errf(err, -EINVAL, "constraint operator \"%s\" is not supported by the scheduler", c->operator);
+			return herd_errf(err, -EINVAL,
+					 "%sconstraint operator \"%s\" is not supported by the scheduler",
+					 a ? "" : "device ", c->operator);
 		sc.ltarget = c->attribute;
 		sc.rtarget = c->value;
 		if (affinity) {
@@ -291,23 +293,23 @@ int group_ask_init(struct group_ask *a, const struct job *job, const struct job_
 			a->ndevice_asks++;
 		}
 	}
-	rc = add_rules(a, &job->constraints, false, &a->cons, &a->ncons, NULL, NULL, err);
+	rc = group_ask_add_rules(a, &job->constraints, false, &a->cons, &a->ncons, NULL, NULL, err);
 	if (!rc)
-		rc = add_rules(a, &g->constraints, false, &a->cons, &a->ncons, NULL, NULL, err);
+		rc = group_ask_add_rules(a, &g->constraints, false, &a->cons, &a->ncons, NULL, NULL, err);
 	for (size_t t = 0; !rc && t < g->ntasks; t++)
-		rc = add_rules(a, &g->tasks[t].constraints, false, &a->cons, &a->ncons, NULL, NULL, err);
+		rc = group_ask_add_rules(a, &g->tasks[t].constraints, false, &a->cons, &a->ncons, NULL, NULL, err);
 	if (!rc)
-		rc = add_rules(a, &job->affinities, true, NULL, NULL, &a->affs, &a->naffs, err);
+		rc = group_ask_add_rules(a, &job->affinities, true, NULL, NULL, &a->affs, &a->naffs, err);
 	if (!rc)
-		rc = add_rules(a, &g->affinities, true, NULL, NULL, &a->affs, &a->naffs, err);
+		rc = group_ask_add_rules(a, &g->affinities, true, NULL, NULL, &a->affs, &a->naffs, err);
 	for (size_t t = 0; !rc && t < g->ntasks; t++)
-		rc = add_rules(a, &g->tasks[t].affinities, true, NULL, NULL, &a->affs, &a->naffs, err);
+		rc = group_ask_add_rules(a, &g->tasks[t].affinities, true, NULL, NULL, &a->affs, &a->naffs, err);
 	if (!rc && a->ndevice_asks > 1)
 		rc = group_ask_extra_devices(a, g, err);
 	if (!rc && dev) {
-		rc = add_rules(a, &dev->constraints, false, &a->dcons, &a->ndcons, NULL, NULL, err);
+		rc = group_ask_add_rules(a, &dev->constraints, false, &a->dcons, &a->ndcons, NULL, NULL, err);
 		if (!rc)
-			rc = add_rules(a, &dev->affinities, true, NULL, NULL, &a->daffs, &a->ndaffs, err);
+			rc = group_ask_add_rules(a, &dev->affinities, true, NULL, NULL, &a->daffs, &a->ndaffs, err);
 		a->dev.name = dev->name;
 		a->dev.count = (int)dev->count;
 		a->dev.compute = dev->compute;
