@@ -268,6 +268,13 @@ static void *follower(void *arg)
 			sleep_ns(RETRY_NS);
 			continue;
 		}
+		/* The engine may end a follow stream when the container stops,
+		 * before its logger has stored the last lines: read the stopped
+		 * container's logs once more (frames already written are skipped
+		 * by their timestamps), so the exit is reported after the last
+		 * line is in the files. */
+		if (follow_logs(h) < 0 && cancelled(h))
+			return NULL;
 		if (collect_exit(h, &ex) == 0)
 			break;
 		if (cancelled(h))
