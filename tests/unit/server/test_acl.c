@@ -1,6 +1,6 @@
 /* ACL: bootstrap once, hashed tokens, and isolation of two namespaces over
  * the API (403, and answers that say nothing about the other team). */
-#include "teams_fx.h"
+#include "server_fx.h"
 
 #include <fcntl.h>
 #include <stdbool.h>
@@ -10,7 +10,7 @@ static long status_of(struct fx *f, const char *method, const char *path, const 
 		      char **text)
 {
 	long st;
-	json_t *r = call(f, method, path, body, &st);
+	json_t *r = fx_call(f, method, path, body, &st);
 	if (text)
 		*text = r ? json_dumps(r, JSON_SORT_KEYS) : strdup("");
 	json_decref(r);
@@ -23,10 +23,10 @@ static char *token_for(struct fx *f, const char *policy, const char *rules)
 	json_t *r;
 	snprintf(path, sizeof(path), "/v1/acl/policy/%s", policy);
 	assert_true(asprintf(&b, "{\"policy\": {\"rules\": %s}}", rules) > 0);
-	json_decref(ok(f, "POST", path, b));
+	json_decref(fx_ok(f, "POST", path, b));
 	free(b);
 	assert_true(asprintf(&b, "{\"token\": {\"name\": \"%s\", \"policies\": [\"%s\"]}}", policy, policy) > 0);
-	r = ok(f, "POST", "/v1/acl/tokens", b);
+	r = fx_ok(f, "POST", "/v1/acl/tokens", b);
 	free(b);
 	secret = strdup(json_string_value(json_object_get(r, "secret_id")));
 	assert_int_equal(strlen(secret), 64);
@@ -61,7 +61,7 @@ static const char *first_id(json_t *list)
 
 static void test_isolation(void **state)
 {
-	struct fx *f = fx_new_cfg(0, 1);
+	struct fx *f = fx_new_teams(0, 1);
 	json_t *r;
 	char *mgmt, *ta, *tb, *tnode, *t1, *t2, path[256], db[128];
 	char *b_alloc, *b_eval;
@@ -72,7 +72,7 @@ static void test_isolation(void **state)
 	assert_int_equal(status_of(f, "GET", "/v1/jobs", NULL, NULL), 403);
 	assert_int_equal(status_of(f, "GET", "/v1/agent/health", NULL, NULL), 200);
 	/* bootstrap once */
-	r = ok(f, "POST", "/v1/acl/bootstrap", NULL);
+	r = fx_ok(f, "POST", "/v1/acl/bootstrap", NULL);
 	mgmt = strdup(json_string_value(json_object_get(r, "secret_id")));
 	assert_string_equal(json_string_value(json_object_get(r, "type")), "management");
 	json_decref(r);
@@ -81,8 +81,8 @@ static void test_isolation(void **state)
 	assert_int_equal(status_of(f, "GET", "/v1/jobs", NULL, NULL), 403);
 
 	f->token = mgmt;
-	json_decref(ok(f, "POST", "/v1/namespaces", "{\"namespace\": {\"name\": \"a\"}}"));
-	json_decref(ok(f, "POST", "/v1/namespaces", "{\"namespace\": {\"name\": \"b\"}}"));
+	json_decref(fx_ok(f, "POST", "/v1/namespaces", "{\"namespace\": {\"name\": \"a\"}}"));
+	json_decref(fx_ok(f, "POST", "/v1/namespaces", "{\"namespace\": {\"name\": \"b\"}}"));
 	ta = token_for(f, "team-a", "{\"namespace\": {\"a\": \"submit\"}}");
 	tb = token_for(f, "team-b", "{\"namespace\": {\"b\": \"submit\"}}");
 	tnode = token_for(f, "node", "{\"node\": \"write\"}");
@@ -98,18 +98,18 @@ static void test_isolation(void **state)
 
 	f->token = tb;
 	submit_gpu(f, "b", "secret-job", 1, 50);
-	idle(f);
-	r = ok(f, "GET", "/v1/allocations?namespace=b", NULL);
+	fx_idle(f);
+	r = fx_ok(f, "GET", "/v1/allocations?namespace=b", NULL);
 	assert_int_equal(json_array_size(r), 1);
 	b_alloc = strdup(first_id(r));
 	json_decref(r);
-	r = ok(f, "GET", "/v1/evaluations?namespace=b", NULL);
+	r = fx_ok(f, "GET", "/v1/evaluations?namespace=b", NULL);
 	b_eval = strdup(first_id(r));
 	json_decref(r);
 
 	f->token = ta;
 	submit_gpu(f, "a", "mine", 1, 50);
-	idle(f);
+	fx_idle(f);
 	/* submitting to b, reading b, changing b: 403, one message */
 	assert_int_equal(status_of(f, "POST", "/v1/jobs",
 		"{\"job\": {\"id\": \"x\", \"namespace\": \"b\", \"type\": \"batch\", \"groups\": [{\"name\": \"g\","
@@ -141,24 +141,24 @@ static void test_isolation(void **state)
 	assert_null(strstr(t1, "secret-job"));
 	free(t1);
 	/* lists over every namespace show only a's */
-	r = ok(f, "GET", "/v1/jobs?namespace=*", NULL);
+	r = fx_ok(f, "GET", "/v1/jobs?namespace=*", NULL);
 	assert_int_equal(json_array_size(r), 1);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(r, 0), "id")), "mine");
 	json_decref(r);
-	r = ok(f, "GET", "/v1/allocations?namespace=*", NULL);
+	r = fx_ok(f, "GET", "/v1/allocations?namespace=*", NULL);
 	assert_int_equal(json_array_size(r), 1);
 	json_decref(r);
-	r = ok(f, "GET", "/v1/namespaces", NULL);
+	r = fx_ok(f, "GET", "/v1/namespaces", NULL);
 	assert_int_equal(json_array_size(r), 1);
 	json_decref(r);
-	r = call(f, "GET", "/v1/usage", NULL, &st);
+	r = fx_call(f, "GET", "/v1/usage", NULL, &st);
 	assert_int_equal(st, 200);
 	t1 = json_dumps(r, 0);
 	assert_null(strstr(t1, "secret-job"));
 	free(t1);
 	json_decref(r);
 	/* the token's own record */
-	r = ok(f, "GET", "/v1/acl/token/self", NULL);
+	r = fx_ok(f, "GET", "/v1/acl/token/self", NULL);
 	assert_string_equal(json_string_value(json_object_get(r, "name")), "team-a");
 	assert_null(json_object_get(r, "secret_id"));
 	json_decref(r);
@@ -179,7 +179,7 @@ static void test_isolation(void **state)
 	fx_start(f);
 	/* deleting a token ends it */
 	f->token = mgmt;
-	r = ok(f, "GET", "/v1/acl/tokens", NULL);
+	r = fx_ok(f, "GET", "/v1/acl/tokens", NULL);
 	{
 		json_t *x;
 		size_t i;
@@ -188,7 +188,7 @@ static void test_isolation(void **state)
 			if (!strcmp(json_string_value(json_object_get(x, "name")), "team-a")) {
 				snprintf(path, sizeof(path), "/v1/acl/token/%s",
 					 json_string_value(json_object_get(x, "accessor_id")));
-				json_decref(ok(f, "DELETE", path, NULL));
+				json_decref(fx_ok(f, "DELETE", path, NULL));
 			}
 		}
 	}
@@ -202,7 +202,7 @@ static void test_isolation(void **state)
 
 static void test_bootstrap_needs_acl(void **state)
 {
-	struct fx *f = fx_new_cfg(0, 0);
+	struct fx *f = fx_new_teams(0, 0);
 	(void)state;
 	assert_int_equal(status_of(f, "POST", "/v1/acl/bootstrap", NULL, NULL), 400);
 	/* ACL off: everything is allowed without a token */

@@ -1,6 +1,6 @@
 /* Garbage collection: old records of ended jobs, evaluations and
  * allocations leave the store; live ones and recent ones stay. */
-#include "test_lifecycle_fx.h"
+#include "server_fx.h"
 
 static struct fx *gc_server(int64_t job_th, int64_t eval_th, int64_t interval)
 {

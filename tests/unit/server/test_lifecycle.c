@@ -2,7 +2,7 @@
  * and purge, a down node coming back, the plan endpoint, changed jobs,
  * scaling, and what happens to ended allocations of batch jobs and
  * services. */
-#include "test_lifecycle_fx.h"
+#include "server_fx.h"
 
 #define GPU1 "{\"name\": \"nvidia/gpu\", \"count\": 1}"
 
@@ -279,7 +279,7 @@ static void test_plan_is_a_dry_run(void **state)
 	char *t;
 	(void)state;
 	fx_node(f, "p1", 2, "H100", "exclusive", NULL);
-	json_decref(fx_call(f, "GET", "/v1/jobs", NULL, &st, &before));
+	json_decref(fx_call_index(f, "GET", "/v1/jobs", NULL, &st, &before));
 	assert_true(before > 0);
 
 	t = fx_job("pj", "service", 3, GPU1, NULL, NULL);
@@ -295,7 +295,7 @@ static void test_plan_is_a_dry_run(void **state)
 	json_decref(r);
 	fx_idle(f);
 	/* nothing stored, the index did not move */
-	json_decref(fx_call(f, "GET", "/v1/jobs", NULL, &st, &after));
+	json_decref(fx_call_index(f, "GET", "/v1/jobs", NULL, &st, &after));
 	assert_int_equal(after, before);
 	assert_int_equal(fx_status(f, "GET", "/v1/job/pj", NULL), 404);
 	r = fx_ok(f, "GET", "/v1/allocations", NULL);
@@ -308,7 +308,7 @@ static void test_plan_is_a_dry_run(void **state)
 	/* for a stored job, the plan of a change shows what it replaces */
 	fx_submit(f, "pj", "service", 2, GPU1, NULL);
 	fx_idle(f);
-	json_decref(fx_call(f, "GET", "/v1/jobs", NULL, &st, &mid));
+	json_decref(fx_call_index(f, "GET", "/v1/jobs", NULL, &st, &mid));
 	free(t);
 	t = fx_job("pj", "service", 2, GPU1, NULL, "/bin/false");
 	r = fx_ok(f, "POST", "/v1/job/pj/plan", t);
@@ -316,7 +316,7 @@ static void test_plan_is_a_dry_run(void **state)
 	json_decref(r);
 	/* the path names the job planned */
 	assert_int_equal(fx_status(f, "POST", "/v1/job/other/plan", t), 400);
-	json_decref(fx_call(f, "GET", "/v1/jobs", NULL, &st, &after));
+	json_decref(fx_call_index(f, "GET", "/v1/jobs", NULL, &st, &after));
 	assert_int_equal(after, mid);
 	r = fx_get(f, "/v1/job/%s/versions", "pj");
 	assert_int_equal(json_array_size(r), 1);

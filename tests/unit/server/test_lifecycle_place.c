@@ -2,7 +2,7 @@
  * in one group (all on one node, never the same GPU twice), the
  * distinct_property constraint, and the explanation when there is no node
  * to evaluate. */
-#include "test_lifecycle_fx.h"
+#include "server_fx.h"
 
 #define T4 "{\"name\": \"nvidia/gpu\", \"count\": %d, \"constraints\": [{\"attribute\": \"${device.model}\", \"value\": \"T4\"}]}"
 #define H100 "{\"name\": \"nvidia/gpu\", \"count\": %d, \"constraints\": [{\"attribute\": \"${device.model}\", \"value\": \"H100\"}]}"

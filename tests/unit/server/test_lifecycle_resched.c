@@ -1,7 +1,7 @@
 /* Failed allocations and the group's reschedule policy: the delay (a
  * delayed follow-up evaluation), attempts within interval, unlimited, and
  * the delay functions constant, exponential and fibonacci with max_delay. */
-#include "test_lifecycle_fx.h"
+#include "server_fx.h"
 
 /* Submits service job id (count 1, no device) with reschedule policy. */
 static void submit_policy(struct fx *f, const char *id, const char *policy)

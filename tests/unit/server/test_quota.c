@@ -1,5 +1,5 @@
 /* Quotas, the fair queue, borrowing and preemption on a real server. */
-#include "teams_fx.h"
+#include "server_fx.h"
 
 #include "server/teams.h"
 
@@ -9,7 +9,7 @@ static void put_quota(struct fx *f, const char *name, double gpus, const char *e
 	assert_true(asprintf(&b, "{\"quota\": {\"name\": \"%s\", %s \"limits\": [{\"region\": \"global\","
 			     " \"region_limit\": {\"devices\": [{\"name\": \"nvidia/gpu\", \"count\": %g}]}}]}}",
 			     name, extra ? extra : "", gpus) > 0);
-	json_decref(ok(f, "POST", "/v1/quotas", b));
+	json_decref(fx_ok(f, "POST", "/v1/quotas", b));
 	free(b);
 }
 
@@ -17,7 +17,7 @@ static void put_ns(struct fx *f, const char *name, const char *quota)
 {
 	char b[256];
 	snprintf(b, sizeof(b), "{\"namespace\": {\"name\": \"%s\", \"quota\": \"%s\"}}", name, quota ? quota : "");
-	json_decref(ok(f, "POST", "/v1/namespaces", b));
+	json_decref(fx_ok(f, "POST", "/v1/namespaces", b));
 }
 
 static const char *js(const json_t *o, const char *k)
@@ -30,18 +30,18 @@ static const char *js(const json_t *o, const char *k)
  * and starts by itself when the first completes. */
 static void test_quota_queue(void **state)
 {
-	struct fx *f = fx_new_cfg(0, 0);
+	struct fx *f = fx_new_teams(0, 0);
 	json_t *e, *st, *d;
 	(void)state;
 	node_add(f, "n1", 4, "H100");
 	put_quota(f, "team-a", 2, NULL);
 	put_ns(f, "team-a", "team-a");
 	submit_gpu(f, "team-a", "j1", 1, 50);
-	idle(f);
+	fx_idle(f);
 	submit_gpu(f, "team-a", "j2", 1, 50);
-	idle(f);
+	fx_idle(f);
 	submit_gpu(f, "team-a", "j3", 1, 50);
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "team-a", "j1"), 1);
 	assert_int_equal(nlive(f, "team-a", "j2"), 1);
 	assert_int_equal(nlive(f, "team-a", "j3"), 0);
@@ -49,17 +49,17 @@ static void test_quota_queue(void **state)
 	assert_string_equal(js(e, "status"), "queued");
 	assert_string_equal(js(e, "status_description"), "queued: quota team-a: nvidia/gpu 2/2");
 	json_decref(e);
-	st = ok(f, "GET", "/v1/quota/team-a/status", NULL);
+	st = fx_ok(f, "GET", "/v1/quota/team-a/status", NULL);
 	d = json_object_get(json_object_get(json_object_get(json_array_get(json_object_get(st, "namespaces"), 0),
 							    "devices"), "nvidia/gpu"), "used");
 	assert_string_equal(json_string_value(d), "2");
 	json_decref(st);
 	/* the same job in another namespace without a quota is not held */
 	submit_gpu(f, "default", "j3", 1, 50);
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "default", "j3"), 1);
 	finish(f, "team-a", "j1", "complete");
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "team-a", "j3"), 1);
 	e = last_eval(f, "team-a", "j3");
 	assert_string_equal(js(e, "status"), "complete");
@@ -71,7 +71,7 @@ static void test_quota_queue(void **state)
  * one holding fewer GPUs gets the next. */
 static void test_fair_share(void **state)
 {
-	struct fx *f = fx_new_cfg(SERVER_PREEMPT_NONE, 0);
+	struct fx *f = fx_new_teams(SERVER_PREEMPT_NONE, 0);
 	(void)state;
 	node_add(f, "n1", 2, "H100");
 	put_ns(f, "a", NULL);
@@ -80,21 +80,21 @@ static void test_fair_share(void **state)
 		char id[8];
 		snprintf(id, sizeof(id), "a%d", i);
 		submit_gpu(f, "a", id, 1, 50);
-		idle(f);
+		fx_idle(f);
 	}
 	submit_gpu(f, "b", "b1", 1, 50);
-	idle(f);
+	fx_idle(f);
 	submit_gpu(f, "b", "b2", 1, 50);
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "a", "a1") + nlive(f, "a", "a2"), 2);
 	assert_int_equal(nlive(f, "a", "a3") + nlive(f, "a", "a4") + nlive(f, "b", "b1") + nlive(f, "b", "b2"), 0);
 	finish(f, "a", "a1", "complete");
-	idle(f);
+	fx_idle(f);
 	/* a holds 1, b 0: b's first job goes, not a3 (which came earlier) */
 	assert_int_equal(nlive(f, "b", "b1"), 1);
 	assert_int_equal(nlive(f, "a", "a3"), 0);
 	finish(f, "a", "a2", "complete");
-	idle(f);
+	fx_idle(f);
 	/* a 0, b 1: a's next */
 	assert_int_equal(nlive(f, "a", "a3"), 1);
 	assert_int_equal(nlive(f, "b", "b2"), 0);
@@ -105,7 +105,7 @@ static void test_fair_share(void **state)
  * priorities 10..40 stops exactly the two lowest, and starts when they end. */
 static void test_preempt_minimal(void **state)
 {
-	struct fx *f = fx_new_cfg(0, 0);
+	struct fx *f = fx_new_teams(0, 0);
 	const char *ids[] = { "p10", "p20", "p30", "p40" };
 	json_t *a, *x;
 	size_t i;
@@ -114,13 +114,13 @@ static void test_preempt_minimal(void **state)
 	node_add(f, "n1", 4, "H100");
 	for (int k = 0; k < 4; k++) {
 		submit_gpu(f, "default", ids[k], 1, 10 * (k + 1));
-		idle(f);
+		fx_idle(f);
 		assert_int_equal(nlive(f, "default", ids[k]), 1);
 	}
 	submit_gpu(f, "default", "high", 2, 80);
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "default", "high"), 0);
-	a = ok(f, "GET", "/v1/allocations", NULL);
+	a = fx_ok(f, "GET", "/v1/allocations", NULL);
 	json_array_foreach(a, i, x) {
 		if (!strcmp(js(x, "desired_status"), "stop")) {
 			stopped++;
@@ -132,10 +132,10 @@ static void test_preempt_minimal(void **state)
 	assert_int_equal(stopped, 2);
 	/* asking again does not stop more while those two are stopping */
 	submit_gpu(f, "default", "high", 2, 80);
-	idle(f);
+	fx_idle(f);
 	finish(f, "default", "p10", "complete");
 	finish(f, "default", "p20", "complete");
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "default", "high"), 1);
 	assert_int_equal(nlive(f, "default", "p30") + nlive(f, "default", "p40"), 2);
 	fx_free(f);
@@ -146,7 +146,7 @@ static void test_preempt_minimal(void **state)
  * not one per round. */
 static void test_preempt_all_device_blocks(void **state)
 {
-	struct fx *f = fx_new_cfg(0, 0);
+	struct fx *f = fx_new_teams(0, 0);
 	const char *ids[] = { "p10", "p20", "p30", "p40" };
 	const char *task = "{\"name\": \"%s\", \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"},"
 			   " \"resources\": {\"cpu\": 100, \"memory\": 64, \"devices\": [{\"name\": \"nvidia/gpu\", \"count\": 1}]}}";
@@ -158,16 +158,16 @@ static void test_preempt_all_device_blocks(void **state)
 	node_add(f, "n1", 4, "H100");
 	for (int k = 0; k < 4; k++) {
 		submit_gpu(f, "default", ids[k], 1, 10 * (k + 1));
-		idle(f);
+		fx_idle(f);
 		assert_int_equal(nlive(f, "default", ids[k]), 1);
 	}
 	assert_true(asprintf(&ta, task, "a") > 0);
 	assert_true(asprintf(&tb, task, "b") > 0);
 	assert_true(asprintf(&body, "{\"job\": {\"id\": \"two\", \"type\": \"batch\", \"priority\": 80, \"groups\":"
 			     " [{\"name\": \"g\", \"count\": 1, \"tasks\": [%s, %s]}]}}", ta, tb) > 0);
-	json_decref(ok(f, "POST", "/v1/jobs", body));
-	idle(f);
-	a = ok(f, "GET", "/v1/allocations", NULL);
+	json_decref(fx_ok(f, "POST", "/v1/jobs", body));
+	fx_idle(f);
+	a = fx_ok(f, "GET", "/v1/allocations", NULL);
 	json_array_foreach(a, i, x) {
 		if (!strcmp(js(x, "desired_status"), "stop")) {
 			stopped++;
@@ -178,7 +178,7 @@ static void test_preempt_all_device_blocks(void **state)
 	assert_int_equal(stopped, 2);
 	finish(f, "default", "p10", "complete");
 	finish(f, "default", "p20", "complete");
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "default", "two"), 1);
 	assert_int_equal(nlive(f, "default", "p30") + nlive(f, "default", "p40"), 2);
 	free(ta);
@@ -190,16 +190,16 @@ static void test_preempt_all_device_blocks(void **state)
 /* Preemption is off for services by default. */
 static void test_preempt_off_for_service(void **state)
 {
-	struct fx *f = fx_new_cfg(0, 0);
+	struct fx *f = fx_new_teams(0, 0);
 	(void)state;
 	node_add(f, "n1", 1, "H100");
 	submit_gpu(f, "default", "low", 1, 10);
-	idle(f);
-	json_decref(ok(f, "POST", "/v1/jobs",
+	fx_idle(f);
+	json_decref(fx_ok(f, "POST", "/v1/jobs",
 		"{\"job\": {\"id\": \"svc\", \"type\": \"service\", \"priority\": 90, \"groups\": [{\"name\": \"g\","
 		" \"count\": 1, \"tasks\": [{\"name\": \"t\", \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"},"
 		" \"resources\": {\"cpu\": 100, \"memory\": 64, \"devices\": [{\"name\": \"nvidia/gpu\", \"count\": 1}]}}]}]}}"));
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "default", "low"), 1);
 	assert_int_equal(nlive(f, "default", "svc"), 0);
 	fx_free(f);
@@ -209,7 +209,7 @@ static void test_preempt_off_for_service(void **state)
  * gets one back by preempting exactly one borrowed allocation. */
 static void test_borrow_and_reclaim(void **state)
 {
-	struct fx *f = fx_new_cfg(SERVER_PREEMPT_NONE, 0);
+	struct fx *f = fx_new_teams(SERVER_PREEMPT_NONE, 0);
 	json_t *a, *x;
 	size_t i;
 	int borrowed = 0, stopped = 0;
@@ -223,29 +223,29 @@ static void test_borrow_and_reclaim(void **state)
 		char id[8];
 		snprintf(id, sizeof(id), "a%d", k);
 		submit_gpu(f, "a", id, 1, 50);
-		idle(f);
+		fx_idle(f);
 		assert_int_equal(nlive(f, "a", id), 1);
 	}
-	a = ok(f, "GET", "/v1/allocations?namespace=a", NULL);
+	a = fx_ok(f, "GET", "/v1/allocations?namespace=a", NULL);
 	json_array_foreach(a, i, x)
 		borrowed += json_is_true(json_object_get(x, "borrowed"));
 	json_decref(a);
 	assert_int_equal(borrowed, 2);
 	submit_gpu(f, "b", "b1", 1, 50);
-	idle(f);
-	a = ok(f, "GET", "/v1/allocations?namespace=a", NULL);
+	fx_idle(f);
+	a = fx_ok(f, "GET", "/v1/allocations?namespace=a", NULL);
 	json_array_foreach(a, i, x) {
 		if (!strcmp(js(x, "desired_status"), "stop")) {
 			char path[128];
 			stopped++;
 			assert_true(json_is_true(json_object_get(x, "borrowed")));
 			snprintf(path, sizeof(path), "/v1/allocation/%s/status", js(x, "id"));
-			json_decref(ok(f, "PUT", path, "{\"client_status\": \"complete\"}"));
+			json_decref(fx_ok(f, "PUT", path, "{\"client_status\": \"complete\"}"));
 		}
 	}
 	json_decref(a);
 	assert_int_equal(stopped, 1);
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "b", "b1"), 1);
 	fx_free(f);
 }
@@ -254,7 +254,7 @@ static void test_borrow_and_reclaim(void **state)
  * fifth queues; status shows the fractions. */
 static void test_fractions_count_by_share(void **state)
 {
-	struct fx *f = fx_new_cfg(SERVER_PREEMPT_NONE, 0);
+	struct fx *f = fx_new_teams(SERVER_PREEMPT_NONE, 0);
 	json_t *st, *e;
 	(void)state;
 	node_add_sharing(f, "m1", 2, "H100", "mps");
@@ -267,8 +267,8 @@ static void test_fractions_count_by_share(void **state)
 			 " \"tasks\": [{\"name\": \"t\", \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"},"
 			 " \"resources\": {\"cpu\": 10, \"memory\": 16, \"devices\": [{\"name\": \"nvidia/gpu\", \"count\": 1,"
 			 " \"compute\": 25}]}}]}]}}", k);
-		json_decref(ok(f, "POST", "/v1/jobs", b));
-		idle(f);
+		json_decref(fx_ok(f, "POST", "/v1/jobs", b));
+		fx_idle(f);
 	}
 	for (int k = 0; k < 4; k++) {
 		char id[8];
@@ -280,14 +280,14 @@ static void test_fractions_count_by_share(void **state)
 	assert_string_equal(js(e, "status_description"), "queued: quota q1: nvidia/gpu 1/1");
 	json_decref(e);
 	finish(f, "t", "f0", "complete");
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "t", "f4"), 1);
-	st = ok(f, "GET", "/v1/quota/q1/status", NULL);
+	st = fx_ok(f, "GET", "/v1/quota/q1/status", NULL);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(st, "namespaces"), 0),
 							      "gpu_used")), "1");
 	json_decref(st);
 	finish(f, "t", "f1", "complete");
-	st = ok(f, "GET", "/v1/quota/q1/status", NULL);
+	st = fx_ok(f, "GET", "/v1/quota/q1/status", NULL);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(st, "namespaces"), 0),
 							      "gpu_used")), "0.75");
 	json_decref(st);
@@ -305,7 +305,7 @@ static void submit_model(struct fx *f, const char *ns, const char *id, int gpus,
 		" \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"}, \"resources\":"
 		" {\"cpu\": 100, \"memory\": 64, \"devices\": [{\"name\": \"nvidia/gpu/%s\", \"count\": %d}]}}]}]}}",
 		id, ns, priority, model, gpus) > 0);
-	json_decref(ok(f, "POST", "/v1/jobs", t));
+	json_decref(fx_ok(f, "POST", "/v1/jobs", t));
 	free(t);
 }
 
@@ -314,33 +314,33 @@ static void submit_model(struct fx *f, const char *ns, const char *id, int gpus,
  * appears, the queue's order decides who gets it. */
 static void test_unplaceable_does_not_block(void **state)
 {
-	struct fx *f = fx_new_cfg(SERVER_PREEMPT_NONE, 0);
+	struct fx *f = fx_new_teams(SERVER_PREEMPT_NONE, 0);
 	(void)state;
 	node_add(f, "n1", 2, "H100");
 	submit_gpu(f, "default", "huge", 8, 90);
-	idle(f);
+	fx_idle(f);
 	submit_model(f, "default", "b200", 1, "B200", 80);
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "default", "huge") + nlive(f, "default", "b200"), 0);
 	submit_gpu(f, "default", "s1", 1, 50);
-	idle(f);
+	fx_idle(f);
 	submit_gpu(f, "default", "s2", 1, 50);
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "default", "s1"), 1);
 	assert_int_equal(nlive(f, "default", "s2"), 1);
 	/* the node is full: s3 (earlier, higher priority) and s4 wait */
 	submit_gpu(f, "default", "s3", 1, 60);
-	idle(f);
+	fx_idle(f);
 	submit_gpu(f, "default", "s4", 1, 50);
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "default", "s3") + nlive(f, "default", "s4"), 0);
 	/* a GPU frees: the next in the queue's order that fits takes it */
 	finish(f, "default", "s1", "complete");
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "default", "s3"), 1);
 	assert_int_equal(nlive(f, "default", "s4"), 0);
 	finish(f, "default", "s2", "complete");
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "default", "s4"), 1);
 	assert_int_equal(nlive(f, "default", "huge") + nlive(f, "default", "b200"), 0);
 	fx_free(f);

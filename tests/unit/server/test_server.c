@@ -1,203 +1,15 @@
 /* Unit tests of the control plane: a real server (store, HTTP, workers,
  * heartbeat timer) on 127.0.0.1, an ephemeral port and a temporary data
  * dir, driven with libcurl the way agents and the CLI drive it. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
-
-#include <curl/curl.h>
-#include <errno.h>
-#include <ftw.h>
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "common/strbuf.h"
-#include "server/server.h"
+#include "server_fx.h"
 
-#define SEC 1000000000LL
-
-struct fx {
-	char dir[64];
-	struct server *srv;
-	struct server_config cfg;
-	char base[64];
-};
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static struct fx *srv_new(unsigned workers, int64_t ttl, size_t max_body, const char *policy)
 {
-	(void)st; (void)flag; (void)ftw;
-	return remove(path);
-}
-
-static void fx_start(struct fx *f)
-{
-	struct herd_err err = { 0 };
-	int rc = server_start(&f->cfg, &f->srv, &err);
-	if (rc)
-		fprintf(stderr, "server_start: %s\n", err.msg);
-	assert_int_equal(rc, 0);
-	snprintf(f->base, sizeof(f->base), "http://127.0.0.1:%u", server_port(f->srv));
-}
-
-static struct fx *fx_new(unsigned workers, int64_t ttl, size_t max_body, const char *policy)
-{
-	struct fx *f = calloc(1, sizeof(*f));
-	snprintf(f->dir, sizeof(f->dir), "/tmp/herd-srv-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	f->cfg.data_dir = f->dir;
-	f->cfg.workers = workers;
-	f->cfg.heartbeat_ttl_ns = ttl;
-	f->cfg.max_body = max_body;
-	f->cfg.policy = policy;
-	fx_start(f);
-	return f;
-}
-
-static void fx_free(struct fx *f)
-{
-	server_stop(f->srv);
-	nftw(f->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-	free(f);
-}
-
-static size_t collect(char *p, size_t size, size_t n, void *arg)
-{
-	strbuf_add(arg, p, size * n);
-	return size * n;
-}
-
-/* One request; returns the parsed body (or NULL) and the status. */
-static json_t *call(struct fx *f, const char *method, const char *path, const char *body, long *status)
-{
-	CURL *c = curl_easy_init();
-	struct strbuf sb = STRBUF_INIT;
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-	char *url = NULL;
-	json_t *out;
-	long st = 0;
-
-	assert_true(asprintf(&url, "%s%s", f->base, path) > 0);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &sb);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
-	if (body)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	assert_int_equal(curl_easy_perform(c), CURLE_OK);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
-	if (status)
-		*status = st;
-	out = json_loads(sb.buf, 0, NULL);
-	strbuf_release(&sb);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	free(url);
-	return out;
-}
-
-static json_t *ok(struct fx *f, const char *method, const char *path, const char *body)
-{
-	long st;
-	json_t *r = call(f, method, path, body, &st);
-	if (st != 200) {
-		char *s = r ? json_dumps(r, 0) : NULL;
-		fprintf(stderr, "%s %s -> %ld %s\n", method, path, st, s ? s : "");
-		free(s);
-	}
-	assert_int_equal(st, 200);
-	return r;
-}
-
-static void idle(struct fx *f)
-{
-	assert_int_equal(server_wait_idle(f->srv, 20 * SEC), 0);
-}
-
-/* A node with n GPUs of one model; sharing "exclusive" or "mps". */
-static void node_add(struct fx *f, const char *id, int n, const char *model, const char *sharing,
-		     const char *rack)
-{
-	json_t *devs = json_array(), *body;
-	char *text;
-	for (int i = 0; i < n; i++) {
-		char did[64];
-		snprintf(did, sizeof(did), "GPU-%s-%d", id, i);
-		json_array_append_new(devs, json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:b, s:{s:s}}",
-			"id", did, "vendor", "nvidia", "type", "gpu", "model", model,
-			"memory_mib", (json_int_t)81920, "sharing", sharing, "healthy", 1,
-			"attributes", "memory", "81920"));
-	}
-	body = json_pack("{s:{s:s, s:s, s:s, s:{s:s}, s:{s:s}, s:{s:I, s:I}, s:o}}", "node",
-			 "id", id, "name", id, "datacenter", "dc1", "attributes", "kernel.name", "linux",
-			 "meta", "rack", rack ? rack : "r0", "resources", "cpu_milli", (json_int_t)64000,
-			 "memory_mib", (json_int_t)262144, "devices", devs);
-	text = json_dumps(body, 0);
-	json_decref(ok(f, "POST", "/v1/node/register", text));
-	free(text);
-	json_decref(body);
-}
-
-/* A job of one group and one task; extra is spliced into the group's
- * task resources' device (or "" for none). */
-static char *job_text(const char *id, const char *type, int count, const char *device,
-		      const char *group_extra)
-{
-	char *s = NULL;
-	assert_true(asprintf(&s,
-		"{\"job\": {\"id\": \"%s\", \"type\": \"%s\", \"groups\": [{\"name\": \"g\", \"count\": %d %s,"
-		" \"tasks\": [{\"name\": \"t\", \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"},"
-		" \"resources\": {\"cpu\": 100, \"memory\": 64 %s%s%s}}]}]}}",
-		id, type, count, group_extra ? group_extra : "", device ? ", \"devices\": [" : "",
-		device ? device : "", device ? "]" : "") > 0);
-	return s;
-}
-
-static void submit(struct fx *f, const char *id, const char *type, int count, const char *device,
-		   const char *extra)
-{
-	char *t = job_text(id, type, count, device, extra);
-	json_t *r = ok(f, "POST", "/v1/jobs", t);
-	assert_true(strlen(json_string_value(json_object_get(r, "eval_id"))) > 0);
-	json_decref(r);
-	free(t);
-}
-
-static json_t *job_allocs(struct fx *f, const char *id)
-{
-	char path[256];
-	snprintf(path, sizeof(path), "/v1/job/%s/allocations", id);
-	return ok(f, "GET", path, NULL);
-}
-
-/* The only desired-run allocation of a job (asserts there is one). */
-static json_t *the_alloc(struct fx *f, const char *id)
-{
-	json_t *a = job_allocs(f, id), *x, *found = NULL;
-	size_t i;
-	int n = 0;
-	json_array_foreach(a, i, x)
-		if (!strcmp(json_string_value(json_object_get(x, "desired_status")), "run")) {
-			if (!found)
-				found = json_incref(x);
-			n++;
-		}
-	if (n != 1) {
-		/* say which way it failed: cmocka prints "found" for both */
-		char *d = json_dumps(a, JSON_COMPACT);
-		fprintf(stderr, "job %s: %d desired-run allocations, expected 1: %s\n", id, n, d);
-		free(d);
-	}
-	json_decref(a);
-	assert_int_equal(n, 1);
-	return found;
+	struct server_config cfg = { .workers = workers, .heartbeat_ttl_ns = ttl,
+				     .max_body = max_body, .policy = policy };
+	return fx_new_cfg(&cfg);
 }
 
 static const char *anode(const json_t *alloc)
@@ -214,13 +26,13 @@ static json_t *adevs(const json_t *alloc)
 
 static void test_gpu_job_placed(void **state)
 {
-	struct fx *f = fx_new(2, 0, 0, NULL);
+	struct fx *f = srv_new(2, 0, 0, NULL);
 	json_t *al;
 	const char *dev;
-	node_add(f, "n1", 2, "NVIDIA H100 80GB HBM3", "exclusive", NULL);
-	submit(f, "one", "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1}", NULL);
-	idle(f);
-	al = the_alloc(f, "one");
+	fx_node(f, "n1", 2, "NVIDIA H100 80GB HBM3", "exclusive", NULL);
+	fx_submit(f, "one", "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1}", NULL);
+	fx_idle(f);
+	al = fx_the_alloc(f, "one");
 	assert_string_equal(anode(al), "n1");
 	assert_int_equal(json_array_size(adevs(al)), 1);
 	dev = json_string_value(json_object_get(json_array_get(adevs(al), 0), "id"));
@@ -232,21 +44,21 @@ static void test_gpu_job_placed(void **state)
 
 static void test_two_gpus_where_free(void **state)
 {
-	struct fx *f = fx_new(2, 0, 0, NULL);
+	struct fx *f = srv_new(2, 0, 0, NULL);
 	json_t *al;
-	node_add(f, "a", 1, "H100", "exclusive", NULL);
-	node_add(f, "b", 2, "H100", "exclusive", NULL);
-	node_add(f, "c", 3, "H100", "exclusive", NULL);
+	fx_node(f, "a", 1, "H100", "exclusive", NULL);
+	fx_node(f, "b", 2, "H100", "exclusive", NULL);
+	fx_node(f, "c", 3, "H100", "exclusive", NULL);
 	/* take two of c's three first */
-	submit(f, "pre", "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 2}",
+	fx_submit(f, "pre", "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 2}",
 	       ", \"constraints\": [{\"attribute\": \"${node.unique.name}\", \"operator\": \"=\", \"value\": \"c\"}]");
-	idle(f);
-	al = the_alloc(f, "pre");
+	fx_idle(f);
+	al = fx_the_alloc(f, "pre");
 	assert_string_equal(anode(al), "c");
 	json_decref(al);
-	submit(f, "two", "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 2}", NULL);
-	idle(f);
-	al = the_alloc(f, "two");
+	fx_submit(f, "two", "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 2}", NULL);
+	fx_idle(f);
+	al = fx_the_alloc(f, "two");
 	assert_string_equal(anode(al), "b");
 	assert_int_equal(json_array_size(adevs(al)), 2);
 	json_decref(al);
@@ -255,19 +67,19 @@ static void test_two_gpus_where_free(void **state)
 
 static void test_model_constraint_and_affinity(void **state)
 {
-	struct fx *f = fx_new(2, 0, 0, NULL);
-	node_add(f, "t4", 4, "Tesla T4", "exclusive", "r1");
-	node_add(f, "h100", 4, "NVIDIA H100 80GB HBM3", "exclusive", "r2");
-	node_add(f, "h100b", 4, "NVIDIA H100 80GB HBM3", "exclusive", "r3");
+	struct fx *f = srv_new(2, 0, 0, NULL);
+	fx_node(f, "t4", 4, "Tesla T4", "exclusive", "r1");
+	fx_node(f, "h100", 4, "NVIDIA H100 80GB HBM3", "exclusive", "r2");
+	fx_node(f, "h100b", 4, "NVIDIA H100 80GB HBM3", "exclusive", "r3");
 	for (int i = 0; i < 3; i++) {
 		char id[32];
 		json_t *al;
 		snprintf(id, sizeof(id), "m%d", i);
-		submit(f, id, "service", 1,
+		fx_submit(f, id, "service", 1,
 		       "{\"name\": \"nvidia/gpu\", \"count\": 1, \"constraints\": [{\"attribute\": "
 		       "\"${device.model}\", \"operator\": \"=\", \"value\": \"Tesla T4\"}]}", NULL);
-		idle(f);
-		al = the_alloc(f, id);
+		fx_idle(f);
+		al = fx_the_alloc(f, id);
 		assert_string_equal(anode(al), "t4");
 		json_decref(al);
 	}
@@ -275,10 +87,10 @@ static void test_model_constraint_and_affinity(void **state)
 		char id[32];
 		json_t *al;
 		snprintf(id, sizeof(id), "aff%d", i);
-		submit(f, id, "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1}",
+		fx_submit(f, id, "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1}",
 		       ", \"affinities\": [{\"attribute\": \"${meta.rack}\", \"operator\": \"=\", \"value\": \"r3\", \"weight\": 100}]");
-		idle(f);
-		al = the_alloc(f, id);
+		fx_idle(f);
+		al = fx_the_alloc(f, id);
 		assert_string_equal(anode(al), "h100b");
 		json_decref(al);
 	}
@@ -287,16 +99,16 @@ static void test_model_constraint_and_affinity(void **state)
 
 static void test_blocked_then_placed(void **state)
 {
-	struct fx *f = fx_new(2, 0, 0, NULL);
+	struct fx *f = srv_new(2, 0, 0, NULL);
 	json_t *r, *ev, *fp;
 	const char *expl;
-	node_add(f, "small", 2, "H100", "exclusive", NULL);
-	submit(f, "big", "batch", 1, "{\"name\": \"nvidia/gpu\", \"count\": 4}", NULL);
-	idle(f);
-	r = job_allocs(f, "big");
+	fx_node(f, "small", 2, "H100", "exclusive", NULL);
+	fx_submit(f, "big", "batch", 1, "{\"name\": \"nvidia/gpu\", \"count\": 4}", NULL);
+	fx_idle(f);
+	r = fx_job_allocs(f, "big");
 	assert_int_equal(json_array_size(r), 0);
 	json_decref(r);
-	r = ok(f, "GET", "/v1/job/big/evaluations", NULL);
+	r = fx_ok(f, "GET", "/v1/job/big/evaluations", NULL);
 	assert_int_equal(json_array_size(r), 1);
 	ev = json_array_get(r, 0);
 	assert_string_equal(json_string_value(json_object_get(ev, "status")), "blocked");
@@ -306,13 +118,13 @@ static void test_blocked_then_placed(void **state)
 	assert_non_null(strstr(expl, "no node fits"));
 	assert_int_equal(json_integer_value(json_object_get(fp, "missing")), 1);
 	json_decref(r);
-	r = ok(f, "GET", "/v1/job/big", NULL);
+	r = fx_ok(f, "GET", "/v1/job/big", NULL);
 	assert_string_equal(json_string_value(json_object_get(r, "status")), "pending");
 	json_decref(r);
 
-	node_add(f, "large", 4, "H100", "exclusive", NULL);
-	idle(f);
-	r = the_alloc(f, "big");
+	fx_node(f, "large", 4, "H100", "exclusive", NULL);
+	fx_idle(f);
+	r = fx_the_alloc(f, "big");
 	assert_string_equal(anode(r), "large");
 	assert_int_equal(json_array_size(adevs(r)), 4);
 	json_decref(r);
@@ -321,18 +133,18 @@ static void test_blocked_then_placed(void **state)
 
 static void test_fractional_shares(void **state)
 {
-	struct fx *f = fx_new(1, 0, 0, "binpack");
+	struct fx *f = srv_new(1, 0, 0, "binpack");
 	const char *first_dev = NULL;
 	json_t *al, *keep = NULL;
-	node_add(f, "m1", 1, "H100", "mps", NULL);
-	node_add(f, "m2", 1, "H100", "mps", NULL);
+	fx_node(f, "m1", 1, "H100", "mps", NULL);
+	fx_node(f, "m2", 1, "H100", "mps", NULL);
 	for (int i = 0; i < 5; i++) {
 		char id[32];
 		const char *dev;
 		snprintf(id, sizeof(id), "frac%d", i);
-		submit(f, id, "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1, \"compute\": 25}", NULL);
-		idle(f);
-		al = the_alloc(f, id);
+		fx_submit(f, id, "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1, \"compute\": 25}", NULL);
+		fx_idle(f);
+		al = fx_the_alloc(f, id);
 		dev = json_string_value(json_object_get(json_array_get(adevs(al), 0), "id"));
 		assert_int_equal(json_integer_value(json_object_get(json_array_get(adevs(al), 0), "compute_milli")), 250);
 		if (i == 0) {
@@ -360,7 +172,7 @@ static void *submit_many(void *arg)
 	for (int i = s->first; i < s->first + s->n; i++) {
 		char id[32];
 		snprintf(id, sizeof(id), "c%03d", i);
-		submit(s->f, id, "service", 1, i % 3 ? "{\"name\": \"nvidia/gpu\", \"count\": 1}"
+		fx_submit(s->f, id, "service", 1, i % 3 ? "{\"name\": \"nvidia/gpu\", \"count\": 1}"
 			: "{\"name\": \"nvidia/gpu\", \"count\": 1, \"compute\": 40}", NULL);
 	}
 	return NULL;
@@ -368,7 +180,7 @@ static void *submit_many(void *arg)
 
 static void test_concurrent_never_overcommit(void **state)
 {
-	struct fx *f = fx_new(2, 0, 0, NULL);
+	struct fx *f = srv_new(2, 0, 0, NULL);
 	struct submitter s[4];
 	pthread_t th[4];
 	json_t *allocs, *al, *use = json_object(), *ten = json_object();
@@ -376,9 +188,9 @@ static void test_concurrent_never_overcommit(void **state)
 	const char *k;
 	json_t *v;
 
-	node_add(f, "x1", 2, "H100", "exclusive", NULL);
-	node_add(f, "x2", 2, "H100", "mps", NULL);
-	node_add(f, "x3", 2, "H100", "exclusive", NULL);
+	fx_node(f, "x1", 2, "H100", "exclusive", NULL);
+	fx_node(f, "x2", 2, "H100", "mps", NULL);
+	fx_node(f, "x3", 2, "H100", "exclusive", NULL);
 	for (int t = 0; t < 4; t++) {
 		s[t].f = f;
 		s[t].first = t * 10;
@@ -387,8 +199,8 @@ static void test_concurrent_never_overcommit(void **state)
 	}
 	for (int t = 0; t < 4; t++)
 		pthread_join(th[t], NULL);
-	idle(f);
-	allocs = ok(f, "GET", "/v1/allocations", NULL);
+	fx_idle(f);
+	allocs = fx_ok(f, "GET", "/v1/allocations", NULL);
 	json_array_foreach(allocs, i, al) {
 		size_t j;
 		json_t *d;
@@ -421,37 +233,37 @@ static void test_concurrent_never_overcommit(void **state)
 
 static void test_heartbeat_expiry_reschedules(void **state)
 {
-	struct fx *f = fx_new(2, SEC / 2, 0, NULL);
+	struct fx *f = srv_new(2, SEC / 2, 0, NULL);
 	json_t *al, *r;
 	char *first = NULL;
-	node_add(f, "h1", 1, "H100", "exclusive", NULL);
-	node_add(f, "h2", 1, "H100", "exclusive", NULL);
-	submit(f, "svc", "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1}", NULL);
-	idle(f);
-	al = the_alloc(f, "svc");
+	fx_node(f, "h1", 1, "H100", "exclusive", NULL);
+	fx_node(f, "h2", 1, "H100", "exclusive", NULL);
+	fx_submit(f, "svc", "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1}", NULL);
+	fx_idle(f);
+	al = fx_the_alloc(f, "svc");
 	first = strdup(anode(al));
 	json_decref(al);
 	/* the other node keeps beating; the first goes silent */
 	for (int i = 0; i < 30; i++) {
 		char path[64];
 		snprintf(path, sizeof(path), "/v1/node/%s/heartbeat", strcmp(first, "h1") ? "h1" : "h2");
-		json_decref(ok(f, "PUT", path, "{}"));
+		json_decref(fx_ok(f, "PUT", path, "{}"));
 		usleep(100000);
 	}
-	idle(f);
+	fx_idle(f);
 	{
 		char path[64];
 		snprintf(path, sizeof(path), "/v1/node/%s", first);
-		r = ok(f, "GET", path, NULL);
+		r = fx_ok(f, "GET", path, NULL);
 		assert_string_equal(json_string_value(json_object_get(r, "status")), "down");
 		json_decref(r);
 	}
-	al = the_alloc(f, "svc");
+	al = fx_the_alloc(f, "svc");
 	assert_string_not_equal(anode(al), first);
 	assert_true(strlen(json_string_value(json_object_get(al, "previous_allocation"))) > 0);
 	json_decref(al);
 	/* the old one is lost and stopped */
-	r = job_allocs(f, "svc");
+	r = fx_job_allocs(f, "svc");
 	assert_int_equal(json_array_size(r), 2);
 	json_decref(r);
 	free(first);
@@ -460,40 +272,40 @@ static void test_heartbeat_expiry_reschedules(void **state)
 
 static void test_restart_keeps_state(void **state)
 {
-	struct fx *f = fx_new(2, 0, 0, NULL);
+	struct fx *f = srv_new(2, 0, 0, NULL);
 	json_t *al, *al2;
 	json_t *w;
-	node_add(f, "r1", 1, "H100", "exclusive", NULL);
+	fx_node(f, "r1", 1, "H100", "exclusive", NULL);
 	/* one after the other: submitted together, two workers evaluate both
 	 * at once and either may take the only GPU (neither waits yet, so the
 	 * fair queue has no order to keep); the test is about the restart */
-	submit(f, "keep", "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1}", NULL);
-	idle(f);
-	submit(f, "wait", "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1}", NULL);
-	idle(f);
-	w = job_allocs(f, "wait");
+	fx_submit(f, "keep", "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1}", NULL);
+	fx_idle(f);
+	fx_submit(f, "wait", "service", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1}", NULL);
+	fx_idle(f);
+	w = fx_job_allocs(f, "wait");
 	assert_int_equal(json_array_size(w), 0);
 	json_decref(w);
-	al = the_alloc(f, "keep");
+	al = fx_the_alloc(f, "keep");
 	server_stop(f->srv);
 	fx_start(f);
-	al2 = the_alloc(f, "keep");
+	al2 = fx_the_alloc(f, "keep");
 	assert_string_equal(json_string_value(json_object_get(al, "id")),
 			    json_string_value(json_object_get(al2, "id")));
 	json_decref(al);
 	json_decref(al2);
 	/* the blocked one is still waiting (its evaluation ran again at the
 	 * start and placed nothing twice), and is placed when room appears */
-	idle(f);
-	w = job_allocs(f, "wait");
+	fx_idle(f);
+	w = fx_job_allocs(f, "wait");
 	assert_int_equal(json_array_size(w), 0);
 	json_decref(w);
-	node_add(f, "r2", 1, "H100", "exclusive", NULL);
-	idle(f);
-	al = the_alloc(f, "wait");
+	fx_node(f, "r2", 1, "H100", "exclusive", NULL);
+	fx_idle(f);
+	al = fx_the_alloc(f, "wait");
 	assert_string_equal(anode(al), "r2");
 	json_decref(al);
-	json_decref(the_alloc(f, "keep"));
+	json_decref(fx_the_alloc(f, "keep"));
 	fx_free(f);
 }
 
@@ -502,7 +314,7 @@ static void test_restart_keeps_state(void **state)
  * none): two tasks of one GPU each get different GPUs. */
 static void test_devices_per_task(void **state)
 {
-	struct fx *f = fx_new(2, 0, 0, NULL);
+	struct fx *f = srv_new(2, 0, 0, NULL);
 	const char *task = "{\"name\": \"%s\", \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"},"
 			   " \"resources\": {\"cpu\": 100, \"memory\": 64 %s}}";
 	const char *gpu = ", \"devices\": [{\"name\": \"nvidia/gpu\", \"count\": 1}]";
@@ -510,15 +322,15 @@ static void test_devices_per_task(void **state)
 	json_t *al, *tasks, *d;
 	const char *da, *db;
 	size_t i;
-	node_add(f, "n1", 4, "H100", "exclusive", NULL);
+	fx_node(f, "n1", 4, "H100", "exclusive", NULL);
 	assert_true(asprintf(&ta, task, "a", gpu) > 0);
 	assert_true(asprintf(&tb, task, "b", gpu) > 0);
 	assert_true(asprintf(&tc, task, "c", "") > 0);
 	assert_true(asprintf(&body, "{\"job\": {\"id\": \"pt\", \"type\": \"service\", \"groups\":"
 			     " [{\"name\": \"g\", \"count\": 1, \"tasks\": [%s, %s, %s]}]}}", ta, tb, tc) > 0);
-	json_decref(ok(f, "POST", "/v1/jobs", body));
-	idle(f);
-	al = the_alloc(f, "pt");
+	json_decref(fx_ok(f, "POST", "/v1/jobs", body));
+	fx_idle(f);
+	al = fx_the_alloc(f, "pt");
 	assert_int_equal(json_array_size(adevs(al)), 2);
 	json_array_foreach(adevs(al), i, d)
 		assert_string_equal(json_string_value(json_object_get(d, "task")), i == 0 ? "a" : "b");
@@ -542,9 +354,9 @@ static void test_devices_per_task(void **state)
 
 static void test_invalid_job_and_unknown(void **state)
 {
-	struct fx *f = fx_new(1, 0, 0, NULL);
+	struct fx *f = srv_new(1, 0, 0, NULL);
 	long st;
-	json_t *r = call(f, "POST", "/v1/jobs",
+	json_t *r = fx_call(f, "POST", "/v1/jobs",
 			 "{\"job\": {\"id\": \"bad\", \"groups\": [{\"name\": \"g\", \"count\": -3, \"tasks\": []}]}}", &st);
 	json_t *e = json_object_get(r, "error"), *d;
 	assert_int_equal(st, 400);
@@ -553,16 +365,16 @@ static void test_invalid_job_and_unknown(void **state)
 	assert_true(json_array_size(d) >= 1);
 	assert_true(strlen(json_string_value(json_object_get(json_array_get(d, 0), "path"))) > 0);
 	json_decref(r);
-	r = ok(f, "GET", "/v1/jobs", NULL);
+	r = fx_ok(f, "GET", "/v1/jobs", NULL);
 	assert_int_equal(json_array_size(r), 0);
 	json_decref(r);
-	r = call(f, "GET", "/v1/job/nope", NULL, &st);
+	r = fx_call(f, "GET", "/v1/job/nope", NULL, &st);
 	assert_int_equal(st, 404);
 	json_decref(r);
-	r = call(f, "DELETE", "/v1/job/nope", NULL, &st);
+	r = fx_call(f, "DELETE", "/v1/job/nope", NULL, &st);
 	assert_int_equal(st, 404);
 	json_decref(r);
-	r = call(f, "PUT", "/v1/node/ghost/heartbeat", "{}", &st);
+	r = fx_call(f, "PUT", "/v1/node/ghost/heartbeat", "{}", &st);
 	assert_int_equal(st, 404);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "error"), "code")), "node_not_found");
 	json_decref(r);
@@ -571,7 +383,7 @@ static void test_invalid_job_and_unknown(void **state)
 
 static void test_oversize_body(void **state)
 {
-	struct fx *f = fx_new(1, 0, 1024, NULL);
+	struct fx *f = srv_new(1, 0, 1024, NULL);
 	char *big = malloc(4096);
 	long st;
 	json_t *r;
@@ -579,7 +391,7 @@ static void test_oversize_body(void **state)
 	big[0] = '{';
 	big[4093] = '}';
 	big[4094] = 0;
-	r = call(f, "POST", "/v1/jobs", big, &st);
+	r = fx_call(f, "POST", "/v1/jobs", big, &st);
 	assert_int_equal(st, 413);
 	json_decref(r);
 	free(big);
@@ -588,38 +400,38 @@ static void test_oversize_body(void **state)
 
 static void test_resubmit_stop_and_batch_complete(void **state)
 {
-	struct fx *f = fx_new(2, 0, 0, NULL);
-	char *t = job_text("b1", "batch", 1, NULL, NULL);
+	struct fx *f = srv_new(2, 0, 0, NULL);
+	char *t = fx_job("b1", "batch", 1, NULL, NULL, NULL);
 	json_t *r, *al;
 	char path[128];
-	node_add(f, "w1", 0, "none", "exclusive", NULL);
-	submit(f, "b1", "batch", 1, NULL, NULL);
-	idle(f);
-	r = ok(f, "POST", "/v1/jobs", t); /* unchanged: no new version, no eval */
+	fx_node(f, "w1", 0, "none", "exclusive", NULL);
+	fx_submit(f, "b1", "batch", 1, NULL, NULL);
+	fx_idle(f);
+	r = fx_ok(f, "POST", "/v1/jobs", t); /* unchanged: no new version, no eval */
 	assert_string_equal(json_string_value(json_object_get(r, "eval_id")), "");
 	json_decref(r);
-	al = the_alloc(f, "b1");
+	al = fx_the_alloc(f, "b1");
 	snprintf(path, sizeof(path), "/v1/allocation/%s/status",
 		 json_string_value(json_object_get(al, "id")));
-	json_decref(ok(f, "PUT", path, "{\"client_status\": \"running\"}"));
-	r = ok(f, "GET", "/v1/job/b1", NULL);
+	json_decref(fx_ok(f, "PUT", path, "{\"client_status\": \"running\"}"));
+	r = fx_ok(f, "GET", "/v1/job/b1", NULL);
 	assert_string_equal(json_string_value(json_object_get(r, "status")), "running");
 	json_decref(r);
-	json_decref(ok(f, "PUT", path, "{\"client_status\": \"complete\"}"));
-	idle(f);
-	r = ok(f, "GET", "/v1/job/b1", NULL);
+	json_decref(fx_ok(f, "PUT", path, "{\"client_status\": \"complete\"}"));
+	fx_idle(f);
+	r = fx_ok(f, "GET", "/v1/job/b1", NULL);
 	assert_string_equal(json_string_value(json_object_get(r, "status")), "dead");
 	json_decref(r);
-	r = job_allocs(f, "b1");
+	r = fx_job_allocs(f, "b1");
 	assert_int_equal(json_array_size(r), 1); /* a complete batch alloc is not replaced */
 	json_decref(r);
 	json_decref(al);
 	/* a service stopped: its allocation is desired stop */
-	submit(f, "s1", "service", 1, NULL, NULL);
-	idle(f);
-	json_decref(ok(f, "DELETE", "/v1/job/s1", NULL));
-	idle(f);
-	r = job_allocs(f, "s1");
+	fx_submit(f, "s1", "service", 1, NULL, NULL);
+	fx_idle(f);
+	json_decref(fx_ok(f, "DELETE", "/v1/job/s1", NULL));
+	fx_idle(f);
+	r = fx_job_allocs(f, "s1");
 	assert_string_equal(json_string_value(json_object_get(json_array_get(r, 0), "desired_status")), "stop");
 	json_decref(r);
 	free(t);

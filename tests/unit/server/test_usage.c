@@ -1,6 +1,6 @@
 /* GPU-hours of a known schedule: a 2-GPU job and a 25% share that run over
  * the same interval. */
-#include "teams_fx.h"
+#include "server_fx.h"
 
 #include <time.h>
 
@@ -29,19 +29,19 @@ static double mono_s(void)
 
 static void test_known_schedule(void **state)
 {
-	struct fx *f = fx_new_cfg(0, 0);
+	struct fx *f = fx_new_teams(0, 0);
 	json_t *u;
 	double t0, t1, whole, frac, elapsed;
 	(void)state;
 	node_add(f, "n1", 2, "H100");
 	node_add_sharing(f, "m1", 1, "H100", "mps");
 	submit_gpu(f, "default", "two", 2, 50);
-	json_decref(ok(f, "POST", "/v1/jobs",
+	json_decref(fx_ok(f, "POST", "/v1/jobs",
 		"{\"job\": {\"id\": \"quarter\", \"type\": \"batch\", \"groups\": [{\"name\": \"g\", \"count\": 1,"
 		" \"tasks\": [{\"name\": \"t\", \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"},"
 		" \"resources\": {\"cpu\": 100, \"memory\": 64, \"devices\": [{\"name\": \"nvidia/gpu\", \"count\": 1,"
 		" \"compute\": 25}]}}]}]}}"));
-	idle(f);
+	fx_idle(f);
 	assert_int_equal(nlive(f, "default", "two"), 1);
 	assert_int_equal(nlive(f, "default", "quarter"), 1);
 	t0 = mono_s();
@@ -52,7 +52,7 @@ static void test_known_schedule(void **state)
 	finish(f, "default", "quarter", "complete");
 	t1 = mono_s();
 	elapsed = t1 - t0;
-	u = ok(f, "GET", "/v1/usage", NULL);
+	u = fx_ok(f, "GET", "/v1/usage", NULL);
 	whole = hours_of(u, "default", "two");
 	frac = hours_of(u, "default", "quarter");
 	/* 2 GPUs for ~1.5 s; the statuses bracket the run within the test's clock */
@@ -62,12 +62,12 @@ static void test_known_schedule(void **state)
 		    hours_of(u, "default", NULL) < whole + frac + 1e-9);
 	json_decref(u);
 	/* a window after the end counts nothing; a bad time is refused */
-	u = ok(f, "GET", "/v1/usage?since=2100-01-01T00:00:00Z", NULL);
+	u = fx_ok(f, "GET", "/v1/usage?since=2100-01-01T00:00:00Z", NULL);
 	assert_true(hours_of(u, "default", "two") == 0);
 	json_decref(u);
 	{
 		long st;
-		json_decref(call(f, "GET", "/v1/usage?since=yesterday", NULL, &st));
+		json_decref(fx_call(f, "GET", "/v1/usage?since=yesterday", NULL, &st));
 		assert_int_equal(st, 400);
 	}
 	fx_free(f);
