@@ -10,48 +10,13 @@
  * submitting all of them back to back until every one is placed (jobs/s).
  * Each placement needs a free GPU, so JOBS <= 8 * NODES is placed; the
  * agents' part (start, report) is not in these numbers. */
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "common/strbuf.h"
-#include "server/server.h"
+#include "bench_http.h"
 
-static CURL *curl;
-static char base[64];
-
-static size_t sink(char *p, size_t size, size_t n, void *arg)
-{
-	strbuf_add(arg, p, size * n);
-	return size * n;
-}
-
-static long req(const char *method, const char *path, const char *body, struct strbuf *out)
-{
-	char url[256];
-	long st = 0;
-	snprintf(url, sizeof(url), "%s%s", base, path);
-	strbuf_reset(out);
-	curl_easy_setopt(curl, CURLOPT_URL, url);
-	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, sink);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, out);
-	if (curl_easy_perform(curl) != CURLE_OK)
-		return -1;
-	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &st);
-	return st;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
+static struct bench_srv srv;
 
 static int cmp(const void *a, const void *b)
 {
@@ -66,7 +31,7 @@ static void submit(const char *id, struct strbuf *out)
 		 "{\"job\": {\"id\": \"%s\", \"type\": \"batch\", \"groups\": [{\"name\": \"g\", \"tasks\": "
 		 "[{\"name\": \"t\", \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"}, "
 		 "\"resources\": {\"cpu\": 10, \"memory\": 10, \"devices\": [{\"name\": \"nvidia/gpu\"}]}}]}]}}", id);
-	if (req("POST", "/v1/jobs", body, out) != 200) {
+	if (bench_req(&srv, "POST", "/v1/jobs", body, out) != 200) {
 		fprintf(stderr, "submit %s failed: %s\n", id, out->buf);
 		exit(1);
 	}
@@ -75,10 +40,7 @@ static void submit(const char *id, struct strbuf *out)
 int main(int argc, char **argv)
 {
 	struct server_config cfg = { 0 };
-	struct server *srv;
-	struct herd_err err = { 0 };
 	struct strbuf out = STRBUF_INIT;
-	char dir[512];
 	int jobs, nodes;
 	double *lat, t0, t1;
 
@@ -88,18 +50,9 @@ int main(int argc, char **argv)
 	}
 	jobs = (int)strtol(argv[2], NULL, 10);
 	nodes = (int)strtol(argv[3], NULL, 10);
-	snprintf(dir, sizeof(dir), "%s/bench-server-XXXXXX", argv[1]);
-	if (!mkdtemp(dir))
-		return 1;
-	cfg.data_dir = dir;
 	cfg.policy = getenv("BENCH_POLICY");
-	if (server_start(&cfg, &srv, &err) < 0) {
-		fprintf(stderr, "server: %s\n", err.msg);
+	if (bench_srv_start(&srv, argv[1], "server", &cfg) < 0)
 		return 1;
-	}
-	snprintf(base, sizeof(base), "http://127.0.0.1:%u", server_port(srv));
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	curl = curl_easy_init();
 	for (int n = 0; n < nodes; n++) {
 		struct strbuf b = STRBUF_INIT;
 		strbuf_addf(&b, "{\"node\": {\"id\": \"node-%d\", \"resources\": {\"cpu_milli\": 1000000, "
@@ -108,7 +61,7 @@ int main(int argc, char **argv)
 			strbuf_addf(&b, "%s{\"id\": \"GPU-%d-%d\", \"model\": \"H100\", \"memory_mib\": 81920}",
 				    g ? "," : "", n, g);
 		strbuf_adds(&b, "]}}");
-		if (req("POST", "/v1/node/register", b.buf, &out) != 200)
+		if (bench_req(&srv, "POST", "/v1/node/register", b.buf, &out) != 200)
 			return 1;
 		strbuf_release(&b);
 	}
@@ -117,31 +70,29 @@ int main(int argc, char **argv)
 	for (int i = 0; i < jobs / 2; i++) {
 		char id[32];
 		snprintf(id, sizeof(id), "lat-%d", i);
-		t0 = now_s();
+		t0 = bench_now_s();
 		submit(id, &out);
-		server_wait_idle(srv, 60LL * 1000000000);
-		lat[i] = now_s() - t0;
+		server_wait_idle(srv.srv, 60LL * 1000000000);
+		lat[i] = bench_now_s() - t0;
 	}
 	qsort(lat, (size_t)(jobs / 2), sizeof(double), cmp);
 	printf("submit-to-placed latency over %d jobs: p50 %.2f ms, p99 %.2f ms\n", jobs / 2,
 	       lat[jobs / 4] * 1e3, lat[(jobs / 2) * 99 / 100] * 1e3);
 	/* throughput: back to back */
-	t0 = now_s();
+	t0 = bench_now_s();
 	for (int i = 0; i < jobs - jobs / 2; i++) {
 		char id[32];
 		snprintf(id, sizeof(id), "tp-%d", i);
 		submit(id, &out);
 	}
-	t1 = now_s();
-	server_wait_idle(srv, 600LL * 1000000000);
+	t1 = bench_now_s();
+	server_wait_idle(srv.srv, 600LL * 1000000000);
 	printf("throughput: %d jobs submitted in %.2f s (%.0f/s), all placed after %.2f s (%.0f jobs/s)\n",
-	       jobs - jobs / 2, t1 - t0, (jobs - jobs / 2) / (t1 - t0), now_s() - t0,
-	       (jobs - jobs / 2) / (now_s() - t0));
-	req("GET", "/v1/allocations", NULL, &out);
+	       jobs - jobs / 2, t1 - t0, (jobs - jobs / 2) / (t1 - t0), bench_now_s() - t0,
+	       (jobs - jobs / 2) / (bench_now_s() - t0));
+	bench_req(&srv, "GET", "/v1/allocations", NULL, &out);
 	printf("allocations: %zu bytes of JSON\n", out.len);
-	curl_easy_cleanup(curl);
-	curl_global_cleanup();
-	server_stop(srv);
+	bench_srv_stop(&srv);
 	strbuf_release(&out);
 	free(lat);
 	return 0;

@@ -14,50 +14,14 @@
  *      stay parked): how long until all 8 are placed, and how many
  *      namespaces they went to (the fair rule gives each of 8 namespaces
  *      one). */
-#include <curl/curl.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "common/strbuf.h"
-#include "server/server.h"
+#include "bench_http.h"
 
-static CURL *curl;
-static char base[64];
-
-static size_t sink(char *p, size_t size, size_t n, void *arg)
-{
-	strbuf_add(arg, p, size * n);
-	return size * n;
-}
-
-static long req(const char *method, const char *path, const char *body, struct strbuf *out)
-{
-	char url[256];
-	long st = 0;
-	snprintf(url, sizeof(url), "%s%s", base, path);
-	strbuf_reset(out);
-	curl_easy_setopt(curl, CURLOPT_URL, url);
-	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, sink);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, out);
-	if (curl_easy_perform(curl) != CURLE_OK)
-		return 0;
-	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &st);
-	return st;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
+static struct bench_srv srv;
 
 static void must(long st, const char *what, const struct strbuf *out)
 {
@@ -74,12 +38,6 @@ static void log_fn(const char *level, const char *msg, void *arg)
 		fprintf(stderr, "server %s: %s\n", level, msg);
 }
 
-static int rm_entry(const char *p, const struct stat *st, int f, struct FTW *w)
-{
-	(void)st; (void)f; (void)w;
-	return remove(p);
-}
-
 static void job(struct strbuf *sb, const char *ns, const char *id, int gpus)
 {
 	strbuf_reset(sb);
@@ -89,14 +47,28 @@ static void job(struct strbuf *sb, const char *ns, const char *id, int gpus)
 		    " \"devices\": [{\"name\": \"nvidia/gpu\", \"count\": %d}]}}]}]}}", id, ns, gpus);
 }
 
+/* Submits jobs j<from>..j<to - 1> of one GPU round-robin into nns
+ * namespaces and waits until each is decided; returns the seconds taken. */
+static double submit_range(int from, int to, int nns, struct strbuf *body, struct strbuf *out)
+{
+	double t0 = bench_now_s();
+
+	for (int k = from; k < to; k++) {
+		char ns[16], id[32];
+		snprintf(ns, sizeof(ns), "ns%02d", k % nns);
+		snprintf(id, sizeof(id), "j%05d", k);
+		job(body, ns, id, 1);
+		must(bench_req(&srv, "POST", "/v1/jobs", body->buf, out), "submit", out);
+	}
+	server_wait_idle(srv.srv, 3600LL * 1000000000LL);
+	return bench_now_s() - t0;
+}
+
 int main(int argc, char **argv)
 {
 	struct server_config cfg = { 0 };
-	struct server *srv;
-	struct herd_err err = { 0 };
 	struct strbuf body = STRBUF_INIT, out = STRBUF_INIT;
-	char dir[512], path[256];
-	struct curl_slist *h;
+	char path[256];
 	int jobs, nns;
 	double t0, t1, t2;
 	json_t *allocs, *a, *seen;
@@ -108,23 +80,14 @@ int main(int argc, char **argv)
 	}
 	jobs = (int)strtol(argv[2], NULL, 10);
 	nns = (int)strtol(argv[3], NULL, 10);
-	snprintf(dir, sizeof(dir), "%s/bench-teams-XXXXXX", argv[1]);
-	if (!mkdtemp(dir) || jobs <= 0 || nns <= 0)
+	if (jobs <= 0 || nns <= 0)
 		return 1;
-	cfg.data_dir = dir;
 	cfg.workers = 2;
 	cfg.preempt_types = SERVER_PREEMPT_NONE;
 	cfg.log = log_fn;
 	cfg.heartbeat_ttl_ns = 24 * 3600LL * 1000000000LL; /* no agent heartbeats here */
-	if (server_start(&cfg, &srv, &err) < 0) {
-		fprintf(stderr, "bench_teams: %s\n", err.msg);
+	if (bench_srv_start(&srv, argv[1], "teams", &cfg) < 0)
 		return 1;
-	}
-	snprintf(base, sizeof(base), "http://127.0.0.1:%u", server_port(srv));
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	curl = curl_easy_init();
-	h = curl_slist_append(NULL, "Content-Type: application/json");
-	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
 
 	strbuf_adds(&body, "{\"node\": {\"id\": \"n1\", \"name\": \"n1\", \"datacenter\": \"dc1\","
 		    " \"resources\": {\"cpu_milli\": 1000000, \"memory_mib\": 10000000}, \"devices\": [");
@@ -132,56 +95,37 @@ int main(int argc, char **argv)
 		strbuf_addf(&body, "%s{\"id\": \"GPU-%d\", \"vendor\": \"nvidia\", \"type\": \"gpu\", \"model\": \"H100\","
 			    " \"memory_mib\": 81920, \"healthy\": true}", g ? ", " : "", g);
 	strbuf_adds(&body, "]}}");
-	must(req("POST", "/v1/node/register", body.buf, &out), "register", &out);
-	must(req("POST", "/v1/quotas", "{\"quota\": {\"name\": \"big\", \"limits\": [{\"region_limit\":"
+	must(bench_req(&srv, "POST", "/v1/node/register", body.buf, &out), "register", &out);
+	must(bench_req(&srv, "POST", "/v1/quotas", "{\"quota\": {\"name\": \"big\", \"limits\": [{\"region_limit\":"
 		 " {\"devices\": [{\"name\": \"nvidia/gpu\", \"count\": 1000}]}}]}}", &out), "quota", &out);
 	for (int n = 0; n < nns; n++) {
 		strbuf_reset(&body);
 		strbuf_addf(&body, "{\"namespace\": {\"name\": \"ns%02d\", \"quota\": \"big\"}}", n);
-		must(req("POST", "/v1/namespaces", body.buf, &out), "namespace", &out);
+		must(bench_req(&srv, "POST", "/v1/namespaces", body.buf, &out), "namespace", &out);
 	}
 	job(&body, "default", "blocker", 8);
-	must(req("POST", "/v1/jobs", body.buf, &out), "blocker", &out);
-	server_wait_idle(srv, 60LL * 1000000000LL);
+	must(bench_req(&srv, "POST", "/v1/jobs", body.buf, &out), "blocker", &out);
+	server_wait_idle(srv.srv, 60LL * 1000000000LL);
 
-	t0 = now_s();
-	for (int k = 0; k < jobs; k++) {
-		char ns[16], id[32];
-		snprintf(ns, sizeof(ns), "ns%02d", k % nns);
-		snprintf(id, sizeof(id), "j%05d", k);
-		job(&body, ns, id, 1);
-		must(req("POST", "/v1/jobs", body.buf, &out), "submit", &out);
-	}
-	server_wait_idle(srv, 3600LL * 1000000000LL);
-	t1 = now_s();
+	t0 = submit_range(0, jobs, nns, &body, &out);
 	printf("submit: %d jobs in %d namespaces queued in %.2f s: %.0f decisions/s\n", jobs, nns,
-	       t1 - t0, jobs / (t1 - t0));
+	       t0, jobs / t0);
 
-	t0 = now_s();
-	for (int k = jobs; k < jobs + 1000; k++) {
-		char ns[16], id[32];
-		snprintf(ns, sizeof(ns), "ns%02d", k % nns);
-		snprintf(id, sizeof(id), "j%05d", k);
-		job(&body, ns, id, 1);
-		must(req("POST", "/v1/jobs", body.buf, &out), "submit", &out);
-	}
-	server_wait_idle(srv, 3600LL * 1000000000LL);
-	t1 = now_s();
-	printf("at %d queued: 1000 more decided in %.2f s: %.0f decisions/s\n", jobs, t1 - t0,
-	       1000 / (t1 - t0));
+	t0 = submit_range(jobs, jobs + 1000, nns, &body, &out);
+	printf("at %d queued: 1000 more decided in %.2f s: %.0f decisions/s\n", jobs, t0, 1000 / t0);
 
-	must(req("GET", "/v1/job/blocker/allocations", NULL, &out), "blocker allocs", &out);
+	must(bench_req(&srv, "GET", "/v1/job/blocker/allocations", NULL, &out), "blocker allocs", &out);
 	allocs = json_loads(out.buf, 0, NULL);
 	snprintf(path, sizeof(path), "/v1/allocation/%s/status",
 		 json_string_value(json_object_get(json_array_get(allocs, 0), "id")));
 	json_decref(allocs);
-	t1 = now_s();
-	must(req("PUT", path, "{\"client_status\": \"complete\"}", &out), "complete", &out);
+	t1 = bench_now_s();
+	must(bench_req(&srv, "PUT", path, "{\"client_status\": \"complete\"}", &out), "complete", &out);
 	if (getenv("BENCH_TEAMS_DEBUG"))
 		fprintf(stderr, "blocker %s: %s\n", path, out.buf);
-	server_wait_idle(srv, 3600LL * 1000000000LL);
-	t2 = now_s();
-	must(req("GET", "/v1/allocations?namespace=*", NULL, &out), "allocs", &out);
+	server_wait_idle(srv.srv, 3600LL * 1000000000LL);
+	t2 = bench_now_s();
+	must(bench_req(&srv, "GET", "/v1/allocations?namespace=*", NULL, &out), "allocs", &out);
 	allocs = json_loads(out.buf, 0, NULL);
 	seen = json_object();
 	json_array_foreach(allocs, i, a)
@@ -191,10 +135,7 @@ int main(int argc, char **argv)
 	       jobs + 1000, t2 - t1, json_object_size(seen));
 	json_decref(seen);
 	json_decref(allocs);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(curl);
-	server_stop(srv);
-	nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	bench_srv_stop(&srv);
 	strbuf_release(&body);
 	strbuf_release(&out);
 	return 0;
