@@ -652,21 +652,23 @@ fail:
 	return rc;
 }
 
-int docker_stats(struct driver_handle *h, struct docker_stats *out, struct herd_err *err)
+/* One stats sample of container id through client c (docker_stats). */
+static int container_stats(struct docker_client *c, const char *id, struct docker_stats *out,
+			   struct herd_err *err)
 {
 	struct strbuf resp = STRBUF_INIT;
-	char *path = xasprintf("/containers/%s/stats?stream=0", h->state.container_id);
+	char *path = xasprintf("/containers/%s/stats?stream=0", id);
 	struct docker_req req = { .method = "GET", .path = path };
 	json_t *o = NULL;
-	int rc = docker_call(&h->client, &req, &resp, err);
+	int rc = docker_call(c, &req, &resp, err);
 	free(path);
 	if (rc == 404 || rc == 409) {
-		rc = herd_errf(err, -ESRCH, "container %.12s is not running", h->state.container_id);
+		rc = herd_errf(err, -ESRCH, "container %.12s is not running", id);
 		goto out;
 	}
 	if (rc >= 0 && rc != 200) {
 		rc = herd_errf(err, -EIO, "stats of container %.12s: HTTP %d: %s",
-			       h->state.container_id, rc, docker_error_message(&resp));
+			       id, rc, docker_error_message(&resp));
 		goto out;
 	}
 	if (rc < 0)
@@ -678,7 +680,7 @@ int docker_stats(struct driver_handle *h, struct docker_stats *out, struct herd_
 	const json_t *pre = json_object_get(o, "precpu_stats");
 	if (!json_is_object(mem) || !json_is_object(cpu)) {
 		rc = herd_errf(err, -ESRCH, "container %.12s: no stats (not running)",
-			       h->state.container_id);
+			       id);
 		goto out;
 	}
 	struct docker_stats s = { 0 };
@@ -707,6 +709,39 @@ out:
 	json_decref(o);
 	strbuf_release(&resp);
 	return rc;
+}
+
+int docker_stats(struct driver_handle *h, struct docker_stats *out, struct herd_err *err)
+{
+	return container_stats(&h->client, h->state.container_id, out, err);
+}
+
+/* driver_ops.stats: a client of its own (the handle may be in use by the
+ * task runner's thread), one engine sample. */
+static int docker_ops_stats(const struct driver_env *env, const struct driver_state *state,
+			    struct driver_stats *out, struct herd_err *err)
+{
+	struct docker_client c;
+	struct docker_stats ds;
+	int rc;
+
+	if (!state->container_id[0])
+		return herd_errf(err, -EINVAL, "task state: no container id");
+	rc = docker_client_init(&c, env->docker, err);
+	if (rc == 0)
+		rc = container_stats(&c, state->container_id, &ds, err);
+	docker_client_release(&c);
+	if (rc < 0)
+		return rc;
+	*out = (struct driver_stats){
+		.memory_bytes = ds.memory_usage,
+		.memory_peak_bytes = -1,
+		.memory_limit_bytes = ds.memory_limit > 0 ? ds.memory_limit : -1,
+		.cpu_total_ns = (int64_t)ds.cpu_total_ns,
+		.cpu_percent = ds.cpu_percent,
+		.sampled_at_ns = ds.read_ns,
+	};
+	return 0;
 }
 
 int docker_gc(const struct docker_config *cfg, const char *const *live_alloc_ids, size_t n,
@@ -773,4 +808,5 @@ const struct driver_ops docker_ops = {
 	.stop = docker_stop,
 	.destroy = docker_destroy,
 	.recover = docker_recover,
+	.stats = docker_ops_stats,
 };

@@ -107,3 +107,12 @@ int driver_signal_parse(const char *s)
 			return names[i].sig;
 	return -EINVAL;
 }
+
+double driver_stats_cpu_percent(const struct driver_stats *prev, const struct driver_stats *cur)
+{
+	if (prev->cpu_total_ns < 0 || cur->cpu_total_ns < prev->cpu_total_ns ||
+	    cur->sampled_at_ns <= prev->sampled_at_ns)
+		return -1;
+	return (double)(cur->cpu_total_ns - prev->cpu_total_ns) * 100.0 /
+	       (double)(cur->sampled_at_ns - prev->sampled_at_ns);
+}

@@ -25,6 +25,11 @@
  *
  * After an agent restart: d->recover(&env, &state, &h, &err), then as above.
  *
+ * Resource usage: d->stats(&env, driver_handle_state(h), &st, &err) (or the
+ * state persisted by the client) while the task runs.  stats reads only
+ * the plain state, never the handle, so any thread may call it while the
+ * task runner waits on the handle.
+ *
  * Thread safety: a handle is used by one thread at a time.  Nothing here
  * prints or logs. */
 #ifndef HERD_DRIVERS_DRIVER_H
@@ -141,6 +146,20 @@ struct driver_state {
 
 struct driver_handle;
 
+/* One resource usage sample of a running task (docs/drivers.md says what
+ * each driver counts).  Unknown fields are -1. */
+struct driver_stats {
+	int64_t memory_bytes;      /* resident memory now */
+	int64_t memory_peak_bytes; /* the most it has used */
+	int64_t memory_limit_bytes; /* the hard limit */
+	int64_t cpu_total_ns;      /* CPU time (user + system) used so far */
+	double cpu_percent;        /* over an interval the driver measured itself
+				    * (docker's ~1 s sample), 100 = one core; -1:
+				    * the caller computes it from two samples
+				    * (driver_stats_cpu_percent) */
+	int64_t sampled_at_ns;     /* CLOCK_REALTIME of the sample */
+};
+
 struct driver_fingerprint {
 	bool detected;             /* usable on this node: sets driver.<name> = 1 */
 	bool healthy;
@@ -186,7 +205,20 @@ struct driver_ops {
 	 * exit has lost = true), -errno with err for bad state. */
 	int (*recover)(const struct driver_env *env, const struct driver_state *state,
 		       struct driver_handle **out, struct herd_err *err);
+
+	/* One usage sample of the task that state names (a live handle's
+	 * state, or one persisted).  Reads only state and env: safe from any
+	 * thread, also while another thread uses the task's handle.  Returns
+	 * 0 with *out, -ESRCH when the task is no longer running, -errno with
+	 * err (docker: engine unreachable).  May take about a second (docker). */
+	int (*stats)(const struct driver_env *env, const struct driver_state *state,
+		     struct driver_stats *out, struct herd_err *err);
 };
+
+/* CPU percent (100 = one core) between two samples of the same task:
+ * the CPU time used over the wall time passed.  -1 when it cannot be said
+ * (a field unknown, no time passed, or the counter went back: a restart). */
+double driver_stats_cpu_percent(const struct driver_stats *prev, const struct driver_stats *cur);
 
 /* The driver named name, or NULL. */
 const struct driver_ops *driver_find(const char *name);

@@ -19,6 +19,38 @@ int proc_start_time(pid_t pid, uint64_t *out);
  * one, -errno otherwise. */
 int proc_pidfd_checked(pid_t pid, uint64_t start_time);
 
+/* What proc_session_usage reads of /proc/<pid>/stat (proc(5) fields 6,
+ * 14 to 17 and 24). */
+struct proc_stat_fields {
+	pid_t session;
+	uint64_t utime_ticks, stime_ticks;   /* clock ticks (_SC_CLK_TCK) */
+	uint64_t cutime_ticks, cstime_ticks; /* of its reaped children */
+	int64_t rss_pages;
+};
+
+/* Parses the text of a /proc/<pid>/stat file.  Returns 0, or -EINVAL when
+ * it is malformed (*out untouched). */
+int proc_parse_stat(const char *text, struct proc_stat_fields *out);
+
+/* Usage of the processes of one session. */
+struct proc_usage {
+	int64_t rss_bytes;         /* resident set of them all */
+	int64_t cpu_ns;            /* user + system time of the live ones and of
+				    * the children they reaped (cutime, cstime);
+				    * a child that ended but is not reaped yet,
+				    * or whose parent left the session, is lost */
+	int64_t leader_hwm_bytes;  /* VmHWM of the session leader, -1 unknown */
+	int nprocs;
+};
+
+/* Sums the processes of session sid found under proc_root (NULL: /proc):
+ * every <pid>/stat whose session field is sid.  Returns 0 with *out,
+ * -ESRCH when no process is in it, -errno when proc_root cannot be read. */
+int proc_session_usage(const char *proc_root, pid_t sid, struct proc_usage *out);
+
+/* CLOCK_REALTIME in ns (stats' sampled_at). */
+int64_t driver_realtime_ns(void);
+
 /* Reads an exit file the shim wrote.  Returns 0 with *out, -ENOENT when
  * absent, -EINVAL when malformed. */
 int shim_read_exit_file(const char *path, struct driver_exit *out);

@@ -254,6 +254,65 @@ static int exec_recover(const struct driver_env *env, const struct driver_state 
 	return rc;
 }
 
+/* The hard memory limit of the group (v2 memory.max, v1
+ * memory.limit_in_bytes), -1 when none ("max", or v1's near-2^63 value). */
+static int64_t cgroup_memory_limit(const struct cgroup *cg)
+{
+	char path[DRIVER_PATH_MAX + 32], buf[64];
+	FILE *f;
+	long long v;
+
+	snprintf(path, sizeof(path), "%s/%s", cgroup_path(cg),
+		 cgroup_version(cg) == 2 ? "memory.max" : "memory.limit_in_bytes");
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f) || sscanf(buf, "%lld", &v) != 1 || v <= 0 ||
+	    v >= (1LL << 62))
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* The task's cgroup: memory.current / usage_in_bytes (page cache
+ * included), peak where the kernel keeps it, the hard limit, CPU usage. */
+static int exec_stats(const struct driver_env *env, const struct driver_state *state,
+		      struct driver_stats *out, struct herd_err *err)
+{
+	struct cgroup_config cfg = cg_config(env);
+	struct cgroup_stats st;
+	struct cgroup *cg = NULL;
+	pid_t *pids = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!state->cgroup[0])
+		return herd_errf(err, -EINVAL, "task state: no cgroup");
+	rc = cgroup_open(&cfg, state->cgroup, &cg, err);
+	if (rc == -ENOENT)
+		return herd_errf(err, -ESRCH, "cgroup %s is gone: the task has ended", state->cgroup);
+	if (rc < 0)
+		return rc;
+	/* An empty group: the task ended, its cgroup not yet removed. */
+	rc = cgroup_pids(cg, &pids, &n);
+	free(pids);
+	if (rc == 0 && n == 0)
+		rc = herd_errf(err, -ESRCH, "cgroup %s is empty: the task has ended", state->cgroup);
+	else if ((rc = cgroup_stats(cg, &st)) < 0)
+		rc = herd_errf(err, rc, "cgroup %s: %s", state->cgroup, strerror(-rc));
+	if (rc == 0)
+		*out = (struct driver_stats){
+			.memory_bytes = st.memory_current,
+			.memory_peak_bytes = st.memory_peak,
+			.memory_limit_bytes = cgroup_memory_limit(cg),
+			.cpu_total_ns = st.cpu_usage_ns,
+			.cpu_percent = -1,
+			.sampled_at_ns = driver_realtime_ns(),
+		};
+	cgroup_free(cg);
+	return rc;
+}
+
 const struct driver_ops exec_ops = {
 	.name = "exec",
 	.fingerprint = exec_fingerprint,
@@ -263,4 +322,5 @@ const struct driver_ops exec_ops = {
 	.stop = exec_stop,
 	.destroy = exec_destroy,
 	.recover = exec_recover,
+	.stats = exec_stats,
 };

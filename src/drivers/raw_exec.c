@@ -88,6 +88,42 @@ static int raw_exec_start(const struct driver_env *env, const struct driver_task
 	return shim_launch(&raw_exec_ops, env, task, NULL, out, err);
 }
 
+/* The task's session (the shim made the task its leader, so its pid is
+ * the session id): RSS and CPU time summed over its processes.  No limit
+ * (raw_exec sets none); the peak is the task process's own VmHWM, and
+ * only when it is alone in its session (no tree-wide high-water mark is
+ * kept without a cgroup). */
+static int raw_exec_stats(const struct driver_env *env, const struct driver_state *state,
+			  struct driver_stats *out, struct herd_err *err)
+{
+	struct proc_usage u;
+	uint64_t start;
+	int rc;
+
+	(void)env;
+	if (state->task_pid <= 0)
+		return herd_errf(err, -EINVAL, "task state: no task pid");
+	/* A reused pid is another process: the task has ended. */
+	rc = proc_start_time(state->task_pid, &start);
+	if (rc == -ESRCH || (rc == 0 && start != state->task_start_time))
+		return herd_errf(err, -ESRCH, "task pid %d is not running", (int)state->task_pid);
+	if (rc < 0)
+		return herd_errf(err, rc, "task pid %d: %s", (int)state->task_pid, strerror(-rc));
+	rc = proc_session_usage(NULL, state->task_pid, &u);
+	if (rc < 0)
+		return herd_errf(err, rc, "task pid %d: reading /proc: %s", (int)state->task_pid,
+				 strerror(-rc));
+	*out = (struct driver_stats){
+		.memory_bytes = u.rss_bytes,
+		.memory_peak_bytes = u.nprocs == 1 ? u.leader_hwm_bytes : -1,
+		.memory_limit_bytes = -1,
+		.cpu_total_ns = u.cpu_ns,
+		.cpu_percent = -1,
+		.sampled_at_ns = driver_realtime_ns(),
+	};
+	return 0;
+}
+
 int shim_launch(const struct driver_ops *ops, const struct driver_env *env,
 		const struct driver_task *task, const char *const *extra,
 		struct driver_handle **out, struct herd_err *err)
@@ -347,6 +383,7 @@ const struct driver_ops raw_exec_ops = {
 	.stop = raw_exec_stop,
 	.destroy = shim_handle_free,
 	.recover = raw_exec_recover,
+	.stats = raw_exec_stats,
 };
 
 const struct driver_state *driver_handle_state(const struct driver_handle *h)
