@@ -136,49 +136,47 @@ static int compare_values(const char *l, const char *r)
 	return strcmp(l, r);
 }
 
+/* The next item of the comma-separated list at *p, without the white space
+ * around it, as [*a, *b); moves *p past it.  False at the end of the list. */
+static bool next_item(const char **p, const char **a, const char **b)
+{
+	const char *e;
+
+	if (!*p || !**p)
+		return false;
+	e = strchr(*p, ',');
+	*a = *p;
+	*b = e ? e : *p + strlen(*p);
+	*p = e ? e + 1 : NULL;
+	while (*a < *b && isspace((unsigned char)**a))
+		(*a)++;
+	while (*b > *a && isspace((unsigned char)(*b)[-1]))
+		(*b)--;
+	return true;
+}
+
 /* Is item (len bytes) among the comma-separated values of set? */
 static bool set_has(const char *set, const char *item, size_t len)
 {
-	const char *p = set;
-	while (*p) {
-		const char *e = strchr(p, ',');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-		const char *a = p, *b = p + n;
-		while (a < b && isspace((unsigned char)*a))
-			a++;
-		while (b > a && isspace((unsigned char)b[-1]))
-			b--;
+	const char *a, *b;
+	while (next_item(&set, &a, &b))
 		if ((size_t)(b - a) == len && !memcmp(a, item, len))
 			return true;
-		if (!e)
-			break;
-		p = e + 1;
-	}
 	return false;
 }
 
 /* all = true: every item of want in have; false: any. */
 static bool set_check(const char *have, const char *want, bool all)
 {
-	const char *p = want;
+	const char *a, *b;
 	bool any = false;
-	while (*p) {
-		const char *e = strchr(p, ',');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-		const char *a = p, *b = p + n;
-		while (a < b && isspace((unsigned char)*a))
-			a++;
-		while (b > a && isspace((unsigned char)b[-1]))
-			b--;
+	while (next_item(&want, &a, &b)) {
 		if (b > a) {
 			bool in = set_has(have, a, (size_t)(b - a));
 			if (all && !in)
 				return false;
 			any |= in;
 		}
-		if (!e)
-			break;
-		p = e + 1;
 	}
 	return all ? true : any;
 }
