@@ -18,10 +18,15 @@
 
 #include "agent/client_http.h"
 #include "agent/logs.h"
+#include "drivers/docker.h"
+#include "drivers/driver.h"
 #include "common/httpc.h"
 #include "common/xalloc.h"
 
 #define LOGS_PREFIX "/v1/client/fs/logs/"
+#define ALLOC_PREFIX "/v1/client/allocation/"
+/* The interval of the two samples a CPU percent is computed from. */
+#define CPU_SAMPLE_NS (250 * 1000000L)
 #define IDLE_SLEEP_NS (100 * 1000000L)
 #define DEAD_CHECK_NS (500 * 1000000LL)
 #define CHUNK 65536
@@ -30,6 +35,8 @@ struct client_http {
 	struct MHD_Daemon *mhd;
 	char *alloc_dir, *state_dir;
 	char *auth_server;    /* "host:port" that authorizes reads; NULL: none */
+	char *cgroup_parent;  /* the exec driver's; NULL: its default */
+	char *docker_socket;  /* the docker engine's; NULL: its default */
 	atomic_bool stopping;
 	uint16_t port;
 };
@@ -252,6 +259,112 @@ static enum MHD_Result serve_logs(struct client_http *h, struct MHD_Connection *
 	return rc;
 }
 
+/* The entry of one sample in the stats answer (unknown fields null). */
+static json_t *stats_json(const struct driver_stats *s)
+{
+	json_t *o = json_object();
+	const struct { const char *key; int64_t v; } f[] = {
+		{ "memory_bytes", s->memory_bytes },
+		{ "memory_peak_bytes", s->memory_peak_bytes },
+		{ "memory_limit_bytes", s->memory_limit_bytes },
+		{ "cpu_total_ns", s->cpu_total_ns },
+	};
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		json_object_set_new(o, f[i].key, f[i].v >= 0 ? json_integer(f[i].v) : json_null());
+	json_object_set_new(o, "cpu_percent",
+			    s->cpu_percent >= 0 ? json_real(s->cpu_percent) : json_null());
+	json_object_set_new(o, "sampled_at", json_integer(s->sampled_at_ns));
+	return o;
+}
+
+/* GET /v1/client/allocation/:id/stats: one sample of every running task
+ * of the allocation, from the task handles the client persisted (so no
+ * lock of the runners is needed).  A CPU percent the driver does not
+ * measure itself comes from a second sample CPU_SAMPLE_NS later. */
+static enum MHD_Result serve_stats(struct client_http *h, struct MHD_Connection *conn,
+				   const char *alloc_id)
+{
+	struct docker_config dc = { .socket = h->docker_socket };
+	struct driver_env env = { .cgroup_parent = h->cgroup_parent, .docker = &dc };
+	enum { MAXT = 64 };
+	struct {
+		const char *name;
+		const struct driver_ops *ops;
+		struct driver_state state;
+		struct driver_stats first;
+		bool again;
+	} t[MAXT];
+	size_t n = 0;
+	const char *name;
+	json_t *st, *ts, *out, *tasks;
+	char *path;
+	enum MHD_Result rc;
+
+	if (!logs_valid_name(alloc_id))
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+				   "allocation id must be letters, digits, '-', '_' or '.'");
+	if (authorize(h, conn, alloc_id, &rc))
+		return rc;
+	path = xasprintf("%s/allocs/%s.json", h->state_dir, alloc_id);
+	st = json_load_file(path, 0, NULL);
+	free(path);
+	if (!st)
+		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
+				   "no such allocation on this node");
+	out = json_object();
+	tasks = json_object();
+	json_object_set_new(out, "tasks", tasks);
+	json_object_foreach(json_object_get(st, "tasks"), name, ts) {
+		const char *hs = json_string_value(json_object_get(ts, "handle"));
+		struct herd_err err = { 0, "" };
+		if (n == MAXT || !hs || strcmp(json_string_value(json_object_get(ts, "state")) ?: "",
+					       "running"))
+			continue;
+		t[n].name = name;
+		t[n].again = false;
+		if (driver_state_from_json(hs, &t[n].state, &err) < 0 ||
+		    !(t[n].ops = driver_find(t[n].state.driver)) || !t[n].ops->stats) {
+			json_object_set_new(tasks, name, json_pack("{s:s}", "error",
+				err.msg[0] ? err.msg : "the task's driver reports no stats"));
+			continue;
+		}
+		if (t[n].ops->stats(&env, &t[n].state, &t[n].first, &err) < 0) {
+			/* ended since the state was written: not running */
+			if (err.code != -ESRCH)
+				json_object_set_new(tasks, name, json_pack("{s:s}", "error", err.msg));
+			continue;
+		}
+		t[n].again = t[n].first.cpu_percent < 0;
+		json_object_set_new(tasks, name, stats_json(&t[n].first));
+		n++;
+	}
+	bool wait = false;
+	for (size_t i = 0; i < n; i++)
+		wait |= t[i].again;
+	if (wait) {
+		struct timespec d = { 0, CPU_SAMPLE_NS };
+		nanosleep(&d, NULL);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct driver_stats second;
+		struct herd_err err = { 0, "" };
+		if (!t[i].again || t[i].ops->stats(&env, &t[i].state, &second, &err) < 0)
+			continue;
+		second.cpu_percent = driver_stats_cpu_percent(&t[i].first, &second);
+		json_object_set_new(tasks, t[i].name, stats_json(&second));
+	}
+	char *text = json_dumps(out, JSON_COMPACT);
+	json_decref(out);
+	json_decref(st);
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
+								 MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	rc = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_size, void **con_cls)
@@ -267,12 +380,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (*upload_size)
 		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", "no body expected");
-	if (strncmp(url, LOGS_PREFIX, strlen(LOGS_PREFIX)))
-		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", "no such path");
+	bool logs = !strncmp(url, LOGS_PREFIX, strlen(LOGS_PREFIX));
+	const char *id = url + strlen(ALLOC_PREFIX), *slash = NULL;
+	char alloc[LOGS_NAME_MAX + 1];
+	if (!logs) {
+		/* /v1/client/allocation/:id/stats */
+		slash = strncmp(url, ALLOC_PREFIX, strlen(ALLOC_PREFIX)) ? NULL : strrchr(id, '/');
+		if (!slash || strcmp(slash, "/stats"))
+			return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", "no such path");
+	}
 	if (strcmp(method, "GET"))
 		return reply_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed",
 				   "only GET");
-	return serve_logs(h, conn, url + strlen(LOGS_PREFIX));
+	if (logs)
+		return serve_logs(h, conn, url + strlen(LOGS_PREFIX));
+	if ((size_t)(slash - id) > LOGS_NAME_MAX)
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+				   "allocation id too long");
+	snprintf(alloc, sizeof(alloc), "%.*s", (int)(slash - id), id);
+	return serve_stats(h, conn, alloc);
 }
 
 int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_dir,
@@ -334,6 +460,8 @@ void client_http_stop(struct client_http *h)
 	free(h->alloc_dir);
 	free(h->state_dir);
 	free(h->auth_server);
+	free(h->cgroup_parent);
+	free(h->docker_socket);
 	free(h);
 }
 
@@ -341,4 +469,13 @@ void client_http_set_auth_server(struct client_http *h, const char *server)
 {
 	free(h->auth_server);
 	h->auth_server = server ? xstrdup(server) : NULL;
+}
+
+void client_http_set_drivers(struct client_http *h, const char *cgroup_parent,
+			     const char *docker_socket)
+{
+	free(h->cgroup_parent);
+	free(h->docker_socket);
+	h->cgroup_parent = cgroup_parent ? xstrdup(cgroup_parent) : NULL;
+	h->docker_socket = docker_socket ? xstrdup(docker_socket) : NULL;
 }

@@ -13,7 +13,17 @@
  * 400, unknown ones 404, so no request reaches outside the allocation's
  * log directory.
  *
- * It reads only files (alloc_dir, state_dir), never the runners' memory,
+ *   GET /v1/client/allocation/:id/stats
+ *
+ * answers {"tasks": {"<task>": {"memory_bytes", "memory_peak_bytes",
+ * "memory_limit_bytes", "cpu_total_ns", "cpu_percent", "sampled_at"}}}
+ * for the allocation's running tasks (driver.h, driver_ops.stats; null
+ * where the driver cannot say; {"error": "..."} for a task whose sample
+ * failed), 400 for a bad id, 404 for an allocation this node does not
+ * have.  Both paths are authorized the same way (set_auth_server).
+ *
+ * It reads only files (alloc_dir, state_dir; the stats of the task handles
+ * persisted there), never the runners' memory,
  * so it needs no lock of the client and works while the client recovers.
  * One thread per connection (a log stream sleeps between reads). */
 #ifndef HERD_AGENT_CLIENT_HTTP_H
@@ -40,6 +50,12 @@ int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_di
  * answers.  Call before the address is published (not thread-safe with
  * requests in flight). */
 void client_http_set_auth_server(struct client_http *h, const char *server);
+
+/* The driver settings a stats sample needs: the exec driver's cgroup
+ * parent and the docker engine socket (copied; NULL: the drivers'
+ * defaults).  Call before the address is published. */
+void client_http_set_drivers(struct client_http *h, const char *cgroup_parent,
+			     const char *docker_socket);
 
 /* The port it listens on. */
 uint16_t client_http_port(const struct client_http *h);

@@ -75,6 +75,11 @@ struct job *job_load_file(const char *cmd, const char *path);
  * Each takes -namespace (cli_namespace). */
 int job_run_cmd(int argc, char **argv);
 int alloc_logs_cmd(int argc, char **argv);   /* cmd_alloc_logs.c */
+/* cmd_alloc_logs.c: the client API address ("host:port") of the node that
+ * runs alloc (a GET /v1/allocation/:id answer): its node_http_addr, else
+ * the node's http_addr (GET /v1/node/:id).  Returns 0 with *addr (caller
+ * frees), or 1 after printing why ("cmd: ...") to stderr. */
+int alloc_node_addr(const char *cmd, const json_t *alloc, char **addr);
 int job_plan_cmd(int argc, char **argv);
 int job_status_cmd(int argc, char **argv);
 int job_stop_cmd(int argc, char **argv);

@@ -4,10 +4,72 @@
 #include <string.h>
 
 #include "cli/cli-api.h"
+#include "common/httpc.h"
 #include "cli/cli.h"
 #include "common/xalloc.h"
 
-static void print_alloc(const json_t *a)
+/* "31.2 MiB" for a byte count. */
+static const char *format_bytes(int64_t b, char *buf, size_t size)
+{
+	if (b >= 1024LL * 1024 * 1024)
+		snprintf(buf, size, "%.1f GiB", (double)b / (1024.0 * 1024 * 1024));
+	else
+		snprintf(buf, size, "%.1f MiB", (double)b / (1024.0 * 1024));
+	return buf;
+}
+
+/* The usage of the allocation's running tasks from its node's client API
+ * (GET /v1/client/allocation/:id/stats): the answer's "tasks" object, or
+ * NULL after one line on stderr saying why (the rest is shown anyway). */
+static json_t *fetch_usage(const char *cmd, const json_t *a)
+{
+	struct httpc c;
+	struct httpc_response r = { 0 };
+	struct herd_err err = { 0, "" };
+	json_t *ts, *out = NULL;
+	const char *task;
+	char *addr = NULL, *path;
+	bool running = false;
+
+	json_object_foreach(json_object_get(a, "task_states"), task, ts)
+		running |= !strcmp(js(ts, "state"), "running");
+	if (!running || alloc_node_addr(cmd, a, &addr))
+		return NULL;
+	httpc_init(&c, addr);
+	c.timeout_ms = 10000;
+	path = xasprintf("/v1/client/allocation/%s/stats", js(a, "id"));
+	if (httpc_request(&c, "GET", path, NULL, &r, &err) < 0)
+		fprintf(stderr, "%s: resource usage: node at %s: %s\n", cmd, addr, err.msg);
+	else
+		out = json_incref(json_object_get(r.body, "tasks"));
+	httpc_response_release(&r);
+	httpc_release(&c);
+	free(path);
+	free(addr);
+	return out;
+}
+
+/* "Resource usage: 31.2 MiB / 256.0 MiB memory, 98.7% CPU" */
+static void print_usage(const json_t *u)
+{
+	char b1[32], b2[32];
+	const json_t *cpu = json_object_get(u, "cpu_percent");
+
+	if (*js(u, "error")) {
+		printf("Resource usage: unknown (%s)\n", js(u, "error"));
+		return;
+	}
+	printf("Resource usage: %s", json_is_integer(json_object_get(u, "memory_bytes"))
+	       ? format_bytes(ji(u, "memory_bytes"), b1, sizeof(b1)) : "?");
+	if (json_is_integer(json_object_get(u, "memory_limit_bytes")))
+		printf(" / %s", format_bytes(ji(u, "memory_limit_bytes"), b2, sizeof(b2)));
+	printf(" memory");
+	if (json_is_number(cpu))
+		printf(", %.1f%% CPU", json_number_value(cpu));
+	printf("\n");
+}
+
+static void print_alloc(const json_t *a, const json_t *usage)
 {
 	const json_t *res = json_object_get(a, "resources");
 	const char *task;
@@ -60,6 +122,8 @@ static void print_alloc(const json_t *a)
 		if (!strcmp(js(ts, "state"), "dead"))
 			printf(", exit code %lld", (long long)ji(ts, "exit_code"));
 		printf(")\n");
+		if (json_object_get(usage, task))
+			print_usage(json_object_get(usage, task));
 		if (!json_array_size(json_object_get(ts, "events")))
 			continue;
 		table_init(&t, 3, heads);
@@ -85,7 +149,8 @@ static int alloc_status_cmd(int argc, char **argv)
 	const struct command_help help = {
 		"herd alloc status [options] ID",
 		"Shows one allocation (ID or a unique prefix of it, among the namespace's\n"
-		"allocations): where it runs, its devices, and each task's state and events.",
+		"allocations): where it runs, its devices, and each task's state and events;\n"
+		"for running tasks, their memory and CPU use as the node measures them.",
 		flags,
 	};
 	char *pos[1], *id, *path, *list;
@@ -107,10 +172,15 @@ static int alloc_status_cmd(int argc, char **argv)
 	free(id);
 	if (rc < 0)
 		return 1;
-	if (as_json)
+	json_t *usage = fetch_usage(argv[0], r.body);
+	if (as_json) {
+		if (usage)
+			json_object_set(r.body, "resource_usage", usage);
 		api_print_json(r.body);
-	else
-		print_alloc(r.body);
+	} else {
+		print_alloc(r.body, usage);
+	}
+	json_decref(usage);
 	httpc_response_release(&r);
 	return 0;
 }

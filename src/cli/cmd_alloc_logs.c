@@ -97,20 +97,46 @@ static int fetch(const char *cmd, const char *addr, const char *alloc, const cha
 	return rc;
 }
 
+int alloc_node_addr(const char *cmd, const json_t *alloc, char **addr)
+{
+	struct httpc_response r;
+	const char *node_id = js(alloc, "node_id");
+	char *path;
+
+	if (*js(alloc, "node_http_addr")) {
+		/* the server says where: no node read needed (a team's token) */
+		*addr = xstrdup(js(alloc, "node_http_addr"));
+		return 0;
+	}
+	path = xasprintf("/v1/node/%s", node_id);
+	int rc = api_call(cmd, "GET", path, NULL, &r);
+	free(path);
+	if (rc < 0)
+		return 1;
+	if (!*js(r.body, "http_addr")) {
+		fprintf(stderr, "%s: node %s has no http_addr: its client API is not reachable\n",
+			cmd, node_id);
+		httpc_response_release(&r);
+		return 1;
+	}
+	*addr = xstrdup(js(r.body, "http_addr"));
+	httpc_response_release(&r);
+	return 0;
+}
+
 /* The node's http_addr and the task to read (the only task, when one). */
 static int locate(const char *cmd, const char *id, const char *task_arg, char **addr,
 		  char **task)
 {
 	struct httpc_response r;
 	char *path = xasprintf("/v1/allocation/%s", id);
-	const char *node_id, *tname = NULL;
+	const char *tname = NULL;
 	json_t *states;
 	int rc = api_call(cmd, "GET", path, NULL, &r);
 
 	free(path);
 	if (rc < 0)
 		return 1;
-	node_id = js(r.body, "node_id");
 	states = json_object_get(r.body, "task_states");
 	if (task_arg) {
 		tname = task_arg;
@@ -123,30 +149,13 @@ static int locate(const char *cmd, const char *id, const char *task_arg, char **
 		return 1;
 	}
 	*task = xstrdup(tname);
-	if (*js(r.body, "node_http_addr")) {
-		/* the server says where: no node read needed (a team's token) */
-		*addr = xstrdup(js(r.body, "node_http_addr"));
-		httpc_response_release(&r);
-		return 0;
-	}
-	path = xasprintf("/v1/node/%s", node_id);
+	rc = alloc_node_addr(cmd, r.body, addr);
 	httpc_response_release(&r);
-	rc = api_call(cmd, "GET", path, NULL, &r);
-	free(path);
-	if (rc < 0) {
+	if (rc) {
 		free(*task);
-		return 1;
+		*task = NULL;
 	}
-	if (!*js(r.body, "http_addr")) {
-		fprintf(stderr, "%s: node %s has no http_addr: its client API is not reachable\n",
-			cmd, node_id);
-		free(*task);
-		httpc_response_release(&r);
-		return 1;
-	}
-	*addr = xstrdup(js(r.body, "http_addr"));
-	httpc_response_release(&r);
-	return 0;
+	return rc;
 }
 
 int alloc_logs_cmd(int argc, char **argv)
