@@ -15,7 +15,9 @@
  *     unless a replacement still waits to link to them.
  * Each job's records go in one commit on condition that none of them, and
  * no allocation of the job, changed since they were read: the collector
- * never removes what a worker or an agent is changing at the same time. */
+ * never removes what a worker or an agent is changing at the same time.
+ * The same commit adds the GPU-time of the allocations it deletes to the
+ * usage ledger (usage_ledger.c), so that GET /v1/usage keeps counting it. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,7 @@
 #include "common/xalloc.h"
 #include "server/acl.h"
 #include "server/server-int.h"
+#include "server/teams.h"
 
 struct gc {
 	pthread_t thread;
@@ -83,16 +86,20 @@ static bool eval_live(const json_t *e)
 	return !strcmp(st, "pending") || !strcmp(st, "blocked") || !strcmp(st, "queued");
 }
 
-static void delete_rec(struct store_batch *b, enum store_kind kind, const json_t *x)
+/* Queues the delete of x; an allocation also goes into `folded`, whose
+ * GPU-time the caller adds to the usage ledger in the same batch. */
+static void delete_rec(struct store_batch *b, enum store_kind kind, const json_t *x, json_t *folded)
 {
 	struct store_key k = { NULL, jstr(x, "id", ""), 0 };
 	store_batch_require_index(b, kind, &k, (uint64_t)jint(x, "modify_index", 0));
 	store_batch_delete(b, kind, &k);
+	if (kind == STORE_ALLOC)
+		json_array_append(folded, (json_t *)x);
 }
 
 /* Collects the records of one job into batch b; returns how many. */
 static size_t collect_job(struct server *srv, const json_t *e, int64_t now, const struct gc *g,
-			  struct store_batch *b, struct gc_counts *c)
+			  struct store_batch *b, struct gc_counts *c, json_t *folded)
 {
 	const json_t *job = json_object_get(e, "job"), *evals = json_object_get(e, "evals");
 	const json_t *allocs = json_object_get(e, "allocs"), *x, *latest = NULL;
@@ -133,12 +140,12 @@ static size_t collect_job(struct server *srv, const json_t *e, int64_t now, cons
 			n++;
 		}
 		json_array_foreach(evals, i, x) {
-			delete_rec(b, STORE_EVAL, x);
+			delete_rec(b, STORE_EVAL, x, folded);
 			c->evals++;
 			n++;
 		}
 		json_array_foreach(allocs, i, x) {
-			delete_rec(b, STORE_ALLOC, x);
+			delete_rec(b, STORE_ALLOC, x, folded);
 			c->allocs++;
 			n++;
 		}
@@ -148,7 +155,7 @@ static size_t collect_job(struct server *srv, const json_t *e, int64_t now, cons
 	json_array_foreach(evals, i, x) {
 		if (x == latest || eval_live(x) || now - jint(x, "modify_time", now) < g->eval_threshold)
 			continue;
-		delete_rec(b, STORE_EVAL, x);
+		delete_rec(b, STORE_EVAL, x, folded);
 		c->evals++;
 		n++;
 	}
@@ -157,7 +164,7 @@ static size_t collect_job(struct server *srv, const json_t *e, int64_t now, cons
 		if (!alloc_client_terminal(x) || (!strcmp(jstr(x, "desired_status", "run"), "run") && job && !over) ||
 		    waits || now - jint(x, "modify_time", now) < g->eval_threshold)
 			continue;
-		delete_rec(b, STORE_ALLOC, x);
+		delete_rec(b, STORE_ALLOC, x, folded);
 		c->allocs++;
 		n++;
 	}
@@ -181,11 +188,14 @@ int gc_run(struct server *srv, int64_t now, struct gc_counts *out, struct herd_e
 		struct gc_counts c = { 0 };
 		const char *sep = strchr(key, '\x1f');
 		char *ns = xstrndup(key, (size_t)(sep - key));
+		json_t *folded = json_array();
 		store_batch_init(&b);
 		/* and no allocation of the job came or changed since the read */
 		store_batch_require_job_allocs(&b, ns, sep + 1, r.index);
-		if (collect_job(srv, e, now, srv->gc, &b, &c) > 0) {
-			int crc = store_commit(srv->store, &b, NULL, err);
+		if (collect_job(srv, e, now, srv->gc, &b, &c, folded) > 0) {
+			int crc = usage_fold(srv->store, &b, ns, sep + 1, folded, err);
+			if (crc == 0)
+				crc = store_commit(srv->store, &b, NULL, err);
 			if (crc == 0) {
 				total.jobs += c.jobs;
 				total.evals += c.evals;
@@ -195,6 +205,7 @@ int gc_run(struct server *srv, int64_t now, struct gc_counts *out, struct herd_e
 			}
 		}
 		store_batch_release(&b);
+		json_decref(folded);
 		free(ns);
 	}
 	json_decref(jobs);

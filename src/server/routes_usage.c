@@ -1,10 +1,14 @@
 /* routes_usage: GPU-hours per namespace and per job (GET /v1/usage).
  *
- * An allocation counts from its start (the first "running" its client
- * reported; the placement when none came) to its end (the terminal status,
- * or now while it runs), times the share of GPUs it holds: a whole GPU
- * 1, a 25% share 0.25, a 3g MIG slice 3/7.  ?since= and ?until= (unix
- * seconds or RFC 3339 in UTC) clip every interval. */
+ * An allocation counts from its start to its end (teams.h, "Usage ledger")
+ * times the share of GPUs it holds: a whole GPU 1, a 25% share 0.25, a 3g
+ * MIG slice 3/7.  Allocations that garbage collection deleted count from the
+ * usage ledger, which holds their GPU-time per UTC hour.  ?since= and ?until=
+ * (unix seconds or RFC 3339 in UTC) select whole hours: since is rounded
+ * down and until up to the hour (until no later than now), for the stored
+ * allocations as for the ledger, so that an answer does not change when
+ * the allocations behind it are collected.  An allocation is counted in
+ * "allocations" when the hour it started in lies in the window. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +18,6 @@
 #include "server/acl.h"
 #include "server/server-int.h"
 #include "server/teams.h"
-
-#define NS_PER_HOUR 3600000000000.0
 
 /* A time argument: unix seconds, or "YYYY-MM-DDTHH:MM:SSZ"; -1 if neither. */
 static int64_t parse_time(const char *s)
@@ -35,19 +37,41 @@ static int64_t parse_time(const char *s)
 	return (int64_t)timegm(&tm) * 1000000000LL;
 }
 
-/* The GPU-hours of one allocation within [since, until]. */
-static double alloc_gpu_hours(const json_t *al, int64_t since, int64_t until)
+/* Adds hours and allocations to job (ns, job) in by_ns. */
+static void add_usage(json_t *by_ns, const char *ns, const char *job, double hours, int64_t allocs)
 {
-	int64_t start = jint(al, "start_time", jint(al, "create_time", 0));
-	int64_t end = alloc_client_terminal(al) ? jint(al, "end_time", jint(al, "modify_time", start)) : until;
-	int64_t milli = alloc_gpu_milli(al);
-	if (start < since)
-		start = since;
-	if (end > until)
-		end = until;
-	if (end <= start || milli <= 0)
-		return 0;
-	return (double)milli / 1000.0 * (double)(end - start) / NS_PER_HOUR;
+	json_t *n = json_object_get(by_ns, ns), *j;
+	if (!n) {
+		n = json_pack("{s:s, s:f, s:{}}", "namespace", ns, "gpu_hours", 0.0, "jobs");
+		json_object_set_new(by_ns, ns, n);
+	}
+	json_object_set_new(n, "gpu_hours", json_real(json_real_value(json_object_get(n, "gpu_hours")) + hours));
+	j = json_object_get(json_object_get(n, "jobs"), job);
+	if (!j) {
+		j = json_pack("{s:s, s:f, s:i}", "job_id", job, "gpu_hours", 0.0, "allocations", 0);
+		json_object_set_new(json_object_get(n, "jobs"), job, j);
+	}
+	json_object_set_new(j, "gpu_hours", json_real(json_real_value(json_object_get(j, "gpu_hours")) + hours));
+	json_object_set_new(j, "allocations", json_integer(jint(j, "allocations", 0) + allocs));
+}
+
+struct usage_read {
+	const struct store_filter *f;
+	json_t *allocs, *ledger;
+};
+
+/* Allocations and ledger in one view: a collection commits between two
+ * separate reads would count its allocations twice or not at all. */
+static int read_usage(struct store *s, void *arg, struct herd_err *err)
+{
+	struct usage_read *r = arg;
+	int rc = store_list(s, STORE_ALLOC, r->f, &r->allocs, err);
+	return rc ? rc : store_list(s, STORE_USAGE, r->f, &r->ledger, err);
+}
+
+static int64_t floor_hour(int64_t t)
+{
+	return t - t % USAGE_BUCKET_NS;
 }
 
 static int get_usage(struct http_request *req, struct http_response *resp, void *ctx)
@@ -57,7 +81,8 @@ static int get_usage(struct http_request *req, struct http_response *resp, void 
 	const char *sa = http_query(req, "since"), *ua = http_query(req, "until");
 	int64_t now = now_ns(), since = sa ? parse_time(sa) : 0, until = ua ? parse_time(ua) : now;
 	struct store_filter f = { .ns = ns && *ns && strcmp(ns, "*") ? ns : NULL };
-	json_t *allocs = NULL, *by_ns, *al, *out, *list;
+	struct usage_read r = { &f, NULL, NULL };
+	json_t *by_ns, *al, *out, *list;
 	const char *k;
 	json_t *v;
 	size_t i;
@@ -68,27 +93,31 @@ static int get_usage(struct http_request *req, struct http_response *resp, void 
 				  "since and until are unix seconds or YYYY-MM-DDTHH:MM:SSZ");
 	if (f.ns && !acl_allows_ns(req, f.ns, ACL_READ))
 		return acl_deny(resp);
-	rc = store_list(srv->store, STORE_ALLOC, &f, &allocs, NULL);
+	/* whole hours, the ledger's granularity; nothing ran after now */
+	since = floor_hour(since);
+	if (until % USAGE_BUCKET_NS)
+		until = floor_hour(until) + USAGE_BUCKET_NS;
+	if (until > now)
+		until = now;
+	rc = store_view(srv->store, read_usage, &r, NULL);
 	if (rc < 0)
-		return rc;
+		goto out;
 	by_ns = json_object();
-	acl_filter_list(req, allocs);
-	json_array_foreach(allocs, i, al) {
-		const char *ans = jstr(al, "namespace", "default"), *job = jstr(al, "job_id", "");
-		double h = alloc_gpu_hours(al, since, until);
-		json_t *n = json_object_get(by_ns, ans), *j;
-		if (!n) {
-			n = json_pack("{s:s, s:f, s:{}}", "namespace", ans, "gpu_hours", 0.0, "jobs");
-			json_object_set_new(by_ns, ans, n);
-		}
-		json_object_set_new(n, "gpu_hours", json_real(json_real_value(json_object_get(n, "gpu_hours")) + h));
-		j = json_object_get(json_object_get(n, "jobs"), job);
-		if (!j) {
-			j = json_pack("{s:s, s:f, s:i}", "job_id", job, "gpu_hours", 0.0, "allocations", 0);
-			json_object_set_new(json_object_get(n, "jobs"), job, j);
-		}
-		json_object_set_new(j, "gpu_hours", json_real(json_real_value(json_object_get(j, "gpu_hours")) + h));
-		json_object_set_new(j, "allocations", json_integer(jint(j, "allocations", 0) + 1));
+	acl_filter_list(req, r.allocs);
+	acl_filter_list(req, r.ledger);
+	json_array_foreach(r.allocs, i, al) {
+		int64_t start = floor_hour(usage_alloc_start(al));
+		add_usage(by_ns, jstr(al, "namespace", "default"), jstr(al, "job_id", ""),
+			  usage_alloc_gpu_seconds(al, since, until, now) / 3600.0,
+			  start >= since && start < until);
+	}
+	json_array_foreach(r.ledger, i, al) {
+		int64_t hour = jint(al, "version", 0) * 1000000000LL;
+		if (hour < since || hour >= until)
+			continue;
+		add_usage(by_ns, jstr(al, "namespace", "default"), jstr(al, "job_id", ""),
+			  json_real_value(json_object_get(al, "gpu_seconds")) / 3600.0,
+			  jint(al, "allocations", 0));
 	}
 	list = json_array();
 	json_object_foreach(by_ns, k, v) {
@@ -102,9 +131,11 @@ static int get_usage(struct http_request *req, struct http_response *resp, void 
 	out = json_pack("{s:I, s:I, s:o}", "since", (json_int_t)since, "until", (json_int_t)until,
 			"namespaces", list);
 	json_decref(by_ns);
-	json_decref(allocs);
 	http_reply(resp, 200, out);
-	return 0;
+out:
+	json_decref(r.allocs);
+	json_decref(r.ledger);
+	return rc;
 }
 
 int routes_usage(struct server *srv, struct herd_err *err)

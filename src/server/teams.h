@@ -16,6 +16,7 @@
 
 #include "common/diag.h"
 #include "common/err.h"
+#include "store/store.h"
 
 #define TEAMS_MAX_NAME 128         /* namespace, quota, policy and token names */
 #define TEAMS_MAX_DESCRIPTION 1024
@@ -69,6 +70,38 @@ int64_t mig_gpu_milli(const char *mig_profile);
 int64_t alloc_gpu_milli(const json_t *alloc);
 /* Writes milli as a decimal ("4", "0.25", "1.5") into buf. */
 const char *gpu_milli_format(int64_t milli, char *buf, size_t size);
+
+/* ---- Usage ledger (usage_ledger.c) ----------------------------------------
+ * GPU-time is the integral of an allocation's GPU share (alloc_gpu_milli /
+ * 1000) over its run: from "start_time" (the placement's "create_time" when
+ * no client said "running") to "end_time" ("modify_time" when absent) once
+ * the client ended, else to now.  Garbage collection deletes allocations, so
+ * before it does it folds their GPU-time into STORE_USAGE records, one per
+ * (namespace, job, UTC hour):
+ *   {"namespace", "job_id", "version": hour start in unix seconds,
+ *    "gpu_seconds": GPU-seconds within the hour, "allocations": how many
+ *    folded allocations started in the hour}
+ * GET /v1/usage adds the ledger to the allocations still stored; both are
+ * read in one store view and the fold deletes the allocations in the commit
+ * that writes the ledger, so every allocation is counted exactly once. */
+
+#define USAGE_BUCKET_NS 3600000000000LL /* one UTC hour */
+
+/* GPU-seconds of one allocation within [since, until) (unix ns); an
+ * allocation that still runs counts up to `now`. */
+double usage_alloc_gpu_seconds(const json_t *alloc, int64_t since, int64_t until, int64_t now);
+/* The start of the allocation's run (unix ns), as above. */
+int64_t usage_alloc_start(const json_t *alloc);
+
+/* Adds the GPU-time of `allocs` (a JSON array of allocations whose client
+ * ended, all of job (ns, job_id)) to the job's ledger records in batch b:
+ * reads each record touched from s, queues a put of the sum and requires
+ * that the record is still at the index read (absent: still absent), so
+ * that two collectors racing cannot both add.  The caller deletes the
+ * allocations in the same batch.  Returns 0, or -errno with err when a
+ * record cannot be read. */
+int usage_fold(struct store *s, struct store_batch *b, const char *ns, const char *job_id,
+	       const json_t *allocs, struct herd_err *err);
 
 /* ---- ACL policies ---------------------------------------------------------
  * Rules as JSON:

@@ -112,6 +112,14 @@ static _Thread_local bool thread_in_txn;
 	"CREATE TABLE acl_tokens (id TEXT PRIMARY KEY," \
 	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL);\n"
 
+/* Added by schema version 3: the usage ledger, GPU-time per job and UTC
+ * hour that outlives the allocations it came from (server/gc.c). */
+#define SCHEMA_V3_SQL \
+	"CREATE TABLE usage_ledger (namespace TEXT NOT NULL, id TEXT NOT NULL," \
+	" version INTEGER NOT NULL," \
+	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL," \
+	" PRIMARY KEY (namespace, id, version));\n"
+
 static const char schema_sql[] =
 	"CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);\n"
 	"CREATE TABLE group_index (name TEXT PRIMARY KEY, idx INTEGER NOT NULL);\n"
@@ -135,7 +143,7 @@ static const char schema_sql[] =
 	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL);\n"
 	"CREATE INDEX allocations_by_job ON allocations (namespace, job_id);\n"
 	"CREATE INDEX allocations_by_node ON allocations (node_id);\n"
-	SCHEMA_V2_SQL;
+	SCHEMA_V2_SQL SCHEMA_V3_SQL;
 
 static struct sqlite_store *ss_of(struct store *s)
 {
@@ -370,8 +378,8 @@ static int sqlite_list(struct store *s, const struct store_kind_desc *kd,
 		sep = " AND ";
 	}
 	if (f->job_id) {
-		/* a job version's id is its job's id */
-		strbuf_addf(&sql, "%s%s=:job", sep, kd->kind == STORE_JOB_VERSION ? "id" : "job_id");
+		/* a job version's or usage record's id is its job's id */
+		strbuf_addf(&sql, "%s%s=:job", sep, kd->key_cols & STORE_COL_VERSION ? "id" : "job_id");
 		sep = " AND ";
 	}
 	if (f->node_id) {
@@ -834,8 +842,12 @@ static int check_schema(struct sqlite_store *ss, const char *path, struct herd_e
 	else if (version < 1)
 		rc = herd_errf(err, -EINVAL, "store: %s has a bad schema version %lld", path,
 			       (long long)version);
-	else if (version == 1)
-		rc = exec(ss, SCHEMA_V2_SQL "UPDATE meta SET value=2 WHERE key='schema_version';", err);
+	/* migrations in place, one version at a time, in this transaction */
+	if (rc == 0 && version == 1 &&
+	    (rc = exec(ss, SCHEMA_V2_SQL "UPDATE meta SET value=2 WHERE key='schema_version';", err)) == 0)
+		version = 2;
+	if (rc == 0 && version == 2)
+		rc = exec(ss, SCHEMA_V3_SQL "UPDATE meta SET value=3 WHERE key='schema_version';", err);
 out:
 	/* An agent asks for what changed on its node since index N: without
 	 * this index that reads every allocation the node ever had.  Added to

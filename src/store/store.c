@@ -20,6 +20,9 @@ const struct store_kind_desc store_kinds[STORE_KIND_COUNT] = {
 	[STORE_QUOTA] = { STORE_QUOTA, "quota", "quotas", "name", 0, 0 },
 	[STORE_ACL_POLICY] = { STORE_ACL_POLICY, "acl policy", "acl_policies", "name", 0, 0 },
 	[STORE_ACL_TOKEN] = { STORE_ACL_TOKEN, "acl token", "acl_tokens", "id", 0, 0 },
+	/* keyed like a job version: the job's id is the id, the hour the version */
+	[STORE_USAGE] = { STORE_USAGE, "usage record", "usage_ledger", "job_id",
+			  STORE_COL_NS | STORE_COL_VERSION, STORE_COL_NS | STORE_COL_VERSION },
 };
 
 const char *store_kind_name(enum store_kind kind)
@@ -285,11 +288,12 @@ int store_list_changed(struct store *s, enum store_kind kind, const struct store
 		filter = &none;
 	if (filter->ns && !(kd->cols & STORE_COL_NS))
 		return herd_errf(err, -EINVAL, "store: %s records have no namespace", kd->name);
-	if (filter->job_id && !(kd->cols & STORE_COL_JOB) && kd->kind != STORE_JOB_VERSION)
+	if (filter->job_id && !(kd->cols & STORE_COL_JOB) && !(kd->key_cols & STORE_COL_VERSION))
 		return herd_errf(err, -EINVAL, "store: %s records cannot be listed by job",
 				 kd->name);
-	if (filter->job_id && kd->kind == STORE_JOB_VERSION && !filter->ns)
-		return herd_errf(err, -EINVAL, "store: listing job versions by job needs a namespace");
+	if (filter->job_id && (kd->key_cols & STORE_COL_VERSION) && !filter->ns)
+		return herd_errf(err, -EINVAL, "store: listing %ss by job needs a namespace",
+				 kd->name);
 	if (filter->node_id && !(kd->cols & STORE_COL_NODE))
 		return herd_errf(err, -EINVAL, "store: %s records cannot be listed by node",
 				 kd->name);

@@ -15,6 +15,9 @@
  *   quota        name                       -
  *   acl_policy   name                       -
  *   acl_token    id (the secret's hash)     -
+ *   usage        namespace, job_id, version -   (version: the UTC hour
+ *                                               the GPU-time fell in, unix
+ *                                               seconds; server/teams.h)
  *
  * String fields must be 1..STORE_MAX_KEY bytes without NUL; version is an
  * integer >= 0.  An object lacking a field its kind needs is refused
@@ -47,7 +50,7 @@
 #define STORE_MAX_KEY 256
 /* The schema version this code writes and reads.  A store written by a
  * newer herd (higher version) is refused with -EPROTONOSUPPORT. */
-#define STORE_SCHEMA_VERSION 2 /* 2: quotas, acl_policies, acl_tokens */
+#define STORE_SCHEMA_VERSION 3 /* 2: quotas, acl_policies, acl_tokens; 3: usage_ledger */
 
 enum store_kind {
 	STORE_NAMESPACE,
@@ -59,6 +62,7 @@ enum store_kind {
 	STORE_QUOTA,
 	STORE_ACL_POLICY,
 	STORE_ACL_TOKEN,
+	STORE_USAGE, /* the GPU-time of collected allocations (server/teams.h) */
 	STORE_KIND_COUNT
 };
 
@@ -68,7 +72,7 @@ const char *store_kind_name(enum store_kind kind);
 /* Identifies one record.  Fields a kind does not key on are ignored:
  * namespace, quota, acl_policy: id = the name; node, evaluation, allocation,
  * acl_token: id;
- * job: ns + id; job_version: ns + id + version. */
+ * job: ns + id; job_version, usage: ns + id (the job's) + version. */
 struct store_key {
 	const char *ns;
 	const char *id;
@@ -76,7 +80,7 @@ struct store_key {
 };
 
 /* Narrows a list; NULL fields do not filter.  Which fields a kind accepts:
- * job: ns; job_version: ns, job_id (ns required with job_id);
+ * job: ns; job_version, usage: ns, job_id (ns required with job_id);
  * evaluation: ns, job_id; allocation: ns, job_id, node_id.  Any other
  * field set is -EINVAL. */
 struct store_filter {

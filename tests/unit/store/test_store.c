@@ -523,6 +523,49 @@ static void test_newer_schema_refused(void **state)
 	assert_non_null(strstr(err.msg, "schema version 99"));
 }
 
+/* A version 2 file (no usage ledger) is migrated in place to 3: its
+ * records stay and usage records can be written. */
+static void test_v2_migrates_to_v3(void **state)
+{
+	struct tmpstore *t = *state;
+	struct herd_err err = { 0 };
+	struct store *s2 = NULL;
+	sqlite3 *db;
+	json_t *rec = json_pack("{s:s, s:s}", "name", "team-a", "x", "y"), *got = NULL;
+	json_t *u = json_pack("{s:s, s:s, s:I, s:f, s:I}", "namespace", "team-a", "job_id", "train",
+			      "version", (json_int_t)3600, "gpu_seconds", 1.5, "allocations", 1);
+	struct store_key nk = { NULL, "team-a", 0 }, uk = { "team-a", "train", 3600 };
+
+	assert_int_equal(store_put(t->s, STORE_NAMESPACE, rec, NULL, &err), 0);
+	store_close(t->s);
+	t->s = NULL;
+	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE usage_ledger;"
+				      "UPDATE meta SET value = 2 WHERE key='schema_version'",
+				      NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(store_open_sqlite(t->path, &s2, &err), 0);
+	assert_int_equal(store_get(s2, STORE_NAMESPACE, &nk, &got, &err), 0);
+	json_decref(got);
+	assert_int_equal(store_put(s2, STORE_USAGE, u, NULL, &err), 0);
+	assert_int_equal(store_get(s2, STORE_USAGE, &uk, &got, &err), 0);
+	assert_true(json_real_value(json_object_get(got, "gpu_seconds")) == 1.5);
+	json_decref(got);
+	store_close(s2);
+	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
+	{
+		sqlite3_stmt *st;
+		assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'",
+						    -1, &st, NULL), SQLITE_OK);
+		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+		assert_int_equal(sqlite3_column_int(st, 0), 3);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	json_decref(rec);
+	json_decref(u);
+}
+
 static void test_foreign_sqlite_file_refused(void **state)
 {
 	struct tmpstore *t = *state;
@@ -594,6 +637,7 @@ int main(void)
 		T(test_write_inside_check_refused),
 		T(test_reopen_keeps_data),
 		T(test_newer_schema_refused),
+		T(test_v2_migrates_to_v3),
 		T(test_foreign_sqlite_file_refused),
 		T(test_fds_close_on_exec),
 	};
