@@ -42,6 +42,11 @@ struct http_server {
 	struct waiter *waiters;
 	size_t nwaiters, awaiters;
 	int stopping;
+	/* Requests that went to be held (held or refused a hold because the
+	 * server stops) and have not completed: stop waits for them to be
+	 * answered before it closes their connections. */
+	size_t nheld;
+	pthread_cond_t drained; /* nheld reached 0; CLOCK_MONOTONIC */
 	pthread_t waker;
 };
 
@@ -51,6 +56,7 @@ enum conn_phase { CONN_READING, CONN_WAITING, CONN_RESUMED };
 struct conn_ctx {
 	struct http_request_state st;
 	enum conn_phase phase;
+	int counted; /* in srv->nheld */
 };
 
 static int64_t mono_ns(void)
@@ -122,6 +128,7 @@ static int hold(struct http_server *srv, struct MHD_Connection *conn, uint64_t a
 	int rc = 0;
 	MHD_suspend_connection(conn);
 	pthread_mutex_lock(&srv->lock);
+	srv->nheld++;
 	if (srv->stopping) {
 		rc = -ECANCELED;
 	} else {
@@ -236,6 +243,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return send_response(conn, &resp, index_watch_current(srv->watch));
 	if (http_request_should_wait(&cc->st, index_watch_current(srv->watch))) {
 		cc->phase = CONN_WAITING;
+		cc->counted = 1; /* hold counts it in nheld */
 		if (hold(srv, conn, cc->st.req.wait_index, cc->st.req.wait_ns) == 0)
 			return MHD_YES;
 		cc->phase = CONN_RESUMED;
@@ -246,9 +254,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
+	struct http_server *srv = cls;
 	struct conn_ctx *cc = *con_cls;
 	if (!cc)
 		return;
+	if (cc->counted) {
+		pthread_mutex_lock(&srv->lock);
+		if (--srv->nheld == 0)
+			pthread_cond_broadcast(&srv->drained);
+		pthread_mutex_unlock(&srv->lock);
+	}
 	http_request_state_release(&cc->st);
 	free(cc);
 	*con_cls = NULL;
@@ -257,6 +272,21 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 /* --- start and stop --------------------------------------------------- */
 
 static void http_server_stop_unlistened(struct http_server *srv);
+
+/* How long stop waits for resumed held requests to be answered. */
+#define HTTP_STOP_DRAIN_NS (5 * NS_PER_SEC)
+
+/* Waits until no held request is left unanswered, or wait_ns passed. */
+static void wait_drained(struct http_server *srv, int64_t wait_ns)
+{
+	int64_t deadline = mono_ns() + wait_ns;
+	struct timespec ts = { (time_t)(deadline / NS_PER_SEC), (long)(deadline % NS_PER_SEC) };
+	pthread_mutex_lock(&srv->lock);
+	while (srv->nheld > 0)
+		if (pthread_cond_timedwait(&srv->drained, &srv->lock, &ts) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&srv->lock);
+}
 
 int http_server_start(const struct http_server_config *cfg, struct http_server **out,
 		      struct herd_err *err)
@@ -297,9 +327,11 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&srv->wake, &ca);
+	pthread_cond_init(&srv->drained, &ca);
 	pthread_condattr_destroy(&ca);
 	if (pthread_create(&srv->waker, NULL, waker_main, srv) != 0) {
 		pthread_cond_destroy(&srv->wake);
+		pthread_cond_destroy(&srv->drained);
 		pthread_mutex_destroy(&srv->lock);
 		free(srv);
 		return herd_errf(err, -EAGAIN, "http: cannot start the waker thread");
@@ -320,6 +352,7 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 		pthread_mutex_unlock(&srv->lock);
 		pthread_join(srv->waker, NULL);
 		pthread_cond_destroy(&srv->wake);
+		pthread_cond_destroy(&srv->drained);
 		pthread_mutex_destroy(&srv->lock);
 		free(srv);
 		return herd_errf(err, -e, "http: cannot listen on %s port %u: %s", addr,
@@ -358,9 +391,16 @@ static void http_server_stop_unlistened(struct http_server *srv)
 	pthread_cond_signal(&srv->wake);
 	pthread_mutex_unlock(&srv->lock);
 	pthread_join(srv->waker, NULL);
+	/* A resumed request is answered by an MHD thread some time after the
+	 * waker resumed it; MHD_stop_daemon would close its connection
+	 * unanswered ("empty reply") if that thread had not run yet.  Wait for
+	 * every such request to complete, but not forever: a client that does
+	 * not read its answer must not hold the stop up. */
+	wait_drained(srv, HTTP_STOP_DRAIN_NS);
 	MHD_stop_daemon(srv->mhd);
 	free(srv->waiters);
 	pthread_cond_destroy(&srv->wake);
+	pthread_cond_destroy(&srv->drained);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv);
 }
