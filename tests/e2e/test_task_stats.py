@@ -70,3 +70,52 @@ def test_raw_exec_task_stats(agents, tmp_path):
         assert e.value.code == code, path
 
     assert cli(dev.port, 'job', 'stop', 'spin').returncode == 0
+
+
+def test_docker_task_stats(engine, agents, tmp_path):
+    """The same through the docker driver, when a private dockerd can run."""
+    from docker_engine import IMAGE
+    from test_control_plane import Agent
+    from test_tasks_docker import _configs
+    server_hcl, client_hcl = _configs(tmp_path, engine['socket'])
+    server = Agent(tmp_path, 'server', ['-config', str(server_hcl), '-http-port', '0']).start()
+    agents.append(server)
+    client = Agent(tmp_path, 'c1', ['-config', str(client_hcl), '-servers',
+                                    f'127.0.0.1:{server.port}', '-node', 'c1',
+                                    '-http-port', '0']).start()
+    agents.append(client)
+    node = wait_for(lambda: [n for n in api(server.port, '/v1/nodes')
+                             if n['status'] == 'ready'], 15, 'the client node')[0]
+    addr = api(server.port, f'/v1/node/{node["id"]}')['http_addr']
+    job = write_job(tmp_path, 'dks', f'''
+job "dks" {{
+  group "g" {{
+    task "box" {{
+      driver = "docker"
+      config {{
+        image = "{IMAGE}"
+        command = "/bin/sh"
+        args = ["-c", "x=$(head -c 31457280 /dev/zero | tr '\\\\0' a); while :; do :; done"]
+      }}
+      resources {{
+        memory = 128
+      }}
+    }}
+  }}
+}}
+''')
+    r = cli(server.port, 'job', 'run', '-detach', job)
+    assert r.returncode == 0, r.stderr
+    a = wait_for(lambda: [a for a in job_allocs(server.port, 'dks')
+                          if a['client_status'] == 'running'], 60, 'the container to run')[0]
+    s = wait_for(lambda: (lambda t: t if t and t.get('memory_bytes', 0) >= 20 << 20 else None)(
+        stats(addr, a['id'])['tasks'].get('box')), 30, 'the container to hold 20 MB')
+    assert s['cpu_total_ns'] > 0, s
+    assert s['memory_limit_bytes'] == 128 << 20, s
+    s = wait_for(lambda: (lambda t: t if t and (t.get('cpu_percent') or 0) > 0 else None)(
+        stats(addr, a['id'])['tasks'].get('box')), 30, 'a CPU percent above 0')
+    r = cli(server.port, 'alloc', 'status', a['id'][:8])
+    assert r.returncode == 0, r.stderr
+    assert any(l.startswith('Resource usage: ') and '/ 128.0 MiB memory' in l
+               for l in r.stdout.splitlines()), r.stdout
+    assert cli(server.port, 'job', 'stop', 'dks').returncode == 0
