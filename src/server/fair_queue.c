@@ -300,7 +300,7 @@ static void wake_turn(struct server *srv, struct fair_queue *q)
 }
 
 bool fair_queue_park(struct server *srv, const char *ns, const char *job_id, const char *eval_id,
-		     bool failed)
+		     bool failed, uint64_t gen_seen)
 {
 	struct fair_queue *q = &srv->fq;
 	struct fq_entry *e;
@@ -313,12 +313,21 @@ bool fair_queue_park(struct server *srv, const char *ns, const char *job_id, con
 	free(e->eval_id);
 	e->eval_id = xstrdup(eval_id);
 	if (failed)
-		e->failed_gen = q->gen;
+		e->failed_gen = gen_seen;
 	pthread_mutex_unlock(&q->lock);
 	/* the next one's turn may have come (this one failed), or this one's
 	 * came while it was being decided: either way the turn is woken */
 	wake_turn(srv, q);
 	return true;
+}
+
+uint64_t fair_queue_gen(struct server *srv)
+{
+	uint64_t gen;
+	pthread_mutex_lock(&srv->fq.lock);
+	gen = srv->fq.gen;
+	pthread_mutex_unlock(&srv->fq.lock);
+	return gen;
 }
 
 void fair_queue_wake(void *arg)

@@ -451,9 +451,14 @@ bool fair_queue_admit(struct server *srv, const char *ns, const char *job_id, in
  * it tried and did not fit; else the queue held it): it runs again only
  * when its turn comes (fair_queue_wake), not on every change of capacity.
  * Then wakes whoever's turn it is now (the next, when this one failed).
+ * gen_seen is fair_queue_gen() from before the evaluation read its
+ * snapshot: a failure counts for that capacity only, so capacity that
+ * appeared while the evaluation ran makes the job eligible again at once.
  * false (nothing parked) when the job has no entry. */
 bool fair_queue_park(struct server *srv, const char *ns, const char *job_id, const char *eval_id,
-		     bool failed);
+		     bool failed, uint64_t gen_seen);
+/* The capacity generation now (bumped by fair_queue_wake). */
+uint64_t fair_queue_gen(struct server *srv);
 /* Capacity changed: a new generation (everyone may try again) and the
  * parked evaluation whose turn it is is queued.  The broker calls it on
  * broker_unblock_all. */

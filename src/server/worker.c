@@ -108,6 +108,9 @@ static void process_eval(struct server *srv, struct broker_item *it)
 	bool fq_held = false, queue_held = false;
 	const char *status;
 	int rc = -ESTALE;
+	/* read before the snapshot: capacity that appears from here on must
+	 * not be lost if this evaluation ends up parked as failed */
+	uint64_t fq_gen = fair_queue_gen(srv);
 
 	if (store_get(srv->store, STORE_EVAL, &key, &eval, &err) < 0)
 		return;
@@ -126,7 +129,7 @@ static void process_eval(struct server *srv, struct broker_item *it)
 			broker_unblock_all(&srv->broker);
 	} else {
 		if (outcome == EVAL_BLOCKED &&
-		    !(fq_held && fair_queue_park(srv, it->ns, it->job_id, it->id, !queue_held)))
+		    !(fq_held && fair_queue_park(srv, it->ns, it->job_id, it->id, !queue_held, fq_gen)))
 			broker_block(&srv->broker, it);
 		server_queue_evals(srv, followups);
 	}
