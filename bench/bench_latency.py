@@ -22,7 +22,7 @@ import urllib.request
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 HERD = os.environ.get('HERD_BIN', str(REPO / 'build/src/cli/herd'))
-POLL_S = 0.2
+POLL_S = 1.0
 
 
 def call(port, path, body=None, method=None):
@@ -92,12 +92,14 @@ def main():
         # most every POLL_S seconds, or the bench itself (JSON of 10,000
         # allocations per change) eats the CPU the agent needs.  The figure
         # is late by at most POLL_S.
-        index = 0
+        # The dev agent garbage-collects allocations a minute after they
+        # end: count every one seen ended, not those listed at the end.
+        index, ended = 0, set()
         while True:
             allocs, index = call(port, f'/v1/allocations?index={index}&wait=30s')
-            done = sum(1 for a in allocs if a['job_id'].startswith('tp-')
-                       and a['client_status'] in ('complete', 'failed'))
-            if done >= args.t:
+            ended.update(a['id'] for a in allocs if a['job_id'].startswith('tp-')
+                         and a['client_status'] in ('complete', 'failed'))
+            if len(ended) >= args.t:
                 break
             time.sleep(POLL_S)
         total = time.perf_counter() - t0
