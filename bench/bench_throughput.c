@@ -1,0 +1,336 @@
+/* bench_throughput: batch-job throughput of `herd agent -dev` from submit
+ * to complete, measured by a client that is not the bottleneck.
+ *
+ *     bench_throughput HERD_BIN [JOBS=10000] [THREADS=8] [RUNS=3]
+ *
+ * Each run starts a fresh dev agent (server and client in one process, its
+ * state under a new temporary dir), waits for its node, then THREADS
+ * threads submit JOBS batch jobs running `true` through POST /v1/jobs, each
+ * thread on one keep-alive connection.  Completion is watched with a
+ * blocking query on GET /v1/jobs (one record per job with its derived
+ * status, not every allocation); a job counts once it was seen `dead`
+ * (the dev agent garbage-collects ended jobs after a while, so the ones seen
+ * are remembered).  Prints jobs/s of each run (first submit until every job
+ * was seen dead) and their median. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/strbuf.h"
+#include "common/xalloc.h"
+
+extern char **environ;
+
+/* Completion is looked at no more often than this: every look encodes one
+ * record per job, work the agent would otherwise spend on the jobs.  The
+ * figure is late by at most this much. */
+#define POLL_MIN_S 0.25
+
+struct conn {
+	CURL *curl;
+	struct curl_slist *headers;
+	struct strbuf body;
+	unsigned long long index; /* X-Herd-Index of the last answer */
+};
+
+struct submitter {
+	pthread_t thread;
+	unsigned port;
+	unsigned first, step, count; /* jobs first, first + step, ... below count */
+	int failed;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static size_t body_sink(char *p, size_t size, size_t n, void *arg)
+{
+	strbuf_add(arg, p, size * n);
+	return size * n;
+}
+
+static size_t header_sink(char *p, size_t size, size_t n, void *arg)
+{
+	static const char name[] = "x-herd-index:";
+	struct conn *c = arg;
+	size_t len = size * n;
+
+	if (len > sizeof(name) && strncasecmp(p, name, sizeof(name) - 1) == 0)
+		c->index = strtoull(p + sizeof(name) - 1, NULL, 10);
+	return len;
+}
+
+static void conn_open(struct conn *c)
+{
+	c->curl = curl_easy_init();
+	c->headers = curl_slist_append(NULL, "Content-Type: application/json");
+	strbuf_init(&c->body, 4096);
+	c->index = 0;
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, body_sink);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &c->body);
+	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, header_sink);
+	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, c);
+	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, 120L);
+	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+}
+
+static void conn_close(struct conn *c)
+{
+	curl_easy_cleanup(c->curl);
+	curl_slist_free_all(c->headers);
+	strbuf_release(&c->body);
+}
+
+/* One request on the connection (kept alive between calls); the HTTP
+ * status, or -1 when the request failed. */
+static long conn_req(struct conn *c, unsigned port, const char *method, const char *path,
+		     const char *body)
+{
+	char url[256];
+	long st = 0;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
+	strbuf_reset(&c->body);
+	curl_easy_setopt(c->curl, CURLOPT_URL, url);
+	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
+	if (curl_easy_perform(c->curl) != CURLE_OK)
+		return -1;
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &st);
+	return st;
+}
+
+static void *submit_loop(void *arg)
+{
+	struct submitter *s = arg;
+	struct conn c;
+	struct strbuf job;
+
+	conn_open(&c);
+	strbuf_init(&job, 512);
+	for (unsigned i = s->first; i < s->count; i += s->step) {
+		strbuf_reset(&job);
+		strbuf_addf(&job,
+			    "{\"job\":{\"id\":\"tp-%u\",\"type\":\"batch\",\"groups\":[{\"name\":\"g\","
+			    "\"tasks\":[{\"name\":\"t\",\"driver\":\"raw_exec\",\"config\":{\"command\":"
+			    "\"/bin/true\"},\"resources\":{\"cpu\":1,\"memory\":10}}]}]}}",
+			    i);
+		long st = conn_req(&c, s->port, "POST", "/v1/jobs", job.buf);
+		if (st != 200) {
+			fprintf(stderr, "bench_throughput: POST tp-%u: %ld %s\n", i, st, c.body.buf);
+			s->failed = 1;
+			break;
+		}
+	}
+	strbuf_release(&job);
+	conn_close(&c);
+	return NULL;
+}
+
+/* Marks in dead[] every job tp-N of the GET /v1/jobs answer whose status is
+ * "dead"; returns how many were newly marked.  The records are scanned, not
+ * parsed: each starts with its "id" and its first "status" key is the job's
+ * (the per-group summary has no such key). */
+static unsigned mark_dead(const char *p, unsigned char *dead, unsigned jobs)
+{
+	unsigned fresh = 0;
+
+	while ((p = strstr(p, "\"id\":\"tp-")) != NULL) {
+		char *end;
+		unsigned long n = strtoul(p + 9, &end, 10);
+		const char *st = strstr(end, "\"status\":\"");
+
+		p = end;
+		if (!st || n >= jobs)
+			continue;
+		if (strncmp(st + 10, "dead\"", 5) == 0 && !dead[n]) {
+			dead[n] = 1;
+			fresh++;
+		}
+	}
+	return fresh;
+}
+
+static int rm_entry(const char *p, const struct stat *st, int f, struct FTW *w)
+{
+	(void)st; (void)f; (void)w;
+	return remove(p);
+}
+
+/* Starts `HERD agent -dev` with TMPDIR=dir; its pid and HTTP port. */
+static int agent_start(const char *herd, const char *dir, pid_t *pid, unsigned *port)
+{
+	char log[600], tmpenv[600], line[256];
+	int fds[2];
+	posix_spawn_file_actions_t fa;
+	char *argv[] = { (char *)herd, "agent", "-dev", "-http-port", "0", "-log-level", "warn",
+			 NULL };
+	size_t n = 0;
+
+	while (environ[n])
+		n++;
+	char **env = xcalloc(n + 2, sizeof(*env));
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "TMPDIR=", 7) != 0)
+			env[m++] = environ[i];
+	snprintf(tmpenv, sizeof(tmpenv), "TMPDIR=%s", dir);
+	env[m] = tmpenv;
+
+	snprintf(log, sizeof(log), "%s/agent.log", dir);
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		perror("pipe2");
+		free(env);
+		return -1;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+	posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	int rc = posix_spawn(pid, herd, &fa, NULL, argv, env);
+	posix_spawn_file_actions_destroy(&fa);
+	free(env);
+	close(fds[1]);
+	if (rc != 0) {
+		fprintf(stderr, "bench_throughput: %s: %s\n", herd, strerror(rc));
+		close(fds[0]);
+		return -1;
+	}
+	FILE *out = fdopen(fds[0], "r");
+	*port = 0;
+	/* The agent says its server's port first, then the client's. */
+	while (!*port && fgets(line, sizeof(line), out))
+		sscanf(line, "http port %u", port);
+	fclose(out);
+	if (!*port) {
+		fprintf(stderr, "bench_throughput: the agent said no port (see %s)\n", log);
+		return -1;
+	}
+	return 0;
+}
+
+static double run_once(const char *herd, unsigned jobs, unsigned threads)
+{
+	char dir[] = "/tmp/herd-bench-tp-XXXXXX";
+	pid_t pid;
+	unsigned port;
+	double rate = -1;
+	struct conn c;
+
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return -1;
+	}
+	if (agent_start(herd, dir, &pid, &port) < 0)
+		return -1;
+	conn_open(&c);
+	int ready = 0;
+	for (int i = 0; i < 200 && !ready; i++) {
+		if (conn_req(&c, port, "GET", "/v1/nodes", NULL) == 200 &&
+		    strstr(c.body.buf, "\"ready\""))
+			ready = 1;
+		else
+			usleep(50 * 1000);
+	}
+	if (!ready) {
+		fprintf(stderr, "bench_throughput: no node ready in 10 s\n");
+		goto out;
+	}
+
+	struct submitter *subs = xcalloc(threads, sizeof(*subs));
+	double t0 = now_s();
+	for (unsigned i = 0; i < threads; i++) {
+		subs[i] = (struct submitter){ .port = port, .first = i, .step = threads,
+					      .count = jobs };
+		pthread_create(&subs[i].thread, NULL, submit_loop, &subs[i]);
+	}
+	int failed = 0;
+	for (unsigned i = 0; i < threads; i++) {
+		pthread_join(subs[i].thread, NULL);
+		failed |= subs[i].failed;
+	}
+	free(subs);
+	double submitted = now_s() - t0;
+	if (failed)
+		goto out;
+
+	unsigned char *dead = xcalloc(jobs, 1);
+	unsigned seen = 0;
+	char path[96];
+	c.index = 0;
+	while (seen < jobs) {
+		double look = now_s();
+		snprintf(path, sizeof(path), "/v1/jobs?index=%llu&wait=30s", c.index);
+		if (conn_req(&c, port, "GET", path, NULL) != 200) {
+			fprintf(stderr, "bench_throughput: GET /v1/jobs failed\n");
+			free(dead);
+			goto out;
+		}
+		seen += mark_dead(c.body.buf, dead, jobs);
+		double spent = now_s() - look;
+		if (seen < jobs && spent < POLL_MIN_S)
+			usleep((useconds_t)((POLL_MIN_S - spent) * 1e6));
+	}
+	free(dead);
+	double total = now_s() - t0;
+	rate = jobs / total;
+	printf("%u batch jobs: submitted in %.2f s (%.0f/s), all complete in %.2f s: %.0f jobs/s\n",
+	       jobs, submitted, jobs / submitted, total, rate);
+	fflush(stdout);
+out:
+	conn_close(&c);
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return rate;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || argc > 5) {
+		fprintf(stderr, "usage: bench_throughput HERD_BIN [JOBS=10000] [THREADS=8] [RUNS=3]\n");
+		return 2;
+	}
+	unsigned jobs = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 10000;
+	unsigned threads = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 8;
+	unsigned runs = argc > 4 ? (unsigned)strtoul(argv[4], NULL, 10) : 3;
+	if (!jobs || !threads || !runs) {
+		fprintf(stderr, "bench_throughput: JOBS, THREADS and RUNS must be positive\n");
+		return 2;
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	double *rates = xcalloc(runs, sizeof(*rates));
+	for (unsigned r = 0; r < runs; r++) {
+		rates[r] = run_once(argv[1], jobs, threads);
+		if (rates[r] < 0) {
+			free(rates);
+			return 1;
+		}
+	}
+	qsort(rates, runs, sizeof(*rates), cmp_double);
+	printf("median of %u runs: %.0f jobs/s (target >= 1000)\n", runs, rates[runs / 2]);
+	free(rates);
+	curl_global_cleanup();
+	return 0;
+}
