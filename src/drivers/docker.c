@@ -19,7 +19,6 @@
 #include "drivers/docker-int.h"
 #include "drivers/logrot.h"
 
-#define STOP_SIGKILL_WAIT_MS 10000
 #define RETRY_NS (200LL * 1000000LL)
 
 /* The head (ops, state, fd) matches raw_exec's handle, on which
@@ -554,26 +553,13 @@ static int docker_signal(struct driver_handle *h, int sig)
 static int docker_stop(struct driver_handle *h, int kill_signal, int64_t kill_timeout_ns,
 		       struct driver_exit *exit, struct herd_err *err)
 {
-	if (kill_signal <= 0 || kill_signal >= NSIG)
-		kill_signal = SIGTERM;
+	static const struct driver_stop_steps steps = { docker_signal, docker_wait, NULL };
 	int rc = docker_wait(h, 0, exit, err);
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
-	docker_signal(h, kill_signal);
-	int64_t ms = kill_timeout_ns / 1000000;
-	rc = docker_wait(h, ms > INT32_MAX ? INT32_MAX : (int)ms, exit, err);
-	if (rc < 0)
-		return rc;
-	if (rc == 0) {
-		docker_signal(h, SIGKILL);
-		rc = docker_wait(h, STOP_SIGKILL_WAIT_MS, exit, err);
-		if (rc < 0)
-			return rc;
-		if (rc == 0)
-			return herd_errf(err, -ETIMEDOUT, "container %.12s survived SIGKILL for %d s",
-					 h->state.container_id, STOP_SIGKILL_WAIT_MS / 1000);
-	}
-	return 0;
+	char what[48];
+	snprintf(what, sizeof(what), "container %.12s", h->state.container_id);
+	return driver_stop_escalate(h, &steps, kill_signal, kill_timeout_ns, what, exit, err);
 }
 
 static void docker_destroy(struct driver_handle *h)

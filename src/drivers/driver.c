@@ -116,3 +116,29 @@ double driver_stats_cpu_percent(const struct driver_stats *prev, const struct dr
 	return (double)(cur->cpu_total_ns - prev->cpu_total_ns) * 100.0 /
 	       (double)(cur->sampled_at_ns - prev->sampled_at_ns);
 }
+
+/* How long a stop waits after SIGKILL before giving up (a process stuck
+ * in uninterruptible sleep cannot be killed sooner). */
+#define STOP_SIGKILL_WAIT_MS 10000
+
+int driver_stop_escalate(struct driver_handle *h, const struct driver_stop_steps *steps,
+			 int kill_signal, int64_t kill_timeout_ns, const char *what,
+			 struct driver_exit *exit, struct herd_err *err)
+{
+	int64_t ms = kill_timeout_ns / 1000000;
+	int rc;
+	if (kill_signal <= 0 || kill_signal >= NSIG)
+		kill_signal = SIGTERM;
+	steps->signal(h, kill_signal);
+	rc = steps->wait(h, ms > INT32_MAX ? INT32_MAX : (int)ms, exit, err);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	if (steps->before_sigkill)
+		steps->before_sigkill(h);
+	steps->signal(h, SIGKILL);
+	rc = steps->wait(h, STOP_SIGKILL_WAIT_MS, exit, err);
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	return herd_errf(err, -ETIMEDOUT, "%s survived SIGKILL for %d s", what,
+			 STOP_SIGKILL_WAIT_MS / 1000);
+}

@@ -242,4 +242,22 @@ int driver_state_from_json(const char *text, struct driver_state *out, struct he
  * Returns the number, or -EINVAL. */
 int driver_signal_parse(const char *s);
 
+/* ---- for driver implementations ---------------------------------------- */
+
+/* How a driver signals and waits for its task, for driver_stop_escalate. */
+struct driver_stop_steps {
+	int (*signal)(struct driver_handle *h, int sig);
+	int (*wait)(struct driver_handle *h, int timeout_ms, struct driver_exit *exit,
+		    struct herd_err *err);
+	void (*before_sigkill)(struct driver_handle *h); /* may be NULL */
+};
+
+/* The stop every driver does: kill_signal (SIGTERM when out of range), up
+ * to kill_timeout_ns for the task to end, then SIGKILL and up to 10 s more.
+ * Returns 0 once the task ended (exit filled by steps->wait), the wait's
+ * -errno, or -ETIMEDOUT with err saying "<what> survived SIGKILL". */
+int driver_stop_escalate(struct driver_handle *h, const struct driver_stop_steps *steps,
+			 int kill_signal, int64_t kill_timeout_ns, const char *what,
+			 struct driver_exit *exit, struct herd_err *err);
+
 #endif

@@ -196,31 +196,24 @@ static int exec_wait(struct driver_handle *h, int timeout_ms, struct driver_exit
 	return rc;
 }
 
+/* The whole tree, whatever sessions it made. */
+static void exec_kill_tree(struct driver_handle *h)
+{
+	if (h->cg)
+		cgroup_kill(h->cg, STOP_SIGKILL_WAIT_MS, NULL);
+}
+
 static int exec_stop(struct driver_handle *h, int kill_signal, int64_t kill_timeout_ns,
 		     struct driver_exit *exit, struct herd_err *err)
 {
-	int rc;
+	/* signals go to the init, which passes them to the task's process group */
+	static const struct driver_stop_steps steps = { shim_signal, exec_wait, exec_kill_tree };
 	if (!h->done) {
-		if (kill_signal <= 0 || kill_signal >= NSIG)
-			kill_signal = SIGTERM;
-		/* To the init, which passes it to the task's process group. */
-		shim_signal(h, kill_signal);
-		int64_t ms = kill_timeout_ns / 1000000;
-		rc = exec_wait(h, ms > INT32_MAX ? INT32_MAX : (int)ms, exit, err);
+		char what[48];
+		snprintf(what, sizeof(what), "task pid %d", (int)h->state.task_pid);
+		int rc = driver_stop_escalate(h, &steps, kill_signal, kill_timeout_ns, what, exit, err);
 		if (rc < 0)
 			return rc;
-		if (rc == 0) {
-			/* The whole tree, whatever sessions it made. */
-			if (h->cg)
-				cgroup_kill(h->cg, STOP_SIGKILL_WAIT_MS, NULL);
-			shim_signal(h, SIGKILL);
-			rc = exec_wait(h, STOP_SIGKILL_WAIT_MS, exit, err);
-			if (rc < 0)
-				return rc;
-			if (rc == 0)
-				return herd_errf(err, -ETIMEDOUT, "task pid %d survived SIGKILL for %d s",
-						 (int)h->state.task_pid, STOP_SIGKILL_WAIT_MS / 1000);
-		}
 	}
 	cleanup(h);
 	*exit = h->exit;

@@ -23,10 +23,6 @@
 #define P_PIDFD 3
 #endif
 
-/* How long stop() waits after SIGKILL before giving up (a process stuck
- * in uninterruptible sleep cannot be killed sooner). */
-#define STOP_SIGKILL_WAIT_MS 10000
-
 extern const struct driver_ops raw_exec_ops;
 
 bool driver_valid_task_name(const char *s)
@@ -302,24 +298,13 @@ int shim_signal(struct driver_handle *h, int sig)
 static int raw_exec_stop(struct driver_handle *h, int kill_signal, int64_t kill_timeout_ns,
 			 struct driver_exit *exit, struct herd_err *err)
 {
-	int rc;
+	static const struct driver_stop_steps steps = { shim_signal, shim_wait, NULL };
 	if (!h->done) {
-		if (kill_signal <= 0 || kill_signal >= NSIG)
-			kill_signal = SIGTERM;
-		shim_signal(h, kill_signal);
-		int64_t ms = kill_timeout_ns / 1000000;
-		rc = shim_wait(h, ms > INT32_MAX ? INT32_MAX : (int)ms, exit, err);
+		char what[48];
+		snprintf(what, sizeof(what), "task pid %d", (int)h->state.task_pid);
+		int rc = driver_stop_escalate(h, &steps, kill_signal, kill_timeout_ns, what, exit, err);
 		if (rc < 0)
 			return rc;
-		if (rc == 0) {
-			shim_signal(h, SIGKILL);
-			rc = shim_wait(h, STOP_SIGKILL_WAIT_MS, exit, err);
-			if (rc < 0)
-				return rc;
-			if (rc == 0)
-				return herd_errf(err, -ETIMEDOUT, "task pid %d survived SIGKILL for %d s",
-						 (int)h->state.task_pid, STOP_SIGKILL_WAIT_MS / 1000);
-		}
 	}
 	/* The main process has ended; what it left behind in its process
 	 * group goes too (the group cannot have been reused while members
