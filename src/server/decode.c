@@ -208,6 +208,42 @@ int alloc_status_from_request(const json_t *body, struct alloc_status *out, stru
 	return 0;
 }
 
+int alloc_status_batch_from_request(const json_t *body, struct alloc_status_entry **out,
+				    size_t *n, struct herd_err *err)
+{
+	json_t *list = json_object_get(body, "allocations"), *e, *seen;
+	struct alloc_status_entry *v;
+	size_t i, count;
+
+	if (!json_is_object(body))
+		return herd_errf(err, -EINVAL, "body must be an object");
+	if (!json_is_array(list) || json_array_size(list) > ALLOC_STATUS_BATCH_MAX)
+		return herd_errf(err, -EINVAL, "allocations must be an array of at most %d entries",
+				 ALLOC_STATUS_BATCH_MAX);
+	json_array_foreach(list, i, e)
+		if (!json_is_object(e) || !short_string(json_object_get(e, "id"), STORE_MAX_KEY))
+			return herd_errf(err, -EINVAL,
+					 "allocations[%zu] must be an object with an id (a string of at most %d bytes)",
+					 i, STORE_MAX_KEY);
+	count = json_array_size(list);
+	v = count ? xcalloc(count, sizeof(*v)) : NULL;
+	seen = json_object();
+	json_array_foreach(list, i, e) {
+		v[i].id = json_string_value(json_object_get(e, "id"));
+		/* Two states of one allocation in one batch: which one wins
+		 * would be a guess, so the later one is refused. */
+		if (json_object_get(seen, v[i].id))
+			herd_errf(&v[i].err, -EINVAL, "allocation %s appears twice in the batch", v[i].id);
+		else if (alloc_status_from_request(e, &v[i].st, &v[i].err) < 0)
+			herd_err_prefix(&v[i].err, "allocations[%zu]", i);
+		json_object_set_new(seen, v[i].id, json_true());
+	}
+	json_decref(seen);
+	*out = v;
+	*n = count;
+	return 0;
+}
+
 /* ---- job bodies ------------------------------------------------------------ */
 
 /* The diagnostics as the API shows them; messages start with the JSON path

@@ -1,9 +1,12 @@
 /* routes_allocs: allocations (read, and the status agents report),
  * evaluations (read), and what the agent says about itself. */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/acl.h"
+#include "common/xalloc.h"
 #include "server/server-int.h"
 
 #define STATUS_ATTEMPTS 20
@@ -75,6 +78,85 @@ static int get_eval(struct http_request *req, struct http_response *resp, void *
 	return get_one(req, resp, ctx, STORE_EVAL, "eval_not_found", "evaluation");
 }
 
+/* One allocation's status change, prepared against the allocation as read
+ * from the store: the writes are queued on a batch, and what must happen
+ * once that batch is committed is kept here.  The single route and the
+ * batch route share it, so both change allocations and make evaluations
+ * the same way. */
+struct status_change {
+	json_t *alloc;  /* the allocation as it will be stored (owned) */
+	json_t *eval;   /* an evaluation to enqueue after the commit, or NULL (owned) */
+	bool freed;     /* it turned terminal: capacity freed */
+};
+
+static void status_change_release(struct status_change *ch)
+{
+	json_decref(ch->alloc);
+	json_decref(ch->eval);
+	ch->alloc = ch->eval = NULL;
+	ch->freed = false;
+}
+
+/* Applies st to alloc (read from the store; the change takes the
+ * reference) and queues its writes on b: the allocation, on condition
+ * that it has not changed since it was read, and for a failure (or a
+ * service that ended) an alloc-failure evaluation that reschedules it per
+ * the group's policy.  Returns 0, or -EEXIST with err when the transition
+ * is refused (a finished allocation cannot go back; a lost one can): then
+ * nothing is queued and alloc is released. */
+static int status_change_prepare(struct server *srv, json_t *alloc, const struct alloc_status *st,
+				 struct store_batch *b, struct status_change *ch,
+				 struct herd_err *err)
+{
+	struct store_key key = { NULL, jstr(alloc, "id", ""), 0 };
+	bool was_terminal = alloc_client_terminal(alloc), now_terminal;
+	const char *cs = jstr(alloc, "client_status", "");
+
+	memset(ch, 0, sizeof(*ch));
+	if (was_terminal && strcmp(cs, "lost") && strcmp(cs, st->client_status)) {
+		herd_errf(err, -EEXIST, "allocation %s is %s already", key.id, cs);
+		json_decref(alloc);
+		return -EEXIST;
+	}
+	ch->alloc = alloc;
+	json_object_set_new(alloc, "client_status", json_string(st->client_status));
+	json_object_set_new(alloc, "client_description", json_string(st->client_description));
+	if (st->task_states)
+		json_object_set(alloc, "task_states", (json_t *)st->task_states);
+	json_object_set_new(alloc, "modify_time", json_integer(now_ns()));
+	now_terminal = alloc_client_terminal(alloc);
+	/* GPU-hours count from the task's start to its end (routes_usage) */
+	if (!strcmp(st->client_status, "running") && !json_object_get(alloc, "start_time"))
+		json_object_set_new(alloc, "start_time", json_integer(now_ns()));
+	if (now_terminal && !was_terminal)
+		json_object_set_new(alloc, "end_time", json_integer(now_ns()));
+	store_batch_put(b, STORE_ALLOC, alloc);
+	store_batch_require_index(b, STORE_ALLOC, &key, (uint64_t)jint(alloc, "modify_index", 0));
+	ch->freed = now_terminal && !was_terminal;
+	if (ch->freed && !strcmp(jstr(alloc, "desired_status", ""), "run")) {
+		struct store_key jk = { jstr(alloc, "namespace", "default"), jstr(alloc, "job_id", ""), 0 };
+		json_t *job = NULL;
+		bool batch = false;
+		if (store_get(srv->store, STORE_JOB, &jk, &job, NULL) == 0)
+			batch = !strcmp(jstr(job, "type", ""), "batch");
+		if (job && (!strcmp(st->client_status, "failed") || !batch)) {
+			ch->eval = eval_new(jk.ns, jk.id, "alloc-failure", NULL);
+			store_batch_put(b, STORE_EVAL, ch->eval);
+		}
+		json_decref(job);
+	}
+	return 0;
+}
+
+/* What follows a committed change: its evaluation goes to the broker.
+ * (Blocked evaluations are woken once per commit by the caller.) */
+static void status_change_committed(struct server *srv, const struct status_change *ch)
+{
+	if (ch->eval)
+		broker_enqueue(&srv->broker, jstr(ch->eval, "id", ""), jstr(ch->eval, "namespace", ""),
+			       jstr(ch->eval, "job_id", ""), 0);
+}
+
 /* PUT /v1/allocation/:id/status.  A terminal status frees capacity
  * (blocked evaluations retry); a failure, or a service that ended, gets an
  * evaluation that reschedules it per the group's policy. */
@@ -90,8 +172,8 @@ static int put_alloc_status(struct http_request *req, struct http_response *resp
 	for (int attempt = 0; attempt < STATUS_ATTEMPTS; attempt++) {
 		struct store_key key = { NULL, http_param(req, "id"), 0 };
 		struct store_batch b = STORE_BATCH_INIT;
-		json_t *alloc = NULL, *eval = NULL, *job = NULL;
-		bool was_terminal, now_terminal;
+		struct status_change ch;
+		json_t *alloc = NULL;
 		uint64_t idx = 0;
 
 		if (!valid_id(key.id))
@@ -101,56 +183,142 @@ static int put_alloc_status(struct http_request *req, struct http_response *resp
 			return http_error(resp, 404, "alloc_not_found", "no allocation %s", key.id);
 		if (rc < 0)
 			return rc;
-		was_terminal = alloc_client_terminal(alloc);
-		if (was_terminal && strcmp(jstr(alloc, "client_status", ""), "lost") &&
-		    strcmp(jstr(alloc, "client_status", ""), st.client_status)) {
-			rc = http_error(resp, 409, "invalid_transition", "allocation %s is %s already",
-					key.id, jstr(alloc, "client_status", ""));
-			json_decref(alloc);
-			return rc;
-		}
-		json_object_set_new(alloc, "client_status", json_string(st.client_status));
-		json_object_set_new(alloc, "client_description", json_string(st.client_description));
-		if (st.task_states)
-			json_object_set(alloc, "task_states", (json_t *)st.task_states);
-		json_object_set_new(alloc, "modify_time", json_integer(now_ns()));
-		now_terminal = alloc_client_terminal(alloc);
-		/* GPU-hours count from the task's start to its end (routes_usage) */
-		if (!strcmp(st.client_status, "running") && !json_object_get(alloc, "start_time"))
-			json_object_set_new(alloc, "start_time", json_integer(now_ns()));
-		if (now_terminal && !was_terminal)
-			json_object_set_new(alloc, "end_time", json_integer(now_ns()));
 		store_batch_init(&b);
-		store_batch_put(&b, STORE_ALLOC, alloc);
-		store_batch_require_index(&b, STORE_ALLOC, &key, (uint64_t)jint(alloc, "modify_index", 0));
-		if (now_terminal && !was_terminal && !strcmp(jstr(alloc, "desired_status", ""), "run")) {
-			struct store_key jk = { jstr(alloc, "namespace", "default"), jstr(alloc, "job_id", ""), 0 };
-			bool batch = false;
-			if (store_get(srv->store, STORE_JOB, &jk, &job, NULL) == 0)
-				batch = !strcmp(jstr(job, "type", ""), "batch");
-			if (job && (!strcmp(st.client_status, "failed") || !batch)) {
-				eval = eval_new(jk.ns, jk.id, "alloc-failure", NULL);
-				store_batch_put(&b, STORE_EVAL, eval);
-			}
+		if (status_change_prepare(srv, alloc, &st, &b, &ch, &err) < 0) {
+			store_batch_release(&b);
+			return http_error(resp, 409, "invalid_transition", "%s", err.msg);
 		}
 		rc = store_commit(srv->store, &b, &idx, &err);
 		store_batch_release(&b);
 		if (rc == 0) {
-			if (eval)
-				broker_enqueue(&srv->broker, jstr(eval, "id", ""), jstr(eval, "namespace", ""),
-					       jstr(eval, "job_id", ""), 0);
-			if (now_terminal && !was_terminal)
+			status_change_committed(srv, &ch);
+			if (ch.freed)
 				broker_unblock_all(&srv->broker);
 			reply_written(resp, idx, NULL);
 		}
-		json_decref(alloc);
-		json_decref(eval);
-		json_decref(job);
+		status_change_release(&ch);
 		if (rc != -ESTALE)
 			break;
 	}
 	if (rc == -ESTALE)
 		return http_error(resp, 409, "conflict", "allocation kept changing; try again");
+	return rc;
+}
+
+/* The answer of one entry of a batch that was refused. */
+static json_t *entry_error(const char *id, const char *code, const char *msg)
+{
+	return json_pack("{s:s, s:{s:s, s:s}}", "id", id, "error", "code", code, "message", msg);
+}
+
+/* PUT /v1/node/:id/allocations/status: the statuses an agent has to
+ * report, many allocations in one request and one store commit (an agent
+ * running many short tasks would otherwise pay a request and a commit per
+ * change).  Each entry is checked and refused on its own (unknown,
+ * malformed, not on this node, a refused transition); the others are
+ * written together.  When an allocation changed between the read and the
+ * commit, the whole set is read and prepared again. */
+static int put_node_allocs_status(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	const char *node_id = http_param(req, "id");
+	struct alloc_status_entry *v = NULL;
+	struct status_change *ch = NULL;
+	struct herd_err err = { 0 };
+	json_t *results = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!valid_id(node_id))
+		return http_error(resp, 404, "node_not_found", "no node %s", node_id);
+	rc = alloc_status_batch_from_request(req->body, &v, &n, &err);
+	if (rc < 0)
+		return http_error(resp, 400, "invalid_argument", "%s", err.msg);
+	{
+		struct store_key nk = { NULL, node_id, 0 };
+		json_t *node = NULL;
+		rc = store_get(srv->store, STORE_NODE, &nk, &node, NULL);
+		json_decref(node);
+		if (rc == -ENOENT) {
+			free(v);
+			return http_error(resp, 404, "node_not_found", "no node %s", node_id);
+		}
+		if (rc < 0)
+			goto out;
+	}
+	ch = n ? xcalloc(n, sizeof(*ch)) : NULL;
+	for (int attempt = 0; attempt < STATUS_ATTEMPTS; attempt++) {
+		struct store_batch b = STORE_BATCH_INIT;
+		uint64_t idx = store_index(srv->store);
+		bool freed = false, any = false;
+
+		json_decref(results);
+		results = json_array();
+		store_batch_init(&b);
+		rc = 0;
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			struct store_key key = { NULL, v[i].id, 0 };
+			json_t *alloc = NULL;
+			struct herd_err e = { 0 };
+			int r;
+
+			if (v[i].err.code) {
+				json_array_append_new(results, entry_error(v[i].id, "invalid_argument",
+									   v[i].err.msg));
+				continue;
+			}
+			r = valid_id(key.id) ? store_get(srv->store, STORE_ALLOC, &key, &alloc, &e) : -ENOENT;
+			/* an agent reports only what runs on its own node */
+			if (r == 0 && strcmp(jstr(alloc, "node_id", ""), node_id)) {
+				char msg[320];
+				snprintf(msg, sizeof(msg), "allocation %s is not placed on node %s",
+					 key.id, node_id);
+				json_decref(alloc);
+				json_array_append_new(results,
+						      entry_error(v[i].id, "alloc_not_on_node", msg));
+				continue;
+			}
+			if (r == -ENOENT) {
+				char msg[320];
+				snprintf(msg, sizeof(msg), "no allocation %s", key.id);
+				json_array_append_new(results, entry_error(v[i].id, "alloc_not_found", msg));
+				continue;
+			}
+			if (r < 0) {
+				rc = r;
+				break;
+			}
+			if (status_change_prepare(srv, alloc, &v[i].st, &b, &ch[i], &e) < 0) {
+				json_array_append_new(results,
+						      entry_error(v[i].id, "invalid_transition", e.msg));
+				continue;
+			}
+			json_array_append_new(results, json_pack("{s:s}", "id", v[i].id));
+			freed |= ch[i].freed;
+			any = true;
+		}
+		if (rc == 0 && any)
+			rc = store_commit(srv->store, &b, &idx, &err);
+		store_batch_release(&b);
+		if (rc == 0) {
+			for (size_t i = 0; i < n; i++)
+				status_change_committed(srv, &ch[i]);
+			if (freed)
+				broker_unblock_all(&srv->broker);
+			reply_written(resp, idx, json_pack("{s:I, s:O}", "index", (json_int_t)idx,
+							   "results", results));
+		}
+		for (size_t i = 0; i < n; i++)
+			status_change_release(&ch[i]);
+		if (rc != -ESTALE)
+			break;
+	}
+	if (rc == -ESTALE)
+		rc = http_error(resp, 409, "conflict", "allocations kept changing; try again");
+out:
+	json_decref(results);
+	free(ch);
+	free(v);
 	return rc;
 }
 
@@ -174,6 +342,8 @@ int routes_allocs(struct server *srv, struct herd_err *err)
 		{ "GET", "/v1/allocations", get_allocs, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },
 		{ "GET", "/v1/allocation/:id", get_alloc, HTTP_ROUTE_BLOCKING, ACL_NEED_TOKEN },
 		{ "PUT", "/v1/allocation/:id/status", put_alloc_status, HTTP_ROUTE_BODY, ACL_NEED_NODE_WRITE },
+		{ "PUT", "/v1/node/:id/allocations/status", put_node_allocs_status, HTTP_ROUTE_BODY,
+		  ACL_NEED_NODE_WRITE },
 		{ "GET", "/v1/evaluations", get_evals, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },
 		{ "GET", "/v1/evaluation/:id", get_eval, HTTP_ROUTE_BLOCKING, ACL_NEED_TOKEN },
 		{ "GET", "/v1/agent/self", get_self, 0, ACL_NEED_AGENT_READ },

@@ -95,6 +95,28 @@ struct alloc_status {
 /* Checks an allocation status body; out points into body.  -EINVAL with err. */
 int alloc_status_from_request(const json_t *body, struct alloc_status *out, struct herd_err *err);
 
+/* The most allocations one PUT /v1/node/:id/allocations/status carries. */
+#define ALLOC_STATUS_BATCH_MAX 1024
+
+/* One entry of a batch of allocation statuses.  id and st point into the
+ * body; err.code is 0 for an entry that decoded, else -EINVAL with the
+ * reason (such an entry is refused on its own, the others go on). */
+struct alloc_status_entry {
+	const char *id;
+	struct alloc_status st;
+	struct herd_err err;
+};
+
+/* Checks a batch body {"allocations": [{"id": "...", <a status body>},
+ * ...]} of at most ALLOC_STATUS_BATCH_MAX entries.  The envelope must hold
+ * (an object, an array, every entry an object with a string id) or the
+ * whole body is refused: -EINVAL with err, nothing in *out.  A bad status
+ * inside an entry, or an id already seen earlier in the batch, is that
+ * entry's err.  On success *out (the caller frees the array; may be NULL
+ * when *n is 0) holds *n entries in body order. */
+int alloc_status_batch_from_request(const json_t *body, struct alloc_status_entry **out,
+				    size_t *n, struct herd_err *err);
+
 /* Decodes a job register or plan body {"job": {...}}.  Returns the
  * validated job (free with job_free; warnings stay in dl), or NULL with
  * *error_body set to the 400 answer (invalid_job with diagnostics). */
@@ -174,6 +196,10 @@ struct view_node {
 	const char *id;
 	bool schedulable;      /* ready, eligible, not draining */
 	struct node_usage use;
+	/* {"<alloc id>": resources} of the allocations use counts, as read
+	 * (shared with the view cache, never changed); NULL when the view was
+	 * read without a cache.  The plan applier's capacity re-check. */
+	json_t *counted;
 };
 
 /* A consistent read of what one evaluation needs. */
