@@ -14,8 +14,9 @@
  *                                  they failed, a prestart failed or the
  *                                  allocation was stopped
  *
- * and reports task states and client_status (PUT /v1/allocation/:id/
- * status) whenever something changed, persisting them first (state.c).
+ * and reports task states and client_status whenever something changed,
+ * persisting them first (state.c), through the client's status sync
+ * (status_sync.h: batched PUT /v1/node/:id/allocations/status).
  * Each task runs on a thread of its own (task_runner.c). */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 
 #include "agent/client-int.h"
 #include "agent/log.h"
+#include "agent/status_sync.h"
 #include "common/xalloc.h"
 #include "drivers/docker.h"
 #include "spec/spec.h"
@@ -109,43 +111,29 @@ static json_t *task_states_json(struct alloc_runner *ar)
 	return o;
 }
 
-/* Persists and reports when dirty.  Returns 0 when the server has the
- * latest state. */
-static int report(struct alloc_runner *ar, struct httpc *h)
+/* Persists and reports when dirty: the state is written to disk first
+ * (state.c), then handed to the client's status sync, which delivers it
+ * (batched with the other allocations' changes, retried while the server
+ * is away).  Both happen under ar->lock, so that there is no instant at
+ * which a change is neither dirty nor queued (collect_runners frees a
+ * runner with nothing left to report). */
+static void report(struct alloc_runner *ar)
 {
 	struct herd_err err = { 0, "" };
-	struct httpc_response r;
-	json_t *body;
-	char *path;
-	int rc;
 
 	pthread_mutex_lock(&ar->lock);
 	if (!ar->dirty) {
 		pthread_mutex_unlock(&ar->lock);
-		return 0;
+		return;
 	}
 	ar->dirty = false;
 	if (ar->tasks && state_save_alloc(ar, &err) < 0)
 		log_warn("client: alloc %.8s: %s", ar->id, err.msg);
-	body = json_pack("{s:s,s:s,s:o}", "client_status", ar->client_status,
-			 "client_description", ar->client_description, "task_states",
-			 task_states_json(ar));
+	status_sync_put(ar->c->sync, ar->id,
+			json_pack("{s:s,s:s,s:o}", "client_status", ar->client_status,
+				  "client_description", ar->client_description, "task_states",
+				  task_states_json(ar)));
 	pthread_mutex_unlock(&ar->lock);
-	path = xasprintf("/v1/allocation/%s/status", ar->id);
-	rc = httpc_request(h, "PUT", path, body, &r, &err);
-	if (rc < 0) {
-		if (r.status == 0)
-			client_server_reachable(ar->c, false, err.msg);
-		else
-			log_warn("client: alloc %.8s: status report: %s", ar->id, err.msg);
-		/* Try again on the next round; a 404 (allocation gone) is final. */
-		if (r.status != 404 && r.status != 400)
-			alloc_runner_mark_dirty(ar);
-	}
-	httpc_response_release(&r);
-	json_decref(body);
-	free(path);
-	return rc;
 }
 
 static void set_status(struct alloc_runner *ar, const char *status, const char *desc)
@@ -189,8 +177,7 @@ static bool is_dead(struct alloc_runner *ar, struct task_runner *tr)
 
 /* Waits (reporting as things change) until every task matched by pick is
  * dead, or the client detaches.  Returns false on detach. */
-static bool wait_tasks(struct alloc_runner *ar, struct httpc *h,
-		       bool (*pick)(const struct task_runner *))
+static bool wait_tasks(struct alloc_runner *ar, bool (*pick)(const struct task_runner *))
 {
 	for (;;) {
 		bool all = true;
@@ -217,7 +204,7 @@ static bool wait_tasks(struct alloc_runner *ar, struct httpc *h,
 			if (any && running)
 				set_status(ar, "running", "tasks are running");
 		}
-		report(ar, h);
+		report(ar);
 		if (all)
 			return true;
 		pthread_mutex_lock(&ar->lock);
@@ -261,8 +248,7 @@ static bool pick_helper(const struct task_runner *tr)
 
 /* Waits until every started task matched by pick runs (or has ended).
  * Returns false on detach. */
-static bool wait_running(struct alloc_runner *ar, struct httpc *h,
-			 bool (*pick)(const struct task_runner *))
+static bool wait_running(struct alloc_runner *ar, bool (*pick)(const struct task_runner *))
 {
 	for (;;) {
 		bool all = true;
@@ -275,7 +261,7 @@ static bool wait_running(struct alloc_runner *ar, struct httpc *h,
 				all = false;
 		}
 		pthread_mutex_unlock(&ar->lock);
-		report(ar, h);
+		report(ar);
 		if (all)
 			return true;
 		pthread_mutex_lock(&ar->lock);
@@ -404,7 +390,7 @@ static void *alloc_main(void *arg)
 		log_warn("client: alloc %.8s: cannot read its job: %s", ar->id, err.msg);
 		if (stop_requested(ar) || client_sleep(ar->c, backoff)) {
 			set_status(ar, "failed", "the job could not be read");
-			report(ar, &h);
+			report(ar);
 			goto out;
 		}
 		backoff = backoff * 2 > 2000000000LL ? 2000000000LL : backoff * 2;
@@ -431,12 +417,12 @@ static void *alloc_main(void *arg)
 			ar->group = &ar->job->groups[g];
 	if (!ar->group) {
 		set_status(ar, "failed", "the job has no such group");
-		report(ar, &h);
+		report(ar);
 		goto out;
 	}
 	if (alloc_dir_build(ar->dir, ar->group, &err) < 0) {
 		set_status(ar, "failed", err.msg);
-		report(ar, &h);
+		report(ar);
 		goto out;
 	}
 	if (!ar->fp) {
@@ -456,7 +442,7 @@ static void *alloc_main(void *arg)
 	for (size_t i = 0; i < ar->ntasks; i++)
 		if (pick_prestart_any(&ar->tasks[i]) && !is_dead(ar, &ar->tasks[i]))
 			start_task(&ar->tasks[i]);
-	if (!wait_tasks(ar, &h, pick_prestart))
+	if (!wait_tasks(ar, pick_prestart))
 		goto out;
 	failed = any_failed(ar, pick_prestart);
 	/* Main tasks, then poststart hooks once they run. */
@@ -464,12 +450,12 @@ static void *alloc_main(void *arg)
 		for (size_t i = 0; i < ar->ntasks; i++)
 			if (pick_main(&ar->tasks[i]) && !is_dead(ar, &ar->tasks[i]))
 				start_task(&ar->tasks[i]);
-		if (!wait_running(ar, &h, pick_main))
+		if (!wait_running(ar, pick_main))
 			goto out;
 		for (size_t i = 0; i < ar->ntasks; i++)
 			if (pick_poststart(&ar->tasks[i]) && !is_dead(ar, &ar->tasks[i]))
 				start_task(&ar->tasks[i]);
-		if (!wait_tasks(ar, &h, pick_main))
+		if (!wait_tasks(ar, pick_main))
 			goto out;
 		failed = any_failed(ar, pick_main);
 	}
@@ -479,7 +465,7 @@ static void *alloc_main(void *arg)
 		if (pick_helper(&ar->tasks[i]))
 			ar->tasks[i].kill = true;
 	pthread_mutex_unlock(&ar->lock);
-	if (!wait_tasks(ar, &h, pick_helper))
+	if (!wait_tasks(ar, pick_helper))
 		goto out;
 	/* A non-sidecar poststart that failed fails the allocation too. */
 	pthread_mutex_lock(&ar->lock);
@@ -492,7 +478,7 @@ static void *alloc_main(void *arg)
 	for (size_t i = 0; i < ar->ntasks; i++)
 		if (pick_poststop(&ar->tasks[i]) && !is_dead(ar, &ar->tasks[i]))
 			start_task(&ar->tasks[i]);
-	if (!wait_tasks(ar, &h, pick_poststop))
+	if (!wait_tasks(ar, pick_poststop))
 		goto out;
 	/* Tasks that never started (a failed prestart, a stop) are dead too. */
 	pthread_mutex_lock(&ar->lock);
@@ -506,14 +492,9 @@ static void *alloc_main(void *arg)
 		set_status(ar, "failed", "a task failed");
 	else
 		set_status(ar, "complete", "all tasks completed");
-	/* The last report must arrive: retry while the server is away. */
-	while (report(ar, &h) < 0) {
-		pthread_mutex_lock(&ar->lock);
-		bool detach = ar->detach;
-		pthread_mutex_unlock(&ar->lock);
-		if (detach || client_sleep(ar->c, 1000000000LL))
-			break;
-	}
+	/* The last report must arrive: the status sync retries it while the
+	 * server is away, and the runner is not freed before it arrived. */
+	report(ar);
 out:
 	httpc_release(&h);
 	pthread_mutex_lock(&ar->lock);

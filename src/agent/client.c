@@ -10,6 +10,7 @@
 #include "agent/client-int.h"
 #include "agent/log.h"
 #include "agent/mps.h"
+#include "agent/status_sync.h"
 #include "common/strbuf.h"
 #include "common/xalloc.h"
 
@@ -84,24 +85,16 @@ static void remove_runner(struct client *c, size_t i)
 }
 
 /* Tells the server about an allocation this client will never run (it was
- * stopped before it started). */
-static void report_terminal(struct httpc *h, const char *id, const char *status,
+ * stopped before it started), with the other status reports. */
+static void report_terminal(struct client *c, const char *id, const char *status,
 			    const char *desc)
 {
-	struct httpc_response r;
-	struct herd_err err = { 0, "" };
-	char *path = xasprintf("/v1/allocation/%s/status", id);
-	json_t *body = json_pack("{s:s,s:s,s:{}}", "client_status", status, "client_description",
-				 desc, "task_states");
-
-	if (httpc_request(h, "PUT", path, body, &r, &err) < 0)
-		log_debug("client: alloc %s: status: %s", id, err.msg);
-	httpc_response_release(&r);
-	json_decref(body);
-	free(path);
+	status_sync_put(c->sync, id,
+			json_pack("{s:s,s:s,s:{}}", "client_status", status, "client_description",
+				  desc, "task_states"));
 }
 
-static void reconcile(struct client *c, struct httpc *h, json_t *allocs)
+static void reconcile(struct client *c, json_t *allocs)
 {
 	size_t i;
 	json_t *a;
@@ -132,22 +125,25 @@ static void reconcile(struct client *c, struct httpc *h, json_t *allocs)
 		} else if (live_status) {
 			/* Stopped before this client ran it (or it ran on an
 			 * earlier life of this node without state): done. */
-			report_terminal(h, id, "complete", "stopped before it started");
+			report_terminal(c, id, "complete", "stopped before it started");
 		}
 	}
 }
 
 /* Frees the runners whose work is over and whose last status report the
- * server took (done, nothing left to report), so a long-lived client does
- * not grow.  The server then lists the allocation as complete or failed,
- * which reconcile() never starts again. */
+ * server took (done, nothing left to report: not dirty, and settled in the
+ * status sync), so a long-lived client does not grow.  The server then
+ * lists the allocation as complete or failed, which reconcile() never
+ * starts again.  (ar->lock is taken before the sync's lock, as report()
+ * does.) */
 static void collect_runners(struct client *c)
 {
 	for (size_t i = 0; i < c->nr_runners;) {
 		struct alloc_runner *ar = c->runners[i];
 		bool over;
 		pthread_mutex_lock(&ar->lock);
-		over = ar->done && !ar->dirty && !ar->detach;
+		over = ar->done && !ar->dirty && !ar->detach &&
+		       status_sync_settled(c->sync, ar->id);
 		pthread_mutex_unlock(&ar->lock);
 		if (over) {
 			state_remove_alloc(c->cfg->client.state_dir, ar->id);
@@ -229,7 +225,7 @@ static void *watch_main(void *arg)
 		else
 			index = r.index;
 		if (json_is_array(r.body)) {
-			reconcile(c, &h, r.body);
+			reconcile(c, r.body);
 			collect_runners(c);
 		}
 		httpc_response_release(&r);
@@ -239,7 +235,10 @@ static void *watch_main(void *arg)
 }
 
 /* Restarts runners for the allocations saved by an earlier client life:
- * their tasks are recovered through the driver, not started again. */
+ * their tasks are recovered through the driver, not started again.  One
+ * that was done (every task dead) still has its state file because its
+ * last status report was not known to have arrived: its runner starts no
+ * task and reports that last status again. */
 static void recover_allocs(struct client *c)
 {
 	json_t *saved = state_load_allocs(c->cfg->client.state_dir);
@@ -248,10 +247,7 @@ static void recover_allocs(struct client *c)
 
 	json_array_foreach(saved, i, s) {
 		json_t *alloc = json_object_get(s, "alloc");
-		struct alloc_runner *ar;
-		if (json_is_true(json_object_get(s, "done")))
-			continue;
-		ar = alloc_runner_new(c, json_incref(alloc));
+		struct alloc_runner *ar = alloc_runner_new(c, json_incref(alloc));
 		ar->recovered = true;
 		ar->saved = json_incref(json_object_get(s, "tasks"));
 		ar->job_json = json_incref(json_object_get(s, "job"));
@@ -331,6 +327,7 @@ int client_start(const struct agent_config *cfg, const char *local_server,
 		log_warn("client: gpu: %s", c->gpus->warnings[i]);
 	start_mps(c);
 
+	c->sync = status_sync_start(c);
 	recover_allocs(c);
 	if (pthread_create(&c->heartbeat_thread, NULL, client_heartbeat_main, c) ||
 	    pthread_create(&c->watch_thread, NULL, watch_main, c)) {
@@ -374,6 +371,8 @@ void client_stop(struct client *c, bool stop_tasks)
 			alloc_runner_stop(c->runners[i]);
 		alloc_runner_free(c->runners[i], !stop_tasks);
 	}
+	/* After the runners: their last reports are queued by now. */
+	status_sync_stop(c->sync);
 	free(c->runners);
 	json_decref(c->runner_pos);
 	/* After the tasks: an MPS daemon that quits takes its clients along. */
