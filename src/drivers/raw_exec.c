@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -190,9 +191,10 @@ int shim_launch(const struct driver_ops *ops, const struct driver_env *env,
 		goto fail;
 	}
 	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	/* one lookup of /dev/null in the child, not three */
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0);
+	posix_spawn_file_actions_adddup2(&fa, 0, 1);
+	posix_spawn_file_actions_adddup2(&fa, 0, 2);
 	posix_spawn_file_actions_adddup2(&fa, sp[1], TASK_SHIM_STATUS_FD);
 	posix_spawnattr_init(&attr);
 	sigemptyset(&none);
@@ -214,27 +216,35 @@ int shim_launch(const struct driver_ops *ops, const struct driver_env *env,
 			       argv[0], strerror(r));
 		goto fail;
 	}
+	/* The shim is our child and not reaped before reap() below, so its
+	 * pid names it until then: the pidfd needs no start-time check, and
+	 * the start time is read once, even after the shim has ended (a
+	 * zombie keeps its /proc/<pid>/stat). */
+	h->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int pidfd_errno = errno;
 	rc = read_status(sp[0], &status);
 	int code = 0, tpid = 0, off = 0;
 	uint64_t tstart = 0;
 	if (rc == 0 && sscanf(status.buf, "ok %d %" SCNu64, &tpid, &tstart) == 2 && tpid > 0) {
+		if (h->pidfd < 0) {
+			/* Out of fds: a task that cannot be watched is not
+			 * left running. */
+			kill(-tpid, SIGKILL);
+			reap(pid);
+			rc = herd_errf(err, -pidfd_errno, "task %s: pidfd of the task shim: %s",
+				       task->name, strerror(pidfd_errno));
+			goto fail;
+		}
 		h->state.shim_pid = pid;
 		h->state.task_pid = tpid;
 		h->state.task_start_time = tstart;
 		proc_start_time(pid, &h->state.shim_start_time);
-		h->pidfd = proc_pidfd_checked(pid, h->state.shim_start_time);
-		if (h->pidfd < 0) {
-			/* The shim already ended (a task that exits at once). */
-			h->pidfd = -1;
-			reap(pid);
-			h->done = true;
-			if (shim_read_exit_file(h->state.exit_file, &h->exit) < 0)
-				h->exit = (struct driver_exit){ .exit_code = -1, .lost = true };
-		}
 		rc = 0;
 		*out = h;
 		goto done;
 	}
+	if (h->pidfd >= 0)
+		close(h->pidfd);
 	reap(pid);
 	if (rc == 0 && sscanf(status.buf, "err %d %n", &code, &off) == 1 && code > 0 && off > 0) {
 		strbuf_setlen(&status, strcspn(status.buf, "\n"));

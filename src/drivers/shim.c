@@ -120,26 +120,32 @@ static int parse_args(int argc, char **argv, struct shim_args *a)
 	return 0;
 }
 
-/* Writes "<code> <signal> <ns>\n" so that a reader never sees half a file. */
+/* Writes "<code> <signal> <ns>\n".  One write() of a few bytes, and the
+ * agent reads the file only once this process has ended (its pidfd says
+ * so), so no reader sees half of it: no temporary name and rename needed.
+ * A shim killed between the open and the write leaves it empty, which
+ * reads as "lost", as a missing file does.
+ *
+ * Not fsynced, on purpose: the file serves an agent that restarts on a
+ * machine that kept running (kill -9, upgrade), and the page cache serves
+ * it then.  After a machine crash the task is gone too, and so may be what
+ * it wrote and its logs (never synced): a missing or empty exit file then
+ * makes the agent report the task as lost, which is the truth.  The sync
+ * cost a journal commit per task. */
 static void write_exit_file(const char *path, int code, int sig)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	char *tmp = xasprintf("%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd >= 0) {
-		char buf[96];
-		int n = snprintf(buf, sizeof(buf), "%d %d %lld\n", code, sig,
-				 (long long)ts.tv_sec * NS_PER_SEC + ts.tv_nsec);
-		if (write(fd, buf, (size_t)n) == n && fsync(fd) == 0) {
-			close(fd);
-			rename(tmp, path);
-		} else {
-			close(fd);
-			unlink(tmp);
-		}
-	}
-	free(tmp);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	char buf[96];
+	int n = snprintf(buf, sizeof(buf), "%d %d %lld\n", code, sig,
+			 (long long)ts.tv_sec * NS_PER_SEC + ts.tv_nsec);
+	bool ok = write(fd, buf, (size_t)n) == n;
+	close(fd);
+	if (!ok)
+		unlink(path);
 }
 
 /* Reads what is in fd into lr; returns 0 at EOF, 1 when more may come. */
@@ -171,7 +177,7 @@ int task_shim_main(int argc, char **argv)
 	int devnull = -1, rc = 127, stfd = -1;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
-	sigset_t none, all;
+	sigset_t none, dfl;
 	pid_t pid;
 
 	/* Nothing the agent may have leaked goes further than here. */
@@ -226,14 +232,19 @@ int task_shim_main(int argc, char **argv)
 	posix_spawn_file_actions_adddup2(&fa, perr[1], 2);
 	posix_spawnattr_init(&attr);
 	sigemptyset(&none);
-	sigfillset(&all);
+	/* The agent started us with every signal at its default; SIGPIPE is
+	 * the one we ignore, and the only disposition exec would pass on (it
+	 * resets handled ones itself).  Naming only it spares the child a
+	 * sigaction call for each of the 64 signals. */
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGPIPE);
 	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setsigdefault(&attr, &all);
+	posix_spawnattr_setsigdefault(&attr, &dfl);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
 				 POSIX_SPAWN_SETSIGDEF);
-	/* glibc's posix_spawn returns the exec error itself (it spawns with
-	 * CLONE_VFORK and passes errno back), so a failed exec is reported as
-	 * such.  posix_spawnp searches the PATH of our (the task's) env. */
+	/* posix_spawn returns the exec error itself (glibc and musl both
+	 * spawn with CLONE_VFORK and pass errno back), so a failed exec is
+	 * reported as such.  posix_spawnp searches the PATH of our (the task's) env. */
 	r = posix_spawnp(&pid, a.argv[0], &fa, &attr, a.argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
