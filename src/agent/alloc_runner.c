@@ -63,36 +63,15 @@ void alloc_runner_stop(struct alloc_runner *ar)
 	pthread_mutex_unlock(&ar->lock);
 }
 
-/* The job version the allocation runs: saved with the state, or from the
- * server (GET /v1/job/:id/versions, else the current job). */
-static json_t *fetch_job(struct alloc_runner *ar, struct httpc *h, struct herd_err *err)
+/* The job version the allocation runs, when not saved with the state:
+ * from the client's job cache, else from the server (job_cache.c). */
+static json_t *fetch_job(struct alloc_runner *ar, struct herd_err *err)
 {
 	const char *job_id = json_string_value(json_object_get(ar->alloc, "job_id"));
 	const char *ns = json_string_value(json_object_get(ar->alloc, "namespace"));
 	json_int_t version = json_integer_value(json_object_get(ar->alloc, "job_version"));
-	char *e = httpc_escape(job_id ? job_id : ""), *ens = httpc_escape(ns ? ns : "default");
-	char *path = xasprintf("/v1/job/%s/versions?namespace=%s", e, ens);
-	struct httpc_response r;
-	json_t *job = NULL, *v;
-	size_t i;
 
-	if (httpc_request(h, "GET", path, NULL, &r, err) == 0) {
-		json_array_foreach(r.body, i, v)
-			if (json_integer_value(json_object_get(v, "version")) == version)
-				job = json_incref(v);
-	}
-	httpc_response_release(&r);
-	free(path);
-	if (!job) {
-		path = xasprintf("/v1/job/%s?namespace=%s", e, ens);
-		if (httpc_request(h, "GET", path, NULL, &r, err) == 0)
-			job = json_incref(r.body);
-		httpc_response_release(&r);
-		free(path);
-	}
-	free(e);
-	free(ens);
-	return job;
+	return client_job_version(ar->c, ns ? ns : "default", job_id ? job_id : "", version, err);
 }
 
 static json_t *task_states_json(struct alloc_runner *ar)
@@ -373,18 +352,15 @@ static bool stop_requested(struct alloc_runner *ar)
 static void *alloc_main(void *arg)
 {
 	struct alloc_runner *ar = arg;
-	struct httpc h;
 	struct herd_err err = { 0, "" };
 	struct diag_list dl;
 	const char *group_name = json_string_value(json_object_get(ar->alloc, "task_group"));
 	int64_t backoff = 100 * 1000000LL;
 	bool failed;
 
-	client_httpc_init(ar->c, &h);
-	h.timeout_ms = 10000;
 	/* The job: saved, else from the server (retrying while it is away). */
 	while (!ar->job_json) {
-		ar->job_json = fetch_job(ar, &h, &err);
+		ar->job_json = fetch_job(ar, &err);
 		if (ar->job_json)
 			break;
 		log_warn("client: alloc %.8s: cannot read its job: %s", ar->id, err.msg);
@@ -425,11 +401,9 @@ static void *alloc_main(void *arg)
 		report(ar);
 		goto out;
 	}
-	if (!ar->fp) {
-		struct fingerprint_opts fo = FINGERPRINT_OPTS_INIT;
-		if (node_fingerprint(&fo, &ar->fp, &err) < 0)
-			log_warn("client: alloc %.8s: fingerprint for ${attr.*}: %s", ar->id, err.msg);
-	}
+	/* The client's fingerprint, not one of its own (client_shared.c). */
+	if (!ar->fp && !(ar->fp = client_fp_get(ar->c)))
+		log_warn("client: alloc %.8s: no node fingerprint for ${attr.*}", ar->id);
 	pthread_mutex_lock(&ar->lock);
 	setup_tasks(ar);
 	pthread_mutex_unlock(&ar->lock);
@@ -496,7 +470,6 @@ static void *alloc_main(void *arg)
 	 * server is away, and the runner is not freed before it arrived. */
 	report(ar);
 out:
-	httpc_release(&h);
 	pthread_mutex_lock(&ar->lock);
 	ar->done = true;
 	pthread_mutex_unlock(&ar->lock);
@@ -546,7 +519,7 @@ void alloc_runner_free(struct alloc_runner *ar, bool detach)
 	json_decref(ar->job_json);
 	json_decref(ar->saved);
 	json_decref(ar->alloc);
-	node_fingerprint_free(ar->fp);
+	client_fp_put(ar->c, ar->fp);
 	free(ar->dir);
 	pthread_mutex_destroy(&ar->lock);
 	pthread_cond_destroy(&ar->cond);

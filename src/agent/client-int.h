@@ -14,6 +14,7 @@
 #include "agent/client.h"
 #include "agent/config.h"
 #include "agent/fingerprint.h"
+#include "agent/state.h"
 #include "agent/taskenv.h"
 #include "common/httpc.h"
 #include "drivers/driver.h"
@@ -49,8 +50,51 @@ struct client {
 	bool threads_started;
 	pthread_t docker_sweep_thread;  /* docker_sweep.c */
 	bool docker_sweep_started;
+
+	/* What the allocation runners share instead of making their own
+	 * (client_shared.c, job_cache.c, state.c). */
+	struct state_store *state;    /* <state_dir>/state.db (state.h) */
+	pthread_mutex_t shared_lock;  /* fp, idle, jobs */
+	struct client_fp *fp;         /* the latest node fingerprint; NULL until taken */
+	struct httpc *idle;           /* connections to the server not in use */
+	size_t nr_idle, alloc_idle;
+	json_t *jobs;                 /* job cache: {"<ns>\x1f<id>\x1f<version>": job} */
+	json_t *jobs_order;           /* its keys, oldest first */
 	struct status_sync *sync;     /* status reports to the server (status_sync.h) */
 };
+
+/* client_shared.c: what allocation runners share.
+ *
+ * The node fingerprint (for ${attr.*}): taken at each registration and
+ * kept; a runner holds a reference to the one current when it started, so
+ * a new fingerprint replaces it for later runners without freeing it
+ * under earlier ones. */
+struct client_fp {
+	struct node_fingerprint *fp;
+	unsigned refs;                /* under c->shared_lock */
+};
+/* Makes fp (owned from now on) the client's current fingerprint. */
+void client_fp_set(struct client *c, struct node_fingerprint *fp);
+/* A reference to the current fingerprint, taking one first when the client
+ * has none yet (a recovered allocation before the first registration);
+ * NULL when the machine cannot be read.  Release with client_fp_put. */
+struct client_fp *client_fp_get(struct client *c);
+void client_fp_put(struct client *c, struct client_fp *f);   /* accepts NULL */
+/* Connections to the server, kept alive between allocations: take one
+ * into *h (an idle one, else a new one as client_httpc_init makes it) and
+ * give it back when done (kept for the next taker, up to a few). */
+void client_httpc_take(struct client *c, struct httpc *h);
+void client_httpc_give(struct client *c, struct httpc *h);
+/* Frees what client_shared.c and job_cache.c keep (client_stop). */
+void client_shared_release(struct client *c);
+
+/* job_cache.c: the job version an allocation runs, from the cache of the
+ * versions this client fetched lately, else from the server (GET
+ * /v1/job/:id/version/:version; from a server without that route, the
+ * versions list, else the current job).  A new reference, or NULL with
+ * err.  Cached versions are shared between runners: read only. */
+json_t *client_job_version(struct client *c, const char *ns, const char *job_id,
+			   int64_t version, struct herd_err *err);
 
 /* Builds the node JSON of POST /v1/node/register (node_register.c). */
 json_t *client_node_json(struct client *c);
@@ -137,7 +181,8 @@ struct alloc_runner {
 	bool recovered;               /* from local state */
 	json_t *saved;                /* task states loaded from disk */
 	json_t *job_json;             /* the job version this allocation runs */
-	struct node_fingerprint *fp;  /* ${attr.*} of the tasks; may be NULL */
+	struct client_fp *fp;         /* ${attr.*} of the tasks; may be NULL */
+	bool state_saved;             /* its row exists (state.c); under lock */
 	pthread_t thread;
 };
 
@@ -196,13 +241,9 @@ void task_driver_env(const struct client *c, struct driver_env *env, struct dock
 		     const char **caps);
 #define TASK_MAX_CAPS 65
 
-/* state.c: <state_dir>/allocs/<id>.json, written atomically. */
-int state_save_alloc(struct alloc_runner *ar, struct herd_err *err);
-/* Loads every saved alloc: array of {"alloc":..., "tasks":{...}}. */
-json_t *state_load_allocs(const char *state_dir);
-void state_remove_alloc(const char *state_dir, const char *id);
-/* Writes data to path atomically (temp, fsync, rename). */
-int state_write_file(const char *path, const char *data, size_t len, struct herd_err *err);
+/* state.c: see state.h.
+ * alloc_dir.c: mkdir_p makes path and the parents it lacks (mode for
+ * each); 0 or -errno. */
 int mkdir_p(const char *path, unsigned mode);
 
 int64_t now_unix_ns(void);

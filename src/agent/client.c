@@ -146,7 +146,7 @@ static void collect_runners(struct client *c)
 		       status_sync_settled(c->sync, ar->id);
 		pthread_mutex_unlock(&ar->lock);
 		if (over) {
-			state_remove_alloc(c->cfg->client.state_dir, ar->id);
+			state_remove_alloc(c->state, ar->id);
 			remove_runner(c, i);
 			alloc_runner_free(ar, false);
 			continue;
@@ -241,7 +241,7 @@ static void *watch_main(void *arg)
  * task and reports that last status again. */
 static void recover_allocs(struct client *c)
 {
-	json_t *saved = state_load_allocs(c->cfg->client.state_dir);
+	json_t *saved = state_load_allocs(c->state);
 	size_t i;
 	json_t *s;
 
@@ -251,6 +251,7 @@ static void recover_allocs(struct client *c)
 		ar->recovered = true;
 		ar->saved = json_incref(json_object_get(s, "tasks"));
 		ar->job_json = json_incref(json_object_get(s, "job"));
+		ar->state_saved = true;
 		log_info("client: alloc %s: recovering from local state", ar->id);
 		if (alloc_runner_start(ar) < 0) {
 			alloc_runner_free(ar, true);
@@ -293,6 +294,7 @@ int client_start(const struct agent_config *cfg, const char *local_server,
 	c->cfg = cfg;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->gpu_lock, NULL);
+	pthread_mutex_init(&c->shared_lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	c->heartbeat_ttl_ns = 10LL * 1000000000LL;
 	c->driver_env.shim_argv = shim_argv;
@@ -316,6 +318,8 @@ int client_start(const struct agent_config *cfg, const char *local_server,
 		goto fail;
 	}
 	if ((rc = load_node_id(c, err)) < 0)
+		goto fail;
+	if ((rc = state_open(cfg->client.state_dir, &c->state, err)) < 0)
 		goto fail;
 	c->gpus = gpu_host_open(&cfg->gpu.nvml);
 	if (!c->gpus->nvml_loaded)
@@ -378,6 +382,10 @@ void client_stop(struct client *c, bool stop_tasks)
 	/* After the tasks: an MPS daemon that quits takes its clients along. */
 	mps_stop(c->mps);
 	gpu_host_free(c->gpus);
+	/* After the runners: a detached one saves its state when freed. */
+	state_close(c->state);
+	client_shared_release(c);
+	pthread_mutex_destroy(&c->shared_lock);
 	free(c->server_addr);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->gpu_lock);

@@ -18,6 +18,7 @@
 
 #include "agent/client_http.h"
 #include "agent/logs.h"
+#include "agent/state.h"
 #include "drivers/docker.h"
 #include "drivers/driver.h"
 #include "common/httpc.h"
@@ -45,7 +46,7 @@ struct stream {
 	struct client_http *h;
 	struct log_reader r;
 	bool follow;
-	char *state_file;
+	char *alloc_id;
 	char task[LOGS_NAME_MAX + 1];
 	int64_t last_check;
 	int dead_rounds;      /* drained reads since the task was seen dead */
@@ -58,16 +59,15 @@ static int64_t mono_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Whether the task is dead (or its allocation gone) per the state file
- * the client writes atomically (state.c). */
+/* Whether the task is dead (or its allocation gone) per the state the
+ * client saves (state.h). */
 static bool task_dead(const struct stream *s)
 {
-	json_error_t je;
-	json_t *st = json_load_file(s->state_file, 0, &je), *t;
+	json_t *st = state_read_alloc(s->h->state_dir, s->alloc_id), *t;
 	bool dead;
 
 	if (!st)
-		return access(s->state_file, F_OK) < 0;   /* gone: nothing more comes */
+		return true;   /* gone: nothing more comes */
 	t = json_object_get(json_object_get(st, "tasks"), s->task);
 	dead = json_is_true(json_object_get(st, "done")) ||
 	       (t && !strcmp(json_string_value(json_object_get(t, "state")) ?: "", "dead"));
@@ -107,7 +107,7 @@ static void stream_free(void *cls)
 {
 	struct stream *s = cls;
 	log_reader_close(&s->r);
-	free(s->state_file);
+	free(s->alloc_id);
 	free(s);
 }
 
@@ -240,7 +240,7 @@ static enum MHD_Result serve_logs(struct client_http *h, struct MHD_Connection *
 	s = xcalloc(1, sizeof(*s));
 	s->h = h;
 	s->follow = follow && !strcmp(follow, "true");
-	s->state_file = xasprintf("%s/allocs/%s.json", h->state_dir, alloc_id);
+	s->alloc_id = xstrdup(alloc_id);
 	snprintf(s->task, sizeof(s->task), "%s", task);
 	s->last_check = mono_ns();
 	dir = xasprintf("%s/%s/alloc/logs", h->alloc_dir, alloc_id);
@@ -297,7 +297,6 @@ static enum MHD_Result serve_stats(struct client_http *h, struct MHD_Connection 
 	size_t n = 0;
 	const char *name;
 	json_t *st, *ts, *out, *tasks;
-	char *path;
 	enum MHD_Result rc;
 
 	if (!logs_valid_name(alloc_id))
@@ -305,9 +304,7 @@ static enum MHD_Result serve_stats(struct client_http *h, struct MHD_Connection 
 				   "allocation id must be letters, digits, '-', '_' or '.'");
 	if (authorize(h, conn, alloc_id, &rc))
 		return rc;
-	path = xasprintf("%s/allocs/%s.json", h->state_dir, alloc_id);
-	st = json_load_file(path, 0, NULL);
-	free(path);
+	st = state_read_alloc(h->state_dir, alloc_id);
 	if (!st)
 		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
 				   "no such allocation on this node");

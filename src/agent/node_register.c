@@ -189,7 +189,10 @@ json_t *client_node_json(struct client *c)
 	json_object_set_new(node, "resources", res);
 	json_object_set_new(node, "drivers", drivers);
 	json_object_set_new(node, "devices", devs);
-	node_fingerprint_free(fp);
+	/* Kept for the tasks' ${attr.*} (client_shared.c): what the node
+	 * advertised is what its tasks see, refreshed at each registration. */
+	if (fp)
+		client_fp_set(c, fp);
 	return node;
 }
 

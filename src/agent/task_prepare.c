@@ -133,8 +133,8 @@ static int build_env(struct task_runner *tr, const struct agent_kv *extra, size_
 	in.nr_ports = json_array_size(ports);
 	in.node = &node;
 	if (ar->fp) {
-		in.attrs = ar->fp->attrs;
-		in.nr_attrs = ar->fp->nr_attrs;
+		in.attrs = ar->fp->fp->attrs;
+		in.nr_attrs = ar->fp->fp->nr_attrs;
 	}
 	in.node_meta = cfg->client.meta;
 	in.nr_node_meta = cfg->client.nr_meta;
@@ -166,8 +166,8 @@ static struct template_ctx template_ctx(struct task_runner *tr, const struct tas
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.env = te;
 	if (tr->ar->fp) {
-		ctx.attrs = tr->ar->fp->attrs;
-		ctx.nr_attrs = tr->ar->fp->nr_attrs;
+		ctx.attrs = tr->ar->fp->fp->attrs;
+		ctx.nr_attrs = tr->ar->fp->fp->nr_attrs;
 	}
 	ctx.meta = tr->ar->c->cfg->client.meta;
 	ctx.nr_meta = tr->ar->c->cfg->client.nr_meta;

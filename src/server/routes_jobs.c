@@ -309,6 +309,34 @@ static int get_job_versions(struct http_request *req, struct http_response *resp
 	return get_job_list(req, resp, ctx, STORE_JOB_VERSION);
 }
 
+/* GET /v1/job/:id/version/:version: one version of the job, what an agent
+ * needs to run an allocation (the list above grows with every version). */
+static int get_job_version(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	const char *v = http_param(req, "version");
+	struct store_key key = { req_namespace(req), http_param(req, "id"), 0 };
+	json_t *job = NULL;
+	char *end = NULL;
+	int rc;
+
+	if (!valid_id(key.id))
+		return http_error(resp, 404, "job_not_found", "no job %s", key.id);
+	errno = 0;
+	key.version = v ? strtoll(v, &end, 10) : -1;
+	if (!v || !*v || *end || errno || key.version < 0)
+		return http_error(resp, 400, "invalid_argument", "version \"%s\" is not a number",
+				  v ? v : "");
+	rc = store_get(srv->store, STORE_JOB_VERSION, &key, &job, NULL);
+	if (rc == -ENOENT)
+		return http_error(resp, 404, "job_not_found", "no version %lld of job %s in namespace %s",
+				  (long long)key.version, key.id, key.ns);
+	if (rc < 0)
+		return rc;
+	http_reply(resp, 200, job);
+	return 0;
+}
+
 static int get_job_allocs(struct http_request *req, struct http_response *resp, void *ctx)
 {
 	return get_job_list(req, resp, ctx, STORE_ALLOC);
@@ -385,6 +413,8 @@ int routes_jobs(struct server *srv, struct herd_err *err)
 		{ "GET", "/v1/job/:id", get_job, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ_OR_NODE_WRITE },
 		{ "DELETE", "/v1/job/:id", delete_job, 0, ACL_NEED_NS_SUBMIT },
 		{ "GET", "/v1/job/:id/versions", get_job_versions, 0, ACL_NEED_NS_READ_OR_NODE_WRITE },
+		{ "GET", "/v1/job/:id/version/:version", get_job_version, 0,
+		  ACL_NEED_NS_READ_OR_NODE_WRITE },
 		{ "GET", "/v1/job/:id/allocations", get_job_allocs, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },
 		{ "GET", "/v1/job/:id/evaluations", get_job_evals, 0, ACL_NEED_NS_READ },
 	};

@@ -8,6 +8,7 @@ import os
 import pathlib
 import re
 import signal
+import sqlite3
 import subprocess
 import time
 import urllib.request
@@ -91,11 +92,7 @@ def agents():
     # Tasks of stopped or killed clients keep running by design: end them,
     # by the pids their clients recorded.
     for a in started:
-        for f in (a.dir / 'data' / 'client' / 'allocs').glob('*.json'):
-            try:
-                tasks = json.loads(f.read_text()).get('tasks', {})
-            except ValueError:
-                continue
+        for tasks in _saved_task_states(a.dir / 'data' / 'client'):
             for t in tasks.values():
                 if not t.get('handle'):
                     continue
@@ -107,6 +104,28 @@ def agents():
                         (os.killpg if group else os.kill)(pid, signal.SIGKILL)
                     except OSError:
                         pass
+
+
+def _saved_task_states(state_dir):
+    """The task states a client saved (state.db, or the per-allocation
+    files of older clients), one {"<task>": {...}} per allocation."""
+    out = []
+    db = state_dir / 'state.db'
+    if db.exists():
+        try:
+            con = sqlite3.connect(f'file:{db}?mode=ro', uri=True, timeout=5)
+            try:
+                out += [json.loads(r[0]) for r in con.execute('SELECT tasks FROM allocs')]
+            finally:
+                con.close()
+        except (sqlite3.Error, ValueError):
+            pass
+    for f in (state_dir / 'allocs').glob('*.json'):
+        try:
+            out.append(json.loads(f.read_text()).get('tasks', {}))
+        except ValueError:
+            continue
+    return out
 
 
 def api(port, path, method='GET', body=None):
