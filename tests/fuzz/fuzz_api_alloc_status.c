@@ -1,7 +1,9 @@
-/* Fuzz target: the allocation status body decoder
- * (alloc_status_from_request), and the usage accounting applied to the
- * body as if it were an allocation: adding then removing it must leave
- * nothing taken. */
+/* Fuzz target: the allocation status body decoders, of one allocation
+ * (alloc_status_from_request) and of an agent's batch
+ * (alloc_status_batch_from_request: every entry answered, each with an id,
+ * a status or a reason), and the usage accounting applied to the body as
+ * if it were an allocation: adding then removing it must leave nothing
+ * taken. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -14,6 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct herd_err err = { 0 };
 	struct alloc_status st;
 	struct node_usage u = { 0 };
+	struct alloc_status_entry *v = NULL;
+	size_t n = 0;
 
 	if (!body)
 		return 0;
@@ -21,6 +25,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!st.client_status || !st.client_description)
 			abort();
 	} else if (!err.msg[0]) {
+		abort();
+	}
+	err.msg[0] = '\0';
+	if (alloc_status_batch_from_request(body, &v, &n, &err) == 0) {
+		if (n > ALLOC_STATUS_BATCH_MAX ||
+		    n != json_array_size(json_object_get(body, "allocations")))
+			abort();
+		for (size_t i = 0; i < n; i++) {
+			if (!v[i].id)
+				abort();
+			if (v[i].err.code == 0 && (!v[i].st.client_status || !v[i].st.client_description))
+				abort();
+			if (v[i].err.code && !v[i].err.msg[0])
+				abort();
+		}
+		free(v);
+	} else if (!err.msg[0] || v || n) {
 		abort();
 	}
 	node_usage_add_alloc(&u, body, 1);
