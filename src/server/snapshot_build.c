@@ -81,6 +81,13 @@ static int usage_catch_up(struct store *s, struct view_cache_node *cn, struct he
 	int rc = store_list_changed(s, STORE_ALLOC, &nf, cn->allocs_index, &allocs, err);
 	if (rc < 0)
 		return rc;
+	/* Views share the map (see usage_of): copy it before changing it while
+	 * one still holds it.  A shallow copy: the values are never changed. */
+	if (cn->counted->refcount > 1) {
+		json_t *own = json_copy(cn->counted);
+		json_decref(cn->counted);
+		cn->counted = own;
+	}
 	json_array_foreach(allocs, j, al) {
 		const char *aid = jstr(al, "id", "");
 		json_t *was = json_object_get(cn->counted, aid);
@@ -99,9 +106,11 @@ static int usage_catch_up(struct store *s, struct view_cache_node *cn, struct he
 	return 0;
 }
 
-/* The usage of node id as of this transaction (cache->lock held). */
+/* The usage of node id as of this transaction (cache->lock held), and in
+ * *counted (with a cache) the allocations that usage counts: a reference to
+ * the cache's map, which the cache copies before changing it again. */
 static int usage_of(struct store *s, struct view_cache *c, const char *id, struct node_usage *out,
-		    struct herd_err *err)
+		    json_t **counted, struct herd_err *err)
 {
 	struct store_filter nf = { NULL, NULL, id };
 	struct view_cache_node *cn = NULL;
@@ -138,13 +147,15 @@ static int usage_of(struct store *s, struct view_cache *c, const char *id, struc
 		if (rc < 0) {
 			/* start over from nothing next time */
 			node_usage_release(&cn->use);
-			json_object_clear(cn->counted);
+			json_decref(cn->counted); /* views may hold it */
+			cn->counted = json_object();
 			cn->allocs_index = 0;
 			return rc;
 		}
 		cn->allocs_index = idx;
 	}
 	node_usage_copy(out, &cn->use);
+	*counted = json_incref(cn->counted);
 	return 0;
 }
 
@@ -188,7 +199,7 @@ static int read_view(struct store *s, void *arg, struct herd_err *err)
 		vn->id = jstr(node, "id", "");
 		vn->schedulable = node_schedulable(node);
 		if (vn->schedulable) {
-			rc = usage_of(s, a->cache, vn->id, &vn->use, err);
+			rc = usage_of(s, a->cache, vn->id, &vn->use, &vn->counted, err);
 			if (rc < 0)
 				break;
 		}
@@ -222,6 +233,7 @@ void sched_view_release(struct sched_view *v)
 	json_decref(v->evals_blocked);
 	for (size_t i = 0; i < v->nnodes; i++) {
 		json_decref(v->nodes[i].node);
+		json_decref(v->nodes[i].counted);
 		node_usage_release(&v->nodes[i].use);
 	}
 	free(v->nodes);
