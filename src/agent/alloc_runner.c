@@ -458,7 +458,6 @@ static void *alloc_main(void *arg)
 	pthread_mutex_lock(&ar->lock);
 	for (size_t i = 0; i < ar->ntasks; i++)
 		snprintf(ar->tasks[i].state, sizeof(ar->tasks[i].state), "dead");
-	ar->done = true;
 	pthread_mutex_unlock(&ar->lock);
 	if (stop_requested(ar) && !failed)
 		set_status(ar, "complete", "stopped");
@@ -466,8 +465,15 @@ static void *alloc_main(void *arg)
 		set_status(ar, "failed", "a task failed");
 	else
 		set_status(ar, "complete", "all tasks completed");
-	/* The last report must arrive: the status sync retries it while the
-	 * server is away, and the runner is not freed before it arrived. */
+	/* Done only once the last status is dirty: collect_runners must not
+	 * see done with nothing left to report before it is queued.  The
+	 * last report must arrive: the status sync retries it while the
+	 * server is away, and the runner is not freed before it arrived.
+	 * Its state file says done, so a restarted agent reports it again
+	 * rather than running the tasks. */
+	pthread_mutex_lock(&ar->lock);
+	ar->done = true;
+	pthread_mutex_unlock(&ar->lock);
 	report(ar);
 out:
 	pthread_mutex_lock(&ar->lock);

@@ -96,7 +96,10 @@ static int send_each(struct status_sync *s, struct httpc *h, struct sync_entry *
 		char *path = xasprintf("/v1/allocation/%s/status", v[i].id);
 		int q = httpc_request(h, "PUT", path, v[i].state, &r, &err);
 		free(path);
-		if (q == 0 || r.status == 404 || r.status == 400 || r.status == 409) {
+		/* 404, 400 and a refused transition are final, as in a batch;
+		 * a conflict (the allocation kept changing) is tried again */
+		if (q == 0 || r.status == 404 || r.status == 400 ||
+		    (r.status == 409 && strcmp(r.error_code, "conflict"))) {
 			if (q < 0)
 				settle_log(v[i].id, err.msg);
 			v[i].settled = true;
