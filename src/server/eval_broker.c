@@ -152,6 +152,33 @@ int broker_dequeue(struct eval_broker *b, struct broker_item *out)
 	}
 }
 
+int broker_dequeue_batch(struct eval_broker *b, struct broker_item *out, size_t max, size_t *n)
+{
+	int rc = broker_dequeue(b, &out[0]);
+	if (rc < 0)
+		return rc;
+	*n = 1;
+	pthread_mutex_lock(&b->lock);
+	/* The rest without waiting: whatever is ready now, one per job (each
+	 * taken is in flight, so a second of its job is passed over). */
+	for (size_t i = 0; i < b->nready && *n < max;) {
+		struct broker_item *it = &b->ready[i];
+		if (job_inflight(b, it->ns, it->job_id)) {
+			i++;
+			continue;
+		}
+		out[*n] = *it;
+		memmove(&b->ready[i], &b->ready[i + 1], (b->nready - i - 1) * sizeof(*it));
+		b->nready--;
+		out[*n].gen = b->gen;
+		ALLOC_GROW(b->inflight, b->ninflight + 1, b->ainflight);
+		b->inflight[b->ninflight++] = job_key(out[*n].ns, out[*n].job_id);
+		(*n)++;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return 0;
+}
+
 void broker_done(struct eval_broker *b, struct broker_item *it)
 {
 	char *key = job_key(it->ns, it->job_id);

@@ -23,8 +23,8 @@
 
 struct apply_check {
 	const struct sched_view *v;
-	const struct plan *p;
-	bool quota;
+	const struct plan_commit *pc;
+	size_t n;
 };
 
 /* The capacity of node id as the plan saw it, re-checked as described
@@ -66,50 +66,81 @@ static int node_capacity_check(struct store *s, const struct sched_view *v, cons
 	return rc;
 }
 
+/* Whether plan k places on node id before plan j (or, k == j, before
+ * index i of its own list): then that node is checked already. */
+static bool node_seen(const struct plan_commit *pc, size_t j, size_t i, const char *id)
+{
+	for (size_t k = 0; k <= j; k++)
+		for (size_t m = 0; m < (k == j ? i : pc[k].p->nnodes); m++)
+			if (!strcmp(pc[k].p->nodes[m], id))
+				return true;
+	return false;
+}
+
 static int apply_check(struct store *s, void *arg, struct herd_err *err)
 {
 	const struct apply_check *c = arg;
 	int rc = 0;
-	for (size_t i = 0; i < c->p->nnodes && rc == 0; i++)
-		rc = node_capacity_check(s, c->v, c->p->nodes[i], err);
-	/* the namespace's usage has not grown since the plan counted its quota */
-	if (rc == 0 && c->quota)
-		rc = quota_commit_check(s, (void *)c->p, err);
+	for (size_t j = 0; j < c->n && rc == 0; j++) {
+		const struct plan *p = c->pc[j].p;
+		for (size_t i = 0; i < p->nnodes && rc == 0; i++)
+			if (!node_seen(c->pc, j, i, p->nodes[i]))
+				rc = node_capacity_check(s, c->v, p->nodes[i], err);
+		/* the namespace's usage has not grown since the plan counted
+		 * its quota */
+		if (rc == 0 && p->quota && p->quota->spec && p->create > 0)
+			rc = quota_commit_check(s, (void *)p, err);
+	}
+	return rc;
+}
+
+/* Queues plan pc's writes and conditions in b. */
+static void batch_add_plan(struct store_batch *b, const struct sched_view *v,
+			   const struct plan_commit *pc)
+{
+	const struct plan *p = pc->p;
+	const char *ns = jstr(pc->eval, "namespace", "default"), *job_id = jstr(pc->eval, "job_id", "");
+	size_t i;
+	json_t *x;
+
+	json_array_foreach(p->allocs, i, x)
+		store_batch_put(b, STORE_ALLOC, x);
+	store_batch_put(b, STORE_EVAL, pc->eval);
+	json_array_foreach(pc->extra_evals, i, x)
+		store_batch_put(b, STORE_EVAL, x);
+	json_array_foreach(p->extra_evals, i, x)
+		store_batch_put(b, STORE_EVAL, x);
+	/* preempted allocations of other jobs: as read, or plan again */
+	json_array_foreach(p->preempted, i, x) {
+		struct store_key ak = { NULL, jstr(x, "id", ""), 0 };
+		store_batch_require_index(b, STORE_ALLOC, &ak, (uint64_t)jint(x, "modify_index", 0));
+	}
+	store_batch_require_job_allocs(b, ns, job_id, v->index);
+	if (pc->job) {
+		struct store_key key = { ns, job_id, 0 };
+		store_batch_require_index(b, STORE_JOB, &key, (uint64_t)jint(pc->job, "modify_index", 0));
+	}
+}
+
+int plan_apply_batch(struct server *srv, const struct sched_view *v, const struct plan_commit *pc,
+		     size_t n, uint64_t *out_index, struct herd_err *err)
+{
+	struct store_batch b = STORE_BATCH_INIT;
+	struct apply_check chk = { v, pc, n };
+	int rc;
+
+	store_batch_init(&b);
+	for (size_t j = 0; j < n; j++)
+		batch_add_plan(&b, v, &pc[j]);
+	store_batch_check(&b, apply_check, &chk);
+	rc = store_commit(srv->store, &b, out_index, err);
+	store_batch_release(&b);
 	return rc;
 }
 
 int plan_apply(struct server *srv, const struct sched_view *v, const struct plan *p,
 	       json_t *eval, json_t *extra_evals, uint64_t *out_index, struct herd_err *err)
 {
-	struct store_batch b = STORE_BATCH_INIT;
-	struct apply_check chk = { v, p, false };
-	const char *ns = jstr(eval, "namespace", "default"), *job_id = jstr(eval, "job_id", "");
-	size_t i;
-	json_t *x;
-	int rc;
-
-	store_batch_init(&b);
-	json_array_foreach(p->allocs, i, x)
-		store_batch_put(&b, STORE_ALLOC, x);
-	store_batch_put(&b, STORE_EVAL, eval);
-	json_array_foreach(extra_evals, i, x)
-		store_batch_put(&b, STORE_EVAL, x);
-	json_array_foreach(p->extra_evals, i, x)
-		store_batch_put(&b, STORE_EVAL, x);
-	/* preempted allocations of other jobs: as read, or plan again */
-	json_array_foreach(p->preempted, i, x) {
-		struct store_key ak = { NULL, jstr(x, "id", ""), 0 };
-		store_batch_require_index(&b, STORE_ALLOC, &ak, (uint64_t)jint(x, "modify_index", 0));
-	}
-	chk.quota = p->quota && p->quota->spec && p->create > 0;
-	if (chk.quota || p->nnodes)
-		store_batch_check(&b, apply_check, &chk);
-	store_batch_require_job_allocs(&b, ns, job_id, v->index);
-	if (v->job) {
-		struct store_key key = { ns, job_id, 0 };
-		store_batch_require_index(&b, STORE_JOB, &key, (uint64_t)jint(v->job, "modify_index", 0));
-	}
-	rc = store_commit(srv->store, &b, out_index, err);
-	store_batch_release(&b);
-	return rc;
+	struct plan_commit pc = { p, v->job, eval, extra_evals };
+	return plan_apply_batch(srv, v, &pc, 1, out_index, err);
 }

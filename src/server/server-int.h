@@ -157,6 +157,11 @@ void broker_enqueue(struct eval_broker *b, const char *id, const char *ns, const
  * Returns 0 and fills *out (release with broker_done), or -ECANCELED when
  * the broker stops. */
 int broker_dequeue(struct eval_broker *b, struct broker_item *out);
+/* Like broker_dequeue, then takes without waiting up to max - 1 more ready
+ * evaluations (of other jobs) into out[1..]: *n in all, each to end with
+ * broker_done.  The in-flight list is searched linearly, so keep max small
+ * (tens). */
+int broker_dequeue_batch(struct eval_broker *b, struct broker_item *out, size_t max, size_t *n);
 /* Ends an evaluation taken by broker_dequeue and frees *it. */
 void broker_done(struct eval_broker *b, struct broker_item *it);
 /* Parks a blocked evaluation until capacity appears; if capacity appeared
@@ -236,6 +241,15 @@ void view_cache_release(struct view_cache *c);
  * NULL. */
 int sched_view_read(struct store *s, struct view_cache *cache, const char *ns,
 		    const char *job_id, struct sched_view *v, struct herd_err *err);
+/* One view for several jobs, read in one read transaction: the nodes and
+ * their usage once, and for each i < n the evaluation eval_ids[i] (NULL in
+ * evals[i] when it is gone), the job (ns[i], job_ids[i]) (NULL when gone)
+ * and its allocations, each a new reference for the caller.  v->job and
+ * v->job_allocs are left NULL: the caller puts each job's in turn. */
+int sched_view_read_batch(struct store *s, struct view_cache *cache, size_t n,
+			  char *const *eval_ids, char *const *ns, char *const *job_ids,
+			  struct sched_view *v, json_t **evals, json_t **jobs, json_t **allocs,
+			  struct herd_err *err);
 void sched_view_release(struct sched_view *v);
 struct view_node *sched_view_node(struct sched_view *v, const char *id);
 
@@ -399,6 +413,24 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 int plan_apply(struct server *srv, const struct sched_view *v, const struct plan *p,
 	       json_t *eval, json_t *extra_evals, uint64_t *out_index, struct herd_err *err);
 
+/* One plan of a batch commit: the plan, the stored job it read (NULL when
+ * gone), the evaluation's final record and more evaluations to put. */
+struct plan_commit {
+	const struct plan *p;
+	const json_t *job;
+	json_t *eval;
+	json_t *extra_evals;
+};
+
+/* Commits n plans computed one after another against view v (each
+ * seeing the allocations of those before it) in one transaction, on the
+ * conditions of plan_apply for each.  Plans that check a quota must not
+ * share a batch with another plan of their namespace (each counted the
+ * quota without the other's allocations).  -ESTALE when any condition
+ * fails: then nothing is written. */
+int plan_apply_batch(struct server *srv, const struct sched_view *v, const struct plan_commit *pc,
+		     size_t n, uint64_t *out_index, struct herd_err *err);
+
 /* The worker thread: takes evaluations until the broker stops. */
 void *worker_main(void *srv);
 
@@ -542,6 +574,10 @@ struct server {
 	struct http_server *http;
 	struct eval_broker broker;
 	struct view_cache view_cache;
+	/* Held by a worker from the view it plans on to the commit of its
+	 * plans: planners of one cluster would mostly place on the same nodes
+	 * and undo each other's work (worker.c). */
+	pthread_mutex_t plan_lock;
 	pthread_t *workers; unsigned nworkers;
 	pthread_t hb_thread; bool hb_running;
 	pthread_mutex_t hb_lock;

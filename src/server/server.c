@@ -75,6 +75,7 @@ static void server_free(struct server *srv)
 	broker_release(&srv->broker);
 	fair_queue_release(&srv->fq);
 	view_cache_release(&srv->view_cache);
+	pthread_mutex_destroy(&srv->plan_lock);
 	store_close(srv->store);
 	http_router_free(srv->router);
 	server_routes_release(srv);
@@ -128,6 +129,7 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	srv->broker.on_unblock_arg = srv;
 	srv->acl_enabled = cfg->acl_enabled != 0;
 	view_cache_init(&srv->view_cache);
+	pthread_mutex_init(&srv->plan_lock, NULL);
 	srv->router = http_router_new();
 
 	rc = sched_policy_parse(cfg->policy ? cfg->policy : "herd", &srv->policy);

@@ -166,30 +166,27 @@ static bool node_schedulable(const json_t *node)
 	       !jbool(node, "drain", false);
 }
 
-static int read_view(struct store *s, void *arg, struct herd_err *err)
+/* The job (ns, job_id) (NULL when gone) and its allocations. */
+static int read_job(struct store *s, const char *ns, const char *job_id, json_t **job,
+		    json_t **allocs, struct herd_err *err)
 {
-	struct view_arg *a = arg;
-	struct sched_view *v = a->v;
-	struct store_key key = { a->ns, a->job_id, 0 };
-	struct store_filter jf = { a->ns, a->job_id, NULL };
-	json_t *nodes = NULL, *node;
-	size_t i;
-	int rc;
-
-	/* the index of the state this transaction reads: the plan's
-	 * conditions compare against it (the published index may lag) */
-	rc = store_read_index(s, &v->index, err);
-	if (rc < 0)
-		return rc;
-	rc = store_get(s, STORE_JOB, &key, &v->job, err);
+	struct store_key key = { ns, job_id, 0 };
+	struct store_filter jf = { ns, job_id, NULL };
+	int rc = store_get(s, STORE_JOB, &key, job, err);
 	if (rc == -ENOENT)
-		v->job = NULL;
+		*job = NULL;
 	else if (rc < 0)
 		return rc;
-	rc = store_list(s, STORE_ALLOC, &jf, &v->job_allocs, err);
-	if (rc < 0)
-		return rc;
-	rc = nodes_of(s, a->cache, &nodes, err);
+	return store_list(s, STORE_ALLOC, &jf, allocs, err);
+}
+
+/* The nodes and what they have taken (a->cache->lock held when a cache). */
+static int read_nodes(struct store *s, struct view_arg *a, struct herd_err *err)
+{
+	struct sched_view *v = a->v;
+	json_t *nodes = NULL, *node;
+	size_t i;
+	int rc = nodes_of(s, a->cache, &nodes, err);
 	if (rc < 0)
 		return rc;
 	v->nodes = xcalloc(json_array_size(nodes) + 1, sizeof(*v->nodes));
@@ -206,6 +203,71 @@ static int read_view(struct store *s, void *arg, struct herd_err *err)
 	}
 	json_decref(nodes);
 	return rc < 0 ? rc : 0;
+}
+
+static int read_view(struct store *s, void *arg, struct herd_err *err)
+{
+	struct view_arg *a = arg;
+	/* the index of the state this transaction reads: the plan's
+	 * conditions compare against it (the published index may lag) */
+	int rc = store_read_index(s, &a->v->index, err);
+	if (rc == 0)
+		rc = read_job(s, a->ns, a->job_id, &a->v->job, &a->v->job_allocs, err);
+	return rc < 0 ? rc : read_nodes(s, a, err);
+}
+
+struct batch_arg {
+	struct view_arg a;
+	size_t n;
+	char *const *eval_ids, *const *ns, *const *job_ids;
+	json_t **evals, **jobs, **allocs;
+};
+
+static int read_batch_view(struct store *s, void *arg, struct herd_err *err)
+{
+	struct batch_arg *b = arg;
+	int rc = store_read_index(s, &b->a.v->index, err);
+	for (size_t i = 0; i < b->n && rc == 0; i++) {
+		struct store_key ek = { NULL, b->eval_ids[i], 0 };
+		rc = store_get(s, STORE_EVAL, &ek, &b->evals[i], err);
+		if (rc == -ENOENT) {
+			b->evals[i] = NULL;
+			rc = 0;
+			continue;
+		}
+		if (rc == 0)
+			rc = read_job(s, b->ns[i], b->job_ids[i], &b->jobs[i], &b->allocs[i], err);
+	}
+	return rc < 0 ? rc : read_nodes(s, &b->a, err);
+}
+
+int sched_view_read_batch(struct store *s, struct view_cache *cache, size_t n,
+			  char *const *eval_ids, char *const *ns, char *const *job_ids,
+			  struct sched_view *v, json_t **evals, json_t **jobs, json_t **allocs,
+			  struct herd_err *err)
+{
+	struct batch_arg b = { { cache, NULL, NULL, v }, n, eval_ids, ns, job_ids,
+			       evals, jobs, allocs };
+	int rc;
+	memset(v, 0, sizeof(*v));
+	memset(evals, 0, n * sizeof(*evals));
+	memset(jobs, 0, n * sizeof(*jobs));
+	memset(allocs, 0, n * sizeof(*allocs));
+	if (cache)
+		pthread_mutex_lock(&cache->lock);
+	rc = store_view(s, read_batch_view, &b, err);
+	if (cache)
+		pthread_mutex_unlock(&cache->lock);
+	if (rc < 0) {
+		sched_view_release(v);
+		for (size_t i = 0; i < n; i++) {
+			json_decref(evals[i]);
+			json_decref(jobs[i]);
+			json_decref(allocs[i]);
+			evals[i] = jobs[i] = allocs[i] = NULL;
+		}
+	}
+	return rc;
 }
 
 int sched_view_read(struct store *s, struct view_cache *cache, const char *ns,

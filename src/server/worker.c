@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/xalloc.h"
 #include "server/server-int.h"
 
 #define WORKER_MAX_ATTEMPTS 50
@@ -137,13 +138,229 @@ static void process_eval(struct server *srv, struct broker_item *it)
 	json_decref(eval);
 }
 
+/* ---- batches -------------------------------------------------------------
+ *
+ * Evaluations that are ready together are planned against one view, one
+ * after another (each plan takes in the view what it placed, so the next
+ * sees it), and committed in one transaction: one view read and one commit
+ * for the lot instead of one each.  Only evaluations whose plan touches
+ * nothing shared beyond node capacity go in a batch: jobs that ask no
+ * device (the fair queue and preemption are about GPUs) in namespaces
+ * without a quota, whose plan preempted nothing.  The others, and every
+ * evaluation of a batch whose commit keeps failing, are processed alone
+ * as before. */
+
+struct batch_entry {
+	struct broker_item *it;
+	json_t *eval, *job, *allocs; /* as the batch view read them */
+	bool alone;                  /* to process on its own */
+	bool planned;                /* its plan is in this attempt's commit */
+	bool done;                   /* committed, or nothing to do */
+	struct plan p;
+	json_t *final, *extra;       /* the evaluation's record, its follow-ups */
+	enum eval_outcome outcome;
+};
+
+/* Whether a stored job asks for a device in any task. */
+static bool job_asks_devices(const json_t *job)
+{
+	size_t i, j;
+	json_t *g, *t;
+	json_array_foreach(json_object_get(job, "groups"), i, g)
+		json_array_foreach(json_object_get(g, "tasks"), j, t)
+			if (json_array_size(json_object_get(json_object_get(t, "resources"), "devices")))
+				return true;
+	return false;
+}
+
+static bool eval_open(const json_t *eval)
+{
+	const char *status = jstr(eval, "status", "pending");
+	return !strcmp(status, "pending") || !strcmp(status, "blocked") || !strcmp(status, "queued");
+}
+
+static void entry_reset(struct batch_entry *e)
+{
+	if (e->planned)
+		plan_release(&e->p);
+	json_decref(e->final);
+	json_decref(e->extra);
+	json_decref(e->eval);
+	json_decref(e->job);
+	json_decref(e->allocs);
+	e->final = e->extra = e->eval = e->job = e->allocs = NULL;
+	e->planned = false;
+}
+
+/* The evaluation's final record and follow-ups for plan p (as process_once). */
+static void entry_finish(struct batch_entry *e)
+{
+	const json_t *eval = e->eval;
+	const char *ns = jstr(eval, "namespace", "default"), *job_id = jstr(eval, "job_id", "");
+	json_t *done = json_deep_copy(eval);
+	if (json_object_size(e->p.failed)) {
+		json_object_set_new(done, "status", json_string("blocked"));
+		json_object_set_new(done, "status_description",
+				    json_string("some allocations could not be placed"));
+		json_object_set(done, "failed_placements", e->p.failed);
+		e->outcome = EVAL_BLOCKED;
+	} else {
+		json_object_set_new(done, "status", json_string("complete"));
+		json_object_set_new(done, "status_description", json_string(""));
+		json_object_set_new(done, "failed_placements", json_object());
+		e->outcome = EVAL_DONE;
+	}
+	json_object_set_new(done, "modify_time", json_integer(now_ns()));
+	e->extra = json_array();
+	if (e->p.followup_at) {
+		json_t *f = eval_new(ns, job_id, "reschedule", NULL);
+		json_object_set_new(f, "wait_until", json_integer(e->p.followup_at));
+		json_object_set_new(f, "previous_eval", json_string(jstr(eval, "id", "")));
+		json_array_append_new(e->extra, f);
+	}
+	e->final = done;
+}
+
+/* Plans every entry that may go in a batch against v; returns how many
+ * were planned. */
+static size_t plan_entries(struct server *srv, struct sched_view *v, struct batch_entry *e,
+			   size_t n)
+{
+	size_t planned = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct herd_err err = { 0 };
+		if (e[i].alone || e[i].done)
+			continue;
+		if (!e[i].eval || !eval_open(e[i].eval)) {
+			e[i].done = true; /* gone or finished meanwhile */
+			continue;
+		}
+		if (e[i].job && job_asks_devices(e[i].job)) {
+			e[i].alone = true;
+			continue;
+		}
+		v->job = e[i].job;
+		v->job_allocs = e[i].allocs;
+		plan_init(&e[i].p);
+		e[i].planned = true;
+		int rc = plan_compute(srv, v, e[i].job, jstr(e[i].eval, "id", ""), &e[i].p, &err);
+		v->job = v->job_allocs = NULL;
+		/* What it placed stays counted in v: that errs on the safe side
+		 * for the plans after it. */
+		if (rc < 0 || (e[i].p.quota && e[i].p.quota->spec) || e[i].p.reserve ||
+		    e[i].p.fq_held || e[i].p.queued || json_array_size(e[i].p.preempted) ||
+		    json_array_size(e[i].p.extra_evals)) {
+			plan_release(&e[i].p);
+			e[i].planned = false;
+			e[i].alone = true;
+			continue;
+		}
+		entry_finish(&e[i]);
+		planned++;
+	}
+	return planned;
+}
+
+/* One attempt: view, plans, commit.  Returns 0 (the planned entries are
+ * committed and done), -ESTALE, or another error. */
+static int batch_attempt(struct server *srv, struct batch_entry *e, size_t n)
+{
+	struct herd_err err = { 0 };
+	struct sched_view v;
+	char **ids = xcalloc(n, sizeof(char *)), **nss = xcalloc(n, sizeof(char *));
+	char **jobs = xcalloc(n, sizeof(char *));
+	json_t **evals = xcalloc(n, sizeof(json_t *)), **jrec = xcalloc(n, sizeof(json_t *));
+	json_t **allocs = xcalloc(n, sizeof(json_t *));
+	struct plan_commit *pc = xcalloc(n, sizeof(*pc));
+	size_t m = 0;
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		ids[i] = e[i].it->id;
+		nss[i] = e[i].it->ns;
+		jobs[i] = e[i].it->job_id;
+	}
+	rc = sched_view_read_batch(srv->store, &srv->view_cache, n, ids, nss, jobs, &v, evals, jrec,
+				   allocs, &err);
+	if (rc < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		e[i].eval = evals[i];
+		e[i].job = jrec[i];
+		e[i].allocs = allocs[i];
+	}
+	if (plan_entries(srv, &v, e, n) == 0) {
+		rc = 0;
+		goto release;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (e[i].planned)
+			pc[m++] = (struct plan_commit){ &e[i].p, e[i].job, e[i].final, e[i].extra };
+	rc = plan_apply_batch(srv, &v, pc, m, NULL, &err);
+	if (rc == 0) {
+		for (size_t i = 0; i < n; i++) {
+			struct batch_entry *x = &e[i];
+			if (!x->planned)
+				continue;
+			x->done = true;
+			fair_queue_after(srv, x->eval, x->job, &x->p);
+			if (x->outcome == EVAL_BLOCKED)
+				broker_block(&srv->broker, x->it);
+			server_queue_evals(srv, x->extra);
+		}
+	}
+release:
+	sched_view_release(&v);
+out:
+	for (size_t i = 0; i < n; i++)
+		entry_reset(&e[i]);
+	free(ids);
+	free(nss);
+	free(jobs);
+	free(evals);
+	free(jrec);
+	free(allocs);
+	free(pc);
+	return rc;
+}
+
+#define WORKER_BATCH_MAX 64
+#define WORKER_BATCH_ATTEMPTS 5
+
+static void process_batch(struct server *srv, struct broker_item *items, size_t n)
+{
+	struct batch_entry *e = xcalloc(n, sizeof(*e));
+	int rc = -ESTALE;
+
+	for (size_t i = 0; i < n; i++)
+		e[i].it = &items[i];
+	for (int attempt = 0; attempt < WORKER_BATCH_ATTEMPTS && rc == -ESTALE; attempt++)
+		rc = batch_attempt(srv, e, n);
+	/* what a batch could not take, or could not commit, goes alone */
+	for (size_t i = 0; i < n; i++)
+		if (!e[i].done)
+			process_eval(srv, &items[i]);
+	free(e);
+}
+
 void *worker_main(void *arg)
 {
 	struct server *srv = arg;
-	struct broker_item it;
-	while (broker_dequeue(&srv->broker, &it) == 0) {
-		process_eval(srv, &it);
-		broker_done(&srv->broker, &it);
+	struct broker_item items[WORKER_BATCH_MAX];
+	size_t n;
+	while (broker_dequeue_batch(&srv->broker, items, WORKER_BATCH_MAX, &n) == 0) {
+		/* one planner at a time: plans of one cluster mostly compete
+		 * for the same nodes, and the later of two would fail its
+		 * commit and plan again; a batch makes up for the lost
+		 * parallelism */
+		pthread_mutex_lock(&srv->plan_lock);
+		if (n == 1)
+			process_eval(srv, &items[0]);
+		else
+			process_batch(srv, items, n);
+		pthread_mutex_unlock(&srv->plan_lock);
+		for (size_t i = 0; i < n; i++)
+			broker_done(&srv->broker, &items[i]);
 	}
 	return NULL;
 }
