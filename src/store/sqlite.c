@@ -24,10 +24,17 @@
  * FD_CLOEXEC.  SQLITE_OPEN_EXRESCODE gives extended result codes, so errors
  * say e.g. SQLITE_IOERR_FSYNC rather than SQLITE_IOERR.
  *
- * Threads.  One connection, serialised by a recursive mutex: recursive so
- * that a batch's check and a view's function can call the read functions
- * while their transaction holds it.  WAL would allow readers beside the
- * writer through more connections; add a read pool when measurements ask.
+ * Threads.  One writer connection, serialised by a recursive mutex:
+ * recursive so that a batch's check can call the read functions while its
+ * transaction holds it.  Every other read, and every view, runs on one of
+ * up to SQLITE_READERS_MAX reader connections (opened on first need, kept
+ * idle on a free list): WAL lets them read beside the writer, so a read
+ * does not wait for a group commit's fsync, nor a commit for a read.  A
+ * reader sees only what a COMMIT made durable: SQLite publishes a WAL
+ * commit to other connections (the wal-index header) only after the
+ * fsync that synchronous=FULL asks for, so nothing read was ever
+ * unacknowledgeable.  A thread inside a commit's check or a view reads on
+ * that transaction's connection (thread_conn), so it sees that state.
  *
  * Group commit.  The fsync of COMMIT costs 1-3 ms on an ordinary disk, far
  * more than the SQL of a change, so one transaction per change caps the
@@ -66,14 +73,33 @@ enum stmt_slot {
 	SQL_SLOTS_PER_KIND
 };
 
-struct sqlite_store {
-	struct store base;
+/* One connection and its prepared statements. */
+struct sqlite_conn {
 	sqlite3 *db;
-	pthread_mutex_t lock;
-	int in_txn;   /* a commit or view is running on this connection */
 	sqlite3_stmt *kind_stmts[STORE_KIND_COUNT][SQL_SLOTS_PER_KIND];
 	sqlite3_stmt *bump_index, *read_index, *read_group, *bump_group;
 	sqlite3_stmt *savepoint, *release, *rollback_to;
+	/* lists by kind and filter shape (ns, job, node, after: bits 0-3) */
+	sqlite3_stmt *list_stmts[STORE_KIND_COUNT][16];
+	struct sqlite_conn *next; /* readers: the free list */
+};
+
+/* Readers opened at most; a reader beyond them waits for one to be free.
+ * Two cores serve herd today: more would only queue in the kernel. */
+#define SQLITE_READERS_MAX 4
+
+struct sqlite_store {
+	struct store base;
+	char *path;
+	struct sqlite_conn w;  /* the writer: commits, and reads inside them */
+	pthread_mutex_t lock;  /* guards w */
+	int in_txn;   /* a commit is running on w */
+
+	/* read-only connections for reads outside a commit: guarded by r_lock */
+	pthread_mutex_t r_lock;
+	pthread_cond_t r_free;
+	struct sqlite_conn *r_idle;
+	int r_open;
 
 	/* group commit: guarded by q_lock */
 	pthread_mutex_t q_lock;
@@ -98,9 +124,12 @@ struct commit_req {
 	struct commit_req *next;
 };
 
-/* Set while this thread runs a commit's or a view's transaction: a write
- * from inside a check or view would wait for itself. */
-static _Thread_local bool thread_in_txn;
+/* The connection whose transaction this thread runs (a commit's on the
+ * writer, a view's on a reader), and its store: reads from inside go to
+ * it, so that they see that transaction; a write from inside would wait
+ * for itself. */
+static _Thread_local struct sqlite_conn *thread_conn;
+static _Thread_local struct sqlite_store *thread_store;
 
 /* Tables added by schema version 2 (teams: quotas and ACL); also the
  * migration of a version 1 file. */
@@ -150,7 +179,7 @@ static struct sqlite_store *ss_of(struct store *s)
 	return (struct sqlite_store *)s;
 }
 
-static int sql_err(struct sqlite_store *ss, int rc, const char *what, struct herd_err *err)
+static int sql_err(struct sqlite_conn *ss, int rc, const char *what, struct herd_err *err)
 {
 	int e = -EIO;
 	if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED || (rc & 0xff) == SQLITE_BUSY)
@@ -165,14 +194,14 @@ static int sql_err(struct sqlite_store *ss, int rc, const char *what, struct her
 			 sqlite3_errstr(rc));
 }
 
-static int exec(struct sqlite_store *ss, const char *sql, struct herd_err *err)
+static int exec(struct sqlite_conn *ss, const char *sql, struct herd_err *err)
 {
 	int rc = sqlite3_exec(ss->db, sql, NULL, NULL, NULL);
 	return rc == SQLITE_OK ? 0 : sql_err(ss, rc, sql, err);
 }
 
 /* Prepares (once) and resets a cached statement. */
-static int cached(struct sqlite_store *ss, sqlite3_stmt **slot, const char *sql,
+static int cached(struct sqlite_conn *ss, sqlite3_stmt **slot, const char *sql,
 		  struct herd_err *err)
 {
 	int rc;
@@ -218,7 +247,7 @@ static void bind_key(sqlite3_stmt *st, const struct store_key *key)
 }
 
 /* The statement of slot for kind kd, prepared on first use. */
-static int kind_stmt(struct sqlite_store *ss, const struct store_kind_desc *kd,
+static int kind_stmt(struct sqlite_conn *ss, const struct store_kind_desc *kd,
 		     enum stmt_slot slot, sqlite3_stmt **out, struct herd_err *err)
 {
 	sqlite3_stmt **p = &ss->kind_stmts[kd->kind][slot];
@@ -275,9 +304,101 @@ static int kind_stmt(struct sqlite_store *ss, const struct store_kind_desc *kd,
 	return rc;
 }
 
+/* --- connections ------------------------------------------------------ */
+
+static void conn_close(struct sqlite_conn *c)
+{
+	for (int k = 0; k < STORE_KIND_COUNT; k++) {
+		for (int i = 0; i < SQL_SLOTS_PER_KIND; i++)
+			sqlite3_finalize(c->kind_stmts[k][i]);
+		for (int i = 0; i < 16; i++)
+			sqlite3_finalize(c->list_stmts[k][i]);
+	}
+	sqlite3_finalize(c->bump_index);
+	sqlite3_finalize(c->read_index);
+	sqlite3_finalize(c->read_group);
+	sqlite3_finalize(c->bump_group);
+	sqlite3_finalize(c->savepoint);
+	sqlite3_finalize(c->release);
+	sqlite3_finalize(c->rollback_to);
+	sqlite3_close(c->db);
+	memset(c, 0, sizeof(*c));
+}
+
+/* A new reader on the store's file: a connection that only reads (WAL lets
+ * it read committed state while the writer writes and fsyncs). */
+static struct sqlite_conn *reader_open(struct sqlite_store *ss, struct herd_err *err)
+{
+	struct sqlite_conn *c = xcalloc(1, sizeof(*c));
+	int rc = sqlite3_open_v2(ss->path, &c->db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_EXRESCODE | SQLITE_OPEN_FULLMUTEX,
+				 NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_busy_timeout(c->db, 5000);
+		rc = sqlite3_exec(c->db, "PRAGMA query_only=ON; PRAGMA trusted_schema=OFF", NULL,
+				  NULL, NULL);
+	}
+	if (rc != SQLITE_OK) {
+		sql_err(c, rc, "open a reader", err);
+		conn_close(c);
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* The connection a read runs on: the one of this thread's transaction
+ * (inside a commit's check or a view: the state that transaction sees),
+ * else an idle reader, opened when none is idle and fewer than
+ * SQLITE_READERS_MAX are open, else waited for.  NULL with err when a
+ * reader cannot be opened.  Give it back with conn_put. */
+static struct sqlite_conn *conn_get(struct sqlite_store *ss, struct herd_err *err)
+{
+	struct sqlite_conn *c;
+	if (thread_store == ss && thread_conn) {
+		if (thread_conn == &ss->w)
+			pthread_mutex_lock(&ss->lock); /* held: recursive */
+		return thread_conn;
+	}
+	pthread_mutex_lock(&ss->r_lock);
+	while (!ss->r_idle && ss->r_open >= SQLITE_READERS_MAX)
+		pthread_cond_wait(&ss->r_free, &ss->r_lock);
+	c = ss->r_idle;
+	if (c) {
+		ss->r_idle = c->next;
+		pthread_mutex_unlock(&ss->r_lock);
+		return c;
+	}
+	ss->r_open++;
+	pthread_mutex_unlock(&ss->r_lock);
+	c = reader_open(ss, err);
+	if (!c) {
+		pthread_mutex_lock(&ss->r_lock);
+		ss->r_open--;
+		pthread_cond_signal(&ss->r_free);
+		pthread_mutex_unlock(&ss->r_lock);
+	}
+	return c;
+}
+
+static void conn_put(struct sqlite_store *ss, struct sqlite_conn *c)
+{
+	if (c == &ss->w) {
+		pthread_mutex_unlock(&ss->lock);
+		return;
+	}
+	if (thread_store == ss && thread_conn == c)
+		return; /* the view's: it gives it back when it ends */
+	pthread_mutex_lock(&ss->r_lock);
+	c->next = ss->r_idle;
+	ss->r_idle = c;
+	pthread_cond_signal(&ss->r_free);
+	pthread_mutex_unlock(&ss->r_lock);
+}
+
 /* --- reads ------------------------------------------------------------ */
 
-static int read_group_locked(struct sqlite_store *ss, const char *group, uint64_t *out,
+static int read_group_locked(struct sqlite_conn *ss, const char *group, uint64_t *out,
 			     struct herd_err *err)
 {
 	int rc = cached(ss, &ss->read_group, "SELECT idx FROM group_index WHERE name=?1", err);
@@ -299,14 +420,16 @@ static int sqlite_group_index(struct store *s, const char *group, uint64_t *out,
 			      struct herd_err *err)
 {
 	struct sqlite_store *ss = ss_of(s);
+	struct sqlite_conn *c = conn_get(ss, err);
 	int rc;
-	pthread_mutex_lock(&ss->lock);
-	rc = read_group_locked(ss, group, out, err);
-	pthread_mutex_unlock(&ss->lock);
+	if (!c)
+		return err && err->code ? err->code : -EIO;
+	rc = read_group_locked(c, group, out, err);
+	conn_put(ss, c);
 	return rc;
 }
 
-static int read_index_locked(struct sqlite_store *ss, uint64_t *out, struct herd_err *err)
+static int read_index_locked(struct sqlite_conn *ss, uint64_t *out, struct herd_err *err)
 {
 	int rc = cached(ss, &ss->read_index, "SELECT value FROM meta WHERE key='index'", err);
 	if (rc)
@@ -326,10 +449,12 @@ static int read_index_locked(struct sqlite_store *ss, uint64_t *out, struct herd
 static int sqlite_index(struct store *s, uint64_t *out, struct herd_err *err)
 {
 	struct sqlite_store *ss = ss_of(s);
+	struct sqlite_conn *c = conn_get(ss, err);
 	int rc;
-	pthread_mutex_lock(&ss->lock);
-	rc = read_index_locked(ss, out, err);
-	pthread_mutex_unlock(&ss->lock);
+	if (!c)
+		return err && err->code ? err->code : -EIO;
+	rc = read_index_locked(c, out, err);
+	conn_put(ss, c);
 	return rc;
 }
 
@@ -337,11 +462,13 @@ static int sqlite_get(struct store *s, const struct store_kind_desc *kd,
 		      const struct store_key *key, char **body, uint64_t *ci, uint64_t *mi,
 		      struct herd_err *err)
 {
-	struct sqlite_store *ss = ss_of(s);
+	struct sqlite_store *sto = ss_of(s);
+	struct sqlite_conn *ss = conn_get(sto, err);
 	sqlite3_stmt *st;
 	int rc;
 
-	pthread_mutex_lock(&ss->lock);
+	if (!ss)
+		return err && err->code ? err->code : -EIO;
 	if ((rc = kind_stmt(ss, kd, SQL_GET, &st, err)))
 		goto out;
 	bind_key(st, key);
@@ -358,7 +485,7 @@ static int sqlite_get(struct store *s, const struct store_kind_desc *kd,
 	}
 	sqlite3_reset(st);
 out:
-	pthread_mutex_unlock(&ss->lock);
+	conn_put(sto, ss);
 	return rc;
 }
 
@@ -366,12 +493,21 @@ static int sqlite_list(struct store *s, const struct store_kind_desc *kd,
 		       const struct store_filter *f, uint64_t after, store_row_fn *fn, void *arg,
 		       struct herd_err *err)
 {
-	struct sqlite_store *ss = ss_of(s);
+	struct sqlite_store *sto = ss_of(s);
+	struct sqlite_conn *ss;
 	struct strbuf sql = STRBUF_INIT;
 	const char *sep = " WHERE ";
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st;
+	unsigned shape = (f->ns ? 1u : 0) | (f->job_id ? 2u : 0) | (f->node_id ? 4u : 0) |
+			 (after ? 8u : 0);
+	sqlite3_stmt **slot;
 	int rc;
 
+	if (!(ss = conn_get(sto, err)))
+		return err && err->code ? err->code : -EIO;
+	slot = &ss->list_stmts[kd->kind][shape];
+	if (*slot)
+		goto prepared;
 	strbuf_addf(&sql, "SELECT create_index, modify_index, body FROM %s", kd->table);
 	if (f->ns) {
 		strbuf_addf(&sql, "%snamespace=:ns", sep);
@@ -393,12 +529,14 @@ static int sqlite_list(struct store *s, const struct store_kind_desc *kd,
 	if (kd->key_cols & STORE_COL_VERSION)
 		strbuf_adds(&sql, ", version");
 
-	pthread_mutex_lock(&ss->lock);
-	rc = sqlite3_prepare_v2(ss->db, sql.buf, -1, &st, NULL);
+	/* one statement per kind and shape of filter, prepared once */
+	rc = sqlite3_prepare_v3(ss->db, sql.buf, -1, SQLITE_PREPARE_PERSISTENT, slot, NULL);
 	if (rc != SQLITE_OK) {
 		rc = sql_err(ss, rc, "list", err);
 		goto out;
 	}
+prepared:
+	st = *slot;
 	bind_text(st, ":ns", f->ns);
 	bind_text(st, ":job", f->job_id);
 	bind_text(st, ":node", f->node_id);
@@ -412,15 +550,18 @@ static int sqlite_list(struct store *s, const struct store_kind_desc *kd,
 	}
 	rc = rc == SQLITE_DONE ? 0 : sql_err(ss, rc, "list", err);
 out:
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&ss->lock);
+	if (*slot) {
+		sqlite3_reset(*slot);
+		sqlite3_clear_bindings(*slot);
+	}
+	conn_put(sto, ss);
 	strbuf_release(&sql);
 	return rc;
 }
 
 /* --- writes ----------------------------------------------------------- */
 
-static int bump_group(struct sqlite_store *ss, struct strbuf *group, uint64_t idx,
+static int bump_group(struct sqlite_conn *ss, struct strbuf *group, uint64_t idx,
 		      struct herd_err *err)
 {
 	int rc = cached(ss, &ss->bump_group,
@@ -437,7 +578,7 @@ static int bump_group(struct sqlite_store *ss, struct strbuf *group, uint64_t id
 }
 
 /* Bumps the groups an allocation belongs to (its node, its job). */
-static int bump_alloc_groups(struct sqlite_store *ss, const char *ns, const char *job_id,
+static int bump_alloc_groups(struct sqlite_conn *ss, const char *ns, const char *job_id,
 			     const char *node_id, uint64_t idx, struct herd_err *err)
 {
 	struct strbuf g = STRBUF_INIT;
@@ -452,7 +593,7 @@ static int bump_alloc_groups(struct sqlite_store *ss, const char *ns, const char
 	return rc;
 }
 
-static int apply_row(struct sqlite_store *ss, const struct store_row *row, uint64_t idx,
+static int apply_row(struct sqlite_conn *ss, const struct store_row *row, uint64_t idx,
 		     struct herd_err *err)
 {
 	const struct store_kind_desc *kd = row->kd;
@@ -522,7 +663,7 @@ out:
 	return rc;
 }
 
-static int check_cond_locked(struct sqlite_store *ss, const struct store_cond *c,
+static int check_cond_locked(struct sqlite_conn *ss, const struct store_cond *c,
 			     struct herd_err *err)
 {
 	struct strbuf g = STRBUF_INIT;
@@ -566,7 +707,7 @@ static int check_cond_locked(struct sqlite_store *ss, const struct store_cond *c
 }
 
 /* Runs one statement that returns no rows through a cached slot. */
-static int step_cached(struct sqlite_store *ss, sqlite3_stmt **slot, const char *sql,
+static int step_cached(struct sqlite_conn *ss, sqlite3_stmt **slot, const char *sql,
 		       struct herd_err *err)
 {
 	int rc = cached(ss, slot, sql, err);
@@ -580,8 +721,9 @@ static int step_cached(struct sqlite_store *ss, sqlite3_stmt **slot, const char 
 /* One change of a group, inside the open transaction and its own
  * savepoint: bump the index, check, write.  On failure the savepoint is
  * rolled back, so the transaction holds exactly the changes that passed. */
-static int apply_change(struct sqlite_store *ss, struct commit_req *r)
+static int apply_change(struct sqlite_store *sto, struct commit_req *r)
 {
+	struct sqlite_conn *ss = &sto->w;
 	struct herd_err *err = r->err;
 	uint64_t idx = 0;
 	int rc;
@@ -605,7 +747,7 @@ static int apply_change(struct sqlite_store *ss, struct commit_req *r)
 	for (size_t i = 0; i < r->nconds; i++)
 		if ((rc = check_cond_locked(ss, &r->conds[i], err)))
 			goto rollback;
-	if (r->check && (rc = r->check(&ss->base, r->check_arg, err)))
+	if (r->check && (rc = r->check(&sto->base, r->check_arg, err)))
 		goto rollback;
 	for (size_t i = 0; i < r->nrows; i++)
 		if ((rc = apply_row(ss, &r->rows[i], idx, err)))
@@ -631,10 +773,11 @@ static void commit_group(struct sqlite_store *ss, struct commit_req *group)
 	int rc, ok = 0;
 
 	pthread_mutex_lock(&ss->lock);
-	thread_in_txn = true;
+	thread_conn = &ss->w;
+	thread_store = ss;
 	/* IMMEDIATE: take the write lock now, so that no other process's
 	 * writer can make this transaction fail halfway with SQLITE_BUSY. */
-	rc = exec(ss, "BEGIN IMMEDIATE", &berr);
+	rc = exec(&ss->w, "BEGIN IMMEDIATE", &berr);
 	if (rc == 0) {
 		ss->in_txn = 1;
 		for (r = group; r; r = r->next) {
@@ -642,15 +785,16 @@ static void commit_group(struct sqlite_store *ss, struct commit_req *group)
 			ok += r->rc == 0;
 		}
 		/* nothing to make durable when every change failed */
-		rc = sqlite3_exec(ss->db, ok ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
-		rc = rc == SQLITE_OK ? 0 : sql_err(ss, rc, "commit", &berr);
+		rc = sqlite3_exec(ss->w.db, ok ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
+		rc = rc == SQLITE_OK ? 0 : sql_err(&ss->w, rc, "commit", &berr);
 		if (rc)
 			/* a failed COMMIT may already have rolled back; ROLLBACK
 			 * then fails harmlessly */
-			sqlite3_exec(ss->db, "ROLLBACK", NULL, NULL, NULL);
+			sqlite3_exec(ss->w.db, "ROLLBACK", NULL, NULL, NULL);
 		ss->in_txn = 0;
 	}
-	thread_in_txn = false;
+	thread_conn = NULL;
+	thread_store = NULL;
 	pthread_mutex_unlock(&ss->lock);
 	for (r = group; r; r = r->next) {
 		if (rc && r->rc == 0)
@@ -673,7 +817,7 @@ static int sqlite_commit(struct store *s, const struct store_row *rows, size_t n
 	struct commit_req req = { rows, nrows, conds, nconds, check, check_arg,
 				  err ? err : &scratch, 0, 0, false, NULL };
 
-	if (thread_in_txn)
+	if (thread_conn)
 		return herd_errf(err, -EDEADLK, "store: a write inside a check or view");
 	pthread_mutex_lock(&ss->q_lock);
 	*ss->q_tail = &req;
@@ -711,25 +855,29 @@ static int sqlite_commit(struct store *s, const struct store_row *rows, size_t n
 static int sqlite_view(struct store *s, store_check_fn *fn, void *arg, struct herd_err *err)
 {
 	struct sqlite_store *ss = ss_of(s);
+	struct sqlite_conn *c;
 	int rc;
 
-	pthread_mutex_lock(&ss->lock);
-	if (ss->in_txn) {
+	if (thread_store == ss && thread_conn)
 		/* nested in a check or view: already consistent */
-		rc = fn(s, arg, err);
-		goto unlock;
-	}
-	if ((rc = exec(ss, "BEGIN DEFERRED", err)))
-		goto unlock;
-	ss->in_txn = 1;
-	thread_in_txn = true;
+		return fn(s, arg, err);
+	/* a reader: the view sees the last commit made durable before it
+	 * began (WAL shows readers a commit only once it is fsynced) and
+	 * neither waits for the writer nor holds it up */
+	if (!(c = conn_get(ss, err)))
+		return err && err->code ? err->code : -EIO;
+	if ((rc = exec(c, "BEGIN DEFERRED", err)))
+		goto out;
+	thread_conn = c;
+	thread_store = ss;
 	rc = fn(s, arg, err);
-	thread_in_txn = false;
-	ss->in_txn = 0;
+	thread_conn = NULL;
+	thread_store = NULL;
 	/* nothing was written: COMMIT just ends the read transaction */
-	sqlite3_exec(ss->db, "COMMIT", NULL, NULL, NULL);
-unlock:
-	pthread_mutex_unlock(&ss->lock);
+	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+out:
+	conn_put(ss, c);
 	return rc;
 }
 
@@ -738,21 +886,20 @@ unlock:
 static void sqlite_close(struct store *s)
 {
 	struct sqlite_store *ss = ss_of(s);
-	for (int k = 0; k < STORE_KIND_COUNT; k++)
-		for (int i = 0; i < SQL_SLOTS_PER_KIND; i++)
-			sqlite3_finalize(ss->kind_stmts[k][i]);
-	sqlite3_finalize(ss->bump_index);
-	sqlite3_finalize(ss->read_index);
-	sqlite3_finalize(ss->read_group);
-	sqlite3_finalize(ss->bump_group);
-	sqlite3_finalize(ss->savepoint);
-	sqlite3_finalize(ss->release);
-	sqlite3_finalize(ss->rollback_to);
-	sqlite3_close(ss->db);
+	while (ss->r_idle) {
+		struct sqlite_conn *c = ss->r_idle;
+		ss->r_idle = c->next;
+		conn_close(c);
+		free(c);
+	}
+	conn_close(&ss->w);
 	pthread_mutex_destroy(&ss->lock);
+	pthread_mutex_destroy(&ss->r_lock);
+	pthread_cond_destroy(&ss->r_free);
 	pthread_mutex_destroy(&ss->q_lock);
 	pthread_cond_destroy(&ss->q_done);
 	store_base_release(s);
+	free(ss->path);
 	free(ss);
 }
 
@@ -767,7 +914,7 @@ static const struct store_ops sqlite_ops = {
 	.view = sqlite_view,
 };
 
-static int pragma_int(struct sqlite_store *ss, const char *sql, int64_t *out,
+static int pragma_int(struct sqlite_conn *ss, const char *sql, int64_t *out,
 		      struct herd_err *err)
 {
 	sqlite3_stmt *st;
@@ -782,7 +929,7 @@ static int pragma_int(struct sqlite_store *ss, const char *sql, int64_t *out,
 }
 
 /* Sets the durability pragmas and checks that they took. */
-static int configure(struct sqlite_store *ss, const char *path, struct herd_err *err)
+static int configure(struct sqlite_conn *ss, const char *path, struct herd_err *err)
 {
 	sqlite3_stmt *st;
 	int64_t sync = -1;
@@ -808,7 +955,7 @@ static int configure(struct sqlite_store *ss, const char *path, struct herd_err 
 }
 
 /* Creates the schema in a new file, or checks an existing one. */
-static int check_schema(struct sqlite_store *ss, const char *path, struct herd_err *err)
+static int check_schema(struct sqlite_conn *ss, const char *path, struct herd_err *err)
 {
 	int64_t tables = 0, app = 0, version = 0;
 	struct strbuf sql = STRBUF_INIT;
@@ -872,27 +1019,42 @@ int store_open_sqlite(const char *path, struct store **out, struct herd_err *err
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&ss->lock, &attr);
 	pthread_mutexattr_destroy(&attr);
+	pthread_mutex_init(&ss->r_lock, NULL);
+	pthread_cond_init(&ss->r_free, NULL);
 	pthread_mutex_init(&ss->q_lock, NULL);
 	pthread_cond_init(&ss->q_done, NULL);
 	ss->q_tail = &ss->q_head;
-	rc = sqlite3_open_v2(path, &ss->db,
+	rc = sqlite3_open_v2(path, &ss->w.db,
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXRESCODE |
 				     SQLITE_OPEN_FULLMUTEX,
 			     NULL);
 	if (rc != SQLITE_OK) {
 		rc = herd_errf(err, rc == SQLITE_CANTOPEN ? -ENOENT : -EIO,
 			       "store: cannot open %s: %s", path,
-			       ss->db ? sqlite3_errmsg(ss->db) : sqlite3_errstr(rc));
+			       ss->w.db ? sqlite3_errmsg(ss->w.db) : sqlite3_errstr(rc));
 		goto fail;
 	}
-	if ((rc = configure(ss, path, err)) || (rc = check_schema(ss, path, err)) ||
-	    (rc = store_base_init(&ss->base, &sqlite_ops, err)))
+	if ((rc = configure(&ss->w, path, err)) || (rc = check_schema(&ss->w, path, err)))
+		goto fail;
+	/* readers open the file the writer did, by its full name (the
+	 * process may change directory later) */
+	ss->path = xstrdup(sqlite3_db_filename(ss->w.db, "main"));
+	if ((rc = store_base_init(&ss->base, &sqlite_ops, err)))
 		goto fail;
 	*out = &ss->base;
 	return 0;
 fail:
-	sqlite3_close(ss->db);
+	while (ss->r_idle) {
+		struct sqlite_conn *c = ss->r_idle;
+		ss->r_idle = c->next;
+		conn_close(c);
+		free(c);
+	}
+	conn_close(&ss->w);
+	free(ss->path);
 	pthread_mutex_destroy(&ss->lock);
+	pthread_mutex_destroy(&ss->r_lock);
+	pthread_cond_destroy(&ss->r_free);
 	pthread_mutex_destroy(&ss->q_lock);
 	pthread_cond_destroy(&ss->q_done);
 	free(ss);

@@ -35,7 +35,8 @@
  * new index is published on store_watch(), for blocking queries.
  *
  * Backends are ops tables (store-int.h): SQLite now (store_open_sqlite),
- * PostgreSQL later.  A store may be used from several threads at once.
+ * PostgreSQL later.  A store may be used from several threads at once;
+ * reads outside a commit do not wait for commits (sqlite.c: readers).
  * Errors: -errno and a message in err; nothing is changed on failure. */
 #ifndef HERD_STORE_STORE_H
 #define HERD_STORE_STORE_H
@@ -233,8 +234,10 @@ int store_commit(struct store *s, const struct store_batch *b, uint64_t *out_ind
 /* Runs fn inside one read transaction, so that several reads see one
  * consistent state (a scheduler's snapshot).  fn may call the read functions
  * on s, never a write.  Returns what fn returns, or -errno if the
- * transaction could not start.  Writers from other threads wait meanwhile
- * in the SQLite backend: keep fn short. */
+ * transaction could not start.  In the SQLite backend the view runs on a
+ * reader connection: writers go on meanwhile (the view does not see them),
+ * but the view holds one of a few readers: keep fn short.  Called inside a
+ * commit's check, fn reads that commit's transaction. */
 int store_view(struct store *s, store_check_fn *fn, void *arg, struct herd_err *err);
 
 #endif
