@@ -7,8 +7,8 @@
  * state under a new temporary dir), waits for its node, then THREADS
  * threads submit JOBS batch jobs running `true` through POST /v1/jobs, each
  * thread on one keep-alive connection.  Completion is watched with a
- * blocking query on GET /v1/jobs (one record per job with its derived
- * status, not every allocation); a job counts once it was seen `dead`
+ * blocking query on GET /v1/jobs?since=N (one record, with its derived
+ * status, per job that changed since the previous answer); a job counts once it was seen `dead`
  * (the dev agent garbage-collects ended jobs after a while, so the ones seen
  * are remembered).  Prints jobs/s of each run (first submit until every job
  * was seen dead) and their median. */
@@ -32,7 +32,8 @@
 extern char **environ;
 
 /* Completion is looked at no more often than this: every look encodes one
- * record per job, work the agent would otherwise spend on the jobs.  The
+ * record per job that changed, work the agent would otherwise spend on the
+ * jobs.  The
  * figure is late by at most this much. */
 #define POLL_MIN_S 0.25
 
@@ -275,7 +276,9 @@ static double run_once(const char *herd, unsigned jobs, unsigned threads)
 	c.index = 0;
 	while (seen < jobs) {
 		double look = now_s();
-		snprintf(path, sizeof(path), "/v1/jobs?index=%llu&wait=30s", c.index);
+		/* only the jobs that changed since the previous answer */
+		snprintf(path, sizeof(path), "/v1/jobs?index=%llu&since=%llu&wait=30s", c.index,
+			 c.index);
 		if (conn_req(&c, port, "GET", path, NULL) != 200) {
 			fprintf(stderr, "bench_throughput: GET /v1/jobs failed\n");
 			free(dead);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/units.h"
 #include "common/xalloc.h"
 #include "server/acl.h"
 #include "server/server-int.h"
@@ -27,10 +28,11 @@ static struct job *decode_job(struct http_request *req, struct http_response *re
 	return job;
 }
 
-/* The canonical job as stored, with the server's fields. */
-static json_t *stored_job(const struct job *job, int64_t version)
+/* The canonical job canon (job_to_json) as stored, with the server's
+ * fields: a new object sharing canon's values. */
+static json_t *stored_from_canon(const json_t *canon, int64_t version)
 {
-	json_t *o = job_to_json(job);
+	json_t *o = json_copy((json_t *)canon);
 	json_object_set_new(o, "version", json_integer(version));
 	json_object_set_new(o, "stop", json_false());
 	json_object_set_new(o, "status", json_string("pending"));
@@ -58,6 +60,7 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 	struct diag_list dl;
 	struct job *job;
 	struct herd_err err = { 0 };
+	json_t *canon = NULL;
 	int rc = 0;
 
 	diag_list_init(&dl);
@@ -82,28 +85,25 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 		if (rc < 0)
 			goto out;
 	}
+	canon = job_to_json(job);
 	for (int attempt = 0; attempt < REGISTER_ATTEMPTS; attempt++) {
 		struct store_key key = { job->namespace, job->id, 0 };
 		struct store_batch b = STORE_BATCH_INIT;
-		json_t *old = NULL, *canon = job_to_json(job), *stored, *eval;
+		json_t *old = NULL, *stored, *eval;
 		uint64_t idx = 0;
 
 		rc = store_get(srv->store, STORE_JOB, &key, &old, &err);
-		if (rc < 0 && rc != -ENOENT) {
-			json_decref(canon);
+		if (rc < 0 && rc != -ENOENT)
 			goto out;
-		}
 		if (old && same_job(old, canon)) {
 			http_reply(resp, 200, json_pack("{s:s, s:I, s:I, s:o}", "eval_id", "",
 							"job_modify_index", (json_int_t)jint(old, "modify_index", 0),
 							"index", (json_int_t)req->index, "warnings", job_warnings(&dl)));
 			json_decref(old);
-			json_decref(canon);
 			rc = 0;
 			goto out;
 		}
-		json_decref(canon);
-		stored = stored_job(job, old ? jint(old, "version", 0) + 1 : 0);
+		stored = stored_from_canon(canon, old ? jint(old, "version", 0) + 1 : 0);
 		eval = eval_new(job->namespace, job->id, "job-register", NULL);
 		store_batch_init(&b);
 		store_batch_put(&b, STORE_JOB, stored);
@@ -130,6 +130,7 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 out:
 	if (rc < 0)
 		server_log(srv, "error", "register job: %s", err.msg);
+	json_decref(canon);
 	job_free(job);
 	diag_list_release(&dl);
 	return rc;
@@ -192,8 +193,9 @@ static int post_plan(struct http_request *req, struct http_response *resp, void 
 		json_decref(cand);
 		cand = json_incref(v.job);
 	} else {
+		json_t *st = stored_from_canon(cand, v.job ? jint(v.job, "version", 0) + 1 : 0);
 		json_decref(cand);
-		cand = stored_job(job, v.job ? jint(v.job, "version", 0) + 1 : 0);
+		cand = st;
 	}
 	plan_init(&p);
 	rc = plan_compute(srv, &v, cand, "", &p, &err);
@@ -211,15 +213,98 @@ out_job:
 	return rc;
 }
 
+/* One job's line of GET /v1/jobs, its status derived from allocs (an
+ * array of the job's allocations, or NULL: none). */
+static json_t *job_line(const json_t *x, const json_t *a)
+{
+	return json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:b, s:I, s:o, s:I, s:I}",
+		"id", jstr(x, "id", ""), "namespace", jstr(x, "namespace", ""),
+		"type", jstr(x, "type", ""), "priority", (json_int_t)jint(x, "priority", 50),
+		"status", job_status(x, a), "version", (json_int_t)jint(x, "version", 0),
+		"stop", jbool(x, "stop", false), "submit_time", (json_int_t)jint(x, "submit_time", 0),
+		"summary", job_summary(x, a), "create_index", (json_int_t)jint(x, "create_index", 0),
+		"modify_index", (json_int_t)jint(x, "modify_index", 0));
+}
+
+/* What GET /v1/jobs?since=N reads, in one view. */
+struct jobs_since {
+	const char *ns;  /* NULL: every namespace */
+	uint64_t since;
+	json_t *out;     /* the lines */
+};
+
+/* The jobs whose record or allocations changed after a->since, each with
+ * all its allocations (its status needs them): work in proportion to what
+ * changed, not to every job the store holds. */
+static int read_jobs_since(struct store *s, void *arg, struct herd_err *err)
+{
+	struct jobs_since *a = arg;
+	struct store_filter f = { a->ns, NULL, NULL };
+	json_t *jobs = NULL, *allocs = NULL, *seen = json_object(), *x;
+	size_t i;
+	int rc = store_list_changed(s, STORE_JOB, &f, a->since, &jobs, err);
+	if (rc == 0)
+		rc = store_list_changed(s, STORE_ALLOC, &f, a->since, &allocs, err);
+	/* the changed jobs first, then those only their allocations name */
+	json_array_foreach(jobs, i, x) {
+		char *k = xasprintf("%s\x1f%s", jstr(x, "namespace", ""), jstr(x, "id", ""));
+		json_object_set(seen, k, x);
+		free(k);
+	}
+	for (i = 0; rc == 0 && i < json_array_size(allocs); i++) {
+		const json_t *al = json_array_get(allocs, i);
+		struct store_key key = { jstr(al, "namespace", ""), jstr(al, "job_id", ""), 0 };
+		char *k = xasprintf("%s\x1f%s", key.ns, key.id);
+		json_t *job = NULL;
+		if (!json_object_get(seen, k)) {
+			rc = store_get(s, STORE_JOB, &key, &job, err);
+			if (rc == 0) {
+				json_array_append(jobs, job);
+				json_object_set_new(seen, k, job);
+			} else if (rc == -ENOENT) {
+				rc = 0; /* purged: not listed (see docs/api.md) */
+				json_object_set_new(seen, k, json_null());
+			}
+		}
+		free(k);
+	}
+	json_array_foreach(jobs, i, x) {
+		struct store_filter jf = { jstr(x, "namespace", ""), jstr(x, "id", ""), NULL };
+		json_t *ja = NULL;
+		if (rc < 0 || (rc = store_list(s, STORE_ALLOC, &jf, &ja, err)) < 0)
+			break;
+		json_array_append_new(a->out, job_line(x, json_array_size(ja) ? ja : NULL));
+		json_decref(ja);
+	}
+	json_decref(jobs);
+	json_decref(allocs);
+	json_decref(seen);
+	return rc;
+}
+
 static int get_jobs(struct http_request *req, struct http_response *resp, void *ctx)
 {
 	struct server *srv = ctx;
-	const char *ns = req_namespace(req);
+	const char *ns = req_namespace(req), *since_arg = http_query(req, "since");
 	struct store_filter f = { strcmp(ns, "*") ? ns : NULL, NULL, NULL };
-	json_t *jobs = NULL, *allocs = NULL, *byjob = json_object(), *out = json_array(), *x;
+	json_t *jobs = NULL, *allocs = NULL, *byjob = NULL, *out = json_array(), *x;
+	int64_t since = 0;
 	size_t i;
 	int rc;
 
+	if (since_arg && parse_int64(since_arg, 0, INT64_MAX, &since, NULL) < 0) {
+		json_decref(out);
+		return http_error(resp, 400, "invalid_argument",
+				  "since must be an index (an integer >= 0)");
+	}
+	if (since > 0) {
+		struct jobs_since a = { f.ns, (uint64_t)since, out };
+		rc = store_view(srv->store, read_jobs_since, &a, NULL);
+		if (rc < 0)
+			goto out;
+		goto reply;
+	}
+	byjob = json_object();
 	rc = store_list(srv->store, STORE_JOB, &f, &jobs, NULL);
 	if (!rc)
 		rc = store_list(srv->store, STORE_ALLOC, &f, &allocs, NULL);
@@ -239,14 +324,9 @@ static int get_jobs(struct http_request *req, struct http_response *resp, void *
 		char *k = xasprintf("%s\x1f%s", jstr(x, "namespace", ""), jstr(x, "id", ""));
 		json_t *a = json_object_get(byjob, k);
 		free(k);
-		json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:b, s:I, s:o, s:I, s:I}",
-			"id", jstr(x, "id", ""), "namespace", jstr(x, "namespace", ""),
-			"type", jstr(x, "type", ""), "priority", (json_int_t)jint(x, "priority", 50),
-			"status", job_status(x, a), "version", (json_int_t)jint(x, "version", 0),
-			"stop", jbool(x, "stop", false), "submit_time", (json_int_t)jint(x, "submit_time", 0),
-			"summary", job_summary(x, a), "create_index", (json_int_t)jint(x, "create_index", 0),
-			"modify_index", (json_int_t)jint(x, "modify_index", 0)));
+		json_array_append_new(out, job_line(x, a));
 	}
+reply:
 	acl_filter_list(req, out);
 	http_reply(resp, 200, out);
 	out = NULL;

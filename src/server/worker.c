@@ -348,19 +348,28 @@ void *worker_main(void *arg)
 	struct server *srv = arg;
 	struct broker_item items[WORKER_BATCH_MAX];
 	size_t n;
-	while (broker_dequeue_batch(&srv->broker, items, WORKER_BATCH_MAX, &n) == 0) {
+	for (;;) {
 		/* one planner at a time: plans of one cluster mostly compete
 		 * for the same nodes, and the later of two would fail its
 		 * commit and plan again; a batch makes up for the lost
-		 * parallelism */
+		 * parallelism.  The planner takes its batch while holding the
+		 * lock: a worker that took evaluations and then waited for
+		 * the lock would split what is ready into small batches (one
+		 * waiting, one planning), each paying a view and a commit. */
 		pthread_mutex_lock(&srv->plan_lock);
+		if (broker_dequeue_batch(&srv->broker, items, WORKER_BATCH_MAX, &n) < 0) {
+			pthread_mutex_unlock(&srv->plan_lock);
+			break;
+		}
 		if (n == 1)
 			process_eval(srv, &items[0]);
 		else
 			process_batch(srv, items, n);
-		pthread_mutex_unlock(&srv->plan_lock);
+		/* done before the next planner takes its batch, so that it may
+		 * take these jobs' next evaluations too */
 		for (size_t i = 0; i < n; i++)
 			broker_done(&srv->broker, &items[i]);
+		pthread_mutex_unlock(&srv->plan_lock);
 	}
 	return NULL;
 }

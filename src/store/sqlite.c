@@ -79,6 +79,9 @@ struct sqlite_conn {
 	sqlite3_stmt *kind_stmts[STORE_KIND_COUNT][SQL_SLOTS_PER_KIND];
 	sqlite3_stmt *bump_index, *read_index, *read_group, *bump_group;
 	sqlite3_stmt *savepoint, *release, *rollback_to;
+	/* transaction control, prepared once: sqlite3_exec would parse the
+	 * text again for every commit and view */
+	sqlite3_stmt *begin_immediate, *begin_deferred, *commit, *rollback;
 	/* lists by kind and filter shape (ns, job, node, after: bits 0-3) */
 	sqlite3_stmt *list_stmts[STORE_KIND_COUNT][16];
 	struct sqlite_conn *next; /* readers: the free list */
@@ -304,6 +307,9 @@ static int kind_stmt(struct sqlite_conn *ss, const struct store_kind_desc *kd,
 	return rc;
 }
 
+static int step_cached(struct sqlite_conn *ss, sqlite3_stmt **slot, const char *sql,
+		       struct herd_err *err);
+
 /* --- connections ------------------------------------------------------ */
 
 static void conn_close(struct sqlite_conn *c)
@@ -321,6 +327,10 @@ static void conn_close(struct sqlite_conn *c)
 	sqlite3_finalize(c->savepoint);
 	sqlite3_finalize(c->release);
 	sqlite3_finalize(c->rollback_to);
+	sqlite3_finalize(c->begin_immediate);
+	sqlite3_finalize(c->begin_deferred);
+	sqlite3_finalize(c->commit);
+	sqlite3_finalize(c->rollback);
 	sqlite3_close(c->db);
 	memset(c, 0, sizeof(*c));
 }
@@ -777,7 +787,7 @@ static void commit_group(struct sqlite_store *ss, struct commit_req *group)
 	thread_store = ss;
 	/* IMMEDIATE: take the write lock now, so that no other process's
 	 * writer can make this transaction fail halfway with SQLITE_BUSY. */
-	rc = exec(&ss->w, "BEGIN IMMEDIATE", &berr);
+	rc = step_cached(&ss->w, &ss->w.begin_immediate, "BEGIN IMMEDIATE", &berr);
 	if (rc == 0) {
 		ss->in_txn = 1;
 		for (r = group; r; r = r->next) {
@@ -785,12 +795,14 @@ static void commit_group(struct sqlite_store *ss, struct commit_req *group)
 			ok += r->rc == 0;
 		}
 		/* nothing to make durable when every change failed */
-		rc = sqlite3_exec(ss->w.db, ok ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
-		rc = rc == SQLITE_OK ? 0 : sql_err(&ss->w, rc, "commit", &berr);
+		if (ok)
+			rc = step_cached(&ss->w, &ss->w.commit, "COMMIT", &berr);
+		else
+			rc = step_cached(&ss->w, &ss->w.rollback, "ROLLBACK", &berr);
 		if (rc)
 			/* a failed COMMIT may already have rolled back; ROLLBACK
 			 * then fails harmlessly */
-			sqlite3_exec(ss->w.db, "ROLLBACK", NULL, NULL, NULL);
+			(void)step_cached(&ss->w, &ss->w.rollback, "ROLLBACK", NULL);
 		ss->in_txn = 0;
 	}
 	thread_conn = NULL;
@@ -866,7 +878,7 @@ static int sqlite_view(struct store *s, store_check_fn *fn, void *arg, struct he
 	 * neither waits for the writer nor holds it up */
 	if (!(c = conn_get(ss, err)))
 		return err && err->code ? err->code : -EIO;
-	if ((rc = exec(c, "BEGIN DEFERRED", err)))
+	if ((rc = step_cached(c, &c->begin_deferred, "BEGIN DEFERRED", err)))
 		goto out;
 	thread_conn = c;
 	thread_store = ss;
@@ -874,8 +886,8 @@ static int sqlite_view(struct store *s, store_check_fn *fn, void *arg, struct he
 	thread_conn = NULL;
 	thread_store = NULL;
 	/* nothing was written: COMMIT just ends the read transaction */
-	if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-		sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+	if (step_cached(c, &c->commit, "COMMIT", NULL))
+		(void)step_cached(c, &c->rollback, "ROLLBACK", NULL);
 out:
 	conn_put(ss, c);
 	return rc;

@@ -106,9 +106,11 @@ static int object_string(const struct store_kind_desc *kd, json_t *obj, const ch
 	return check_key_string(field, *out, json_string_length(v), err);
 }
 
-/* Fills row from a put of obj: key, lookup columns, canonical body. */
-static int prepare_put(const struct store_kind_desc *kd, json_t *obj, struct store_row *row,
-		       struct herd_err *err)
+/* Fills row from a put of obj: key, lookup columns, canonical body (body:
+ * the text of obj already encoded for an earlier row of the batch, which
+ * row then shares, or NULL). */
+static int prepare_put(const struct store_kind_desc *kd, json_t *obj, char *body,
+		       struct store_row *row, struct herd_err *err)
 {
 	json_t *copy;
 	int rc;
@@ -135,6 +137,10 @@ static int prepare_put(const struct store_kind_desc *kd, json_t *obj, struct sto
 					 "store: %s needs an integer field \"version\" >= 0",
 					 kd->name);
 		row->key.version = json_integer_value(v);
+	}
+	if (body) {
+		row->body = body;
+		return 0;
 	}
 	/* The indexes are the store's to say: drop any the caller sent. */
 	copy = json_copy(obj);
@@ -370,7 +376,13 @@ int store_commit(struct store *s, const struct store_batch *b, uint64_t *out_ind
 			rc = -EINVAL;
 			goto out;
 		}
-		rc = w->op == STORE_OP_PUT ? prepare_put(kd, w->obj, &rows[i], err)
+		char *body = NULL;
+		/* one object put as two kinds one after the other (a job and
+		 * its version): one encoding, shared */
+		if (i > 0 && w->op == STORE_OP_PUT && b->w[i - 1].op == STORE_OP_PUT &&
+		    b->w[i - 1].obj == w->obj)
+			body = rows[i - 1].body;
+		rc = w->op == STORE_OP_PUT ? prepare_put(kd, w->obj, body, &rows[i], err)
 					   : prepare_delete(kd, w, &rows[i], err);
 		if (rc)
 			goto out;
@@ -385,7 +397,8 @@ int store_commit(struct store *s, const struct store_batch *b, uint64_t *out_ind
 		*out_index = idx;
 out:
 	for (i = 0; i < b->nw; i++)
-		free(rows[i].body);
+		if (i == 0 || rows[i].body != rows[i - 1].body)
+			free(rows[i].body);
 	free(rows);
 	return rc;
 }
