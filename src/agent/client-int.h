@@ -21,6 +21,7 @@
 #include "gpu/gpu.h"
 #include "spec/job.h"
 
+struct alloc_gc;
 struct alloc_runner;
 struct mps;
 struct status_sync;
@@ -61,6 +62,7 @@ struct client {
 	json_t *jobs;                 /* job cache: {"<ns>\x1f<id>\x1f<version>": job} */
 	json_t *jobs_order;           /* its keys, oldest first */
 	struct status_sync *sync;     /* status reports to the server (status_sync.h) */
+	struct alloc_gc *gc;          /* terminal allocations' dirs (alloc_gc.h); may be NULL */
 };
 
 /* client_shared.c: what allocation runners share.
@@ -203,7 +205,8 @@ void task_runner_run(struct task_runner *tr);
 /* alloc_dir.c: makes <dir>/alloc/{logs,tmp,data} and <dir>/<task>/{local,
  * secrets,tmp}.  0 or -errno with err. */
 int alloc_dir_build(const char *dir, const struct job_group *g, struct herd_err *err);
-/* Removes an alloc dir tree (best effort). */
+/* Removes an alloc dir tree (best effort; never follows a link out of it
+ * nor crosses into a mount: alloc_gc.h alloc_dir_remove). */
 void alloc_dir_destroy(const char *dir);
 
 /* task_prepare.c: the steps before a start.  Each returns 0 or -errno

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <uuid/uuid.h>
 
+#include "agent/alloc_gc.h"
 #include "agent/client-int.h"
 #include "agent/log.h"
 #include "agent/mps.h"
@@ -146,6 +147,7 @@ static void collect_runners(struct client *c)
 		       status_sync_settled(c->sync, ar->id);
 		pthread_mutex_unlock(&ar->lock);
 		if (over) {
+			alloc_gc_client_note(c, ar);
 			state_remove_alloc(c->state, ar->id);
 			remove_runner(c, i);
 			alloc_runner_free(ar, false);
@@ -262,6 +264,25 @@ static void recover_allocs(struct client *c)
 	json_decref(saved);
 }
 
+/* The collector of terminal allocations' dirs (alloc_gc.h): every dir
+ * under alloc_dir but the recovered runners' is terminal.  Before the
+ * watcher starts, so no new runner is missed. */
+static void start_gc(struct client *c)
+{
+	const struct agent_config *cfg = c->cfg;
+	struct alloc_gc_options o = { cfg->client.gc_interval_ns, cfg->client.gc_max_allocs,
+				      cfg->client.gc_disk_usage_threshold,
+				      cfg->client.gc_inode_usage_threshold };
+	const char **keep = xcalloc(c->nr_runners + 1, sizeof(*keep));
+	struct herd_err err = { 0, "" };
+	for (size_t i = 0; i < c->nr_runners; i++)
+		keep[i] = c->runners[i]->id;
+	c->gc = alloc_gc_start(cfg->client.alloc_dir, &o, keep, c->nr_runners, &err);
+	if (!c->gc)
+		log_warn("%s: terminal allocations' dirs are kept", err.msg);
+	free(keep);
+}
+
 /* One MPS control daemon per whole GPU in mps mode (mps.h), under
  * <data_dir>/mps.  Also run with no such GPU: daemons an earlier
  * configuration left are told to quit. */
@@ -333,6 +354,7 @@ int client_start(const struct agent_config *cfg, const char *local_server,
 
 	c->sync = status_sync_start(c);
 	recover_allocs(c);
+	start_gc(c);
 	if (pthread_create(&c->heartbeat_thread, NULL, client_heartbeat_main, c) ||
 	    pthread_create(&c->watch_thread, NULL, watch_main, c)) {
 		/* Thread creation only fails without resources: a broken
@@ -375,6 +397,8 @@ void client_stop(struct client *c, bool stop_tasks)
 			alloc_runner_stop(c->runners[i]);
 		alloc_runner_free(c->runners[i], !stop_tasks);
 	}
+	/* After the runners: none claims a dir any more. */
+	alloc_gc_stop(c->gc);
 	/* After the runners: their last reports are queued by now. */
 	status_sync_stop(c->sync);
 	free(c->runners);

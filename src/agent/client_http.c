@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "agent/alloc_gc.h"
 #include "agent/client_http.h"
 #include "agent/logs.h"
 #include "agent/state.h"
@@ -50,6 +51,9 @@ struct stream {
 	char task[LOGS_NAME_MAX + 1];
 	int64_t last_check;
 	int dead_rounds;      /* drained reads since the task was seen dead */
+	char *log_path;       /* <alloc_dir>/<id>/alloc/logs */
+	dev_t log_dev;        /* what it named when the stream opened */
+	ino_t log_ino;
 };
 
 static int64_t mono_ns(void)
@@ -75,6 +79,18 @@ static bool task_dead(const struct stream *s)
 	return dead;
 }
 
+/* Whether the log dir the reader holds is still the allocation's.  The
+ * client's collector moves a terminal allocation's dir away from its id
+ * and may hand it, scrubbed, to a new allocation (alloc_gc.h); a follower
+ * that holds its fd would then read the new one's logs.  A dir never comes
+ * back to an id once moved, so when the path still names it after a read,
+ * it was this allocation's for the whole time before: the read is ours. */
+static bool still_ours(const struct stream *s)
+{
+	struct stat st;
+	return stat(s->log_path, &st) == 0 && st.st_dev == s->log_dev && st.st_ino == s->log_ino;
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct stream *s = cls;
@@ -84,6 +100,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	if (atomic_load(&s->h->stopping))
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	n = log_reader_read(&s->r, buf, max > CHUNK ? CHUNK : max);
+	if (n > 0 && !still_ours(s))
+		return MHD_CONTENT_READER_END_OF_STREAM;   /* collected: drop it */
 	if (n > 0)
 		return n;
 	if (n < 0)
@@ -108,6 +126,7 @@ static void stream_free(void *cls)
 	struct stream *s = cls;
 	log_reader_close(&s->r);
 	free(s->alloc_id);
+	free(s->log_path);
 	free(s);
 }
 
@@ -233,8 +252,15 @@ static enum MHD_Result serve_logs(struct client_http *h, struct MHD_Connection *
 	dir = xasprintf("%s/%s/%s", h->alloc_dir, alloc_id, task);
 	if (!is_dir(dir)) {
 		free(dir);
+		if (alloc_gc_collected(h->alloc_dir, alloc_id))
+			return reply_error(conn, MHD_HTTP_GONE, "gone",
+					   "the allocation ended and its directory, logs "
+					   "included, was garbage-collected on this node (client "
+					   "gc_max_allocs, gc_disk_usage_threshold, "
+					   "gc_inode_usage_threshold)");
 		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
-				   "no such allocation or task on this node");
+				   "no such allocation or task on this node (an allocation "
+				   "that ended may have been garbage-collected)");
 	}
 	free(dir);
 	s = xcalloc(1, sizeof(*s));
@@ -250,7 +276,18 @@ static enum MHD_Result serve_logs(struct client_http *h, struct MHD_Connection *
 		stream_free(s);
 		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", err.msg);
 	}
-	free(dir);
+	{
+		struct stat st;
+		if (fstat(s->r.dirfd, &st) < 0) {
+			free(dir);
+			stream_free(s);
+			return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
+					   "no such allocation or task on this node");
+		}
+		s->log_dev = st.st_dev;
+		s->log_ino = st.st_ino;
+		s->log_path = dir;
+	}
 	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, CHUNK, stream_read, s, stream_free);
 	MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
 	MHD_add_response_header(r, "Cache-Control", "no-store");

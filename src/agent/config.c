@@ -50,6 +50,10 @@ void agent_config_init(struct agent_config *cfg)
 	cfg->server.preempt_batch = true;
 	cfg->client.node_pool = xstrdup("default");
 	cfg->client.max_kill_timeout_ns = 30 * NS_PER_SEC;
+	cfg->client.gc_interval_ns = 60 * NS_PER_SEC;
+	cfg->client.gc_max_allocs = 50;
+	cfg->client.gc_disk_usage_threshold = 80;
+	cfg->client.gc_inode_usage_threshold = 70;
 	gpu_config_init(&cfg->gpu.nvml);
 	cfg->gpu.sharing = SCHED_EXCLUSIVE;
 	cfg->gpu.mps_control = xstrdup(AGENT_DEFAULT_MPS_CONTROL);

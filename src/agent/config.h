@@ -128,6 +128,15 @@ struct agent_config {
 		int64_t memory_total_mib;     /* 0: fingerprinted */
 		char *token;             /* token: the node token sent to servers;
 					  * NULL: $HERD_TOKEN */
+		/* Garbage collection of terminal allocations' directories
+		 * (agent/alloc_gc.h, docs/agent-config.md; Nomad's names):
+		 * the oldest go first once more than gc_max_allocs are kept,
+		 * and every gc_interval while the alloc dir's filesystem is
+		 * fuller than either threshold (percent used). */
+		int64_t gc_interval_ns;           /* gc_interval: 1m */
+		int64_t gc_max_allocs;            /* 50 */
+		int64_t gc_disk_usage_threshold;  /* 80 (percent) */
+		int64_t gc_inode_usage_threshold; /* 70 (percent) */
 	} client;
 
 	struct {

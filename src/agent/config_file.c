@@ -526,7 +526,8 @@ static void walk_client(struct walk *w, const struct hcl_body *body)
 	static const char *const known[] = { "enabled", "servers", "datacenter", "node_class",
 		"node_pool", "state_dir", "alloc_dir", "max_kill_timeout", "cpu_total_compute",
 		"memory_total_mb", "meta", "options", "reserved", "chroot_env", "cgroup_parent",
-		"token", NULL };
+		"token", "gc_interval", "gc_max_allocs", "gc_disk_usage_threshold",
+		"gc_inode_usage_threshold", NULL };
 	struct agent_config *cfg = w->cfg;
 	struct seen seen[] = { { "meta", { 0, 0 } }, { "options", { 0, 0 } },
 			       { "reserved", { 0, 0 } } };
@@ -612,7 +613,16 @@ static void walk_client(struct walk *w, const struct hcl_body *body)
 			cfg_read_string(a, &cfg->exec.cgroup_parent, w->dl);
 		} else if (!strcmp(a->name, "token")) {
 			cfg_read_string(a, &cfg->client.token, w->dl);
-		} else if (!strcmp(a->name, "network_interface") || !strcmp(a->name, "gc_interval")) {
+		} else if (!strcmp(a->name, "gc_interval")) {
+			cfg_read_duration(a, NS_PER_SEC, &cfg->client.gc_interval_ns, w->dl);
+		} else if (!strcmp(a->name, "gc_max_allocs")) {
+			cfg_read_int(a, 1, 1000000, &cfg->client.gc_max_allocs, w->dl);
+		} else if (!strcmp(a->name, "gc_disk_usage_threshold")) {
+			/* percent used; 100: never for lack of room */
+			cfg_read_int(a, 1, 100, &cfg->client.gc_disk_usage_threshold, w->dl);
+		} else if (!strcmp(a->name, "gc_inode_usage_threshold")) {
+			cfg_read_int(a, 1, 100, &cfg->client.gc_inode_usage_threshold, w->dl);
+		} else if (!strcmp(a->name, "network_interface")) {
 			ignored(w, a->pos, a->name, "client");
 		} else {
 			cfg_unknown_key(w->dl, a->pos, "key", a->name, "client", known);

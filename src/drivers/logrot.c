@@ -96,18 +96,38 @@ int logrot_open(struct logrot *lr, const char *dir, const char *base, int max_fi
 		close(scan);
 	}
 	struct logrot next = { dfd, xstrdup(base), max_files, max_size, -1, 0, 0 };
-	int rc = open_index(&next, newest < 0 ? 0 : (uint64_t)newest, true);
-	if (rc == 0 && next.size >= max_size)
-		rc = open_index(&next, next.index + 1, false);
+	int rc = 0;
+	/* An existing file is continued (opening it makes no inode); a new
+	 * one is only named here and made by the first write (open_pending),
+	 * so that a stream the task never writes to has no file at all. */
+	if (newest >= 0)
+		rc = open_index(&next, (uint64_t)newest, true);
+	if (rc == 0 && newest >= 0 && next.size >= max_size) {
+		close(next.fd);
+		next.fd = -1;
+		next.index++;
+		next.size = 0;
+	}
 	if (rc < 0) {
-		herd_errf(err, rc, "log file %s/%s.%" PRIu64 ": %s", dir, base, next.index,
+		herd_errf(err, rc, "log file %s/%s.%" PRIu64 ": %s", dir, base, (uint64_t)newest,
 			  strerror(-rc));
 		logrot_close(&next);
 		return rc;
 	}
-	prune(&next);
+	if (next.fd >= 0)
+		prune(&next);
 	*lr = next;
 	return 0;
+}
+
+/* Makes the file the stream writes next (lr->index, not there yet) and
+ * deletes the ones max_files pushes out, now that a newer one exists. */
+static int open_pending(struct logrot *lr)
+{
+	int rc = open_index(lr, lr->index, false);
+	if (rc == 0)
+		prune(lr);
+	return rc;
 }
 
 static int write_all(int fd, const char *p, size_t len)
@@ -128,11 +148,16 @@ int logrot_write(struct logrot *lr, const void *buf, size_t len)
 {
 	const char *p = buf;
 	while (len) {
-		if (lr->size >= lr->max_size) {
-			int rc = open_index(lr, lr->index + 1, false);
+		if (lr->fd >= 0 && lr->size >= lr->max_size) {
+			close(lr->fd);
+			lr->fd = -1;
+			lr->index++;
+			lr->size = 0;
+		}
+		if (lr->fd < 0) {
+			int rc = open_pending(lr);
 			if (rc < 0)
 				return rc;
-			prune(lr);
 		}
 		size_t room = (size_t)(lr->max_size - lr->size);
 		size_t n = len < room ? len : room;

@@ -19,18 +19,21 @@ struct logrot {
 	char *base;         /* "<task>.stdout" */
 	int max_files;      /* >= 1 */
 	int64_t max_size;   /* >= 1 */
-	int fd;             /* the file being written, -1 none */
-	uint64_t index;     /* its index */
+	int fd;             /* the file being written, -1 none (yet) */
+	uint64_t index;     /* its index; with fd -1, the one the next write makes */
 	int64_t size;       /* its size */
 };
 
-/* Opens (or continues) the stream base in dir.  Returns 0, or -errno with
- * err (dir missing, bad arguments). */
+/* Opens (or continues) the stream base in dir: the newest existing file
+ * when it has room; otherwise nothing is made until logrot_write.
+ * Returns 0, or -errno with err (dir missing, bad arguments, the newest
+ * file not openable). */
 int logrot_open(struct logrot *lr, const char *dir, const char *base, int max_files,
 		int64_t max_size, struct herd_err *err);
 
-/* Appends len bytes, rotating whenever a file reaches max_size (a chunk
- * may be split across files).  Returns 0 or -errno. */
+/* Appends len bytes, making the stream's next file when there is none
+ * and rotating whenever a file reaches max_size (a chunk may be split
+ * across files).  Returns 0 or -errno. */
 int logrot_write(struct logrot *lr, const void *buf, size_t len);
 
 /* Closes the files; accepts a zeroed or closed logrot. */

@@ -6,9 +6,11 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -121,6 +123,36 @@ static int raw_exec_stats(const struct driver_env *env, const struct driver_stat
 	return 0;
 }
 
+/* Makes the exit file exist, empty, before the shim starts: what a
+ * previous run left there (a restarted task's, or in a recycled alloc dir
+ * a previous allocation's: agent/alloc_dir.c) must never be read as this
+ * run's exit.  Emptied rather than unlinked, and made here rather than by
+ * the shim: one inode per task dir for good, which the shim's O_TRUNC
+ * writes into (a new inode costs a scan past recently deleted ones on
+ * ext4), and the name is taken by an agent-owned file in a sticky dir
+ * while the task runs, so an exec task cannot plant a file or link there.
+ * Anything but a regular file with one link (a link or fifo planted
+ * there) is removed, never followed or truncated through.  0, or -1 with
+ * errno. */
+static int clear_exit_file(const char *path)
+{
+	for (int tries = 0; tries < 2; tries++) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			struct stat st;
+			bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+				  ftruncate(fd, 0) == 0;
+			close(fd);
+			if (ok)
+				return 0;
+		}
+		if (unlink(path) < 0 && errno != ENOENT)
+			return -1;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
 int shim_launch(const struct driver_ops *ops, const struct driver_env *env,
 		const struct driver_task *task, const char *const *extra,
 		struct driver_handle **out, struct herd_err *err)
@@ -153,7 +185,13 @@ int shim_launch(const struct driver_ops *ops, const struct driver_env *env,
 		free(h);
 		return herd_errf(err, -ENAMETOOLONG, "task %s: state dir path too long", task->name);
 	}
-	unlink(h->state.exit_file); /* a previous run's */
+	if (clear_exit_file(h->state.exit_file) < 0) {
+		int e = errno;
+		herd_errf(err, -e, "task %s: cannot clear the exit file %s: %s", task->name,
+			  h->state.exit_file, strerror(e));
+		free(h);
+		return -e;
+	}
 
 	/* argv: shim prefix, shim flags, --, command, args. */
 	size_t nprefix = 0, nargs = 0, nextra = 0;

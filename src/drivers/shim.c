@@ -131,12 +131,18 @@ static int parse_args(int argc, char **argv, struct shim_args *a)
  * it then.  After a machine crash the task is gone too, and so may be what
  * it wrote and its logs (never synced): a missing or empty exit file then
  * makes the agent report the task as lost, which is the truth.  The sync
- * cost a journal commit per task. */
+ * cost a journal commit per task.
+ *
+ * The file usually exists already, empty: the driver empties the one a
+ * previous run (or, in a recycled alloc dir, a previous allocation) left
+ * rather than deleting it (raw_exec.c clear_exit_file), and O_TRUNC here
+ * writes into that inode instead of allocating one per task.  O_NOFOLLOW:
+ * the file lies in the task dir, where a task could plant a link. */
 static void write_exit_file(const char *path, int code, int sig)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
 	char buf[96];
