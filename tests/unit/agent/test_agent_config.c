@@ -362,6 +362,37 @@ static void test_acl_gc_preemption_token(void **state)
 	agent_config_release(&cfg);
 }
 
+/* client { gc_* }: Nomad's defaults, a file's values, ranges. */
+static void test_client_gc(void **state)
+{
+	(void)state;
+	struct agent_config cfg;
+	struct diag_list dl;
+	const int64_t s = 1000000000LL;
+	agent_config_init(&cfg);
+	diag_list_init(&dl);
+	assert_int_equal(cfg.client.gc_interval_ns, 60 * s);
+	assert_int_equal(cfg.client.gc_max_allocs, 50);
+	assert_int_equal(cfg.client.gc_disk_usage_threshold, 80);
+	assert_int_equal(cfg.client.gc_inode_usage_threshold, 70);
+	assert_int_equal(parse(&cfg, "client {\n  gc_interval = \"30s\"\n  gc_max_allocs = 7\n"
+			       "  gc_disk_usage_threshold = 90\n  gc_inode_usage_threshold = 100\n}\n",
+			       &dl), 0);
+	assert_int_equal(cfg.client.gc_interval_ns, 30 * s);
+	assert_int_equal(cfg.client.gc_max_allocs, 7);
+	assert_int_equal(cfg.client.gc_disk_usage_threshold, 90);
+	assert_int_equal(cfg.client.gc_inode_usage_threshold, 100);
+	assert_int_equal(parse(&cfg, "client {\n  gc_max_allocs = 0\n"
+			       "  gc_disk_usage_threshold = 101\n  gc_interval = \"0s\"\n}\n", &dl),
+			 -EINVAL);
+	assert_true(has_diag(&dl, 2, 0, "gc_max_allocs: expected 1 to"));
+	assert_true(has_diag(&dl, 3, 0, "gc_disk_usage_threshold: expected 1 to 100"));
+	assert_true(has_diag(&dl, 4, 0, "gc_interval: expected at least"));
+	assert_int_equal(cfg.client.gc_max_allocs, 7);
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+}
+
 static void test_dev_and_flags(void **state)
 {
 	struct agent_config cfg;
@@ -585,6 +616,7 @@ int main(void)
 		cmocka_unit_test(test_acl_gc_preemption_token),
 		cmocka_unit_test(test_dev_and_flags),
 		cmocka_unit_test(test_finish_rules),
+		cmocka_unit_test(test_client_gc),
 		cmocka_unit_test(test_load_file),
 		cmocka_unit_test(test_bad_addresses),
 	};
