@@ -73,9 +73,8 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 	}
 	{
 		struct store_key nk = { NULL, job->namespace, 0 };
-		json_t *nsrec = NULL;
-		rc = store_get(srv->store, STORE_NAMESPACE, &nk, &nsrec, &err);
-		json_decref(nsrec);
+		uint64_t nsidx = 0;
+		rc = store_get_index(srv->store, STORE_NAMESPACE, &nk, &nsidx, &err);
 		if (rc == -ENOENT) {
 			rc = http_error(resp, 400, "namespace_not_found",
 					"namespace %s does not exist; create it with herd namespace apply %s",

@@ -150,16 +150,25 @@ static int get_node_allocs(struct http_request *req, struct http_response *resp,
 	struct server *srv = ctx;
 	const char *id = http_param(req, "id"), *since_arg = http_query(req, "since");
 	struct store_filter f = { NULL, NULL, id };
-	json_t *node = NULL, *list = NULL;
+	json_t *list = NULL;
 	int64_t since = 0;
 	int rc;
 	if (since_arg && parse_int64(since_arg, 0, INT64_MAX, &since, NULL) < 0)
 		return http_error(resp, 400, "invalid_argument",
 				  "since must be an index (an integer >= 0)");
-	rc = load_node(srv, id, resp, &node);
-	if (rc)
-		return rc > 0 ? 0 : rc;
-	json_decref(node);
+	{
+		/* that the node exists: its index, not its record, which an
+		 * agent's long poll would decode on every answer */
+		struct store_key key = { NULL, id, 0 };
+		uint64_t mi = 0;
+		if (!valid_id(id))
+			return http_error(resp, 404, "node_not_found", "no node %s", id);
+		rc = store_get_index(srv->store, STORE_NODE, &key, &mi, NULL);
+		if (rc == -ENOENT)
+			return http_error(resp, 404, "node_not_found", "no node %s", id);
+		if (rc < 0)
+			return rc;
+	}
 	rc = store_list_changed(srv->store, STORE_ALLOC, &f, (uint64_t)since, &list, NULL);
 	if (rc < 0)
 		return rc;

@@ -499,6 +499,34 @@ out:
 	return rc;
 }
 
+static int sqlite_get_index(struct store *s, const struct store_kind_desc *kd,
+			    const struct store_key *key, uint64_t *mi, struct herd_err *err)
+{
+	struct sqlite_store *sto = ss_of(s);
+	struct sqlite_conn *ss = conn_get(sto, err);
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!ss)
+		return err && err->code ? err->code : -EIO;
+	if ((rc = kind_stmt(ss, kd, SQL_MODIFY_INDEX, &st, err)))
+		goto out;
+	bind_key(st, key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*mi = (uint64_t)sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else if (rc == SQLITE_DONE) {
+		rc = herd_errf(err, -ENOENT, "store: no %s \"%s\"", kd->name, key->id);
+	} else {
+		rc = sql_err(ss, rc, "get index", err);
+	}
+	sqlite3_reset(st);
+out:
+	conn_put(sto, ss);
+	return rc;
+}
+
 static int sqlite_list(struct store *s, const struct store_kind_desc *kd,
 		       const struct store_filter *f, uint64_t after, store_row_fn *fn, void *arg,
 		       struct herd_err *err)
@@ -920,6 +948,7 @@ static const struct store_ops sqlite_ops = {
 	.close = sqlite_close,
 	.index = sqlite_index,
 	.get = sqlite_get,
+	.get_index = sqlite_get_index,
 	.list = sqlite_list,
 	.group_index = sqlite_group_index,
 	.commit = sqlite_commit,

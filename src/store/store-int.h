@@ -55,6 +55,9 @@ struct store_ops {
 	int (*get)(struct store *s, const struct store_kind_desc *kd, const struct store_key *key,
 		   char **body, uint64_t *create_index, uint64_t *modify_index,
 		   struct herd_err *err);
+	/* A row's modify_index without its body; -ENOENT when absent. */
+	int (*get_index)(struct store *s, const struct store_kind_desc *kd,
+			 const struct store_key *key, uint64_t *modify_index, struct herd_err *err);
 	/* Rows that pass filter and have modify_index > after. */
 	int (*list)(struct store *s, const struct store_kind_desc *kd,
 		    const struct store_filter *filter, uint64_t after, store_row_fn *fn,

@@ -264,6 +264,23 @@ int store_get(struct store *s, enum store_kind kind, const struct store_key *key
 	return rc;
 }
 
+int store_get_index(struct store *s, enum store_kind kind, const struct store_key *key,
+		    uint64_t *out, struct herd_err *err)
+{
+	const struct store_kind_desc *kd = kind_desc(kind, err);
+	uint64_t mi;
+	int rc;
+
+	if (!kd)
+		return -EINVAL;
+	if ((rc = check_key(kd, key, err)))
+		return rc;
+	if ((rc = s->ops->get_index(s, kd, key, &mi, err)))
+		return rc;
+	*out = mi;
+	return 0;
+}
+
 static int list_add(const char *body, uint64_t ci, uint64_t mi, void *arg, struct herd_err *err)
 {
 	json_t *obj;

@@ -123,6 +123,12 @@ struct index_watch *store_watch(struct store *s);
 int store_get(struct store *s, enum store_kind kind, const struct store_key *key,
 	      json_t **out, struct herd_err *err);
 
+/* The modify_index of one record, without reading or decoding the record:
+ * whether it exists, or whether a copy read before is still current.
+ * -ENOENT when there is no such record. */
+int store_get_index(struct store *s, enum store_kind kind, const struct store_key *key,
+		    uint64_t *out, struct herd_err *err);
+
 /* Lists the records of a kind that pass filter (may be NULL), in key order.
  * On success *out is a new JSON array (possibly empty). */
 int store_list(struct store *s, enum store_kind kind, const struct store_filter *filter,

@@ -47,8 +47,8 @@ static void test_since_lists_what_changed(void **state)
 	fx_node(f, "n1", 0, NULL, NULL, NULL);
 	fx_submit(f, "a", "batch", 1, NULL, NULL);
 	fx_submit(f, "b", "batch", 1, NULL, NULL);
-	fx_wait_running(f, "a", 1);
-	fx_wait_running(f, "b", 1);
+	json_decref(fx_wait_running(f, "a", 1));
+	json_decref(fx_wait_running(f, "b", 1));
 	fx_idle(f);
 
 	r = jobs_since(f, 0, &idx);
@@ -60,7 +60,7 @@ static void test_since_lists_what_changed(void **state)
 
 	/* a new job shows, the others do not */
 	fx_submit(f, "c", "batch", 1, NULL, NULL);
-	fx_wait_running(f, "c", 1);
+	json_decref(fx_wait_running(f, "c", 1));
 	fx_idle(f);
 	r = jobs_since(f, idx, &idx2);
 	assert_string_equal(ids_of(r, buf, sizeof(buf)), "c");
