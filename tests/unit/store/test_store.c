@@ -59,16 +59,23 @@ static void test_get_missing_and_delete(void **state)
 	json_t *got = NULL;
 	uint64_t idx;
 
+	uint64_t mi = 77;
+
 	assert_int_equal(store_get(t->s, STORE_NODE, &key, &got, &err), -ENOENT);
 	assert_null(got);
 	assert_non_null(strstr(err.msg, "n1"));
+	assert_int_equal(store_get_index(t->s, STORE_NODE, &key, &mi, &err), -ENOENT);
+	assert_int_equal(mi, 77); /* untouched on failure */
 	put_ok(t->s, STORE_NODE, json_pack("{s:s, s:s}", "id", "n1", "name", "gpu-01"));
 	assert_int_equal(store_get(t->s, STORE_NODE, &key, &got, &err), 0);
 	assert_string_equal(json_string_value(json_object_get(got, "name")), "gpu-01");
+	assert_int_equal(store_get_index(t->s, STORE_NODE, &key, &mi, &err), 0);
+	assert_int_equal(mi, json_integer_value(json_object_get(got, "modify_index")));
 	json_decref(got);
 	assert_int_equal(store_delete(t->s, STORE_NODE, &key, &idx, &err), 0);
 	assert_int_equal(idx, 2);
 	assert_int_equal(store_get(t->s, STORE_NODE, &key, &got, &err), -ENOENT);
+	assert_int_equal(store_get_index(t->s, STORE_NODE, &key, &mi, &err), -ENOENT);
 	/* deleting what is not there changes nothing, index included */
 	assert_int_equal(store_delete(t->s, STORE_NODE, &key, &idx, &err), -ENOENT);
 	assert_int_equal(store_index(t->s), 2);
