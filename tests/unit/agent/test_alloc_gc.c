@@ -302,6 +302,19 @@ static bool wait_exists(const char *path, bool want)
 	return false;
 }
 
+/* Waits (bounded) until the collector has finished with id: its dir
+ * leaves <root>/<id> first, the collection ends after. */
+static bool wait_collected(const char *id)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (alloc_gc_collected(root, id))
+			return true;
+		struct timespec ts = { 0, 10 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
 static void test_collector_keeps_running_and_recycles(void **state)
 {
 	(void)state;
@@ -319,7 +332,7 @@ static void test_collector_keeps_running_and_recycles(void **state)
 	assert_non_null(gc);
 	/* max_allocs 1: the oldest terminal one goes, the newer stays */
 	assert_true(wait_exists(old1, false));
-	assert_true(alloc_gc_collected(root, "old1"));
+	assert_true(wait_collected("old1"));
 	assert_true(exists(old2));
 	assert_false(alloc_gc_collected(root, "old2"));
 	/* the running allocation's dir is never touched */
@@ -337,11 +350,7 @@ static void test_collector_keeps_running_and_recycles(void **state)
 	alloc_gc_add(gc, "later", true);   /* no dir: nothing to do */
 	assert_true(wait_exists(done, false));
 	assert_true(wait_exists(old2, false));
-	for (int i = 0; i < 1000 && !alloc_gc_collected(root, "done1"); i++) {
-		struct timespec t = { 0, 10 * 1000000L };
-		nanosleep(&t, NULL);
-	}
-	assert_true(alloc_gc_collected(root, "done1"));
+	assert_true(wait_collected("done1"));
 	/* ... and the next allocation with one task gets it, empty */
 	struct timespec ts = { 0, 50 * 1000000L };
 	char *next = build("next1");
