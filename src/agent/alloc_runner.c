@@ -14,8 +14,9 @@
  *                                  they failed, a prestart failed or the
  *                                  allocation was stopped
  *
- * and reports task states and client_status whenever something changed,
- * persisting them first (state.c), through the client's status sync
+ * and reports task states and client_status whenever something changed
+ * through the client's status sync, which persists them first (state.c,
+ * one transaction for many allocations' changes) and sends them after
  * (status_sync.h: batched PUT /v1/node/:id/allocations/status).
  * Each task runs on a thread of its own (task_runner.c). */
 #include <errno.h>
@@ -90,28 +91,26 @@ static json_t *task_states_json(struct alloc_runner *ar)
 	return o;
 }
 
-/* Persists and reports when dirty: the state is written to disk first
- * (state.c), then handed to the client's status sync, which delivers it
- * (batched with the other allocations' changes, retried while the server
- * is away).  Both happen under ar->lock, so that there is no instant at
- * which a change is neither dirty nor queued (collect_runners frees a
- * runner with nothing left to report). */
+/* Persists and reports when dirty: the row of the state store and the
+ * status go to the client's status sync together, which writes the row
+ * (in one transaction with the other allocations' changes) before it
+ * sends the status (batched too, retried while the server is away).
+ * Handed over under ar->lock, so that there is no instant at which a
+ * change is neither dirty nor the sync's (collect_runners frees a runner
+ * with nothing left to report). */
 static void report(struct alloc_runner *ar)
 {
-	struct herd_err err = { 0, "" };
-
 	pthread_mutex_lock(&ar->lock);
 	if (!ar->dirty) {
 		pthread_mutex_unlock(&ar->lock);
 		return;
 	}
 	ar->dirty = false;
-	if (ar->tasks && state_save_alloc(ar, &err) < 0)
-		log_warn("client: alloc %.8s: %s", ar->id, err.msg);
 	status_sync_put(ar->c->sync, ar->id,
 			json_pack("{s:s,s:s,s:o}", "client_status", ar->client_status,
 				  "client_description", ar->client_description, "task_states",
-				  task_states_json(ar)));
+				  task_states_json(ar)),
+			ar->tasks ? state_row_of(ar) : NULL);
 	pthread_mutex_unlock(&ar->lock);
 }
 
@@ -504,11 +503,11 @@ void alloc_runner_free(struct alloc_runner *ar, bool detach)
 	for (size_t i = 0; i < ar->ntasks; i++)
 		if (ar->tasks[i].thread_started)
 			pthread_join(ar->tasks[i].thread, NULL);
+	/* Its latest state, written by the status sync before it stops
+	 * (client_stop), after every row handed over before. */
 	if (detach && ar->tasks) {
-		struct herd_err err = { 0, "" };
 		pthread_mutex_lock(&ar->lock);
-		if (state_save_alloc(ar, &err) < 0)
-			log_warn("client: alloc %.8s: %s", ar->id, err.msg);
+		status_sync_put(ar->c->sync, ar->id, NULL, state_row_of(ar));
 		pthread_mutex_unlock(&ar->lock);
 	}
 	for (size_t i = 0; i < ar->ntasks; i++) {

@@ -92,7 +92,8 @@ static void report_terminal(struct client *c, const char *id, const char *status
 {
 	status_sync_put(c->sync, id,
 			json_pack("{s:s,s:s,s:{}}", "client_status", status, "client_description",
-				  desc, "task_states"));
+				  desc, "task_states"),
+			NULL);
 }
 
 static void reconcile(struct client *c, json_t *allocs)
@@ -139,6 +140,9 @@ static void reconcile(struct client *c, json_t *allocs)
  * does.) */
 static void collect_runners(struct client *c)
 {
+	const char **gone = NULL;
+	size_t n = 0, alloc = 0;
+
 	for (size_t i = 0; i < c->nr_runners;) {
 		struct alloc_runner *ar = c->runners[i];
 		bool over;
@@ -148,13 +152,19 @@ static void collect_runners(struct client *c)
 		pthread_mutex_unlock(&ar->lock);
 		if (over) {
 			alloc_gc_client_note(c, ar);
-			state_remove_alloc(c->state, ar->id);
+			ALLOC_GROW(gone, n + 1, alloc);
+			gone[n++] = xstrdup(ar->id);
 			remove_runner(c, i);
 			alloc_runner_free(ar, false);
 			continue;
 		}
 		i++;
 	}
+	/* Their rows go in one transaction. */
+	state_remove_allocs(c->state, gone, n);
+	for (size_t i = 0; i < n; i++)
+		free((char *)gone[i]);
+	free(gone);
 }
 
 static int watch_should_abort(void *arg)

@@ -43,20 +43,34 @@
 struct state_store {
 	sqlite3 *db;
 	pthread_mutex_t lock;        /* the connection and its statements */
-	sqlite3_stmt *put;           /* the whole row */
-	sqlite3_stmt *update;        /* done and tasks of an existing row */
-	sqlite3_stmt *del;
+	sqlite3_stmt *put_spec;      /* an allocation's spec: once */
+	sqlite3_stmt *put_tasks;     /* its task states: at each change */
+	sqlite3_stmt *del_spec, *del_tasks;
 };
 
+/* Two tables: what never changes (the allocation and its job, a few KiB:
+ * overflow pages) apart from what does (done, the task states, a few
+ * hundred bytes).  SQLite rewrites a whole record on any update, so in one
+ * table each task change wrote the job's pages into the WAL again. */
 static const char schema[] =
 	"PRAGMA journal_mode=WAL;"
 	"PRAGMA synchronous=NORMAL;"
-	"CREATE TABLE IF NOT EXISTS allocs ("
+	"CREATE TABLE IF NOT EXISTS alloc_specs ("
 	" id TEXT PRIMARY KEY,"
 	" alloc TEXT NOT NULL,"
-	" job TEXT,"
+	" job TEXT);"
+	"CREATE TABLE IF NOT EXISTS alloc_tasks ("
+	" id TEXT PRIMARY KEY,"
 	" done INTEGER NOT NULL DEFAULT 0,"
 	" tasks TEXT NOT NULL);";
+
+/* The one-table layout of the clients before, moved over once. */
+static const char migrate_v1[] =
+	"BEGIN;"
+	"INSERT OR REPLACE INTO alloc_specs(id, alloc, job) SELECT id, alloc, job FROM allocs;"
+	"INSERT OR REPLACE INTO alloc_tasks(id, done, tasks) SELECT id, done, tasks FROM allocs;"
+	"DROP TABLE allocs;"
+	"COMMIT;";
 
 int state_write_file(const char *path, const char *data, size_t len, struct herd_err *err)
 {
@@ -122,12 +136,21 @@ static int step_done(sqlite3_stmt *st)
 static int put_row(struct state_store *s, const char *id, const char *alloc, const char *job,
 		   bool done, const char *tasks)
 {
-	bind_text(s->put, 1, id);
-	bind_text(s->put, 2, alloc);
-	bind_text(s->put, 3, job);
-	sqlite3_bind_int(s->put, 4, done);
-	bind_text(s->put, 5, tasks);
-	return step_done(s->put);
+	int rc = 0;
+
+	if (alloc) {
+		bind_text(s->put_spec, 1, id);
+		bind_text(s->put_spec, 2, alloc);
+		bind_text(s->put_spec, 3, job);
+		rc = step_done(s->put_spec);
+	}
+	if (rc == 0) {
+		bind_text(s->put_tasks, 1, id);
+		sqlite3_bind_int(s->put_tasks, 2, done);
+		bind_text(s->put_tasks, 3, tasks);
+		rc = step_done(s->put_tasks);
+	}
+	return rc;
 }
 
 /* Moves the files of a client from before state.db into it, once: each
@@ -184,6 +207,20 @@ out:
 	free(dir);
 }
 
+static bool table_exists(sqlite3 *db, const char *name)
+{
+	sqlite3_stmt *st = NULL;
+	bool found = false;
+
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		found = sqlite3_step(st) == SQLITE_ROW;
+	}
+	sqlite3_finalize(st);
+	return found;
+}
+
 int state_open(const char *state_dir, struct state_store **out, struct herd_err *err)
 {
 	struct state_store *s = xcalloc(1, sizeof(*s));
@@ -204,13 +241,22 @@ int state_open(const char *state_dir, struct state_store **out, struct herd_err 
 		rc = db_err(s->db, err, path);
 		goto out;
 	}
+	if (table_exists(s->db, "allocs") && sqlite3_exec(s->db, migrate_v1, NULL, NULL, NULL) !=
+						     SQLITE_OK) {
+		rc = db_err(s->db, err, "moving allocs into alloc_specs and alloc_tasks");
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		goto out;
+	}
 	if (sqlite3_prepare_v2(s->db,
-			       "INSERT OR REPLACE INTO allocs(id, alloc, job, done, tasks)"
-			       " VALUES (?, ?, ?, ?, ?)", -1, &s->put, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(s->db, "UPDATE allocs SET done = ?, tasks = ? WHERE id = ?", -1,
-			       &s->update, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(s->db, "DELETE FROM allocs WHERE id = ?", -1, &s->del, NULL) !=
-		    SQLITE_OK) {
+			       "INSERT OR REPLACE INTO alloc_specs(id, alloc, job) VALUES (?, ?, ?)",
+			       -1, &s->put_spec, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db,
+			       "INSERT OR REPLACE INTO alloc_tasks(id, done, tasks) VALUES (?, ?, ?)",
+			       -1, &s->put_tasks, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "DELETE FROM alloc_specs WHERE id = ?", -1, &s->del_spec,
+			       NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "DELETE FROM alloc_tasks WHERE id = ?", -1, &s->del_tasks,
+			       NULL) != SQLITE_OK) {
 		rc = db_err(s->db, err, "prepare");
 		goto out;
 	}
@@ -228,9 +274,10 @@ void state_close(struct state_store *s)
 {
 	if (!s)
 		return;
-	sqlite3_finalize(s->put);
-	sqlite3_finalize(s->update);
-	sqlite3_finalize(s->del);
+	sqlite3_finalize(s->put_spec);
+	sqlite3_finalize(s->put_tasks);
+	sqlite3_finalize(s->del_spec);
+	sqlite3_finalize(s->del_tasks);
 	sqlite3_close(s->db);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -260,44 +307,69 @@ static json_t *task_json(struct task_runner *tr)
 	return t;
 }
 
-/* Called with ar->lock held (tr->events and the task fields are written
- * under it). */
-int state_save_alloc(struct alloc_runner *ar, struct herd_err *err)
+struct state_row *state_row_of(struct alloc_runner *ar)
 {
-	struct state_store *s = ar->c->state;
+	struct state_row *r = xcalloc(1, sizeof(*r));
 	json_t *tasks = json_object();
-	char *text, *alloc = NULL, *job = NULL;
+
+	for (size_t i = 0; i < ar->ntasks; i++)
+		json_object_set_new(tasks, ar->tasks[i].task->name, task_json(&ar->tasks[i]));
+	r->id = xstrdup(ar->id);
+	r->done = ar->done;
+	r->tasks = json_dumps(tasks, JSON_COMPACT);
+	json_decref(tasks);
+	if (!ar->state_saved) {
+		/* alloc and job never change: written with the first row only */
+		r->alloc = json_dumps(ar->alloc, JSON_COMPACT);
+		r->job = ar->job_json ? json_dumps(ar->job_json, JSON_COMPACT) : NULL;
+		ar->state_saved = true;
+	}
+	return r;
+}
+
+void state_row_merge(struct state_row *newer, struct state_row *older)
+{
+	if (!newer->alloc) {
+		newer->alloc = older->alloc;
+		newer->job = older->job;
+		older->alloc = older->job = NULL;
+	}
+	state_row_free(older);
+}
+
+void state_row_free(struct state_row *r)
+{
+	if (!r)
+		return;
+	free(r->id);
+	free(r->alloc);
+	free(r->job);
+	free(r->tasks);
+	free(r);
+}
+
+int state_write(struct state_store *s, struct state_row *const *rows, size_t n,
+		struct herd_err *err)
+{
 	int rc = 0;
 
 	if (!s)
 		return herd_errf(err, -EBADF, "state: the store is not open");
-	for (size_t i = 0; i < ar->ntasks; i++)
-		json_object_set_new(tasks, ar->tasks[i].task->name, task_json(&ar->tasks[i]));
-	text = json_dumps(tasks, JSON_COMPACT);
-	json_decref(tasks);
 	pthread_mutex_lock(&s->lock);
-	if (ar->state_saved) {
-		/* alloc and job never change: only the rest is written again */
-		sqlite3_bind_int(s->update, 1, ar->done);
-		bind_text(s->update, 2, text);
-		bind_text(s->update, 3, ar->id);
-		rc = step_done(s->update);
-		if (rc == 0 && sqlite3_changes(s->db) == 0)
-			ar->state_saved = false;   /* removed meanwhile: the whole row again */
+	if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = db_err(s->db, err, "begin");
+		goto out;
 	}
-	if (rc == 0 && !ar->state_saved) {
-		alloc = json_dumps(ar->alloc, JSON_COMPACT);
-		job = ar->job_json ? json_dumps(ar->job_json, JSON_COMPACT) : NULL;
-		rc = put_row(s, ar->id, alloc, job, ar->done, text);
-		if (rc == 0)
-			ar->state_saved = true;
-	}
+	for (size_t i = 0; i < n && rc == 0; i++)
+		if ((rc = put_row(s, rows[i]->id, rows[i]->alloc, rows[i]->job, rows[i]->done,
+				  rows[i]->tasks)) < 0)
+			db_err(s->db, err, rows[i]->id);
+	if (rc == 0 && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		rc = db_err(s->db, err, "commit");
 	if (rc < 0)
-		db_err(s->db, err, ar->id);
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+out:
 	pthread_mutex_unlock(&s->lock);
-	free(alloc);
-	free(job);
-	free(text);
 	return rc;
 }
 
@@ -314,7 +386,8 @@ json_t *state_load_allocs(struct state_store *s)
 	sqlite3_stmt *st = NULL;
 
 	pthread_mutex_lock(&s->lock);
-	if (sqlite3_prepare_v2(s->db, "SELECT alloc, job, done, tasks FROM allocs", -1, &st,
+	if (sqlite3_prepare_v2(s->db, "SELECT s.alloc, s.job, t.done, t.tasks"
+			       " FROM alloc_specs s LEFT JOIN alloc_tasks t USING (id)", -1, &st,
 			       NULL) == SQLITE_OK) {
 		while (sqlite3_step(st) == SQLITE_ROW) {
 			json_t *alloc = column_json(st, 0), *o;
@@ -334,13 +407,20 @@ json_t *state_load_allocs(struct state_store *s)
 	return out;
 }
 
-void state_remove_alloc(struct state_store *s, const char *id)
+void state_remove_allocs(struct state_store *s, const char *const *ids, size_t n)
 {
-	if (!s)
+	if (!s || !n)
 		return;
 	pthread_mutex_lock(&s->lock);
-	bind_text(s->del, 1, id);
-	step_done(s->del);
+	sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
+	for (size_t i = 0; i < n; i++) {
+		bind_text(s->del_tasks, 1, ids[i]);
+		step_done(s->del_tasks);
+		bind_text(s->del_spec, 1, ids[i]);
+		step_done(s->del_spec);
+	}
+	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -356,7 +436,7 @@ json_t *state_read_alloc(const char *state_dir, const char *id)
 	    SQLITE_OK)
 		goto out;
 	sqlite3_busy_timeout(db, 2000);
-	if (sqlite3_prepare_v2(db, "SELECT done, tasks FROM allocs WHERE id = ?", -1, &st, NULL) !=
+	if (sqlite3_prepare_v2(db, "SELECT done, tasks FROM alloc_tasks WHERE id = ?", -1, &st, NULL) !=
 	    SQLITE_OK)
 		goto out;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);

@@ -1,12 +1,13 @@
 /* state: the client's local state, so that a client restarted after any
  * end (kill -9 included) finds its allocations and tasks again.
  *
- * One SQLite database per node, <state_dir>/state.db, one row per
- * allocation the client runs:
+ * One SQLite database per node, <state_dir>/state.db, two rows per
+ * allocation the client runs, what never changes apart from what does:
  *
- *     allocs(id, alloc, job, done, tasks)
+ *     alloc_specs(id, alloc, job)      written once
  *       alloc  the allocation as first seen (JSON text)
  *       job    the job version it runs (JSON text)
+ *     alloc_tasks(id, done, tasks)     written again at each change
  *       done   1 once the runner's work is over
  *       tasks  {"<name>": {"state","failed","restarts","started_at",
  *               "finished_at","exit_code","events":[...],
@@ -15,9 +16,12 @@
  *
  * Durability: WAL with synchronous=NORMAL, so a change costs a write()
  * into the WAL (no file created, no fsync); see state.c for why that is
- * enough.  Older clients kept one file per allocation,
- * <state_dir>/allocs/<id>.json: state_open moves those into the database
- * once. */
+ * enough.  The changes of many allocations share a transaction: the
+ * status sync writes every row handed to it since its last write at once
+ * (state_write), before it sends any of their statuses.  Older clients
+ * kept one file per allocation, <state_dir>/allocs/<id>.json, then one
+ * table allocs(id, alloc, job, done, tasks): state_open moves either into
+ * the two tables once. */
 #ifndef HERD_AGENT_STATE_H
 #define HERD_AGENT_STATE_H
 
@@ -31,6 +35,15 @@
 struct state_store;
 struct alloc_runner;
 
+/* One allocation's row to write: JSON texts, owned. */
+struct state_row {
+	char *id;
+	char *alloc;      /* NULL: its spec row is written already */
+	char *job;        /* NULL when alloc is, or when the job is unknown */
+	bool done;
+	char *tasks;
+};
+
 /* Opens (making it when absent) <state_dir>/state.db, and moves the
  * allocation files of an older client into it.  The store is safe to use
  * from every thread.  0 with *out, or -errno with err. */
@@ -38,15 +51,25 @@ int state_open(const char *state_dir, struct state_store **out, struct herd_err 
 /* Closes the store; accepts NULL. */
 void state_close(struct state_store *s);
 
-/* Writes the allocation's row: everything the first time, then only what
- * changes (done, tasks).  Called with ar->lock held; the store is
- * ar->c->state.  0 or -errno with err. */
-int state_save_alloc(struct alloc_runner *ar, struct herd_err *err);
+/* The row of ar's state now, to hand to state_write (through the status
+ * sync): the task states always, the allocation and its job the first
+ * time only (ar->state_saved is set).  Called with ar->lock held.  Never
+ * fails; free with state_row_free. */
+struct state_row *state_row_of(struct alloc_runner *ar);
+/* Makes newer, a later row of the same allocation, also carry what older
+ * had still to write (the spec), and frees older. */
+void state_row_merge(struct state_row *newer, struct state_row *older);
+void state_row_free(struct state_row *r);     /* accepts NULL */
+/* Writes rows in one transaction: all of them or none.  0 or -errno with
+ * err (the caller keeps the rows to write again). */
+int state_write(struct state_store *s, struct state_row *const *rows, size_t n,
+		struct herd_err *err);
 /* Every saved allocation: a new array of {"alloc", "job", "done",
  * "tasks"} objects (empty when none or on a read error). */
 json_t *state_load_allocs(struct state_store *s);
-/* Removes the allocation's row (best effort). */
-void state_remove_alloc(struct state_store *s, const char *id);
+/* Removes the rows of the n allocations ids, in one transaction (best
+ * effort). */
+void state_remove_allocs(struct state_store *s, const char *const *ids, size_t n);
 
 /* For readers outside the client's threads (client_http.c): the row of
  * allocation id as {"done", "tasks"}, read through a connection of their

@@ -17,13 +17,26 @@
 #define BACKOFF_MIN_NS (100 * 1000000LL)
 #define BACKOFF_MAX_NS (2 * 1000000000LL)
 
+/* A change handed over and not yet written: the allocation's latest
+ * state to report (NULL: none) and its row to write (NULL: none). */
+struct pending {
+	char *id;
+	json_t *state;
+	struct state_row *row;
+};
+
 struct status_sync {
 	struct client *c;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;      /* CLOCK_MONOTONIC: a put or stop */
-	json_t *queued;           /* {"<alloc id>": state}: latest, not yet sent */
+	pthread_cond_t cond;      /* CLOCK_MONOTONIC: queued, or stop */
+	struct pending *pend;     /* handed over, to write */
+	size_t nr_pend, alloc_pend;
+	json_t *pend_pos;         /* {"<alloc id>": index into pend} */
+	json_t *writing;          /* {"<alloc id>": true}: being written */
+	json_t *queued;           /* {"<alloc id>": state}: written, latest, not yet sent */
 	json_t *inflight;         /* {"<alloc id>": state}: sent, not yet answered */
-	bool stopping;
+	bool write_active;        /* a caller is writing (write_pending) */
+	bool stopping;            /* the sender tries once more and ends */
 	bool per_alloc;           /* the server lacks the batch route */
 	char *path;               /* /v1/node/<id>/allocations/status */
 	pthread_t thread;
@@ -248,6 +261,94 @@ static void *sync_main(void *arg)
 	return NULL;
 }
 
+/* Adds a handed-over change, or folds it into the pending one of the same
+ * allocation: the newer state replaces the older (NULL keeps it), the
+ * newer row too, carrying the spec the older had still to write.  Called
+ * locked; takes the references. */
+static void pend_add(struct status_sync *s, const char *id, json_t *state, struct state_row *row)
+{
+	json_t *pos = json_object_get(s->pend_pos, id);
+	struct pending *p;
+
+	if (pos) {
+		p = &s->pend[json_integer_value(pos)];
+		if (state) {
+			json_decref(p->state);
+			p->state = state;
+		}
+		if (row && p->row)
+			state_row_merge(row, p->row);
+		if (row)
+			p->row = row;
+		return;
+	}
+	ALLOC_GROW(s->pend, s->nr_pend + 1, s->alloc_pend);
+	p = &s->pend[s->nr_pend];
+	p->id = xstrdup(id);
+	p->state = state;
+	p->row = row;
+	json_object_set_new(s->pend_pos, id, json_integer((json_int_t)s->nr_pend));
+	s->nr_pend++;
+}
+
+/* Writes what is pending, and whatever is handed over meanwhile, then
+ * queues the states for the sender: a state is on disk before it is sent
+ * (what the server knows, a restarted agent knows too).  One caller at a
+ * time writes, the others only add and go on: their rows join the
+ * writer's next transaction, so under load the changes of many
+ * allocations share a commit, with no thread of its own to wake.  Called
+ * locked; unlocks while writing.  No network I/O: a server that hangs
+ * does not hold rows back. */
+static void write_pending(struct status_sync *s)
+{
+	if (s->write_active)
+		return;   /* the active writer takes ours too */
+	s->write_active = true;
+	while (s->nr_pend) {
+		struct herd_err err = { 0, "" };
+		struct pending *v = s->pend;
+		size_t n = s->nr_pend, nrows = 0;
+		struct state_row **rows = xcalloc(n, sizeof(*rows));
+		int rc;
+
+		s->pend = NULL;
+		s->nr_pend = s->alloc_pend = 0;
+		json_object_clear(s->pend_pos);
+		for (size_t i = 0; i < n; i++) {
+			json_object_set_new(s->writing, v[i].id, json_true());
+			if (v[i].row)
+				rows[nrows++] = v[i].row;
+		}
+		pthread_mutex_unlock(&s->lock);
+		rc = nrows ? state_write(s->c->state, rows, nrows, &err) : 0;
+		if (rc < 0)
+			log_warn("client: state of %zu allocation%s: %s", nrows, nrows == 1 ? "" : "s",
+				 err.msg);
+		pthread_mutex_lock(&s->lock);
+		for (size_t i = 0; i < n; i++) {
+			/* Sent even when not written, as before a write failed:
+			 * the server should know.  A row not written is written
+			 * with the next change (of any allocation), under a
+			 * newer row of its own if there is one by then. */
+			if (v[i].state) {
+				json_object_set_new(s->queued, v[i].id, v[i].state);
+				pthread_cond_signal(&s->cond);
+			}
+			json_object_del(s->writing, v[i].id);
+			if (rc < 0 && v[i].row)
+				pend_add(s, v[i].id, NULL, v[i].row);
+			else
+				state_row_free(v[i].row);
+			free(v[i].id);
+		}
+		free(v);
+		free(rows);
+		if (rc < 0)
+			break;   /* a disk that refused: tried again with the next change */
+	}
+	s->write_active = false;
+}
+
 struct status_sync *status_sync_start(struct client *c)
 {
 	struct status_sync *s = xcalloc(1, sizeof(*s));
@@ -256,6 +357,8 @@ struct status_sync *status_sync_start(struct client *c)
 	s->c = c;
 	s->queued = json_object();
 	s->inflight = json_object();
+	s->pend_pos = json_object();
+	s->writing = json_object();
 	s->path = xasprintf("/v1/node/%s/allocations/status", c->node_id);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_condattr_init(&ca);
@@ -267,12 +370,14 @@ struct status_sync *status_sync_start(struct client *c)
 	return s;
 }
 
-void status_sync_put(struct status_sync *s, const char *id, json_t *state)
+void status_sync_put(struct status_sync *s, const char *id, json_t *state,
+		     struct state_row *row)
 {
-	json_object_set_new(state, "id", json_string(id));
+	if (state)
+		json_object_set_new(state, "id", json_string(id));
 	pthread_mutex_lock(&s->lock);
-	json_object_set_new(s->queued, id, state);
-	pthread_cond_signal(&s->cond);
+	pend_add(s, id, state, row);
+	write_pending(s);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -281,7 +386,8 @@ bool status_sync_settled(struct status_sync *s, const char *id)
 	bool settled;
 
 	pthread_mutex_lock(&s->lock);
-	settled = !json_object_get(s->queued, id) && !json_object_get(s->inflight, id);
+	settled = !json_object_get(s->pend_pos, id) && !json_object_get(s->writing, id) &&
+		  !json_object_get(s->queued, id) && !json_object_get(s->inflight, id);
 	pthread_mutex_unlock(&s->lock);
 	return settled;
 }
@@ -291,10 +397,21 @@ void status_sync_stop(struct status_sync *s)
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->lock);
+	/* What a failed write left: one more try, queued for the sender's
+	 * last. */
+	write_pending(s);
 	s->stopping = true;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->thread, NULL);
+	for (size_t i = 0; i < s->nr_pend; i++) {
+		free(s->pend[i].id);
+		json_decref(s->pend[i].state);
+		state_row_free(s->pend[i].row);
+	}
+	free(s->pend);
+	json_decref(s->pend_pos);
+	json_decref(s->writing);
 	json_decref(s->queued);
 	json_decref(s->inflight);
 	free(s->path);

@@ -1,6 +1,6 @@
 /* status_sync: how a client's allocation statuses reach the server.
  *
- * One thread per client owns one keep-alive connection and sends the
+ * One sender thread per client owns one keep-alive connection and sends the
  * latest state of every allocation that changed in one request,
  * PUT /v1/node/:id/allocations/status.  While a request is out, new
  * changes wait and go together in the next one, each allocation with its
@@ -15,15 +15,23 @@
  * without the batch route (404 on the route itself) gets one
  * PUT /v1/allocation/:id/status per allocation instead.
  *
- * The callers persist a state before they hand it over (state.c), so what
- * an agent restart loses from the queue is sent again by the recovered
- * runner. */
+ * A state comes with its allocation's row of the state store (state.h).
+ * The rows are written before their states are queued for the sender: a
+ * state is on disk before the server hears of it, so what an agent
+ * restart loses from the queue is sent again by the recovered runner.
+ * One caller of status_sync_put at a time writes, every row handed over
+ * since the last write in one transaction; the callers that come
+ * meanwhile only add theirs, which the writing caller takes too before it
+ * returns.  Under load the changes of many allocations thus share a
+ * commit, with no thread hop; a hung server never holds rows back. */
 #ifndef HERD_AGENT_STATUS_SYNC_H
 #define HERD_AGENT_STATUS_SYNC_H
 
 #include <stdbool.h>
 
 #include <jansson.h>
+
+#include "agent/state.h"
 
 struct client;
 struct status_sync;
@@ -32,19 +40,24 @@ struct status_sync;
  * known).  Never fails: without threads the process aborts. */
 struct status_sync *status_sync_start(struct client *c);
 
-/* Queues state ({"client_status", "client_description", "task_states"};
- * the queue takes the reference and may add "id") as the latest of
- * allocation id, replacing a queued one not yet sent, and wakes the
- * thread.  Never blocks on the network. */
-void status_sync_put(struct status_sync *s, const char *id, json_t *state);
+/* Hands over allocation id's row to write (NULL: none) and state to send
+ * once it is written ({"client_status", "client_description",
+ * "task_states"}; NULL: none; "id" is added), both taken, as the latest
+ * of the allocation: they replace ones of its not yet written or sent.
+ * Writes the pending rows unless another caller is writing them (see
+ * above); never waits on the network. */
+void status_sync_put(struct status_sync *s, const char *id, json_t *state,
+		     struct state_row *row);
 
-/* Whether every state queued for id is settled (nothing queued or in
- * flight): the allocation has nothing left to report. */
+/* Whether every state and row handed over for id is settled (nothing to
+ * write, queued or in flight): the allocation has nothing left to report
+ * or persist. */
 bool status_sync_settled(struct status_sync *s, const char *id);
 
-/* Sends what is queued once more (a single try when the server does not
- * answer), stops the thread and frees s.  Call once no one queues any
- * more.  Accepts NULL. */
+/* Writes what was handed over, sends what is queued once more (a single
+ * try when the server does not answer), stops the threads and frees s.
+ * Call once no one hands anything over any more, before the state store
+ * closes.  Accepts NULL. */
 void status_sync_stop(struct status_sync *s);
 
 #endif
