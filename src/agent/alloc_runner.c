@@ -44,8 +44,21 @@ struct alloc_runner *alloc_runner_new(struct client *c, json_t *alloc)
 	struct alloc_runner *ar = xcalloc(1, sizeof(*ar));
 	const char *id = json_string_value(json_object_get(alloc, "id"));
 
+	json_t *job = json_object_get(alloc, "job");
+
 	ar->c = c;
 	ar->alloc = alloc;
+	/* A server that sends allocations with their job (?include=job)
+	 * saves the fetch; it is taken only when it is the version the
+	 * allocation runs, and leaves the allocation so that state.db keeps
+	 * one copy of it (the runner's job). */
+	if (job) {
+		json_t *v = json_object_get(job, "version"), *av = json_object_get(alloc, "job_version");
+		if (json_is_object(job) && json_is_integer(v) && json_is_integer(av) &&
+		    json_integer_value(v) == json_integer_value(av))
+			ar->job_json = json_incref(job);
+		json_object_del(alloc, "job");
+	}
 	snprintf(ar->id, sizeof(ar->id), "%s", id ? id : "");
 	ar->dir = xasprintf("%s/%s", c->cfg->client.alloc_dir, ar->id);
 	snprintf(ar->client_status, sizeof(ar->client_status), "pending");

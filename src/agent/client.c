@@ -190,9 +190,12 @@ static void *watch_main(void *arg)
 	client_httpc_init(c, &h);
 	h.abort_cb = watch_should_abort;
 	h.abort_arg = c;
-	/* ?since=<index>: only what changed since the last answer */
-	since_at = (size_t)snprintf(path, sizeof(path), "/v1/node/%s/allocations?since=",
-				    c->node_id);
+	/* ?since=<index>: only what the server changed since the last
+	 * answer; include=job: new allocations come with their job version
+	 * (alloc_runner_new takes it; an older server ignores the parameter
+	 * and the runner fetches the job) */
+	since_at = (size_t)snprintf(path, sizeof(path),
+				    "/v1/node/%s/allocations?include=job&since=", c->node_id);
 	for (;;) {
 		struct httpc_response r = { 0 };
 		struct herd_err err = { 0, "" };
@@ -262,7 +265,10 @@ static void recover_allocs(struct client *c)
 		struct alloc_runner *ar = alloc_runner_new(c, json_incref(alloc));
 		ar->recovered = true;
 		ar->saved = json_incref(json_object_get(s, "tasks"));
-		ar->job_json = json_incref(json_object_get(s, "job"));
+		if (json_object_get(s, "job")) {
+			json_decref(ar->job_json);
+			ar->job_json = json_incref(json_object_get(s, "job"));
+		}
 		ar->state_saved = true;
 		log_info("client: alloc %s: recovering from local state", ar->id);
 		if (alloc_runner_start(ar) < 0) {

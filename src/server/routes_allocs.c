@@ -130,7 +130,9 @@ static int status_change_prepare(struct server *srv, json_t *alloc, const struct
 		json_object_set_new(alloc, "start_time", json_integer(now_ns()));
 	if (now_terminal && !was_terminal)
 		json_object_set_new(alloc, "end_time", json_integer(now_ns()));
-	store_batch_put(b, STORE_ALLOC, alloc);
+	/* the agent's own report: its allocation watch is not sent it back
+	 * (alloc_modify_index stays) */
+	store_batch_put_report(b, STORE_ALLOC, alloc);
 	store_batch_require_index(b, STORE_ALLOC, &key, (uint64_t)jint(alloc, "modify_index", 0));
 	ch->freed = now_terminal && !was_terminal;
 	if (ch->freed && !strcmp(jstr(alloc, "desired_status", ""), "run")) {

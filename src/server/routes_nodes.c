@@ -139,16 +139,70 @@ static int put_heartbeat(struct http_request *req, struct http_response *resp, v
 						  "index", (json_int_t)idx));
 }
 
-/* GET /v1/node/:id/allocations[?since=N]: with since, only the
- * allocations changed after index N, so that an agent long-polling with
- * ?index=N&since=N receives what changed, not its whole history each time.
- * X-Herd-Index is the index published before the list is read, and every
- * change up to it is in the list: a next ?since=<that index> misses
- * nothing. */
+/* Whether an agent may start alloc (so needs its job): it is to run and
+ * has not ended (the agent's reconcile starts only those). */
+static bool alloc_startable(const json_t *alloc)
+{
+	const char *cs = jstr(alloc, "client_status", "");
+	return !strcmp(jstr(alloc, "desired_status", ""), "run") &&
+	       (!strcmp(cs, "pending") || !strcmp(cs, "running"));
+}
+
+/* Adds "job" (the job version it runs, as GET /v1/job/:id/version/:v
+ * answers it) to each allocation of list that the agent has not seen
+ * (created after since; every one when since is 0) and may start.  Each
+ * distinct job version is read once per answer, whatever the number of
+ * its allocations.  An allocation whose version cannot be read (purged)
+ * goes without: the agent falls back to asking for it. */
+static int attach_jobs(struct server *srv, json_t *list, int64_t since)
+{
+	json_t *seen = json_object(), *al;
+	size_t i;
+	int rc = 0;
+
+	json_array_foreach(list, i, al) {
+		struct store_key key = { jstr(al, "namespace", "default"), jstr(al, "job_id", ""),
+					 jint(al, "job_version", -1) };
+		json_t *job;
+		char *k;
+		if ((since && jint(al, "create_index", 0) <= since) || !alloc_startable(al) ||
+		    key.version < 0 || !*key.id)
+			continue;
+		k = xasprintf("%s\x1f%s\x1f%lld", key.ns, key.id, (long long)key.version);
+		job = json_object_get(seen, k);
+		if (!job) {
+			int r = store_get(srv->store, STORE_JOB_VERSION, &key, &job, NULL);
+			if (r < 0 && r != -ENOENT) {
+				free(k);
+				rc = r;
+				break;
+			}
+			/* null: looked for and absent, not looked for again */
+			json_object_set_new(seen, k, r == 0 ? job : json_null());
+		}
+		if (job && json_is_object(job))
+			json_object_set(al, "job", job);
+		free(k);
+	}
+	json_decref(seen);
+	return rc;
+}
+
+/* GET /v1/node/:id/allocations[?since=N][&include=job]: with since, only
+ * the allocations the server changed after index N (placed, stopped,
+ * lost, moved, updated: their alloc_modify_index, which the agent's own
+ * status reports do not move), so that an agent long-polling with
+ * ?index=N&since=N receives what it must act on, not its whole history
+ * nor its own reports back.  X-Herd-Index is the index published before
+ * the list is read, and every change up to it is in the list: a next
+ * ?since=<that index> misses nothing.  With include=job, each allocation
+ * the agent has not seen and may start carries its job version in "job"
+ * (attach_jobs), which saves the agent a request per allocation. */
 static int get_node_allocs(struct http_request *req, struct http_response *resp, void *ctx)
 {
 	struct server *srv = ctx;
 	const char *id = http_param(req, "id"), *since_arg = http_query(req, "since");
+	const char *include = http_query(req, "include");
 	struct store_filter f = { NULL, NULL, id };
 	json_t *list = NULL;
 	int64_t since = 0;
@@ -156,6 +210,9 @@ static int get_node_allocs(struct http_request *req, struct http_response *resp,
 	if (since_arg && parse_int64(since_arg, 0, INT64_MAX, &since, NULL) < 0)
 		return http_error(resp, 400, "invalid_argument",
 				  "since must be an index (an integer >= 0)");
+	if (include && *include && strcmp(include, "job"))
+		return http_error(resp, 400, "invalid_argument",
+				  "include must be \"job\" (got \"%.64s\")", include);
 	{
 		/* that the node exists: its index, not its record, which an
 		 * agent's long poll would decode on every answer */
@@ -169,9 +226,13 @@ static int get_node_allocs(struct http_request *req, struct http_response *resp,
 		if (rc < 0)
 			return rc;
 	}
-	rc = store_list_changed(srv->store, STORE_ALLOC, &f, (uint64_t)since, &list, NULL);
-	if (rc < 0)
+	rc = store_list_allocs_server_changed(srv->store, &f, (uint64_t)since, &list, NULL);
+	if (rc == 0 && include && !strcmp(include, "job"))
+		rc = attach_jobs(srv, list, since);
+	if (rc < 0) {
+		json_decref(list);
 		return rc;
+	}
 	http_reply(resp, 200, list);
 	return 0;
 }

@@ -55,6 +55,12 @@ void store_batch_put(struct store_batch *b, enum store_kind kind, json_t *obj)
 	w->obj = json_incref(obj);
 }
 
+void store_batch_put_report(struct store_batch *b, enum store_kind kind, json_t *obj)
+{
+	store_batch_put(b, kind, obj);
+	b->w[b->nw - 1].report = true;
+}
+
 void store_batch_delete(struct store_batch *b, enum store_kind kind, const struct store_key *key)
 {
 	struct store_write *w = new_write(b);

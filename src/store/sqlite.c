@@ -82,8 +82,9 @@ struct sqlite_conn {
 	/* transaction control, prepared once: sqlite3_exec would parse the
 	 * text again for every commit and view */
 	sqlite3_stmt *begin_immediate, *begin_deferred, *commit, *rollback;
-	/* lists by kind and filter shape (ns, job, node, after: bits 0-3) */
-	sqlite3_stmt *list_stmts[STORE_KIND_COUNT][16];
+	/* lists by kind and filter shape (ns, job, node, after, after on
+	 * alloc_modify_index: bits 0-4) */
+	sqlite3_stmt *list_stmts[STORE_KIND_COUNT][32];
 	struct sqlite_conn *next; /* readers: the free list */
 };
 
@@ -152,6 +153,18 @@ static _Thread_local struct sqlite_store *thread_store;
 	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL," \
 	" PRIMARY KEY (namespace, id, version));\n"
 
+/* Added by schema version 4: each allocation's alloc_modify_index, the
+ * index of its last change that was not its agent's report (a plan, a
+ * stop, lost, ...), which the node allocations long poll filters on so
+ * that an agent is not sent back its own status reports.  Existing rows
+ * start at their modify_index: an agent that asked since an older index
+ * misses nothing. */
+#define SCHEMA_V4_SQL \
+	"ALTER TABLE allocations ADD COLUMN alloc_modify_index INTEGER NOT NULL DEFAULT 0;\n" \
+	"UPDATE allocations SET alloc_modify_index = modify_index;\n" \
+	"CREATE INDEX allocations_by_node_server_change" \
+	" ON allocations (node_id, alloc_modify_index);\n"
+
 static const char schema_sql[] =
 	"CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);\n"
 	"CREATE TABLE group_index (name TEXT PRIMARY KEY, idx INTEGER NOT NULL);\n"
@@ -175,7 +188,7 @@ static const char schema_sql[] =
 	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL);\n"
 	"CREATE INDEX allocations_by_job ON allocations (namespace, job_id);\n"
 	"CREATE INDEX allocations_by_node ON allocations (node_id);\n"
-	SCHEMA_V2_SQL SCHEMA_V3_SQL;
+	SCHEMA_V2_SQL SCHEMA_V3_SQL SCHEMA_V4_SQL;
 
 static struct sqlite_store *ss_of(struct store *s)
 {
@@ -269,25 +282,29 @@ static int kind_stmt(struct sqlite_conn *ss, const struct store_kind_desc *kd,
 		add_key_where(&sql, kd);
 		break;
 	case SQL_EXISTING:
-		/* what a put or delete must know of the row it replaces */
-		strbuf_addf(&sql, "SELECT create_index, %s, %s, %s FROM %s",
+		/* what a put or delete must know of the row it replaces
+		 * (tables with node_id, allocations, keep alloc_modify_index) */
+		strbuf_addf(&sql, "SELECT create_index, %s, %s, %s, %s FROM %s",
 			    kd->cols & STORE_COL_NS ? "namespace" : "NULL",
 			    kd->cols & STORE_COL_JOB ? "job_id" : "NULL",
-			    kd->cols & STORE_COL_NODE ? "node_id" : "NULL", kd->table);
+			    kd->cols & STORE_COL_NODE ? "node_id" : "NULL",
+			    kd->cols & STORE_COL_NODE ? "alloc_modify_index" : "NULL", kd->table);
 		add_key_where(&sql, kd);
 		break;
 	case SQL_UPSERT:
-		strbuf_addf(&sql, "INSERT OR REPLACE INTO %s (id, %s%s%s%s"
-			    "create_index, modify_index, body) VALUES (:id, %s%s%s%s"
+		strbuf_addf(&sql, "INSERT OR REPLACE INTO %s (id, %s%s%s%s%s"
+			    "create_index, modify_index, body) VALUES (:id, %s%s%s%s%s"
 			    ":ci, :mi, :body)", kd->table,
 			    kd->cols & STORE_COL_NS ? "namespace, " : "",
 			    kd->cols & STORE_COL_VERSION ? "version, " : "",
 			    kd->cols & STORE_COL_JOB ? "job_id, " : "",
 			    kd->cols & STORE_COL_NODE ? "node_id, " : "",
+			    kd->cols & STORE_COL_NODE ? "alloc_modify_index, " : "",
 			    kd->cols & STORE_COL_NS ? ":ns, " : "",
 			    kd->cols & STORE_COL_VERSION ? ":version, " : "",
 			    kd->cols & STORE_COL_JOB ? ":job_id, " : "",
-			    kd->cols & STORE_COL_NODE ? ":node_id, " : "");
+			    kd->cols & STORE_COL_NODE ? ":node_id, " : "",
+			    kd->cols & STORE_COL_NODE ? ":ami, " : "");
 		break;
 	case SQL_DELETE:
 		strbuf_addf(&sql, "DELETE FROM %s", kd->table);
@@ -317,7 +334,7 @@ static void conn_close(struct sqlite_conn *c)
 	for (int k = 0; k < STORE_KIND_COUNT; k++) {
 		for (int i = 0; i < SQL_SLOTS_PER_KIND; i++)
 			sqlite3_finalize(c->kind_stmts[k][i]);
-		for (int i = 0; i < 16; i++)
+		for (int i = 0; i < 32; i++)
 			sqlite3_finalize(c->list_stmts[k][i]);
 	}
 	sqlite3_finalize(c->bump_index);
@@ -528,16 +545,17 @@ out:
 }
 
 static int sqlite_list(struct store *s, const struct store_kind_desc *kd,
-		       const struct store_filter *f, uint64_t after, store_row_fn *fn, void *arg,
-		       struct herd_err *err)
+		       const struct store_filter *f, uint64_t after, bool server_changes,
+		       store_row_fn *fn, void *arg, struct herd_err *err)
 {
 	struct sqlite_store *sto = ss_of(s);
 	struct sqlite_conn *ss;
 	struct strbuf sql = STRBUF_INIT;
 	const char *sep = " WHERE ";
 	sqlite3_stmt *st;
+	bool by_ami = server_changes && (kd->cols & STORE_COL_NODE);
 	unsigned shape = (f->ns ? 1u : 0) | (f->job_id ? 2u : 0) | (f->node_id ? 4u : 0) |
-			 (after ? 8u : 0);
+			 (after ? 8u : 0) | (after && by_ami ? 16u : 0);
 	sqlite3_stmt **slot;
 	int rc;
 
@@ -561,7 +579,7 @@ static int sqlite_list(struct store *s, const struct store_kind_desc *kd,
 		sep = " AND ";
 	}
 	if (after)
-		strbuf_addf(&sql, "%smodify_index>:after", sep);
+		strbuf_addf(&sql, "%s%smodify_index>:after", sep, by_ami ? "alloc_" : "");
 	strbuf_addf(&sql, " ORDER BY %s%sid", kd->key_cols & STORE_COL_NS ? "namespace, " : "",
 		    "");
 	if (kd->key_cols & STORE_COL_VERSION)
@@ -637,7 +655,7 @@ static int apply_row(struct sqlite_conn *ss, const struct store_row *row, uint64
 	const struct store_kind_desc *kd = row->kd;
 	struct strbuf g = STRBUF_INIT;
 	char *old_ns = NULL, *old_job = NULL, *old_node = NULL;
-	uint64_t ci = idx;
+	uint64_t ci = idx, ami = idx;
 	int found = 0, rc;
 	sqlite3_stmt *st;
 
@@ -652,6 +670,9 @@ static int apply_row(struct sqlite_conn *ss, const struct store_row *row, uint64
 			old_ns = xstrdup((const char *)sqlite3_column_text(st, 1));
 			old_job = xstrdup((const char *)sqlite3_column_text(st, 2));
 			old_node = xstrdup((const char *)sqlite3_column_text(st, 3));
+			/* a report leaves the last server change where it was */
+			if (row->report)
+				ami = (uint64_t)sqlite3_column_int64(st, 4);
 		}
 	} else if (rc != SQLITE_DONE) {
 		sqlite3_reset(st);
@@ -676,6 +697,7 @@ static int apply_row(struct sqlite_conn *ss, const struct store_row *row, uint64
 		bind_text(st, ":node_id", row->node_id);
 		bind_int(st, ":ci", (int64_t)ci);
 		bind_int(st, ":mi", (int64_t)idx);
+		bind_int(st, ":ami", (int64_t)ami);
 		bind_text(st, ":body", row->body);
 	}
 	rc = sqlite3_step(st);
@@ -1034,8 +1056,11 @@ static int check_schema(struct sqlite_conn *ss, const char *path, struct herd_er
 	if (rc == 0 && version == 1 &&
 	    (rc = exec(ss, SCHEMA_V2_SQL "UPDATE meta SET value=2 WHERE key='schema_version';", err)) == 0)
 		version = 2;
-	if (rc == 0 && version == 2)
-		rc = exec(ss, SCHEMA_V3_SQL "UPDATE meta SET value=3 WHERE key='schema_version';", err);
+	if (rc == 0 && version == 2 &&
+	    (rc = exec(ss, SCHEMA_V3_SQL "UPDATE meta SET value=3 WHERE key='schema_version';", err)) == 0)
+		version = 3;
+	if (rc == 0 && version == 3)
+		rc = exec(ss, SCHEMA_V4_SQL "UPDATE meta SET value=4 WHERE key='schema_version';", err);
 out:
 	/* An agent asks for what changed on its node since index N: without
 	 * this index that reads every allocation the node ever had.  Added to

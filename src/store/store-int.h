@@ -39,6 +39,7 @@ struct store_row {
 	const char *job_id;  /* put of a kind with STORE_COL_JOB */
 	const char *node_id; /* put of a kind with STORE_COL_NODE */
 	char *body;          /* put: canonical JSON, owned by store.c */
+	bool report;         /* put: keeps an allocation's alloc_modify_index */
 };
 
 /* Called for each row a list finds, in key order.  Non-zero stops the
@@ -58,15 +59,18 @@ struct store_ops {
 	/* A row's modify_index without its body; -ENOENT when absent. */
 	int (*get_index)(struct store *s, const struct store_kind_desc *kd,
 			 const struct store_key *key, uint64_t *modify_index, struct herd_err *err);
-	/* Rows that pass filter and have modify_index > after. */
+	/* Rows that pass filter and have modify_index > after (with
+	 * server_changes, allocations only: alloc_modify_index > after). */
 	int (*list)(struct store *s, const struct store_kind_desc *kd,
-		    const struct store_filter *filter, uint64_t after, store_row_fn *fn,
-		    void *arg, struct herd_err *err);
+		    const struct store_filter *filter, uint64_t after, bool server_changes,
+		    store_row_fn *fn, void *arg, struct herd_err *err);
 	/* The index of a group (see store_group_*); 0 when never bumped. */
 	int (*group_index)(struct store *s, const char *group, uint64_t *out,
 			   struct herd_err *err);
 	/* One transaction: bump the index, check conds and then check(), apply
-	 * rows (bumping the groups each row touches), commit. */
+	 * rows (bumping the groups each row touches; an allocation's
+	 * alloc_modify_index to the index unless the row is a report of an
+	 * existing one), commit. */
 	int (*commit)(struct store *s, const struct store_row *rows, size_t nrows,
 		      const struct store_cond *conds, size_t nconds, store_check_fn *check,
 		      void *check_arg, uint64_t *out_index, struct herd_err *err);

@@ -297,8 +297,8 @@ int store_list(struct store *s, enum store_kind kind, const struct store_filter 
 	return store_list_changed(s, kind, filter, 0, out, err);
 }
 
-int store_list_changed(struct store *s, enum store_kind kind, const struct store_filter *filter,
-		       uint64_t after, json_t **out, struct herd_err *err)
+static int list_changed(struct store *s, enum store_kind kind, const struct store_filter *filter,
+			uint64_t after, bool server_changes, json_t **out, struct herd_err *err)
 {
 	const struct store_kind_desc *kd = kind_desc(kind, err);
 	struct store_filter none = { NULL, NULL, NULL };
@@ -321,13 +321,25 @@ int store_list_changed(struct store *s, enum store_kind kind, const struct store
 		return herd_errf(err, -EINVAL, "store: %s records cannot be listed by node",
 				 kd->name);
 	arr = json_array();
-	rc = s->ops->list(s, kd, filter, after, list_add, arr, err);
+	rc = s->ops->list(s, kd, filter, after, server_changes, list_add, arr, err);
 	if (rc) {
 		json_decref(arr);
 		return rc;
 	}
 	*out = arr;
 	return 0;
+}
+
+int store_list_changed(struct store *s, enum store_kind kind, const struct store_filter *filter,
+		       uint64_t after, json_t **out, struct herd_err *err)
+{
+	return list_changed(s, kind, filter, after, false, out, err);
+}
+
+int store_list_allocs_server_changed(struct store *s, const struct store_filter *filter,
+				     uint64_t after, json_t **out, struct herd_err *err)
+{
+	return list_changed(s, STORE_ALLOC, filter, after, true, out, err);
 }
 
 static int group_index(struct store *s, struct strbuf *group, uint64_t *out, struct herd_err *err)
@@ -403,6 +415,7 @@ int store_commit(struct store *s, const struct store_batch *b, uint64_t *out_ind
 					   : prepare_delete(kd, w, &rows[i], err);
 		if (rc)
 			goto out;
+		rows[i].report = w->op == STORE_OP_PUT && w->report;
 	}
 	rc = s->ops->commit(s, rows, b->nw, b->c, b->nc, b->check, b->check_arg, &idx, err);
 	if (rc)

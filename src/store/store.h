@@ -42,6 +42,7 @@
 #define HERD_STORE_STORE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,7 +52,8 @@
 #define STORE_MAX_KEY 256
 /* The schema version this code writes and reads.  A store written by a
  * newer herd (higher version) is refused with -EPROTONOSUPPORT. */
-#define STORE_SCHEMA_VERSION 3 /* 2: quotas, acl_policies, acl_tokens; 3: usage_ledger */
+#define STORE_SCHEMA_VERSION 4 /* 2: quotas, acl_policies, acl_tokens; 3: usage_ledger;
+				   * 4: allocations' alloc_modify_index */
 
 enum store_kind {
 	STORE_NAMESPACE,
@@ -141,6 +143,14 @@ int store_list(struct store *s, enum store_kind kind, const struct store_filter 
 int store_list_changed(struct store *s, enum store_kind kind, const struct store_filter *filter,
 		       uint64_t after, json_t **out, struct herd_err *err);
 
+/* Like store_list_changed for allocations, but `after` is compared with
+ * each allocation's alloc_modify_index, the index of its last change that
+ * was not a report (store_batch_put_report), rather than modify_index:
+ * what the server changed for an agent (placed, stopped, lost, moved,
+ * updated), without the agent's own status reports coming back to it. */
+int store_list_allocs_server_changed(struct store *s, const struct store_filter *filter,
+				     uint64_t after, json_t **out, struct herd_err *err);
+
 /* Index of the last change to any record of kind (0: none yet). */
 int store_kind_index(struct store *s, enum store_kind kind, uint64_t *out, struct herd_err *err);
 /* Index of the last change to the allocations placed on node_id (an
@@ -183,6 +193,7 @@ struct store_write {
 	json_t *obj;          /* put: a reference owned by the batch */
 	char *ns, *id;        /* delete: the key, owned by the batch */
 	int64_t version;
+	bool report;          /* put: a report, not a server change (store_batch_put_report) */
 };
 
 struct store_cond {
@@ -212,8 +223,16 @@ struct store_batch {
 void store_batch_init(struct store_batch *b);
 /* Frees what the batch owns and leaves it empty.  Accepts NULL. */
 void store_batch_release(struct store_batch *b);
-/* Queues a put; the batch takes a new reference to obj. */
+/* Queues a put; the batch takes a new reference to obj.  For an
+ * allocation this is a server change: its alloc_modify_index becomes the
+ * commit's index (see store_filter.server_changes). */
 void store_batch_put(struct store_batch *b, enum store_kind kind, json_t *obj);
+/* Queues a put that records what an allocation's agent reported (its
+ * client status): like store_batch_put (modify_index and every group index
+ * move as usual, so schedulers see freed capacity) except that an existing
+ * allocation keeps its alloc_modify_index, so the agent is not sent its own
+ * report back.  For other kinds the same as store_batch_put. */
+void store_batch_put_report(struct store_batch *b, enum store_kind kind, json_t *obj);
 /* Queues a delete; a record that is absent at commit fails the batch. */
 void store_batch_delete(struct store_batch *b, enum store_kind kind, const struct store_key *key);
 /* Requires that the record's modify_index equals index (0: that it does not

@@ -530,9 +530,30 @@ static void test_newer_schema_refused(void **state)
 	assert_non_null(strstr(err.msg, "schema version 99"));
 }
 
-/* A version 2 file (no usage ledger) is migrated in place to 3: its
- * records stay and usage records can be written. */
-static void test_v2_migrates_to_v3(void **state)
+/* Reads meta's schema_version straight from the file. */
+static int file_schema_version(const char *path)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int v;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'",
+					    -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+/* Turns the file back into a version 3 one (no alloc_modify_index). */
+#define SCHEMA_BACK_TO_V3 \
+	"DROP INDEX allocations_by_node_server_change;" \
+	"ALTER TABLE allocations DROP COLUMN alloc_modify_index;"
+
+/* A version 2 file (no usage ledger) is migrated in place to the current
+ * version: its records stay and usage records can be written. */
+static void test_v2_migrates(void **state)
 {
 	struct tmpstore *t = *state;
 	struct herd_err err = { 0 };
@@ -547,7 +568,7 @@ static void test_v2_migrates_to_v3(void **state)
 	store_close(t->s);
 	t->s = NULL;
 	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE usage_ledger;"
+	assert_int_equal(sqlite3_exec(db, SCHEMA_BACK_TO_V3 "DROP TABLE usage_ledger;"
 				      "UPDATE meta SET value = 2 WHERE key='schema_version'",
 				      NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
@@ -559,18 +580,122 @@ static void test_v2_migrates_to_v3(void **state)
 	assert_true(json_real_value(json_object_get(got, "gpu_seconds")) == 1.5);
 	json_decref(got);
 	store_close(s2);
-	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
-	{
-		sqlite3_stmt *st;
-		assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'",
-						    -1, &st, NULL), SQLITE_OK);
-		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-		assert_int_equal(sqlite3_column_int(st, 0), 3);
-		sqlite3_finalize(st);
-	}
-	sqlite3_close(db);
+	assert_int_equal(file_schema_version(t->path), STORE_SCHEMA_VERSION);
 	json_decref(rec);
 	json_decref(u);
+}
+
+/* The ids in a list of allocations, comma-separated, in list order. */
+static const char *alloc_ids(json_t *arr, char *buf, size_t len)
+{
+	size_t i, used = 0;
+	json_t *v;
+	buf[0] = '\0';
+	json_array_foreach(arr, i, v)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? "," : "",
+					 json_string_value(json_object_get(v, "id")));
+	return buf;
+}
+
+static const char *server_changed(struct store *s, const char *node, uint64_t after, char *buf,
+				  size_t len)
+{
+	struct store_filter f = { NULL, NULL, node };
+	struct herd_err err = { 0 };
+	json_t *arr = NULL;
+	assert_int_equal(store_list_allocs_server_changed(s, &f, after, &arr, &err), 0);
+	alloc_ids(arr, buf, len);
+	json_decref(arr);
+	return buf;
+}
+
+/* A report (store_batch_put_report) moves modify_index and the group
+ * indexes but not alloc_modify_index; any other put moves both. */
+static void test_alloc_server_changes(void **state)
+{
+	struct tmpstore *t = *state;
+	struct herd_err err = { 0 };
+	struct store_batch b = STORE_BATCH_INIT;
+	struct store_filter f = { NULL, NULL, "n1" };
+	json_t *a1 = alloc("a1", "prod", "web", "n1"), *a2 = alloc("a2", "prod", "web", "n1");
+	json_t *arr = NULL;
+	uint64_t placed, reported, stopped, gi = 0;
+	char buf[128];
+
+	/* placed: a server change */
+	store_batch_put(&b, STORE_ALLOC, a1);
+	store_batch_put(&b, STORE_ALLOC, a2);
+	assert_int_equal(store_commit(t->s, &b, &placed, &err), 0);
+	store_batch_release(&b);
+	assert_string_equal(server_changed(t->s, "n1", 0, buf, sizeof(buf)), "a1,a2");
+	assert_string_equal(server_changed(t->s, "n1", placed - 1, buf, sizeof(buf)), "a1,a2");
+	assert_string_equal(server_changed(t->s, "n1", placed, buf, sizeof(buf)), "");
+
+	/* a1 reported running by its agent: not a server change */
+	json_object_set_new(a1, "client_status", json_string("running"));
+	store_batch_put_report(&b, STORE_ALLOC, a1);
+	assert_int_equal(store_commit(t->s, &b, &reported, &err), 0);
+	store_batch_release(&b);
+	assert_true(reported > placed);
+	assert_string_equal(server_changed(t->s, "n1", placed, buf, sizeof(buf)), "");
+	/* ... but a change all the same: modify_index, the node's group */
+	assert_int_equal(store_list_changed(t->s, STORE_ALLOC, &f, placed, &arr, &err), 0);
+	assert_string_equal(alloc_ids(arr, buf, sizeof(buf)), "a1");
+	json_decref(arr);
+	assert_int_equal(store_node_allocs_index(t->s, "n1", &gi, &err), 0);
+	assert_int_equal(gi, reported);
+	/* and a lister from before the placement still gets it */
+	assert_string_equal(server_changed(t->s, "n1", placed - 1, buf, sizeof(buf)), "a1,a2");
+
+	/* stopped by the server: a server change again */
+	json_object_set_new(a1, "desired_status", json_string("stop"));
+	store_batch_put(&b, STORE_ALLOC, a1);
+	assert_int_equal(store_commit(t->s, &b, &stopped, &err), 0);
+	store_batch_release(&b);
+	assert_string_equal(server_changed(t->s, "n1", reported, buf, sizeof(buf)), "a1");
+	assert_string_equal(server_changed(t->s, "n1", stopped, buf, sizeof(buf)), "");
+
+	/* a report of an allocation the store did not have counts as new */
+	json_t *a3 = alloc("a3", "prod", "web", "n1");
+	store_batch_put_report(&b, STORE_ALLOC, a3);
+	assert_int_equal(store_commit(t->s, &b, NULL, &err), 0);
+	store_batch_release(&b);
+	assert_string_equal(server_changed(t->s, "n1", stopped, buf, sizeof(buf)), "a3");
+	/* other nodes are not listed */
+	assert_string_equal(server_changed(t->s, "n2", 0, buf, sizeof(buf)), "");
+	json_decref(a1);
+	json_decref(a2);
+	json_decref(a3);
+}
+
+/* A version 3 file's allocations get alloc_modify_index = modify_index:
+ * an agent that listed since an older index misses none of them. */
+static void test_v3_migrates_alloc_modify_index(void **state)
+{
+	struct tmpstore *t = *state;
+	struct herd_err err = { 0 };
+	struct store *s2 = NULL;
+	json_t *a1 = alloc("a1", "prod", "web", "n1");
+	uint64_t i1 = 0, i2 = 0;
+	sqlite3 *db;
+	char buf[64];
+
+	assert_int_equal(store_put(t->s, STORE_ALLOC, a1, &i1, &err), 0);
+	json_object_set_new(a1, "client_status", json_string("running"));
+	assert_int_equal(store_put(t->s, STORE_ALLOC, a1, &i2, &err), 0);
+	store_close(t->s);
+	t->s = NULL;
+	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, SCHEMA_BACK_TO_V3
+				      "UPDATE meta SET value = 3 WHERE key='schema_version'",
+				      NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(store_open_sqlite(t->path, &s2, &err), 0);
+	assert_string_equal(server_changed(s2, "n1", i1, buf, sizeof(buf)), "a1");
+	assert_string_equal(server_changed(s2, "n1", i2, buf, sizeof(buf)), "");
+	store_close(s2);
+	assert_int_equal(file_schema_version(t->path), STORE_SCHEMA_VERSION);
+	json_decref(a1);
 }
 
 static void test_foreign_sqlite_file_refused(void **state)
@@ -644,7 +769,9 @@ int main(void)
 		T(test_write_inside_check_refused),
 		T(test_reopen_keeps_data),
 		T(test_newer_schema_refused),
-		T(test_v2_migrates_to_v3),
+		T(test_v2_migrates),
+		T(test_alloc_server_changes),
+		T(test_v3_migrates_alloc_modify_index),
 		T(test_foreign_sqlite_file_refused),
 		T(test_fds_close_on_exec),
 	};
