@@ -70,6 +70,8 @@ enum stmt_slot {
 	SQL_UPSERT,
 	SQL_DELETE,
 	SQL_MODIFY_INDEX,
+	SQL_UPDATE,
+	SQL_UPDATE_SERVER,
 	SQL_SLOTS_PER_KIND
 };
 
@@ -312,6 +314,22 @@ static int kind_stmt(struct sqlite_conn *ss, const struct store_kind_desc *kd,
 		break;
 	case SQL_MODIFY_INDEX:
 		strbuf_addf(&sql, "SELECT modify_index FROM %s", kd->table);
+		add_key_where(&sql, kd);
+		break;
+	case SQL_UPDATE:
+		/* a record whose lookup columns stay: SQLite rewrites only the
+		 * indexes on the columns set here (allocations_by_node_change),
+		 * and the row keeps its rowid and its place, where INSERT OR
+		 * REPLACE would delete it from the table and every index and
+		 * insert it again at the table's end */
+		strbuf_addf(&sql, "UPDATE %s SET modify_index=:mi, body=:body", kd->table);
+		add_key_where(&sql, kd);
+		break;
+	case SQL_UPDATE_SERVER:
+		/* the same, for a change that is not an agent's report of an
+		 * allocation (tables with node_id) */
+		strbuf_addf(&sql, "UPDATE %s SET modify_index=:mi, alloc_modify_index=:ami,"
+			    " body=:body", kd->table);
 		add_key_where(&sql, kd);
 		break;
 	case SQL_SLOTS_PER_KIND:
@@ -617,7 +635,24 @@ out:
 
 /* --- writes ----------------------------------------------------------- */
 
-static int bump_group(struct sqlite_conn *ss, struct strbuf *group, uint64_t idx,
+/* The groups one change has bumped already: every row of the change sets
+ * them to the same index, so a second bump would rewrite a row to the value
+ * it holds (a plan of 64 allocations on one node bumped the node's and the
+ * allocations' groups 64 times each). */
+struct bumped {
+	unsigned kinds;       /* bit per enum store_kind */
+	char *nodes[8];       /* node groups, the first few (most changes: one) */
+	size_t nnodes;
+};
+
+static void bumped_release(struct bumped *b)
+{
+	for (size_t i = 0; i < b->nnodes; i++)
+		free(b->nodes[i]);
+	memset(b, 0, sizeof(*b));
+}
+
+static int bump_group(struct sqlite_conn *ss, const char *group, uint64_t idx,
 		      struct herd_err *err)
 {
 	int rc = cached(ss, &ss->bump_group,
@@ -626,37 +661,52 @@ static int bump_group(struct sqlite_conn *ss, struct strbuf *group, uint64_t idx
 			err);
 	if (rc)
 		return rc;
-	sqlite3_bind_text(ss->bump_group, 1, group->buf, -1, SQLITE_STATIC);
+	sqlite3_bind_text(ss->bump_group, 1, group, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(ss->bump_group, 2, (sqlite3_int64)idx);
 	rc = sqlite3_step(ss->bump_group);
 	sqlite3_reset(ss->bump_group);
 	return rc == SQLITE_DONE ? 0 : sql_err(ss, rc, "bump group index", err);
 }
 
-/* Bumps the groups an allocation belongs to (its node, its job). */
-static int bump_alloc_groups(struct sqlite_conn *ss, const char *ns, const char *job_id,
-			     const char *node_id, uint64_t idx, struct herd_err *err)
+/* Bumps the groups an allocation belongs to (its node, its job), the
+ * node's only once per change. */
+static int bump_alloc_groups(struct sqlite_conn *ss, struct bumped *done, const char *ns,
+			     const char *job_id, const char *node_id, uint64_t idx,
+			     struct herd_err *err)
 {
 	struct strbuf g = STRBUF_INIT;
-	int rc;
-	store_group_node_allocs(&g, node_id);
-	rc = bump_group(ss, &g, idx, err);
+	bool node_done = false;
+	int rc = 0;
+
+	for (size_t i = 0; i < done->nnodes && !node_done; i++)
+		node_done = strcmp(done->nodes[i], node_id) == 0;
+	if (!node_done) {
+		store_group_node_allocs(&g, node_id);
+		rc = bump_group(ss, g.buf, idx, err);
+		if (rc == 0 && done->nnodes < sizeof(done->nodes) / sizeof(done->nodes[0]))
+			done->nodes[done->nnodes++] = xstrdup(node_id);
+	}
 	if (rc == 0) {
 		store_group_job_allocs(&g, ns, job_id);
-		rc = bump_group(ss, &g, idx, err);
+		rc = bump_group(ss, g.buf, idx, err);
 	}
 	strbuf_release(&g);
 	return rc;
 }
 
+static bool same_text(const unsigned char *stored, const char *v)
+{
+	return stored && v && strcmp((const char *)stored, v) == 0;
+}
+
 static int apply_row(struct sqlite_conn *ss, const struct store_row *row, uint64_t idx,
-		     struct herd_err *err)
+		     struct bumped *done, struct herd_err *err)
 {
 	const struct store_kind_desc *kd = row->kd;
-	struct strbuf g = STRBUF_INIT;
 	char *old_ns = NULL, *old_job = NULL, *old_node = NULL;
 	uint64_t ci = idx, ami = idx;
-	int found = 0, rc;
+	bool found = false, in_place = false;
+	int rc;
 	sqlite3_stmt *st;
 
 	if ((rc = kind_stmt(ss, kd, SQL_EXISTING, &st, err)))
@@ -664,16 +714,27 @@ static int apply_row(struct sqlite_conn *ss, const struct store_row *row, uint64
 	bind_key(st, &row->key);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		found = 1;
+		found = true;
 		ci = (uint64_t)sqlite3_column_int64(st, 0);
-		if (kd->cols & STORE_COL_NODE) {
+		/* a put that keeps the lookup columns updates the row in
+		 * place; key columns are equal by the lookup itself */
+		in_place = row->op == STORE_OP_PUT &&
+			   (!(kd->cols & STORE_COL_NS) || (kd->key_cols & STORE_COL_NS) ||
+			    same_text(sqlite3_column_text(st, 1), row->key.ns)) &&
+			   (!(kd->cols & STORE_COL_JOB) ||
+			    same_text(sqlite3_column_text(st, 2), row->job_id)) &&
+			   (!(kd->cols & STORE_COL_NODE) ||
+			    same_text(sqlite3_column_text(st, 3), row->node_id));
+		/* an allocation that moves or goes away changes its old
+		 * node's and job's sets too */
+		if ((kd->cols & STORE_COL_NODE) && !in_place) {
 			old_ns = xstrdup((const char *)sqlite3_column_text(st, 1));
 			old_job = xstrdup((const char *)sqlite3_column_text(st, 2));
 			old_node = xstrdup((const char *)sqlite3_column_text(st, 3));
-			/* a report leaves the last server change where it was */
-			if (row->report)
-				ami = (uint64_t)sqlite3_column_int64(st, 4);
 		}
+		/* a report leaves the last server change where it was */
+		if ((kd->cols & STORE_COL_NODE) && row->report)
+			ami = (uint64_t)sqlite3_column_int64(st, 4);
 	} else if (rc != SQLITE_DONE) {
 		sqlite3_reset(st);
 		return sql_err(ss, rc, "read existing record", err);
@@ -689,6 +750,16 @@ static int apply_row(struct sqlite_conn *ss, const struct store_row *row, uint64
 		if ((rc = kind_stmt(ss, kd, SQL_DELETE, &st, err)))
 			goto out;
 		bind_key(st, &row->key);
+	} else if (in_place) {
+		/* a report does not set alloc_modify_index, so its index
+		 * (allocations_by_node_server_change) is not touched */
+		bool server = (kd->cols & STORE_COL_NODE) && !row->report;
+		if ((rc = kind_stmt(ss, kd, server ? SQL_UPDATE_SERVER : SQL_UPDATE, &st, err)))
+			goto out;
+		bind_key(st, &row->key);
+		bind_int(st, ":mi", (int64_t)idx);
+		bind_int(st, ":ami", (int64_t)ami);
+		bind_text(st, ":body", row->body);
 	} else {
 		if ((rc = kind_stmt(ss, kd, SQL_UPSERT, &st, err)))
 			goto out;
@@ -706,17 +777,22 @@ static int apply_row(struct sqlite_conn *ss, const struct store_row *row, uint64
 		rc = sql_err(ss, rc, row->op == STORE_OP_DELETE ? "delete" : "put", err);
 		goto out;
 	}
-	store_group_kind(&g, kd);
-	if ((rc = bump_group(ss, &g, idx, err)))
-		goto out;
-	/* An allocation that moved, or went away, changes its old node's and
-	 * job's set as well as its new ones. */
-	if (old_node && (rc = bump_alloc_groups(ss, old_ns, old_job, old_node, idx, err)))
+	rc = 0;
+	if (!(done->kinds & (1u << kd->kind))) {
+		struct strbuf g = STRBUF_INIT;
+		store_group_kind(&g, kd);
+		rc = bump_group(ss, g.buf, idx, err);
+		strbuf_release(&g);
+		if (rc)
+			goto out;
+		done->kinds |= 1u << kd->kind;
+	}
+	if (old_node &&
+	    (rc = bump_alloc_groups(ss, done, old_ns, old_job, old_node, idx, err)))
 		goto out;
 	if (row->op == STORE_OP_PUT && row->node_id)
-		rc = bump_alloc_groups(ss, row->key.ns, row->job_id, row->node_id, idx, err);
+		rc = bump_alloc_groups(ss, done, row->key.ns, row->job_id, row->node_id, idx, err);
 out:
-	strbuf_release(&g);
 	free(old_ns);
 	free(old_job);
 	free(old_node);
@@ -785,6 +861,7 @@ static int apply_change(struct sqlite_store *sto, struct commit_req *r)
 {
 	struct sqlite_conn *ss = &sto->w;
 	struct herd_err *err = r->err;
+	struct bumped done = { 0 };
 	uint64_t idx = 0;
 	int rc;
 
@@ -810,13 +887,15 @@ static int apply_change(struct sqlite_store *sto, struct commit_req *r)
 	if (r->check && (rc = r->check(&sto->base, r->check_arg, err)))
 		goto rollback;
 	for (size_t i = 0; i < r->nrows; i++)
-		if ((rc = apply_row(ss, &r->rows[i], idx, err)))
+		if ((rc = apply_row(ss, &r->rows[i], idx, &done, err)))
 			goto rollback;
 	if ((rc = step_cached(ss, &ss->release, "RELEASE change", err)))
 		goto rollback;
+	bumped_release(&done);
 	r->index = idx;
 	return 0;
 rollback:
+	bumped_release(&done);
 	/* the savepoint's own statements cannot fail short of a broken
 	 * connection; then COMMIT fails too and answers everyone */
 	(void)step_cached(ss, &ss->rollback_to, "ROLLBACK TO change", NULL);
