@@ -1093,7 +1093,15 @@ static int configure(struct sqlite_conn *ss, const char *path, struct herd_err *
 		return herd_errf(err, -EIO, "store: synchronous=FULL did not take (%lld)",
 				 (long long)sync);
 	/* The schema is ours: no SQL functions from it run with our rights. */
-	return exec(ss, "PRAGMA trusted_schema=OFF", err);
+	if ((rc = exec(ss, "PRAGMA trusted_schema=OFF", err)))
+		return rc;
+	/* Each change of a group runs in a SAVEPOINT, whose statement journal
+	 * (the pages as they were before the change, for ROLLBACK TO) SQLite
+	 * spills to a temporary file past 64 KiB: a plan of 64 allocations
+	 * wrote and read back a file per commit.  In memory it is a copy.  It
+	 * is not part of what makes a commit durable (the WAL is), so this
+	 * changes nothing that survives a crash. */
+	return exec(ss, "PRAGMA temp_store=MEMORY", err);
 }
 
 /* Creates the schema in a new file, or checks an existing one. */
