@@ -153,10 +153,15 @@ static bool alloc_startable(const json_t *alloc)
  * (created after since; every one when since is 0) and may start.  Each
  * distinct job version is read once per answer, whatever the number of
  * its allocations.  An allocation whose version cannot be read (purged)
- * goes without: the agent falls back to asking for it. */
-static int attach_jobs(struct server *srv, json_t *list, int64_t since)
+ * goes without: the agent falls back to asking for it.  The job goes only
+ * to a token that could read it through GET /v1/job/:id/version/:v (node
+ * write, an agent's, or read on the namespace): node read alone does not
+ * reveal job specs. */
+static int attach_jobs(struct server *srv, const struct http_request *req, json_t *list,
+		       int64_t since)
 {
 	json_t *seen = json_object(), *al;
+	bool node_write = acl_allows(req, "node", ACL_WRITE);
 	size_t i;
 	int rc = 0;
 
@@ -166,7 +171,8 @@ static int attach_jobs(struct server *srv, json_t *list, int64_t since)
 		json_t *job;
 		char *k;
 		if ((since && jint(al, "create_index", 0) <= since) || !alloc_startable(al) ||
-		    key.version < 0 || !*key.id)
+		    key.version < 0 || !*key.id ||
+		    (!node_write && !acl_allows_ns(req, key.ns, ACL_READ)))
 			continue;
 		k = xasprintf("%s\x1f%s\x1f%lld", key.ns, key.id, (long long)key.version);
 		job = json_object_get(seen, k);
@@ -228,7 +234,7 @@ static int get_node_allocs(struct http_request *req, struct http_response *resp,
 	}
 	rc = store_list_allocs_server_changed(srv->store, &f, (uint64_t)since, &list, NULL);
 	if (rc == 0 && include && !strcmp(include, "job"))
-		rc = attach_jobs(srv, list, since);
+		rc = attach_jobs(srv, req, list, since);
 	if (rc < 0) {
 		json_decref(list);
 		return rc;
