@@ -43,6 +43,10 @@ struct client {
 	bool registered;
 	int64_t heartbeat_ttl_ns;
 	bool server_down_logged;      /* one log line per outage */
+	/* runners, nr_runners, runner_pos: changed by the watch (new work)
+	 * and by client_collect_runners (finished work), under runners_lock;
+	 * taken before any runner's lock and before the status sync's. */
+	pthread_mutex_t runners_lock;
 	struct alloc_runner **runners;
 	size_t nr_runners, alloc_runners;
 	json_t *runner_pos;           /* {"<alloc id>": index into runners} (client.c) */
@@ -64,6 +68,14 @@ struct client {
 	struct status_sync *sync;     /* status reports to the server (status_sync.h) */
 	struct alloc_gc *gc;          /* terminal allocations' dirs (alloc_gc.h); may be NULL */
 };
+
+/* Frees the runners whose work is over and whose last status the server
+ * took, and hands their dirs to the GC.  Called by the watch after each
+ * answer and by the status sync after the server took some states (a
+ * finished allocation is collected then, not at the next change the watch
+ * hears of, which may be a long poll away).  Does nothing once the client
+ * is shutting down.  Call with no status-sync lock held. */
+void client_collect_runners(struct client *c);
 
 /* client_shared.c: what allocation runners share.
  *

@@ -134,11 +134,12 @@ static void reconcile(struct client *c, json_t *allocs)
 
 /* Frees the runners whose work is over and whose last status report the
  * server took (done, nothing left to report: not dirty, and settled in the
- * status sync), so a long-lived client does not grow.  The server then
+ * status sync), so a long-lived client does not grow.  Called with
+ * runners_lock held.  The server then
  * lists the allocation as complete or failed, which reconcile() never
  * starts again.  (ar->lock is taken before the sync's lock, as report()
  * does.) */
-static void collect_runners(struct client *c)
+static void collect_runners_locked(struct client *c)
 {
 	const char **gone = NULL;
 	size_t n = 0, alloc = 0;
@@ -165,6 +166,20 @@ static void collect_runners(struct client *c)
 	for (size_t i = 0; i < n; i++)
 		free((char *)gone[i]);
 	free(gone);
+}
+
+void client_collect_runners(struct client *c)
+{
+	bool stopping;
+
+	pthread_mutex_lock(&c->lock);
+	stopping = c->shutting_down;
+	pthread_mutex_unlock(&c->lock);
+	if (stopping)
+		return;   /* client_stop frees every runner itself */
+	pthread_mutex_lock(&c->runners_lock);
+	collect_runners_locked(c);
+	pthread_mutex_unlock(&c->runners_lock);
 }
 
 static int watch_should_abort(void *arg)
@@ -240,8 +255,10 @@ static void *watch_main(void *arg)
 		else
 			index = r.index;
 		if (json_is_array(r.body)) {
+			pthread_mutex_lock(&c->runners_lock);
 			reconcile(c, r.body);
-			collect_runners(c);
+			collect_runners_locked(c);
+			pthread_mutex_unlock(&c->runners_lock);
 		}
 		httpc_response_release(&r);
 	}
@@ -332,6 +349,7 @@ int client_start(const struct agent_config *cfg, const char *local_server,
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->gpu_lock, NULL);
 	pthread_mutex_init(&c->shared_lock, NULL);
+	pthread_mutex_init(&c->runners_lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	c->heartbeat_ttl_ns = 10LL * 1000000000LL;
 	c->driver_env.shim_argv = shim_argv;
@@ -408,11 +426,15 @@ void client_stop(struct client *c, bool stop_tasks)
 	}
 	if (c->docker_sweep_started)
 		pthread_join(c->docker_sweep_thread, NULL);
+	/* The status sync may be collecting: it saw shutting_down unset
+	 * just before; wait for it to finish. */
+	pthread_mutex_lock(&c->runners_lock);
 	for (size_t i = 0; i < c->nr_runners; i++) {
 		if (stop_tasks)
 			alloc_runner_stop(c->runners[i]);
 		alloc_runner_free(c->runners[i], !stop_tasks);
 	}
+	pthread_mutex_unlock(&c->runners_lock);
 	/* After the runners: none claims a dir any more. */
 	alloc_gc_stop(c->gc);
 	/* After the runners: their last reports are queued by now. */
@@ -428,6 +450,7 @@ void client_stop(struct client *c, bool stop_tasks)
 	pthread_mutex_destroy(&c->shared_lock);
 	free(c->server_addr);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->runners_lock);
 	pthread_mutex_destroy(&c->gpu_lock);
 	pthread_cond_destroy(&c->cond);
 	free(c);

@@ -34,12 +34,12 @@ static int sweep(struct client *c, struct herd_err *err)
 	docker_ops.fingerprint(&env, &fp);
 	if (!fp.detected)
 		return 0;   /* no engine: nothing of ours can run there */
-	pthread_mutex_lock(&c->lock);
+	pthread_mutex_lock(&c->runners_lock);
 	n = c->nr_runners;
 	ids = xcalloc(n + 1, sizeof(*ids));
 	for (size_t i = 0; i < n; i++)
 		ids[i] = xstrdup(c->runners[i]->id);
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->runners_lock);
 	rc = docker_gc(&dc, (const char *const *)ids, n, err);
 	for (size_t i = 0; i < n; i++)
 		free(ids[i]);

@@ -245,6 +245,12 @@ static void *sync_main(void *arg)
 		finish_batch(s, v, n);
 		if (rc == SYNC_OK) {
 			backoff = BACKOFF_MIN_NS;
+			/* What the server took may be the last status of
+			 * finished runners: free them now (lock order: the
+			 * client's runners before this sync's lock). */
+			pthread_mutex_unlock(&s->lock);
+			client_collect_runners(s->c);
+			pthread_mutex_lock(&s->lock);
 			continue;
 		}
 		if (last_try)
