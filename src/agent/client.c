@@ -172,13 +172,15 @@ void client_collect_runners(struct client *c)
 {
 	bool stopping;
 
+	/* shutting_down is read under runners_lock: read before it, a
+	 * client_stop between the read and the lock would free every
+	 * runner under us */
+	pthread_mutex_lock(&c->runners_lock);
 	pthread_mutex_lock(&c->lock);
 	stopping = c->shutting_down;
 	pthread_mutex_unlock(&c->lock);
-	if (stopping)
-		return;   /* client_stop frees every runner itself */
-	pthread_mutex_lock(&c->runners_lock);
-	collect_runners_locked(c);
+	if (!stopping)   /* else client_stop frees every runner itself */
+		collect_runners_locked(c);
 	pthread_mutex_unlock(&c->runners_lock);
 }
 
@@ -434,6 +436,7 @@ void client_stop(struct client *c, bool stop_tasks)
 			alloc_runner_stop(c->runners[i]);
 		alloc_runner_free(c->runners[i], !stop_tasks);
 	}
+	c->nr_runners = 0;   /* freed: a late collector finds none */
 	pthread_mutex_unlock(&c->runners_lock);
 	/* After the runners: none claims a dir any more. */
 	alloc_gc_stop(c->gc);
