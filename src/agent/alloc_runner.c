@@ -163,8 +163,20 @@ static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
 
 static void *task_thread(void *arg)
 {
+	struct alloc_runner *ar = ((struct task_runner *)arg)->ar;
+	bool last;
+
 	task_runner_run(arg);
-	alloc_runner_mark_dirty(((struct task_runner *)arg)->ar);
+	alloc_runner_mark_dirty(ar);
+	/* The runner sees the task dead from inside task_runner_run, so it
+	 * may have made its last report before this thread got here: then
+	 * nobody else reports this change, and a runner left dirty is never
+	 * collected (its dir never GC'd, its row kept). */
+	pthread_mutex_lock(&ar->lock);
+	last = ar->done && !ar->detach;
+	pthread_mutex_unlock(&ar->lock);
+	if (last)
+		report(ar);
 	return NULL;
 }
 
