@@ -161,6 +161,7 @@ static void migrate_files(struct state_store *s, const char *state_dir)
 	DIR *d = opendir(dir);
 	json_t *paths = json_array(), *p;
 	struct dirent *e;
+	bool failed = false;
 	size_t i;
 
 	if (!d)
@@ -187,15 +188,18 @@ static void migrate_files(struct state_store *s, const char *state_dir)
 				? json_dumps(json_object_get(o, "tasks"), JSON_COMPACT)
 				: xstrdup("{}");
 		const char *id = json_string_value(json_object_get(json_object_get(o, "alloc"), "id"));
-		if (id)
-			put_row(s, id, alloc, job, json_is_true(json_object_get(o, "done")), tasks);
+		/* a row not written keeps every file: tried again at the
+		 * next start, rather than losing that allocation's tasks */
+		if (id && put_row(s, id, alloc, job, json_is_true(json_object_get(o, "done")),
+				  tasks) < 0)
+			failed = true;
 		free(alloc);
 		free(job);
 		free(tasks);
 		json_decref(o);
 	}
 	closedir(d);
-	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) {
+	if (!failed && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) {
 		json_array_foreach(paths, i, p)
 			unlink(json_string_value(p));
 		rmdir(dir);
