@@ -1,0 +1,140 @@
+/* Fuzz target: the agents' and the bench's read routes of a running server
+ * (with its store), by their query arguments: GET /v1/node/:id/allocations
+ * (since, include, index), GET /v1/jobs (since, namespace) and
+ * GET /v1/job/:id/version/:version; and the batch status route
+ * PUT /v1/node/:id/allocations/status by its body.  One server, started
+ * once with a node, a batch job placed on it and its allocations, answers
+ * every input through its router (no sockets).
+ *
+ * Input: a first byte picks the route; the rest is the query string
+ * ("k=v&k=v", split without percent-decoding as in fuzz_http_request), the
+ * version path segment, or the body.  Every request gets an answer. */
+#define _XOPEN_SOURCE 700
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/http-int.h"
+#include "server/server-int.h"
+
+static struct server *srv;
+static char dir[] = "/tmp/fuzz_api_routes.XXXXXX";
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+/* The store goes with the process (the server holds it open till then). */
+static void remove_store(void)
+{
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void add_query(struct http_request_state *st, char *qs)
+{
+	char *save = NULL;
+	for (char *kv = strtok_r(qs, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(kv, '=');
+		if (eq)
+			*eq++ = '\0';
+		http_request_add_query(st, kv, eq ? eq : "");
+	}
+}
+
+/* Runs one request; returns its status. */
+static int call(const char *method, const char *path, char *query, const char *body, size_t len)
+{
+	struct http_limits limits = { 64 * 1024, 1000000000LL };
+	struct http_request_state st;
+	struct http_response resp = { 0 };
+	size_t tlen;
+	int status;
+
+	http_request_state_init(&st, method, path);
+	if (query)
+		add_query(&st, query);
+	if (body)
+		http_request_add_body(&st, body, len, limits.max_body);
+	if (http_request_prepare(&st, srv->router, &limits, &resp) == 0) {
+		/* a blocking query answers at once, as if the index had
+		 * moved past any ?index */
+		(void)http_request_should_wait(&st, 1000000);
+		http_request_run(&st, 1000000, &resp);
+	}
+	status = resp.status;
+	if (status < 100 || status > 599 || !resp.body)
+		abort(); /* every request gets an answer */
+	free(http_response_text(&resp, &tlen));
+	http_response_release(&resp);
+	http_request_state_release(&st);
+	return status;
+}
+
+static void setup(void)
+{
+	static const char node[] =
+		"{\"node\": {\"id\": \"n1\", \"name\": \"n1\", \"datacenter\": \"dc1\","
+		" \"resources\": {\"cpu_milli\": 64000, \"memory_mib\": 262144}}}";
+	static const char job[] =
+		"{\"job\": {\"id\": \"a\", \"type\": \"batch\", \"groups\": [{\"name\": \"g\","
+		" \"count\": 3, \"tasks\": [{\"name\": \"t\", \"driver\": \"raw_exec\","
+		" \"config\": {\"command\": \"/bin/true\"}, \"resources\": {\"cpu\": 100,"
+		" \"memory\": 64}}]}]}}";
+	struct server_config cfg = { 0 };
+	struct herd_err err = { 0 };
+
+	if (!mkdtemp(dir))
+		abort();
+	atexit(remove_store);
+	cfg.data_dir = dir;
+	cfg.job_gc_threshold_ns = cfg.eval_gc_threshold_ns = 1000000000000000LL;
+	if (server_start(&cfg, &srv, &err) < 0) {
+		fprintf(stderr, "server_start: %s\n", err.msg);
+		abort();
+	}
+	if (call("POST", "/v1/node/register", NULL, node, strlen(node)) != 200 ||
+	    call("POST", "/v1/jobs", NULL, job, strlen(job)) != 200)
+		abort();
+	if (server_wait_idle(srv, 20 * 1000000000LL) < 0)
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *rest, *path;
+
+	if (!srv)
+		setup();
+	if (size < 1)
+		return 0;
+	rest = strndup((const char *)data + 1, size - 1);
+	if (!rest)
+		abort();
+	switch (data[0] % 4) {
+	case 0:
+		call("GET", "/v1/node/n1/allocations", rest, NULL, 0);
+		break;
+	case 1:
+		call("GET", "/v1/jobs", rest, NULL, 0);
+		break;
+	case 2:
+		if (strchr(rest, '/') || strchr(rest, '?'))
+			break;
+		if (asprintf(&path, "/v1/job/a/version/%s", rest) < 0)
+			abort();
+		call("GET", path, NULL, NULL, 0);
+		free(path);
+		break;
+	default:
+		call("PUT", "/v1/node/n1/allocations/status", NULL, (const char *)data + 1,
+		     size - 1);
+		break;
+	}
+	free(rest);
+	return 0;
+}
