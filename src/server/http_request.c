@@ -344,16 +344,25 @@ void http_request_run(struct http_request_state *st, uint64_t current,
 	http_error(resp, 500, "internal", "internal error");
 }
 
+/* json_dump_callback's sink: appends to a strbuf. */
+static int dump_to_strbuf(const char *buf, size_t size, void *data)
+{
+	strbuf_add(data, buf, size);
+	return 0;
+}
+
 char *http_response_text(const struct http_response *resp, size_t *len)
 {
-	struct strbuf sb = STRBUF_INIT;
-	char *text = resp->body ? json_dumps(resp->body, JSON_COMPACT) : NULL;
+	/* Encoded straight into the answer's buffer: json_dumps would make
+	 * a string of its own for us to copy. */
+	struct strbuf sb;
 
-	if (!text) /* a body jansson cannot encode (NaN): a handler bug */
+	strbuf_init(&sb, 512);
+	if (!resp->body || json_dump_callback(resp->body, dump_to_strbuf, &sb, JSON_COMPACT)) {
+		/* a body jansson cannot encode (NaN): a handler bug */
+		strbuf_reset(&sb);
 		strbuf_adds(&sb, "{\"error\":{\"code\":\"internal\",\"message\":\"internal error\"}}");
-	else
-		strbuf_adds(&sb, text);
-	free(text);
+	}
 	strbuf_addch(&sb, '\n');
 	return strbuf_detach(&sb, len);
 }
