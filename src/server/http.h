@@ -114,7 +114,7 @@ void http_router_on_error(struct http_router *r, http_error_hook_fn *fn, void *a
 struct http_server_config {
 	const char *bind_addr;     /* numeric IPv4 or IPv6; NULL: 127.0.0.1 */
 	uint16_t port;             /* 0: an ephemeral port (see http_server_port) */
-	unsigned threads;          /* 0: 2 */
+	unsigned threads;          /* 0: 8 (see http_server.c) */
 	size_t max_body;           /* 0: HTTP_DEFAULT_MAX_BODY */
 	int64_t max_wait_ns;       /* 0: HTTP_DEFAULT_MAX_WAIT_NS; cap and default */
 	const struct http_router *router; /* borrowed; must outlive the server */
