@@ -503,6 +503,8 @@ static int sqlite_index(struct store *s, uint64_t *out, struct herd_err *err)
 	return rc;
 }
 
+/* One record by key: with body, its indexes and body (SQL_GET); without,
+ * only its modify_index (SQL_MODIFY_INDEX: no body read or copied). */
 static int sqlite_get(struct store *s, const struct store_kind_desc *kd,
 		      const struct store_key *key, char **body, uint64_t *ci, uint64_t *mi,
 		      struct herd_err *err)
@@ -514,19 +516,22 @@ static int sqlite_get(struct store *s, const struct store_kind_desc *kd,
 
 	if (!ss)
 		return err && err->code ? err->code : -EIO;
-	if ((rc = kind_stmt(ss, kd, SQL_GET, &st, err)))
+	if ((rc = kind_stmt(ss, kd, body ? SQL_GET : SQL_MODIFY_INDEX, &st, err)))
 		goto out;
 	bind_key(st, key);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
+	if (rc == SQLITE_ROW && body) {
 		*ci = (uint64_t)sqlite3_column_int64(st, 0);
 		*mi = (uint64_t)sqlite3_column_int64(st, 1);
 		*body = xstrdup((const char *)sqlite3_column_text(st, 2));
 		rc = 0;
+	} else if (rc == SQLITE_ROW) {
+		*mi = (uint64_t)sqlite3_column_int64(st, 0);
+		rc = 0;
 	} else if (rc == SQLITE_DONE) {
 		rc = herd_errf(err, -ENOENT, "store: no %s \"%s\"", kd->name, key->id);
 	} else {
-		rc = sql_err(ss, rc, "get", err);
+		rc = sql_err(ss, rc, body ? "get" : "get index", err);
 	}
 	sqlite3_reset(st);
 out:
@@ -537,29 +542,7 @@ out:
 static int sqlite_get_index(struct store *s, const struct store_kind_desc *kd,
 			    const struct store_key *key, uint64_t *mi, struct herd_err *err)
 {
-	struct sqlite_store *sto = ss_of(s);
-	struct sqlite_conn *ss = conn_get(sto, err);
-	sqlite3_stmt *st;
-	int rc;
-
-	if (!ss)
-		return err && err->code ? err->code : -EIO;
-	if ((rc = kind_stmt(ss, kd, SQL_MODIFY_INDEX, &st, err)))
-		goto out;
-	bind_key(st, key);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		*mi = (uint64_t)sqlite3_column_int64(st, 0);
-		rc = 0;
-	} else if (rc == SQLITE_DONE) {
-		rc = herd_errf(err, -ENOENT, "store: no %s \"%s\"", kd->name, key->id);
-	} else {
-		rc = sql_err(ss, rc, "get index", err);
-	}
-	sqlite3_reset(st);
-out:
-	conn_put(sto, ss);
-	return rc;
+	return sqlite_get(s, kd, key, NULL, NULL, mi, err);
 }
 
 static int sqlite_list(struct store *s, const struct store_kind_desc *kd,
