@@ -350,7 +350,7 @@ int cmd_agent(int argc, char **argv)
 	}
 	if (cfg.dev)
 		log_info("agent: dev mode: data in %s (removed on exit); try "
-			 "HERD_ADDR=http://%s herd job run examples/jobs/gpu-batch.hcl",
+			 "HERD_ADDR=http://%s herd job run examples/jobs/hello-gpu.hcl",
 			 cfg.data_dir, local ? local : "127.0.0.1:4646");
 
 	while (sigwait(&sigs, &sig) != 0)
