@@ -10,6 +10,7 @@
 
 #include "agent/client-int.h"
 #include "agent/log.h"
+#include "common/units.h"
 #include "common/xalloc.h"
 
 int64_t now_unix_ns(void)
@@ -21,16 +22,9 @@ int64_t now_unix_ns(void)
 
 bool client_sleep(struct client *c, int64_t ns)
 {
-	struct timespec until;
+	struct timespec until = deadline_after(CLOCK_REALTIME, ns);
 	bool stop;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ns / 1000000000LL;
-	until.tv_nsec += ns % 1000000000LL;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&c->lock);
 	while (!c->shutting_down)
 		if (pthread_cond_timedwait(&c->cond, &c->lock, &until) == ETIMEDOUT)

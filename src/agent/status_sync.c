@@ -7,6 +7,7 @@
 #include "agent/client-int.h"
 #include "agent/log.h"
 #include "agent/status_sync.h"
+#include "common/units.h"
 #include "common/xalloc.h"
 
 /* One request carries at most this many allocations, and at most this
@@ -204,15 +205,8 @@ static int send_batch(struct status_sync *s, struct httpc *h, struct sync_entry 
 /* Waits ns or until stop; called locked. */
 static void backoff_wait(struct status_sync *s, int64_t ns)
 {
-	struct timespec until;
+	struct timespec until = deadline_after(CLOCK_MONOTONIC, ns);
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ns / 1000000000LL;
-	until.tv_nsec += ns % 1000000000LL;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	while (!s->stopping && pthread_cond_timedwait(&s->cond, &s->lock, &until) != ETIMEDOUT)
 		;
 }

@@ -153,3 +153,19 @@ char *format_duration(int64_t ns, char *buf, size_t size)
 	}
 	return buf;
 }
+
+struct timespec deadline_after(clockid_t clock, int64_t ns)
+{
+	struct timespec t;
+
+	clock_gettime(clock, &t);
+	if (ns < 0)
+		ns = 0;
+	t.tv_sec += ns / NS_PER_SEC;
+	t.tv_nsec += ns % NS_PER_SEC;
+	if (t.tv_nsec >= NS_PER_SEC) {
+		t.tv_sec++;
+		t.tv_nsec -= NS_PER_SEC;
+	}
+	return t;
+}

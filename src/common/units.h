@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "common/err.h"
 
@@ -24,5 +25,9 @@ int parse_int64(const char *s, int64_t min, int64_t max, int64_t *out, struct he
 /* Writes a duration the way parse_duration reads it ("1h30m", "250ms", "0s")
  * into buf; returns buf. */
 char *format_duration(int64_t ns, char *buf, size_t size);
+
+/* The instant ns (>= 0) from now on clock: the absolute deadline that
+ * pthread_cond_timedwait takes (with a condition variable on that clock). */
+struct timespec deadline_after(clockid_t clock, int64_t ns);
 
 #endif

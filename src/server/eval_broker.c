@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/units.h"
 #include "common/xalloc.h"
 #include "server/server-int.h"
 
@@ -134,19 +135,12 @@ int broker_dequeue(struct eval_broker *b, struct broker_item *out)
 			pthread_mutex_unlock(&b->lock);
 			return 0;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
 		if (next) {
 			int64_t d = next - now_ns();
-			if (d < 1000000)
-				d = 1000000;
-			ts.tv_sec += d / 1000000000LL;
-			ts.tv_nsec += d % 1000000000LL;
+			ts = deadline_after(CLOCK_MONOTONIC, d < 1000000 ? 1000000 : d);
 		} else {
-			ts.tv_sec += 1; /* a periodic look at nothing costs little */
-		}
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
+			/* a periodic look at nothing costs little */
+			ts = deadline_after(CLOCK_MONOTONIC, NS_PER_SEC);
 		}
 		pthread_cond_timedwait(&b->cond, &b->lock, &ts);
 	}

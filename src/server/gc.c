@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/units.h"
 #include "common/xalloc.h"
 #include "server/acl.h"
 #include "server/server-int.h"
@@ -227,16 +228,9 @@ static void *gc_main(void *arg)
 	struct gc *g = srv->gc;
 	pthread_mutex_lock(&g->lock);
 	while (!g->stop) {
-		struct timespec ts;
+		struct timespec ts = deadline_after(CLOCK_MONOTONIC, g->interval);
 		struct herd_err err = { 0 };
 		struct gc_counts c = { 0 };
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += g->interval / 1000000000LL;
-		ts.tv_nsec += g->interval % 1000000000LL;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
 		pthread_cond_timedwait(&g->cond, &g->lock, &ts);
 		if (g->stop)
 			break;

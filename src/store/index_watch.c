@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <time.h>
 
+#include "common/units.h"
+
 void index_watch_init(struct index_watch *w, uint64_t index)
 {
 	pthread_condattr_t attr;
@@ -58,18 +60,11 @@ void index_watch_publish(struct index_watch *w, uint64_t index)
 
 int index_watch_wait(struct index_watch *w, uint64_t after, int64_t timeout_ns, uint64_t *out)
 {
-	struct timespec deadline;
 	int rc = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	if (timeout_ns < 0)
 		timeout_ns = 0;
-	deadline.tv_sec += timeout_ns / 1000000000LL;
-	deadline.tv_nsec += timeout_ns % 1000000000LL;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
+	struct timespec deadline = deadline_after(CLOCK_MONOTONIC, timeout_ns);
 	pthread_mutex_lock(&w->lock);
 	while (w->index <= after) {
 		int e = timeout_ns ? pthread_cond_timedwait(&w->changed, &w->lock, &deadline)

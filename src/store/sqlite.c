@@ -1007,15 +1007,22 @@ out:
 
 /* --- open and close --------------------------------------------------- */
 
-static void sqlite_close(struct store *s)
+/* Closes the idle reader connections (every one is idle when the store
+ * closes or fails to open). */
+static void close_readers(struct sqlite_store *ss)
 {
-	struct sqlite_store *ss = ss_of(s);
 	while (ss->r_idle) {
 		struct sqlite_conn *c = ss->r_idle;
 		ss->r_idle = c->next;
 		conn_close(c);
 		free(c);
 	}
+}
+
+static void sqlite_close(struct store *s)
+{
+	struct sqlite_store *ss = ss_of(s);
+	close_readers(ss);
 	conn_close(&ss->w);
 	pthread_mutex_destroy(&ss->lock);
 	pthread_mutex_destroy(&ss->r_lock);
@@ -1180,12 +1187,7 @@ int store_open_sqlite(const char *path, struct store **out, struct herd_err *err
 	*out = &ss->base;
 	return 0;
 fail:
-	while (ss->r_idle) {
-		struct sqlite_conn *c = ss->r_idle;
-		ss->r_idle = c->next;
-		conn_close(c);
-		free(c);
-	}
+	close_readers(ss);
 	conn_close(&ss->w);
 	free(ss->path);
 	pthread_mutex_destroy(&ss->lock);

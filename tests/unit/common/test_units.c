@@ -84,6 +84,32 @@ static void test_format_duration(void **state)
 	assert_int_equal(ns, 3723004005006LL);
 }
 
+static int64_t ts_ns(struct timespec t)
+{
+	return (int64_t)t.tv_sec * NS_PER_SEC + t.tv_nsec;
+}
+
+static void test_deadline_after(void **state)
+{
+	(void)state;
+	/* the nanoseconds always normalised, the distance from now kept */
+	const int64_t cases[] = { 0, 1, 999999999, NS_PER_SEC, 1500000000LL, 3 * NS_PER_SEC - 1 };
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct timespec before, d, after;
+		clock_gettime(CLOCK_MONOTONIC, &before);
+		d = deadline_after(CLOCK_MONOTONIC, cases[i]);
+		clock_gettime(CLOCK_MONOTONIC, &after);
+		assert_true(d.tv_nsec >= 0 && d.tv_nsec < NS_PER_SEC);
+		assert_true(ts_ns(d) >= ts_ns(before) + cases[i]);
+		assert_true(ts_ns(d) <= ts_ns(after) + cases[i]);
+	}
+	/* a negative distance is now */
+	struct timespec before, d;
+	clock_gettime(CLOCK_REALTIME, &before);
+	d = deadline_after(CLOCK_REALTIME, -5 * NS_PER_SEC);
+	assert_true(ts_ns(d) >= ts_ns(before));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -92,6 +118,7 @@ int main(void)
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_int64),
 		cmocka_unit_test(test_format_duration),
+		cmocka_unit_test(test_deadline_after),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
