@@ -27,6 +27,7 @@
 #include "agent/client-int.h"
 #include "agent/log.h"
 #include "agent/status_sync.h"
+#include "common/units.h"
 #include "common/xalloc.h"
 #include "drivers/docker.h"
 #include "spec/spec.h"
@@ -198,13 +199,35 @@ static bool is_dead(struct alloc_runner *ar, struct task_runner *tr)
 	return dead;
 }
 
+/* The end of each round of wait_tasks and wait_running: reports what
+ * changed; then 1 when every task waited for is there (all), 0 once the
+ * client detaches, else waits up to a second for the next change and -1
+ * (look again). */
+static int report_then_wait(struct alloc_runner *ar, bool all)
+{
+	struct timespec until;
+
+	report(ar);
+	if (all)
+		return 1;
+	pthread_mutex_lock(&ar->lock);
+	if (ar->detach) {
+		pthread_mutex_unlock(&ar->lock);
+		return 0;
+	}
+	until = deadline_after(CLOCK_REALTIME, NS_PER_SEC);
+	if (!ar->dirty)
+		pthread_cond_timedwait(&ar->cond, &ar->lock, &until);
+	pthread_mutex_unlock(&ar->lock);
+	return -1;
+}
+
 /* Waits (reporting as things change) until every task matched by pick is
  * dead, or the client detaches.  Returns false on detach. */
 static bool wait_tasks(struct alloc_runner *ar, bool (*pick)(const struct task_runner *))
 {
 	for (;;) {
 		bool all = true;
-		struct timespec until;
 		for (size_t i = 0; i < ar->ntasks; i++)
 			if (pick(&ar->tasks[i]) && ar->tasks[i].thread_started &&
 			    !is_dead(ar, &ar->tasks[i]))
@@ -227,19 +250,9 @@ static bool wait_tasks(struct alloc_runner *ar, bool (*pick)(const struct task_r
 			if (any && running)
 				set_status(ar, "running", "tasks are running");
 		}
-		report(ar);
-		if (all)
-			return true;
-		pthread_mutex_lock(&ar->lock);
-		if (ar->detach) {
-			pthread_mutex_unlock(&ar->lock);
-			return false;
-		}
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 1;
-		if (!ar->dirty)
-			pthread_cond_timedwait(&ar->cond, &ar->lock, &until);
-		pthread_mutex_unlock(&ar->lock);
+		int done = report_then_wait(ar, all);
+		if (done >= 0)
+			return done;
 	}
 }
 
@@ -275,7 +288,6 @@ static bool wait_running(struct alloc_runner *ar, bool (*pick)(const struct task
 {
 	for (;;) {
 		bool all = true;
-		struct timespec until;
 		pthread_mutex_lock(&ar->lock);
 		for (size_t i = 0; i < ar->ntasks; i++) {
 			struct task_runner *tr = &ar->tasks[i];
@@ -284,19 +296,9 @@ static bool wait_running(struct alloc_runner *ar, bool (*pick)(const struct task
 				all = false;
 		}
 		pthread_mutex_unlock(&ar->lock);
-		report(ar);
-		if (all)
-			return true;
-		pthread_mutex_lock(&ar->lock);
-		if (ar->detach) {
-			pthread_mutex_unlock(&ar->lock);
-			return false;
-		}
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 1;
-		if (!ar->dirty)
-			pthread_cond_timedwait(&ar->cond, &ar->lock, &until);
-		pthread_mutex_unlock(&ar->lock);
+		int done = report_then_wait(ar, all);
+		if (done >= 0)
+			return done;
 	}
 }
 
