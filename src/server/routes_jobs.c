@@ -71,9 +71,14 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 		acl_deny(resp);
 		goto out;
 	}
-	{
+	canon = job_to_json(job);
+	for (int attempt = 0; attempt < REGISTER_ATTEMPTS; attempt++) {
+		struct store_key key = { job->namespace, job->id, 0 };
 		struct store_key nk = { NULL, job->namespace, 0 };
-		uint64_t nsidx = 0;
+		struct store_batch b = STORE_BATCH_INIT;
+		json_t *old = NULL, *stored, *eval;
+		uint64_t idx = 0, nsidx = 0;
+
 		rc = store_get_index(srv->store, STORE_NAMESPACE, &nk, &nsidx, &err);
 		if (rc == -ENOENT) {
 			rc = http_error(resp, 400, "namespace_not_found",
@@ -83,14 +88,6 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 		}
 		if (rc < 0)
 			goto out;
-	}
-	canon = job_to_json(job);
-	for (int attempt = 0; attempt < REGISTER_ATTEMPTS; attempt++) {
-		struct store_key key = { job->namespace, job->id, 0 };
-		struct store_batch b = STORE_BATCH_INIT;
-		json_t *old = NULL, *stored, *eval;
-		uint64_t idx = 0;
-
 		rc = store_get(srv->store, STORE_JOB, &key, &old, &err);
 		if (rc < 0 && rc != -ENOENT)
 			goto out;
@@ -109,6 +106,9 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 		store_batch_put(&b, STORE_JOB_VERSION, stored);
 		store_batch_put(&b, STORE_EVAL, eval);
 		store_batch_require_index(&b, STORE_JOB, &key, old ? (uint64_t)jint(old, "modify_index", 0) : 0);
+		/* the namespace as read: one deleted meanwhile (its delete checks
+		 * for jobs inside its own commit) fails this, and the retry says so */
+		store_batch_require_index(&b, STORE_NAMESPACE, &nk, nsidx);
 		rc = store_commit(srv->store, &b, &idx, &err);
 		store_batch_release(&b);
 		json_decref(old);

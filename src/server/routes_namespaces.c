@@ -133,13 +133,46 @@ static int get_namespace(struct http_request *req, struct http_response *resp, v
 	return named_reply_get(ctx, STORE_NAMESPACE, "namespace", name, resp);
 }
 
+/* The check of a namespace's delete, inside its transaction: the
+ * namespace holds no job.  Checked there rather than before the commit, so
+ * that a job registered meanwhile (POST /v1/jobs requires the namespace's
+ * record as it read it) cannot be left in a deleted namespace. */
+static int check_namespace_empty(struct store *s, void *arg, struct herd_err *err)
+{
+	const char *ns = arg;
+	struct store_filter f = { .ns = ns };
+	struct strbuf sb = STRBUF_INIT;
+	json_t *jobs = NULL, *x;
+	size_t i;
+	int rc = store_list(s, STORE_JOB, &f, &jobs, err);
+
+	if (rc < 0 || json_array_size(jobs) == 0) {
+		json_decref(jobs);
+		return rc < 0 ? rc : 0;
+	}
+	json_array_foreach(jobs, i, x) {
+		if (i == 5) {
+			strbuf_adds(&sb, ", ...");
+			break;
+		}
+		strbuf_addf(&sb, "%s%s", i ? ", " : "", jstr(x, "id", ""));
+	}
+	rc = herd_errf(err, -ENOTEMPTY,
+		       "namespace %s still has %zu job(s) (%s); stop and purge them first "
+		       "(herd job stop -purge -namespace %s ID)",
+		       ns, json_array_size(jobs), sb.buf, ns);
+	strbuf_release(&sb);
+	json_decref(jobs);
+	return rc;
+}
+
 static int delete_namespace(struct http_request *req, struct http_response *resp, void *ctx)
 {
 	struct server *srv = ctx;
 	struct store_key k = { NULL, http_param(req, "name"), 0 };
-	struct store_filter f = { .ns = k.id };
-	json_t *jobs = NULL, *x;
-	size_t i;
+	struct store_batch b = STORE_BATCH_INIT;
+	struct herd_err err = { 0, "" };
+	uint64_t idx = 0;
 	int rc;
 
 	if (!acl_allows_ns(req, k.id, ACL_ADMIN))
@@ -148,28 +181,18 @@ static int delete_namespace(struct http_request *req, struct http_response *resp
 		return http_error(resp, 404, "namespace_not_found", "no namespace %.128s", k.id);
 	if (!strcmp(k.id, "default"))
 		return http_error(resp, 400, "invalid_argument", "the default namespace cannot be deleted");
-	rc = store_list(srv->store, STORE_JOB, &f, &jobs, NULL);
+	store_batch_init(&b);
+	store_batch_delete(&b, STORE_NAMESPACE, &k);
+	store_batch_check(&b, check_namespace_empty, (void *)k.id);
+	rc = store_commit(srv->store, &b, &idx, &err);
+	store_batch_release(&b);
+	if (rc == -ENOTEMPTY)
+		return http_error(resp, 409, "namespace_not_empty", "%s", err.msg);
+	if (rc == -ENOENT)
+		return http_error(resp, 404, "namespace_not_found", "no namespace %.128s", k.id);
 	if (rc < 0)
 		return rc;
-	if (json_array_size(jobs) > 0) {
-		struct strbuf sb = STRBUF_INIT;
-		json_array_foreach(jobs, i, x) {
-			if (i == 5) {
-				strbuf_adds(&sb, ", ...");
-				break;
-			}
-			strbuf_addf(&sb, "%s%s", i ? ", " : "", jstr(x, "id", ""));
-		}
-		rc = http_error(resp, 409, "namespace_not_empty",
-				"namespace %s still has %zu job(s) (%s); stop and purge them first "
-				"(herd job stop -purge -namespace %s ID)",
-				k.id, json_array_size(jobs), sb.buf, k.id);
-		strbuf_release(&sb);
-		json_decref(jobs);
-		return rc;
-	}
-	json_decref(jobs);
-	return named_delete(srv, STORE_NAMESPACE, "namespace", k.id, resp);
+	return reply_written(resp, idx, NULL);
 }
 
 int routes_namespaces(struct server *srv, struct herd_err *err)

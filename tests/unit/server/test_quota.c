@@ -388,10 +388,45 @@ static void test_shares_and_specs(void **state)
 	diag_list_release(&dl);
 }
 
+/* A namespace is deleted only without jobs (checked inside the delete's
+ * commit), and a job cannot be registered into one that is gone. */
+static void test_namespace_delete(void **state)
+{
+	struct fx *f = fx_new_teams(0, 0);
+	long st = 0;
+	json_t *r;
+	(void)state;
+	put_ns(f, "scratch", NULL);
+	json_decref(fx_ok(f, "POST", "/v1/jobs",
+			  "{\"job\": {\"id\": \"keep\", \"namespace\": \"scratch\", \"type\": \"batch\","
+			  " \"groups\": [{\"name\": \"g\", \"tasks\": [{\"name\": \"t\","
+			  " \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"}}]}]}}"));
+	r = fx_call(f, "DELETE", "/v1/namespace/scratch", NULL, &st);
+	assert_int_equal(st, 409);
+	assert_string_equal(js(json_object_get(r, "error"), "code"), "namespace_not_empty");
+	assert_non_null(strstr(js(json_object_get(r, "error"), "message"), "keep"));
+	json_decref(r);
+	/* still there */
+	assert_int_equal(fx_status(f, "GET", "/v1/namespace/scratch", NULL), 200);
+	json_decref(fx_ok(f, "DELETE", "/v1/job/keep?namespace=scratch&purge=true", NULL));
+	fx_idle(f);
+	json_decref(fx_ok(f, "DELETE", "/v1/namespace/scratch", NULL));
+	assert_int_equal(fx_status(f, "DELETE", "/v1/namespace/scratch", NULL), 404);
+	r = fx_call(f, "POST", "/v1/jobs",
+		    "{\"job\": {\"id\": \"late\", \"namespace\": \"scratch\", \"type\": \"batch\","
+		    " \"groups\": [{\"name\": \"g\", \"tasks\": [{\"name\": \"t\","
+		    " \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"}}]}]}}", &st);
+	assert_int_equal(st, 400);
+	assert_string_equal(js(json_object_get(r, "error"), "code"), "namespace_not_found");
+	json_decref(r);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shares_and_specs),
+		cmocka_unit_test(test_namespace_delete),
 		cmocka_unit_test(test_quota_queue),
 		cmocka_unit_test(test_fair_share),
 		cmocka_unit_test(test_fractions_count_by_share),
