@@ -105,22 +105,17 @@ static char *build(const char *id)
 /* What an allocation leaves behind, as a hostile task would. */
 static void plant(const char *dir)
 {
+	static const char *const files[][2] = {
+		{ "web/secrets/token", "secret\n" }, { "web/tmp/scratch", "scratch\n" },
+		{ "alloc/data/result", "data\n" }, { "alloc/logs/web.stdout.0", "output\n" },
+		{ "web/web.exit", "0 0 1\n" },
+	};
 	char *p;
-	p = xasprintf("%s/web/secrets/token", dir);
-	put(p, "secret\n");
-	free(p);
-	p = xasprintf("%s/web/tmp/scratch", dir);
-	put(p, "scratch\n");
-	free(p);
-	p = xasprintf("%s/alloc/data/result", dir);
-	put(p, "data\n");
-	free(p);
-	p = xasprintf("%s/alloc/logs/web.stdout.0", dir);
-	put(p, "output\n");
-	free(p);
-	p = xasprintf("%s/web/web.exit", dir);
-	put(p, "0 0 1\n");
-	free(p);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		p = xasprintf("%s/%s", dir, files[i][0]);
+		put(p, files[i][1]);
+		free(p);
+	}
 	/* links out of the tree: to a file and to a directory */
 	p = xasprintf("%s/web/secrets/link-to-victim", dir);
 	char *t = xasprintf("%s/victim", outside);

@@ -1,6 +1,7 @@
 /* Quotas, the fair queue, borrowing and preemption on a real server. */
 #include "server_fx.h"
 
+#include "common/xalloc.h"
 #include "server/teams.h"
 
 static void put_quota(struct fx *f, const char *name, double gpus, const char *extra)
@@ -388,6 +389,14 @@ static void test_shares_and_specs(void **state)
 	diag_list_release(&dl);
 }
 
+/* A batch job id in namespace "scratch" (caller frees). */
+static char *scratch_job(const char *id)
+{
+	return xasprintf("{\"job\": {\"id\": \"%s\", \"namespace\": \"scratch\", \"type\": \"batch\","
+			 " \"groups\": [{\"name\": \"g\", \"tasks\": [{\"name\": \"t\","
+			 " \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"}}]}]}}", id);
+}
+
 /* A namespace is deleted only without jobs (checked inside the delete's
  * commit), and a job cannot be registered into one that is gone. */
 static void test_namespace_delete(void **state)
@@ -395,12 +404,12 @@ static void test_namespace_delete(void **state)
 	struct fx *f = fx_new_teams(0, 0);
 	long st = 0;
 	json_t *r;
+	char *job;
 	(void)state;
 	put_ns(f, "scratch", NULL);
-	json_decref(fx_ok(f, "POST", "/v1/jobs",
-			  "{\"job\": {\"id\": \"keep\", \"namespace\": \"scratch\", \"type\": \"batch\","
-			  " \"groups\": [{\"name\": \"g\", \"tasks\": [{\"name\": \"t\","
-			  " \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"}}]}]}}"));
+	job = scratch_job("keep");
+	json_decref(fx_ok(f, "POST", "/v1/jobs", job));
+	free(job);
 	r = fx_call(f, "DELETE", "/v1/namespace/scratch", NULL, &st);
 	assert_int_equal(st, 409);
 	assert_string_equal(js(json_object_get(r, "error"), "code"), "namespace_not_empty");
@@ -412,10 +421,9 @@ static void test_namespace_delete(void **state)
 	fx_idle(f);
 	json_decref(fx_ok(f, "DELETE", "/v1/namespace/scratch", NULL));
 	assert_int_equal(fx_status(f, "DELETE", "/v1/namespace/scratch", NULL), 404);
-	r = fx_call(f, "POST", "/v1/jobs",
-		    "{\"job\": {\"id\": \"late\", \"namespace\": \"scratch\", \"type\": \"batch\","
-		    " \"groups\": [{\"name\": \"g\", \"tasks\": [{\"name\": \"t\","
-		    " \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"}}]}]}}", &st);
+	job = scratch_job("late");
+	r = fx_call(f, "POST", "/v1/jobs", job, &st);
+	free(job);
 	assert_int_equal(st, 400);
 	assert_string_equal(js(json_object_get(r, "error"), "code"), "namespace_not_found");
 	json_decref(r);
