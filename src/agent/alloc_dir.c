@@ -15,7 +15,7 @@
  * Why a recycled tree leaks nothing from one allocation to the next:
  *   - everything under the skeleton dirs is removed: logs, secrets,
  *     local, tmp, alloc/data, alloc/tmp, and whatever else the task or
- *     the exec driver left in the task dir (its mount point stubs, files
+ *     the exec driver left in the task dir (the empty directories it mounted on, files
  *     a task made in its root), depth first, by fd, never following a
  *     link and never crossing into a mount (a mount point stops it all);
  *   - the skeleton dirs themselves get the agent's owner and their

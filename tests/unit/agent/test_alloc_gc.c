@@ -125,7 +125,7 @@ static void plant(const char *dir)
 	p = xasprintf("%s/web/local/link-to-outside", dir);
 	assert_int_equal(symlink(outside, p), 0);
 	free(p);
-	/* the exec driver's mount point stubs in the task root */
+	/* the exec driver's empty mount-point directories in the task root */
 	p = xasprintf("%s/web/usr/lib", dir);
 	char *cmd = xasprintf("mkdir -p '%s'", p);
 	assert_int_equal(system(cmd), 0);
