@@ -1,12 +1,13 @@
 /* bench_throughput: batch-job throughput of `herd agent -dev` from submit
  * to complete, measured by a client that is not the bottleneck.
  *
- *     bench_throughput HERD_BIN [JOBS=10000] [THREADS=8] [RUNS=3]
+ *     [HERD_BENCH_TASK=PATH] bench_throughput HERD_BIN [JOBS=10000] [THREADS=8] [RUNS=3]
  *
  * Each run starts a fresh dev agent (server and client in one process, its
  * state under a new temporary dir), waits for its node, then THREADS
- * threads submit JOBS batch jobs running `true` through POST /v1/jobs, each
- * thread on one keep-alive connection.  Completion is watched with a
+ * threads submit JOBS batch jobs running HERD_BENCH_TASK (default /bin/true;
+ * the build has a static no-op in bench/noop_task) through POST /v1/jobs,
+ * each thread on one keep-alive connection.  Completion is watched with a
  * blocking query on GET /v1/jobs?since=N (one record, with its derived
  * status, per job that changed since the previous answer); a job counts once it was seen `dead`
  * (the dev agent garbage-collects ended jobs after a while, so the ones seen
@@ -43,6 +44,9 @@ struct conn {
 	struct strbuf body;
 	unsigned long long index; /* X-Herd-Index of the last answer */
 };
+
+/* The command every job runs (HERD_BENCH_TASK), JSON-safe (checked in main). */
+static const char *task_command = "/bin/true";
 
 struct submitter {
 	pthread_t thread;
@@ -130,8 +134,8 @@ static void *submit_loop(void *arg)
 		strbuf_addf(&job,
 			    "{\"job\":{\"id\":\"tp-%u\",\"type\":\"batch\",\"groups\":[{\"name\":\"g\","
 			    "\"tasks\":[{\"name\":\"t\",\"driver\":\"raw_exec\",\"config\":{\"command\":"
-			    "\"/bin/true\"},\"resources\":{\"cpu\":1,\"memory\":10}}]}]}}",
-			    i);
+			    "\"%s\"},\"resources\":{\"cpu\":1,\"memory\":10}}]}]}}",
+			    i, task_command);
 		long st = conn_req(&c, s->port, "POST", "/v1/jobs", job.buf);
 		if (st != 200) {
 			fprintf(stderr, "bench_throughput: POST tp-%u: %ld %s\n", i, st, c.body.buf);
@@ -318,6 +322,16 @@ int main(int argc, char **argv)
 	unsigned jobs = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 10000;
 	unsigned threads = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 8;
 	unsigned runs = argc > 4 ? (unsigned)strtoul(argv[4], NULL, 10) : 3;
+	const char *task = getenv("HERD_BENCH_TASK");
+	if (task && *task) {
+		if (task[0] != '/' || strpbrk(task, "\"\\") || access(task, X_OK)) {
+			fprintf(stderr, "bench_throughput: HERD_BENCH_TASK must be an executable's "
+					"absolute path without quotes or backslashes: %s\n", task);
+			return 2;
+		}
+		task_command = task;
+	}
+	printf("task: %s\n", task_command);
 	if (!jobs || !threads || !runs) {
 		fprintf(stderr, "bench_throughput: JOBS, THREADS and RUNS must be positive\n");
 		return 2;
