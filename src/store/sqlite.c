@@ -503,10 +503,23 @@ static int sqlite_index(struct store *s, uint64_t *out, struct herd_err *err)
 	return rc;
 }
 
-/* One record by key: with body, its indexes and body (SQL_GET); without,
- * only its modify_index (SQL_MODIFY_INDEX: no body read or copied). */
+/* The indexes and body of the row st is on (columns 0-2: create_index,
+ * modify_index, body).  The text is the statement's, valid until its next
+ * step or reset.  committed: read on a reader (see store_found). */
+static void found_fill(struct store_found *row, sqlite3_stmt *st, bool committed)
+{
+	row->create_index = (uint64_t)sqlite3_column_int64(st, 0);
+	row->modify_index = (uint64_t)sqlite3_column_int64(st, 1);
+	row->body = (const char *)sqlite3_column_text(st, 2);
+	/* after column_text, as SQLite asks: the length of that text */
+	row->body_len = (size_t)sqlite3_column_bytes(st, 2);
+	row->committed = committed;
+}
+
+/* One record by key: its indexes and body (SQL_GET), handed to fn while
+ * the statement holds them (no copy of the text). */
 static int sqlite_get(struct store *s, const struct store_kind_desc *kd,
-		      const struct store_key *key, char **body, uint64_t *ci, uint64_t *mi,
+		      const struct store_key *key, store_row_fn *fn, void *arg,
 		      struct herd_err *err)
 {
 	struct sqlite_store *sto = ss_of(s);
@@ -516,22 +529,19 @@ static int sqlite_get(struct store *s, const struct store_kind_desc *kd,
 
 	if (!ss)
 		return err && err->code ? err->code : -EIO;
-	if ((rc = kind_stmt(ss, kd, body ? SQL_GET : SQL_MODIFY_INDEX, &st, err)))
+	if ((rc = kind_stmt(ss, kd, SQL_GET, &st, err)))
 		goto out;
 	bind_key(st, key);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW && body) {
-		*ci = (uint64_t)sqlite3_column_int64(st, 0);
-		*mi = (uint64_t)sqlite3_column_int64(st, 1);
-		*body = xstrdup((const char *)sqlite3_column_text(st, 2));
-		rc = 0;
-	} else if (rc == SQLITE_ROW) {
-		*mi = (uint64_t)sqlite3_column_int64(st, 0);
-		rc = 0;
+	if (rc == SQLITE_ROW) {
+		struct store_found row;
+		row.key = *key;
+		found_fill(&row, st, ss != &sto->w);
+		rc = fn(&row, arg, err);
 	} else if (rc == SQLITE_DONE) {
 		rc = herd_errf(err, -ENOENT, "store: no %s \"%s\"", kd->name, key->id);
 	} else {
-		rc = sql_err(ss, rc, body ? "get" : "get index", err);
+		rc = sql_err(ss, rc, "get", err);
 	}
 	sqlite3_reset(st);
 out:
@@ -539,10 +549,33 @@ out:
 	return rc;
 }
 
+/* A record's modify_index alone (SQL_MODIFY_INDEX: no body read). */
 static int sqlite_get_index(struct store *s, const struct store_kind_desc *kd,
 			    const struct store_key *key, uint64_t *mi, struct herd_err *err)
 {
-	return sqlite_get(s, kd, key, NULL, NULL, mi, err);
+	struct sqlite_store *sto = ss_of(s);
+	struct sqlite_conn *ss = conn_get(sto, err);
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!ss)
+		return err && err->code ? err->code : -EIO;
+	if ((rc = kind_stmt(ss, kd, SQL_MODIFY_INDEX, &st, err)))
+		goto out;
+	bind_key(st, key);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*mi = (uint64_t)sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else if (rc == SQLITE_DONE) {
+		rc = herd_errf(err, -ENOENT, "store: no %s \"%s\"", kd->name, key->id);
+	} else {
+		rc = sql_err(ss, rc, "get index", err);
+	}
+	sqlite3_reset(st);
+out:
+	conn_put(sto, ss);
+	return rc;
 }
 
 static int sqlite_list(struct store *s, const struct store_kind_desc *kd,
@@ -565,7 +598,10 @@ static int sqlite_list(struct store *s, const struct store_kind_desc *kd,
 	slot = &ss->list_stmts[kd->kind][shape];
 	if (*slot)
 		goto prepared;
-	strbuf_addf(&sql, "SELECT create_index, modify_index, body FROM %s", kd->table);
+	/* the key columns too: the store caches decoded records by key */
+	strbuf_addf(&sql, "SELECT create_index, modify_index, body, id, %s, %s FROM %s",
+		    kd->key_cols & STORE_COL_NS ? "namespace" : "NULL",
+		    kd->key_cols & STORE_COL_VERSION ? "version" : "0", kd->table);
 	if (f->ns) {
 		strbuf_addf(&sql, "%snamespace=:ns", sep);
 		sep = " AND ";
@@ -599,10 +635,12 @@ prepared:
 	bind_text(st, ":node", f->node_id);
 	bind_int(st, ":after", (int64_t)after);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		rc = fn((const char *)sqlite3_column_text(st, 2),
-			(uint64_t)sqlite3_column_int64(st, 0),
-			(uint64_t)sqlite3_column_int64(st, 1), arg, err);
-		if (rc)
+		struct store_found row;
+		row.key.ns = (const char *)sqlite3_column_text(st, 4);
+		row.key.id = (const char *)sqlite3_column_text(st, 3);
+		row.key.version = sqlite3_column_int64(st, 5);
+		found_fill(&row, st, ss != &sto->w);
+		if ((rc = fn(&row, arg, err)))
 			goto out;
 	}
 	rc = rc == SQLITE_DONE ? 0 : sql_err(ss, rc, "list", err);

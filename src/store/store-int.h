@@ -8,6 +8,7 @@
 #define HERD_STORE_INT_H
 
 #include "common/strbuf.h"
+#include "store/record_cache.h"
 #include "store/store.h"
 
 /* Which columns a kind's table has (beyond create_index, modify_index,
@@ -42,20 +43,32 @@ struct store_row {
 	bool report;         /* put: keeps an allocation's alloc_modify_index */
 };
 
-/* Called for each row a list finds, in key order.  Non-zero stops the
- * list and is returned by it. */
-typedef int store_row_fn(const char *body, uint64_t create_index, uint64_t modify_index,
-			 void *arg, struct herd_err *err);
+/* One row a read found, as the backend hands it over: every pointer is
+ * valid only during the store_row_fn call. */
+struct store_found {
+	struct store_key key;    /* the row's key (fields its kind does not key on: unset) */
+	uint64_t create_index, modify_index;
+	const char *body;        /* canonical JSON text, NUL-terminated */
+	size_t body_len;
+	/* read from committed state (a reader connection), not inside a
+	 * commit's transaction, whose changes may yet be rolled back and
+	 * their index reused: only such rows may be cached (record_cache.h) */
+	bool committed;
+};
+
+/* Called for the row a get finds, or each row a list finds, in key order.
+ * Non-zero stops the list and is returned by it. */
+typedef int store_row_fn(const struct store_found *row, void *arg, struct herd_err *err);
 
 struct store_ops {
 	const char *name;
 	void (*close)(struct store *s);
 	/* The global index as stored. */
 	int (*index)(struct store *s, uint64_t *out, struct herd_err *err);
-	/* Reads one row; -ENOENT when absent.  *body is heap text (free()). */
+	/* Reads one row and calls fn with it (row->key is key); -ENOENT when
+	 * absent, else what fn returns. */
 	int (*get)(struct store *s, const struct store_kind_desc *kd, const struct store_key *key,
-		   char **body, uint64_t *create_index, uint64_t *modify_index,
-		   struct herd_err *err);
+		   store_row_fn *fn, void *arg, struct herd_err *err);
 	/* A row's modify_index without its body; -ENOENT when absent. */
 	int (*get_index)(struct store *s, const struct store_kind_desc *kd,
 			 const struct store_key *key, uint64_t *modify_index, struct herd_err *err);
@@ -81,6 +94,10 @@ struct store_ops {
 struct store {
 	const struct store_ops *ops;
 	struct index_watch watch;
+	struct record_cache cache; /* decoded records (store.c, record_cache.h) */
+	/* HERD_STORE_CACHE_CHECK=1: every cache hit is compared with the row's
+	 * text, and a shared object a reader changed is an error (tests) */
+	bool cache_check;
 };
 
 /* Sets up the part common to every backend, reading the index from ops. */

@@ -2,6 +2,8 @@
 #include "store/store-int.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/xalloc.h"
@@ -188,18 +190,32 @@ static int check_cond(const struct store_cond *c, struct herd_err *err)
 
 int store_base_init(struct store *s, const struct store_ops *ops, struct herd_err *err)
 {
+	const char *check = getenv("HERD_STORE_CACHE_CHECK");
 	uint64_t idx;
 	int rc;
 	s->ops = ops;
 	if ((rc = ops->index(s, &idx, err)))
 		return rc;
 	index_watch_init(&s->watch, idx);
+	record_cache_init(&s->cache, STORE_CACHE_ENTRIES, STORE_CACHE_BYTES);
+	s->cache_check = check && *check && strcmp(check, "0") != 0;
 	return 0;
 }
 
 void store_base_release(struct store *s)
 {
+	record_cache_release(&s->cache);
 	index_watch_release(&s->watch);
+}
+
+void store_cache_limit(struct store *s, size_t max_entries, size_t max_bytes)
+{
+	record_cache_limit(&s->cache, max_entries, max_bytes);
+}
+
+void store_cache_stats(struct store *s, struct store_cache_stats *out)
+{
+	record_cache_stats(&s->cache, out);
 }
 
 void store_close(struct store *s)
@@ -245,23 +261,125 @@ static int decode_row(const char *body, uint64_t ci, uint64_t mi, json_t **out,
 	return 0;
 }
 
-int store_get(struct store *s, enum store_kind kind, const struct store_key *key, json_t **out,
-	      struct herd_err *err)
+/* A record's identity as the cache keys it: the key fields its kind keys
+ * on, '\n'-separated (keys hold no control characters).  buf has room for
+ * KEY_TEXT_MAX bytes; returns the length. */
+#define KEY_TEXT_MAX (2 * STORE_MAX_KEY + 24)
+static size_t key_text(const struct store_kind_desc *kd, const struct store_key *key, char *buf)
+{
+	size_t n = 0, l;
+	if (kd->key_cols & STORE_COL_NS) {
+		l = strlen(key->ns);
+		memcpy(buf, key->ns, l);
+		n = l;
+		buf[n++] = '\n';
+	}
+	l = strlen(key->id);
+	memcpy(buf + n, key->id, l);
+	n += l;
+	if (kd->key_cols & STORE_COL_VERSION)
+		n += (size_t)snprintf(buf + n, KEY_TEXT_MAX - n, "\n%lld", (long long)key->version);
+	return n;
+}
+
+/* HERD_STORE_CACHE_CHECK: that the cached obj still is what row's text
+ * says, i.e. that no reader changed a shared record. */
+static int check_cached(const struct store_kind_desc *kd, const struct store_found *row,
+			json_t *obj, struct herd_err *err)
+{
+	json_t *fresh = NULL;
+	int rc = decode_row(row->body, row->create_index, row->modify_index, &fresh, err);
+	if (rc == 0 && !json_equal(fresh, obj))
+		rc = herd_errf(err, -EIO,
+			       "store: the shared %s \"%s\" at index %llu was changed by a reader "
+			       "(shared records are read-only: json_deep_copy to change one)",
+			       kd->name, row->key.id, (unsigned long long)row->modify_index);
+	json_decref(fresh);
+	return rc;
+}
+
+/* A read's record for row: the cached object at the row's modify_index, or
+ * the row's text decoded (and, for a shared read of committed state, kept
+ * in the cache).  shared: *out may be the cache's object itself; else it
+ * is the caller's own. */
+static int row_object(struct store *s, const struct store_kind_desc *kd,
+		      const struct store_found *row, bool shared, json_t **out,
+		      struct herd_err *err)
+{
+	char kt[KEY_TEXT_MAX];
+	size_t kl = key_text(kd, &row->key, kt);
+	json_t *obj = record_cache_get(&s->cache, kd->kind, kt, kl, row->modify_index);
+	int rc;
+
+	if (obj) {
+		if (s->cache_check && (rc = check_cached(kd, row, obj, err))) {
+			json_decref(obj);
+			return rc;
+		}
+		if (!shared) {
+			/* a copy is a quarter of a parse, and the caller's to change */
+			json_t *own = json_deep_copy(obj);
+			json_decref(obj);
+			if (!own)
+				return herd_errf(err, -ENOMEM, "store: out of memory copying a %s",
+						 kd->name);
+			obj = own;
+		}
+		*out = obj;
+		return 0;
+	}
+	if ((rc = decode_row(row->body, row->create_index, row->modify_index, &obj, err)))
+		return rc;
+	/* Only shared reads fill the cache: a plain read would pay a copy on
+	 * top of the parse, and whole-kind scans (the garbage collector's)
+	 * would push out what the hot paths read again and again. */
+	if (shared && row->committed)
+		record_cache_put(&s->cache, kd->kind, kt, kl, row->modify_index, obj,
+				 row->body_len);
+	*out = obj;
+	return 0;
+}
+
+struct read_arg {
+	struct store *s;
+	const struct store_kind_desc *kd;
+	bool shared;
+	json_t *out; /* get: the record; list: the array */
+};
+
+static int get_row(const struct store_found *row, void *arg, struct herd_err *err)
+{
+	struct read_arg *a = arg;
+	return row_object(a->s, a->kd, row, a->shared, &a->out, err);
+}
+
+static int get(struct store *s, enum store_kind kind, const struct store_key *key, bool shared,
+	       json_t **out, struct herd_err *err)
 {
 	const struct store_kind_desc *kd = kind_desc(kind, err);
-	uint64_t ci, mi;
-	char *body;
+	struct read_arg a = { s, kd, shared, NULL };
 	int rc;
 
 	if (!kd)
 		return -EINVAL;
 	if ((rc = check_key(kd, key, err)))
 		return rc;
-	if ((rc = s->ops->get(s, kd, key, &body, &ci, &mi, err)))
+	if ((rc = s->ops->get(s, kd, key, get_row, &a, err)))
 		return rc;
-	rc = decode_row(body, ci, mi, out, err);
-	free(body);
-	return rc;
+	*out = a.out;
+	return 0;
+}
+
+int store_get(struct store *s, enum store_kind kind, const struct store_key *key, json_t **out,
+	      struct herd_err *err)
+{
+	return get(s, kind, key, false, out, err);
+}
+
+int store_get_shared(struct store *s, enum store_kind kind, const struct store_key *key,
+		     json_t **out, struct herd_err *err)
+{
+	return get(s, kind, key, true, out, err);
 }
 
 int store_get_index(struct store *s, enum store_kind kind, const struct store_key *key,
@@ -281,28 +399,24 @@ int store_get_index(struct store *s, enum store_kind kind, const struct store_ke
 	return 0;
 }
 
-static int list_add(const char *body, uint64_t ci, uint64_t mi, void *arg, struct herd_err *err)
+static int list_add(const struct store_found *row, void *arg, struct herd_err *err)
 {
+	struct read_arg *a = arg;
 	json_t *obj;
-	int rc = decode_row(body, ci, mi, &obj, err);
+	int rc = row_object(a->s, a->kd, row, a->shared, &obj, err);
 	if (rc)
 		return rc;
-	json_array_append_new(arg, obj);
+	json_array_append_new(a->out, obj);
 	return 0;
 }
 
-int store_list(struct store *s, enum store_kind kind, const struct store_filter *filter,
-	       json_t **out, struct herd_err *err)
-{
-	return store_list_changed(s, kind, filter, 0, out, err);
-}
-
 static int list_changed(struct store *s, enum store_kind kind, const struct store_filter *filter,
-			uint64_t after, bool server_changes, json_t **out, struct herd_err *err)
+			uint64_t after, bool server_changes, bool shared, json_t **out,
+			struct herd_err *err)
 {
 	const struct store_kind_desc *kd = kind_desc(kind, err);
 	struct store_filter none = { NULL, NULL, NULL };
-	json_t *arr;
+	struct read_arg a = { s, kd, shared, NULL };
 	int rc;
 
 	if (!kd)
@@ -320,26 +434,51 @@ static int list_changed(struct store *s, enum store_kind kind, const struct stor
 	if (filter->node_id && !(kd->cols & STORE_COL_NODE))
 		return herd_errf(err, -EINVAL, "store: %s records cannot be listed by node",
 				 kd->name);
-	arr = json_array();
-	rc = s->ops->list(s, kd, filter, after, server_changes, list_add, arr, err);
+	a.out = json_array();
+	rc = s->ops->list(s, kd, filter, after, server_changes, list_add, &a, err);
 	if (rc) {
-		json_decref(arr);
+		json_decref(a.out);
 		return rc;
 	}
-	*out = arr;
+	*out = a.out;
 	return 0;
+}
+
+int store_list(struct store *s, enum store_kind kind, const struct store_filter *filter,
+	       json_t **out, struct herd_err *err)
+{
+	return list_changed(s, kind, filter, 0, false, false, out, err);
+}
+
+int store_list_shared(struct store *s, enum store_kind kind, const struct store_filter *filter,
+		      json_t **out, struct herd_err *err)
+{
+	return list_changed(s, kind, filter, 0, false, true, out, err);
 }
 
 int store_list_changed(struct store *s, enum store_kind kind, const struct store_filter *filter,
 		       uint64_t after, json_t **out, struct herd_err *err)
 {
-	return list_changed(s, kind, filter, after, false, out, err);
+	return list_changed(s, kind, filter, after, false, false, out, err);
+}
+
+int store_list_changed_shared(struct store *s, enum store_kind kind,
+			      const struct store_filter *filter, uint64_t after, json_t **out,
+			      struct herd_err *err)
+{
+	return list_changed(s, kind, filter, after, false, true, out, err);
 }
 
 int store_list_allocs_server_changed(struct store *s, const struct store_filter *filter,
 				     uint64_t after, json_t **out, struct herd_err *err)
 {
-	return list_changed(s, STORE_ALLOC, filter, after, true, out, err);
+	return list_changed(s, STORE_ALLOC, filter, after, true, false, out, err);
+}
+
+int store_list_allocs_server_changed_shared(struct store *s, const struct store_filter *filter,
+					    uint64_t after, json_t **out, struct herd_err *err)
+{
+	return list_changed(s, STORE_ALLOC, filter, after, true, true, out, err);
 }
 
 static int group_index(struct store *s, struct strbuf *group, uint64_t *out, struct herd_err *err)
@@ -384,6 +523,18 @@ int store_job_allocs_index(struct store *s, const char *ns, const char *job_id, 
 	return group_index(s, &g, out, err);
 }
 
+/* The cached objects of the records a commit at idx rewrote or deleted
+ * will not be read again but by a view older than the commit: free them
+ * now rather than when they would be evicted. */
+static void forget_written(struct store *s, const struct store_row *rows, size_t n, uint64_t idx)
+{
+	char kt[KEY_TEXT_MAX];
+	for (size_t i = 0; i < n; i++) {
+		size_t kl = key_text(rows[i].kd, &rows[i].key, kt);
+		record_cache_drop(&s->cache, rows[i].kd->kind, kt, kl, idx);
+	}
+}
+
 int store_commit(struct store *s, const struct store_batch *b, uint64_t *out_index,
 		 struct herd_err *err)
 {
@@ -420,6 +571,7 @@ int store_commit(struct store *s, const struct store_batch *b, uint64_t *out_ind
 	rc = s->ops->commit(s, rows, b->nw, b->c, b->nc, b->check, b->check_arg, &idx, err);
 	if (rc)
 		goto out;
+	forget_written(s, rows, b->nw, idx);
 	/* Published only now, when the change is durable: a waiter woken by
 	 * this index reads state that survives a crash. */
 	index_watch_publish(&s->watch, idx);

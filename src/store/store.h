@@ -120,8 +120,9 @@ int store_read_index(struct store *s, uint64_t *out, struct herd_err *err);
  * Owned by the store; valid until store_close. */
 struct index_watch *store_watch(struct store *s);
 
-/* Reads one record.  On success *out is a new reference (the caller
- * json_decref's it).  -ENOENT when there is no such record. */
+/* Reads one record.  On success *out is a new object of the caller's own
+ * (json_decref it; change it freely).  -ENOENT when there is no such
+ * record. */
 int store_get(struct store *s, enum store_kind kind, const struct store_key *key,
 	      json_t **out, struct herd_err *err);
 
@@ -150,6 +151,57 @@ int store_list_changed(struct store *s, enum store_kind kind, const struct store
  * updated), without the agent's own status reports coming back to it. */
 int store_list_allocs_server_changed(struct store *s, const struct store_filter *filter,
 				     uint64_t after, json_t **out, struct herd_err *err);
+
+/* Shared reads: like store_get, store_list, store_list_changed and
+ * store_list_allocs_server_changed, but each record is a shared, read-only
+ * object out of the store's cache of decoded records, so that reading a
+ * record whose (kind, key, modify_index) was decoded before costs no JSON
+ * parse.  The store still reads each row's modify_index in the caller's
+ * transaction (a view, a commit's check, or a read of its own) and answers
+ * with the record as that transaction sees it, never a stale one.
+ *
+ * A shared record MUST NOT be modified, nor anything inside it: other
+ * threads read the very same object.  json_deep_copy it to change it
+ * (json_copy, shallow, is enough to set or delete top-level fields of the
+ * copy, since those only replace the copy's references).  Holding it,
+ * json_decref'ing it, and putting it inside another object or array
+ * (json_object_set, json_array_append) are fine, as long as nothing
+ * changes it there either.  The arrays the list functions return are the
+ * caller's own (append, remove, sort at will); only their elements are
+ * shared.  The records of the other read functions are each the caller's
+ * own (a deep copy of the cached object when there is one: cheaper than a
+ * parse, still a copy).  With HERD_STORE_CACHE_CHECK=1 in the environment
+ * at open, every cache hit is compared with the stored text, and a shared
+ * record found changed fails the read with -EIO (for tests). */
+int store_get_shared(struct store *s, enum store_kind kind, const struct store_key *key,
+		     json_t **out, struct herd_err *err);
+int store_list_shared(struct store *s, enum store_kind kind, const struct store_filter *filter,
+		      json_t **out, struct herd_err *err);
+int store_list_changed_shared(struct store *s, enum store_kind kind,
+			      const struct store_filter *filter, uint64_t after, json_t **out,
+			      struct herd_err *err);
+int store_list_allocs_server_changed_shared(struct store *s, const struct store_filter *filter,
+					    uint64_t after, json_t **out, struct herd_err *err);
+
+/* The cache of decoded records.  Only shared reads of committed state
+ * (outside a commit's own transaction) add to it; every read looks in it.
+ * It holds at most STORE_CACHE_ENTRIES records and STORE_CACHE_BYTES bytes
+ * of their stored text (jansson takes about ten times the text's size for
+ * the decoded object: ~40 MiB at the bound), dropping the least recently
+ * used beyond either; a record's entry goes when a commit rewrites or
+ * deletes it. */
+#define STORE_CACHE_ENTRIES 4096
+#define STORE_CACHE_BYTES (4u << 20)
+
+struct store_cache_stats {
+	size_t entries, bytes;            /* held now; bytes of stored text */
+	uint64_t hits, misses, evictions; /* since open */
+};
+
+/* Sets the cache's bounds (0 entries: no caching), dropping what exceeds
+ * them. */
+void store_cache_limit(struct store *s, size_t max_entries, size_t max_bytes);
+void store_cache_stats(struct store *s, struct store_cache_stats *out);
 
 /* Index of the last change to any record of kind (0: none yet). */
 int store_kind_index(struct store *s, enum store_kind kind, uint64_t *out, struct herd_err *err);
