@@ -18,7 +18,9 @@
  * through the client's status sync, which persists them first (state.c,
  * one transaction for many allocations' changes) and sends them after
  * (status_sync.h: batched PUT /v1/node/:id/allocations/status).
- * Each task runs on a thread of its own (task_runner.c). */
+ * Each task runs on a thread of its own (task_runner.c), but for a group
+ * of one main task and nothing else (most batch jobs), which runs on the
+ * allocation's thread (run_single). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +224,36 @@ static int report_then_wait(struct alloc_runner *ar, bool all)
 	return -1;
 }
 
+/* The alloc is running once every main task has started.  Called on the
+ * runner's thread (the only writer of client_status). */
+static void note_running(struct alloc_runner *ar)
+{
+	bool running = false, any = false;
+
+	if (strcmp(ar->client_status, "pending"))
+		return;
+	for (size_t i = 0; i < ar->ntasks; i++) {
+		struct task_runner *tr = &ar->tasks[i];
+		if (tr->phase != PHASE_MAIN || tr->sidecar)
+			continue;
+		any = true;
+		pthread_mutex_lock(&ar->lock);
+		running = !strcmp(tr->state, "running") ||
+			  (!strcmp(tr->state, "dead") && !tr->failed);
+		pthread_mutex_unlock(&ar->lock);
+		if (!running)
+			break;
+	}
+	if (any && running)
+		set_status(ar, "running", "tasks are running");
+}
+
+void alloc_runner_progress(struct alloc_runner *ar)
+{
+	note_running(ar);
+	report(ar);
+}
+
 /* Waits (reporting as things change) until every task matched by pick is
  * dead, or the client detaches.  Returns false on detach. */
 static bool wait_tasks(struct alloc_runner *ar, bool (*pick)(const struct task_runner *))
@@ -232,24 +264,7 @@ static bool wait_tasks(struct alloc_runner *ar, bool (*pick)(const struct task_r
 			if (pick(&ar->tasks[i]) && ar->tasks[i].thread_started &&
 			    !is_dead(ar, &ar->tasks[i]))
 				all = false;
-		/* The alloc is running once every main task has started. */
-		if (!strcmp(ar->client_status, "pending")) {
-			bool running = false, any = false;
-			for (size_t i = 0; i < ar->ntasks; i++) {
-				struct task_runner *tr = &ar->tasks[i];
-				if (tr->phase != PHASE_MAIN || tr->sidecar)
-					continue;
-				any = true;
-				pthread_mutex_lock(&ar->lock);
-				running = !strcmp(tr->state, "running") ||
-					  (!strcmp(tr->state, "dead") && !tr->failed);
-				pthread_mutex_unlock(&ar->lock);
-				if (!running)
-					break;
-			}
-			if (any && running)
-				set_status(ar, "running", "tasks are running");
-		}
+		note_running(ar);
 		int done = report_then_wait(ar, all);
 		if (done >= 0)
 			return done;
@@ -395,6 +410,39 @@ static bool stop_requested(struct alloc_runner *ar)
 	return s;
 }
 
+/* Whether the group is one main task and nothing else: it then runs on
+ * the runner's own thread (run_single). */
+static bool single_main(const struct alloc_runner *ar)
+{
+	return ar->ntasks == 1 && ar->tasks[0].phase == PHASE_MAIN && !ar->tasks[0].sidecar;
+}
+
+/* Runs the group's only task on this thread: no task thread to start,
+ * hand over to and join, no round of waiting per change (a thread and a
+ * few context switches per allocation).  The task reports its own changes
+ * as it goes (alloc_runner_progress); nothing is reported before it
+ * starts, as there is nothing to recover before then (the server still
+ * says pending, and a restarted client starts it).  Returns false when the
+ * client detached, leaving the task running. */
+static bool run_single(struct alloc_runner *ar, bool *failed)
+{
+	struct task_runner *tr = &ar->tasks[0];
+
+	if (!stop_requested(ar) && !is_dead(ar, tr)) {
+		tr->on_runner_thread = true;
+		/* A recovered task that runs: say so now, it makes no start
+		 * of its own that would */
+		if (tr->handle)
+			alloc_runner_progress(ar);
+		task_runner_run(tr);
+		/* it returns with the task dead, or on detach */
+		if (!is_dead(ar, tr))
+			return false;
+	}
+	*failed = any_failed(ar, pick_main);
+	return true;
+}
+
 static void *alloc_main(void *arg)
 {
 	struct alloc_runner *ar = arg;
@@ -458,6 +506,11 @@ static void *alloc_main(void *arg)
 			task_event(&ar->tasks[i], "Received", "task received by client");
 	alloc_runner_mark_dirty(ar);
 
+	if (single_main(ar)) {
+		if (!run_single(ar, &failed))
+			goto out;
+		goto finish;
+	}
 	/* Prestart hooks, sidecars among them. */
 	for (size_t i = 0; i < ar->ntasks; i++)
 		if (pick_prestart_any(&ar->tasks[i]) && !is_dead(ar, &ar->tasks[i]))
@@ -500,6 +553,7 @@ static void *alloc_main(void *arg)
 			start_task(&ar->tasks[i]);
 	if (!wait_tasks(ar, pick_poststop))
 		goto out;
+finish:
 	/* Tasks that never started (a failed prestart, a stop) are dead too. */
 	pthread_mutex_lock(&ar->lock);
 	for (size_t i = 0; i < ar->ntasks; i++)

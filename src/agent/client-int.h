@@ -169,6 +169,10 @@ struct task_runner {
 	bool kill;                    /* stop this task (sidecars after main) */
 	pthread_t thread;
 	bool thread_started;
+	/* Runs on the allocation runner's thread (the group's only task):
+	 * reports its own changes through alloc_runner_progress, as no
+	 * runner thread waits for them. */
+	bool on_runner_thread;
 };
 
 struct alloc_runner {
@@ -207,6 +211,10 @@ void alloc_runner_stop(struct alloc_runner *ar);      /* desired stop */
 /* Joins the thread and frees; detach leaves tasks running. */
 void alloc_runner_free(struct alloc_runner *ar, bool detach);
 void alloc_runner_mark_dirty(struct alloc_runner *ar);
+/* Reports what changed now (the allocation is running once its main
+ * tasks are): for a task on the runner's own thread (on_runner_thread),
+ * at each change a waiting runner would have reported at once. */
+void alloc_runner_progress(struct alloc_runner *ar);
 void task_event(struct task_runner *tr, const char *type, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

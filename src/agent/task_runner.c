@@ -71,6 +71,15 @@ static void set_state(struct task_runner *tr, const char *state)
 	alloc_runner_mark_dirty(tr->ar);
 }
 
+/* What a runner waiting on this task's thread would report at once: a
+ * task on the runner's own thread reports it itself.  Not at the task's
+ * end: the runner reports that with the allocation's. */
+static void progress(struct task_runner *tr)
+{
+	if (tr->on_runner_thread)
+		alloc_runner_progress(tr->ar);
+}
+
 void task_driver_env(const struct client *c, struct driver_env *env, struct docker_config *dc,
 		     const char **caps)
 {
@@ -103,6 +112,7 @@ void task_driver_env(const struct client *c, struct driver_env *env, struct dock
 static void driver_event(void *arg, const char *type, const char *message)
 {
 	task_event(arg, type, "%s", message);
+	progress(arg);   /* a start that takes long (an image pull) says why */
 }
 
 /* Everything before the driver's start; 0 or -errno with the event made. */
@@ -118,6 +128,7 @@ static int prepare(struct task_runner *tr, struct herd_err *err)
 	if (tr->task->nartifacts) {
 		task_event(tr, "Downloading Artifacts", "client is downloading %zu artifact%s",
 			   tr->task->nartifacts, tr->task->nartifacts == 1 ? "" : "s");
+		progress(tr);
 		if ((rc = task_fetch_artifacts(tr, err)) < 0) {
 			task_event(tr, "Failed Artifact Download", "%s", err->msg);
 			return rc;
@@ -345,6 +356,7 @@ void task_runner_run(struct task_runner *tr)
 			task_event(tr, "Started", "task started by the client");
 			log_debug("client: alloc %.8s: task %s started", ar->id, tr->task->name);
 			set_state(tr, "running");
+			progress(tr);
 		}
 		for (;;) {
 			rc = d->wait(tr->handle, WAIT_SLICE_MS, &ex, &err);
@@ -357,6 +369,7 @@ void task_runner_run(struct task_runner *tr)
 			}
 			if (should_detach(tr))
 				return;   /* the handle stays; the next client recovers it */
+			progress(tr);   /* what changed meanwhile (events) */
 			if (should_stop(tr)) {
 				kill_task(tr, d, &ex);
 				stopped = true;
@@ -401,6 +414,7 @@ ended:
 			tr->restarts++;
 			pthread_mutex_unlock(&ar->lock);
 			set_state(tr, "pending");
+			progress(tr);
 			if (pause_ns(tr, delay)) {
 				if (should_detach(tr))
 					return;
