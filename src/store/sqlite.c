@@ -117,7 +117,7 @@ struct sqlite_store {
 
 /* One writer's change waiting in the group-commit queue. */
 struct commit_req {
-	const struct store_row *rows;
+	struct store_row *rows;
 	size_t nrows;
 	const struct store_cond *conds;
 	size_t nconds;
@@ -720,7 +720,7 @@ static bool same_text(const unsigned char *stored, const char *v)
 	return stored && v && strcmp((const char *)stored, v) == 0;
 }
 
-static int apply_row(struct sqlite_conn *ss, const struct store_row *row, uint64_t idx,
+static int apply_row(struct sqlite_conn *ss, struct store_row *row, uint64_t idx,
 		     struct bumped *done, struct herd_err *err)
 {
 	const struct store_kind_desc *kd = row->kd;
@@ -761,6 +761,7 @@ static int apply_row(struct sqlite_conn *ss, const struct store_row *row, uint64
 		return sql_err(ss, rc, "read existing record", err);
 	}
 	sqlite3_reset(st);
+	row->create_index = ci;
 
 	if (row->op == STORE_OP_DELETE) {
 		if (!found) {
@@ -970,7 +971,7 @@ static void commit_group(struct sqlite_store *ss, struct commit_req *group)
 		index_watch_publish(&ss->base.watch, top);
 }
 
-static int sqlite_commit(struct store *s, const struct store_row *rows, size_t nrows,
+static int sqlite_commit(struct store *s, struct store_row *rows, size_t nrows,
 			 const struct store_cond *conds, size_t nconds, store_check_fn *check,
 			 void *check_arg, uint64_t *out_index, struct herd_err *err)
 {

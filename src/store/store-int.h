@@ -41,6 +41,7 @@ struct store_row {
 	const char *node_id; /* put of a kind with STORE_COL_NODE */
 	char *body;          /* put: canonical JSON, owned by store.c */
 	bool report;         /* put: keeps an allocation's alloc_modify_index */
+	uint64_t create_index; /* put, set by the backend's commit: the record's */
 };
 
 /* One row a read found, as the backend hands it over: every pointer is
@@ -83,8 +84,8 @@ struct store_ops {
 	/* One transaction: bump the index, check conds and then check(), apply
 	 * rows (bumping the groups each row touches; an allocation's
 	 * alloc_modify_index to the index unless the row is a report of an
-	 * existing one), commit. */
-	int (*commit)(struct store *s, const struct store_row *rows, size_t nrows,
+	 * existing one; each put row's create_index set), commit. */
+	int (*commit)(struct store *s, struct store_row *rows, size_t nrows,
 		      const struct store_cond *conds, size_t nconds, store_check_fn *check,
 		      void *check_arg, uint64_t *out_index, struct herd_err *err);
 	int (*view)(struct store *s, store_check_fn *fn, void *arg, struct herd_err *err);

@@ -283,17 +283,26 @@ static size_t key_text(const struct store_kind_desc *kd, const struct store_key 
 }
 
 /* HERD_STORE_CACHE_CHECK: that the cached obj still is what row's text
- * says, i.e. that no reader changed a shared record. */
+ * decodes to, in the same order of keys (so that answers encode alike
+ * whether a record came from the cache or not): that no reader changed a
+ * shared record, and that a commit cached what it wrote. */
 static int check_cached(const struct store_kind_desc *kd, const struct store_found *row,
 			json_t *obj, struct herd_err *err)
 {
 	json_t *fresh = NULL;
+	char *a = NULL, *b = NULL;
 	int rc = decode_row(row->body, row->create_index, row->modify_index, &fresh, err);
-	if (rc == 0 && !json_equal(fresh, obj))
+	if (rc == 0) {
+		a = json_dumps(fresh, JSON_COMPACT);
+		b = json_dumps(obj, JSON_COMPACT);
+	}
+	if (rc == 0 && (!a || !b || strcmp(a, b)))
 		rc = herd_errf(err, -EIO,
 			       "store: the shared %s \"%s\" at index %llu was changed by a reader "
 			       "(shared records are read-only: json_deep_copy to change one)",
 			       kd->name, row->key.id, (unsigned long long)row->modify_index);
+	free(a);
+	free(b);
 	json_decref(fresh);
 	return rc;
 }
@@ -523,15 +532,102 @@ int store_job_allocs_index(struct store *s, const char *ns, const char *job_id, 
 	return group_index(s, &g, out, err);
 }
 
-/* The cached objects of the records a commit at idx rewrote or deleted
- * will not be read again but by a view older than the commit: free them
- * now rather than when they would be evicted. */
-static void forget_written(struct store *s, const struct store_row *rows, size_t n, uint64_t idx)
+/* Keys in the order JSON_SORT_KEYS writes them: bytewise, a prefix first. */
+struct sorted_key {
+	const char *key;
+	size_t len;
+	json_t *value;
+};
+
+static int sorted_key_cmp(const void *a, const void *b)
+{
+	const struct sorted_key *x = a, *y = b;
+	int c = memcmp(x->key, y->key, x->len < y->len ? x->len : y->len);
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* A deep copy of v that is the object json_loads makes of v's canonical
+ * text (its objects' keys in sorted order; at the top, without
+ * create_index and modify_index), or NULL where that text would not load
+ * back the same (a string holding NUL: json_loads refuses \u0000). */
+static json_t *canonical_copy(json_t *v, bool top)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: {
+		size_t n = json_object_size(v), m = 0;
+		struct sorted_key stack[32], *keys = n <= 32 ? stack : xcalloc(n, sizeof(*keys));
+		json_t *out = json_object(), *x;
+		const char *k;
+		size_t klen;
+		json_object_keylen_foreach(v, k, klen, x) {
+			if (top && (!strcmp(k, "create_index") || !strcmp(k, "modify_index")))
+				continue;
+			keys[m++] = (struct sorted_key){ k, klen, x };
+		}
+		qsort(keys, m, sizeof(*keys), sorted_key_cmp);
+		for (size_t i = 0; i < m && out; i++) {
+			json_t *c = canonical_copy(keys[i].value, false);
+			if (!c || json_object_setn_new_nocheck(out, keys[i].key, keys[i].len, c)) {
+				json_decref(out);
+				out = NULL;
+			}
+		}
+		if (keys != stack)
+			free(keys);
+		return out;
+	}
+	case JSON_ARRAY: {
+		json_t *out = json_array(), *x;
+		size_t i;
+		json_array_foreach(v, i, x) {
+			json_t *c = canonical_copy(x, false);
+			if (!c || json_array_append_new(out, c)) {
+				json_decref(out);
+				return NULL;
+			}
+		}
+		return out;
+	}
+	case JSON_STRING:
+		if (memchr(json_string_value(v), 0, json_string_length(v)))
+			return NULL;
+		return json_stringn_nocheck(json_string_value(v), json_string_length(v));
+	case JSON_INTEGER:
+		return json_integer(json_integer_value(v));
+	case JSON_REAL:
+		return json_real(json_real_value(v));
+	default: /* true, false, null: jansson's constants */
+		return json_incref(v);
+	}
+}
+
+/* After a commit at idx: the records it wrote go into the cache as the
+ * objects a read of them would decode (a copy costs a quarter of the parse
+ * their first read would otherwise pay; nearly every record written is
+ * read again: a job by its evaluation, an allocation by its agent and the
+ * planners' usage), and those it deleted leave it.  Last row first: when a
+ * batch writes one key twice, the last write is the record, and the cache
+ * keeps the first entry it gets at an index. */
+static void cache_written(struct store *s, const struct store_batch *b,
+			  const struct store_row *rows, uint64_t idx)
 {
 	char kt[KEY_TEXT_MAX];
-	for (size_t i = 0; i < n; i++) {
-		size_t kl = key_text(rows[i].kd, &rows[i].key, kt);
-		record_cache_drop(&s->cache, rows[i].kd->kind, kt, kl, idx);
+	for (size_t i = b->nw; i-- > 0;) {
+		const struct store_row *row = &rows[i];
+		size_t kl = key_text(row->kd, &row->key, kt);
+		json_t *obj;
+		if (row->op == STORE_OP_DELETE) {
+			record_cache_drop(&s->cache, row->kd->kind, kt, kl, idx);
+			continue;
+		}
+		if (!(obj = canonical_copy(b->w[i].obj, true))) {
+			record_cache_drop(&s->cache, row->kd->kind, kt, kl, idx);
+			continue;
+		}
+		json_object_set_new(obj, "create_index", json_integer((json_int_t)row->create_index));
+		json_object_set_new(obj, "modify_index", json_integer((json_int_t)idx));
+		record_cache_put(&s->cache, row->kd->kind, kt, kl, idx, obj, strlen(row->body));
+		json_decref(obj);
 	}
 }
 
@@ -571,7 +667,7 @@ int store_commit(struct store *s, const struct store_batch *b, uint64_t *out_ind
 	rc = s->ops->commit(s, rows, b->nw, b->c, b->nc, b->check, b->check_arg, &idx, err);
 	if (rc)
 		goto out;
-	forget_written(s, rows, b->nw, idx);
+	cache_written(s, b, rows, idx);
 	/* Published only now, when the change is durable: a waiter woken by
 	 * this index reads state that survives a crash. */
 	index_watch_publish(&s->watch, idx);

@@ -49,14 +49,26 @@ static void test_hit_is_the_same_object(void **state)
 	json_t *a, *b;
 
 	put_ok(t->s, STORE_JOB, job("j", 1));
-	a = get_shared_ok(t->s, STORE_JOB, "default", "j");
-	assert_int_equal(stats(t->s).misses, 1);
+	/* the commit cached what it wrote */
 	assert_int_equal(stats(t->s).entries, 1);
+	a = get_shared_ok(t->s, STORE_JOB, "default", "j");
 	b = get_shared_ok(t->s, STORE_JOB, "default", "j");
 	assert_ptr_equal(a, b);
-	assert_int_equal(stats(t->s).hits, 1);
+	assert_int_equal(stats(t->s).hits, 2);
+	assert_int_equal(stats(t->s).misses, 0);
 	assert_int_equal(json_integer_value(json_object_get(b, "v")), 1);
 	assert_true(json_integer_value(json_object_get(b, "modify_index")) > 0);
+	json_decref(a);
+	json_decref(b);
+
+	/* read into the cache by a shared read after a restart */
+	tmpstore_reopen(t);
+	assert_int_equal(stats(t->s).entries, 0);
+	a = get_shared_ok(t->s, STORE_JOB, "default", "j");
+	b = get_shared_ok(t->s, STORE_JOB, "default", "j");
+	assert_ptr_equal(a, b);
+	assert_int_equal(stats(t->s).misses, 1);
+	assert_int_equal(stats(t->s).hits, 1);
 	json_decref(a);
 	json_decref(b);
 }
@@ -74,7 +86,7 @@ static void test_plain_get_is_a_copy(void **state)
 	assert_int_equal(store_get(t->s, STORE_JOB, &k, &own, NULL), 0);
 	assert_ptr_not_equal(own, shared);
 	assert_true(json_equal(own, shared));
-	assert_int_equal(stats(t->s).hits, 1);
+	assert_int_equal(stats(t->s).hits, 2);
 	json_object_set_new(own, "v", json_integer(99));
 	json_array_append_new(json_object_get(json_object_get(own, "spec"), "list"),
 			      json_integer(7));
@@ -90,23 +102,31 @@ static void test_plain_get_is_a_copy(void **state)
 static void test_changed_record_is_read_anew(void **state)
 {
 	struct tmpstore *t = *state;
-	json_t *a, *b;
+	json_t *a, *b, *c;
 
 	put_ok(t->s, STORE_JOB, job("j", 1));
 	a = get_shared_ok(t->s, STORE_JOB, "default", "j");
 	put_ok(t->s, STORE_JOB, job("j", 2));
-	/* the rewrite dropped the old entry; the old object lives on for
-	 * whoever holds it */
-	assert_int_equal(stats(t->s).entries, 0);
+	/* the rewrite replaced the entry; the old object lives on for whoever
+	 * holds it */
+	assert_int_equal(stats(t->s).entries, 1);
 	b = get_shared_ok(t->s, STORE_JOB, "default", "j");
 	assert_ptr_not_equal(a, b);
 	assert_int_equal(json_integer_value(json_object_get(a, "v")), 1);
 	assert_int_equal(json_integer_value(json_object_get(b, "v")), 2);
 	assert_true(json_integer_value(json_object_get(b, "modify_index")) >
 		    json_integer_value(json_object_get(a, "modify_index")));
-	assert_int_equal(stats(t->s).hits, 0);
+	assert_int_equal(json_integer_value(json_object_get(b, "create_index")),
+			 json_integer_value(json_object_get(a, "create_index")));
+	/* an entry at another index is a miss: the row's text is decoded */
+	store_cache_limit(t->s, 0, 0);
+	store_cache_limit(t->s, STORE_CACHE_ENTRIES, STORE_CACHE_BYTES);
+	c = get_shared_ok(t->s, STORE_JOB, "default", "j");
+	assert_ptr_not_equal(c, b);
+	assert_true(json_equal(c, b));
 	json_decref(a);
 	json_decref(b);
+	json_decref(c);
 }
 
 /* Plain reads use the cache but do not fill it (a scan of a whole kind
@@ -119,12 +139,72 @@ static void test_plain_reads_do_not_fill(void **state)
 
 	put_ok(t->s, STORE_JOB, job("j", 1));
 	put_ok(t->s, STORE_JOB, job("k", 1));
+	tmpstore_reopen(t);
 	assert_int_equal(store_get(t->s, STORE_JOB, &k, &o, NULL), 0);
 	json_decref(o);
 	assert_int_equal(store_list(t->s, STORE_JOB, NULL, &list, NULL), 0);
 	assert_int_equal(json_array_size(list), 2);
 	json_decref(list);
 	assert_int_equal(stats(t->s).entries, 0);
+	assert_int_equal(stats(t->s).misses, 3);
+}
+
+/* What a commit caches is what a read of its text decodes, keys in the
+ * same order; a batch that writes a key twice leaves the last write. */
+static void test_commit_caches_what_it_wrote(void **state)
+{
+	struct tmpstore *t = *state;
+	struct store_batch b = STORE_BATCH_INIT;
+	struct store_key k = { "default", "w", 0 };
+	json_t *o, *cached, *fresh = NULL;
+	uint64_t misses;
+	char *x, *y;
+
+	/* out of order, nested, every type, the store's own fields given */
+	o = json_pack("{s:s, s:s, s:{s:[i, f, b, n, s], s:{s:s, s:i}}, s:f, s:s, s:i, s:i, s:I}",
+		      "namespace", "default", "id", "w", "zeta", "b", 1, 2.5, 1, "s\"q\\\n\u00e9",
+		      "a", "y", "x", "nested", 3, "alpha", 0.1, "Beta", "tab\there",
+		      "create_index", 777, "modify_index", 888, "big", (json_int_t)1 << 60);
+	put_ok(t->s, STORE_JOB, o);
+	cached = get_shared_ok(t->s, STORE_JOB, "default", "w");
+	assert_int_equal(stats(t->s).misses, 0);
+	store_cache_limit(t->s, 0, 0);
+	store_cache_limit(t->s, STORE_CACHE_ENTRIES, STORE_CACHE_BYTES);
+	assert_int_equal(store_get(t->s, STORE_JOB, &k, &fresh, NULL), 0);
+	x = json_dumps(cached, JSON_COMPACT);
+	y = json_dumps(fresh, JSON_COMPACT);
+	assert_string_equal(x, y);
+	assert_true(json_integer_value(json_object_get(cached, "modify_index")) < 100);
+	free(x);
+	free(y);
+	json_decref(cached);
+	json_decref(fresh);
+
+	store_batch_put(&b, STORE_JOB, o = job("twice", 1));
+	json_decref(o);
+	store_batch_put(&b, STORE_JOB, o = job("twice", 2));
+	json_decref(o);
+	assert_int_equal(store_commit(t->s, &b, NULL, NULL), 0);
+	store_batch_release(&b);
+	misses = stats(t->s).misses;
+	cached = get_shared_ok(t->s, STORE_JOB, "default", "twice");
+	assert_int_equal(json_integer_value(json_object_get(cached, "v")), 2);
+	assert_int_equal(stats(t->s).misses, misses);
+	json_decref(cached);
+}
+
+/* A string with NUL is stored as \u0000, which the store's decoder
+ * refuses: the commit does not cache an object a read could not make. */
+static void test_undecodable_not_cached(void **state)
+{
+	struct tmpstore *t = *state;
+	struct store_key k = { "default", "nul", 0 };
+	json_t *o = job("nul", 1), *got = NULL;
+
+	json_object_set_new(o, "s", json_stringn("a\0b", 3));
+	put_ok(t->s, STORE_JOB, o);
+	assert_int_equal(stats(t->s).entries, 0);
+	assert_int_equal(store_get_shared(t->s, STORE_JOB, &k, &got, NULL), -EIO);
 }
 
 static void test_list_shared(void **state)
@@ -338,6 +418,7 @@ static void test_commit_reads_do_not_fill(void **state)
 	json_t *seen = NULL, *o = json_pack("{s:s}", "id", "n");
 
 	put_ok(t->s, STORE_JOB, job("j", 1));
+	tmpstore_reopen(t);
 	store_batch_put(&b, STORE_NODE, o);
 	json_decref(o);
 	store_batch_check(&b, check_reads, &seen);
@@ -347,7 +428,10 @@ static void test_commit_reads_do_not_fill(void **state)
 	assert_non_null(seen);
 	assert_int_equal(json_integer_value(json_object_get(seen, "v")), 1);
 	json_decref(seen);
-	assert_int_equal(stats(t->s).entries, 0);
+	/* the node it wrote, not the job its check read */
+	assert_int_equal(stats(t->s).entries, 1);
+	json_decref(get_shared_ok(t->s, STORE_NODE, NULL, "n"));
+	assert_int_equal(stats(t->s).hits, 1);
 }
 
 /* HERD_STORE_CACHE_CHECK=1: a reader that changed a shared record is
@@ -491,6 +575,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_changed_record_is_read_anew, tmpstore_setup,
 						tmpstore_teardown),
 		cmocka_unit_test_setup_teardown(test_plain_reads_do_not_fill, tmpstore_setup,
+						tmpstore_teardown),
+		cmocka_unit_test_setup_teardown(test_commit_caches_what_it_wrote, tmpstore_setup,
+						tmpstore_teardown),
+		cmocka_unit_test_setup_teardown(test_undecodable_not_cached, tmpstore_setup,
 						tmpstore_teardown),
 		cmocka_unit_test_setup_teardown(test_list_shared, tmpstore_setup, tmpstore_teardown),
 		cmocka_unit_test_setup_teardown(test_bounds, tmpstore_setup, tmpstore_teardown),
