@@ -161,8 +161,8 @@ static void collect_runners_locked(struct client *c)
 		}
 		i++;
 	}
-	/* Their rows go in one transaction. */
-	state_remove_allocs(c->state, gone, n);
+	/* Their rows go with the status sync's next write. */
+	status_sync_forget(c->sync, gone, n);
 	for (size_t i = 0; i < n; i++)
 		free((char *)gone[i]);
 	free(gone);

@@ -18,7 +18,10 @@
  * into the WAL (no file created, no fsync); see state.c for why that is
  * enough.  The changes of many allocations share a transaction: the
  * status sync writes every row handed to it since its last write at once
- * (state_write), before it sends any of their statuses.  Older clients
+ * (state_write), before it sends any of their statuses; the removals of
+ * finished allocations' rows go with them.  The process that has the
+ * store open holds the database's lock for as long (one agent per state
+ * dir; no lock call per transaction).  Older clients
  * kept one file per allocation, <state_dir>/allocs/<id>.json, then one
  * table allocs(id, alloc, job, done, tasks): state_open moves either into
  * the two tables once. */
@@ -35,12 +38,14 @@
 struct state_store;
 struct alloc_runner;
 
-/* One allocation's row to write: JSON texts, owned. */
+/* One allocation's row to write: JSON texts, owned.  Or, with remove,
+ * the removal of its rows (state_row_removal): every other field NULL. */
 struct state_row {
 	char *id;
 	char *alloc;      /* NULL: its spec row is written already */
 	char *job;        /* NULL when alloc is, or when the job is unknown */
 	bool done;
+	bool remove;
 	char *tasks;
 };
 
@@ -56,25 +61,26 @@ void state_close(struct state_store *s);
  * time only (ar->state_saved is set).  Called with ar->lock held.  Never
  * fails; free with state_row_free. */
 struct state_row *state_row_of(struct alloc_runner *ar);
+/* The removal of allocation id's rows, to hand to state_write with the
+ * other rows (one transaction): for an allocation whose work is over and
+ * whose last status the server took. */
+struct state_row *state_row_removal(const char *id);
 /* Makes newer, a later row of the same allocation, also carry what older
  * had still to write (the spec), and frees older. */
 void state_row_merge(struct state_row *newer, struct state_row *older);
 void state_row_free(struct state_row *r);     /* accepts NULL */
-/* Writes rows in one transaction: all of them or none.  0 or -errno with
- * err (the caller keeps the rows to write again). */
+/* Writes rows (and removals) in one transaction: all of them or none.
+ * 0 or -errno with err (the caller keeps the rows to write again). */
 int state_write(struct state_store *s, struct state_row *const *rows, size_t n,
 		struct herd_err *err);
 /* Every saved allocation: a new array of {"alloc", "job", "done",
  * "tasks"} objects (empty when none or on a read error). */
 json_t *state_load_allocs(struct state_store *s);
-/* Removes the rows of the n allocations ids, in one transaction (best
- * effort). */
-void state_remove_allocs(struct state_store *s, const char *const *ids, size_t n);
-
 /* For readers outside the client's threads (client_http.c): the row of
- * allocation id as {"done", "tasks"}, read through a connection of their
- * own, or NULL when the allocation has no state (never saved, or removed
- * once over). */
+ * allocation id as {"done", "tasks"}, or NULL when the allocation has no
+ * state (never saved, or removed once over).  Read through the store this
+ * process has open on state_dir (it holds the database's lock: see
+ * state.c), else through a connection of its own. */
 json_t *state_read_alloc(const char *state_dir, const char *id);
 
 /* Writes data to path atomically (temp, fsync, rename): for the few files

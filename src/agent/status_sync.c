@@ -37,6 +37,8 @@ struct status_sync {
 	json_t *queued;           /* {"<alloc id>": state}: written, latest, not yet sent */
 	json_t *inflight;         /* {"<alloc id>": state}: sent, not yet answered */
 	bool write_active;        /* a caller is writing (write_pending) */
+	bool flush;               /* removals handed over: the sender writes
+				   * them unless a caller did first */
 	bool stopping;            /* the sender tries once more and ends */
 	bool per_alloc;           /* the server lacks the batch route */
 	char *path;               /* /v1/node/<id>/allocations/status */
@@ -202,6 +204,8 @@ static int send_batch(struct status_sync *s, struct httpc *h, struct sync_entry 
 	return rc;
 }
 
+static void write_pending(struct status_sync *s);
+
 /* Waits ns or until stop; called locked. */
 static void backoff_wait(struct status_sync *s, int64_t ns)
 {
@@ -226,8 +230,16 @@ static void *sync_main(void *arg)
 		size_t n;
 		int rc;
 
-		while (!json_object_size(s->queued) && !s->stopping)
+		while (!json_object_size(s->queued) && !s->stopping) {
+			/* Removals wait for the next caller's write, which
+			 * takes them along; with nothing else to do, the
+			 * sender writes them itself. */
+			if (s->flush) {
+				write_pending(s);
+				continue;
+			}
 			pthread_cond_wait(&s->cond, &s->lock);
+		}
 		if (!json_object_size(s->queued))
 			break;
 		last_try = s->stopping;
@@ -301,6 +313,7 @@ static void pend_add(struct status_sync *s, const char *id, json_t *state, struc
  * does not hold rows back. */
 static void write_pending(struct status_sync *s)
 {
+	s->flush = false;
 	if (s->write_active)
 		return;   /* the active writer takes ours too */
 	s->write_active = true;
@@ -378,6 +391,18 @@ void status_sync_put(struct status_sync *s, const char *id, json_t *state,
 	pthread_mutex_lock(&s->lock);
 	pend_add(s, id, state, row);
 	write_pending(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void status_sync_forget(struct status_sync *s, const char *const *ids, size_t n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < n; i++)
+		pend_add(s, ids[i], NULL, state_row_removal(ids[i]));
+	s->flush = true;
+	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 }
 

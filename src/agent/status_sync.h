@@ -23,7 +23,8 @@
  * since the last write in one transaction; the callers that come
  * meanwhile only add theirs, which the writing caller takes too before it
  * returns.  Under load the changes of many allocations thus share a
- * commit, with no thread hop; a hung server never holds rows back. */
+ * commit, with no thread hop; a hung server never holds rows back.  The
+ * removals of finished allocations' rows join such a commit too. */
 #ifndef HERD_AGENT_STATUS_SYNC_H
 #define HERD_AGENT_STATUS_SYNC_H
 
@@ -48,6 +49,13 @@ struct status_sync *status_sync_start(struct client *c);
  * above); never waits on the network. */
 void status_sync_put(struct status_sync *s, const char *id, json_t *state,
 		     struct state_row *row);
+
+/* Hands over the removal of the rows of the n allocations ids (their
+ * work over, their last status taken): written in the transaction of the
+ * next caller of status_sync_put, or by the sender thread once it has
+ * nothing to send, whichever comes first.  A removal lost to a kill -9
+ * leaves a done row: the next start reports its last status again. */
+void status_sync_forget(struct status_sync *s, const char *const *ids, size_t n);
 
 /* Whether every state and row handed over for id is settled (nothing to
  * write, queued or in flight): the allocation has nothing left to report
