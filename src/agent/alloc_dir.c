@@ -195,41 +195,68 @@ static int remove_entry(int parent, const char *name, struct rm_ctx *c, unsigned
 	return remove_dir(parent, name, c, depth);
 }
 
-/* A listing of the directory open at fd, from its start (a dup shares
- * the offset an earlier listing left at the end). */
-static DIR *list_dir(int fd)
+/* A listing of the directory open at fd, read with getdents64 straight
+ * into a buffer of its own: no dup, fdopendir (an fstat and an fcntl),
+ * rewind and close per directory, as a DIR took; a scrub lists nine
+ * directories per allocation.  Small enough for a stack frame per level
+ * of a removal (RM_DEPTH_MAX of them, on a runner's 512 KiB stack too). */
+struct listing {
+	int fd;
+	size_t len, pos;
+	char buf[2048] __attribute__((aligned(8)));
+};
+
+/* Starts listing fd: from where it is (rewind false: a fresh fd, at its
+ * start), else from its start again. */
+static int listing_start(struct listing *l, int fd, bool rewind)
 {
-	int dfd = dup(fd);
-	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-	if (!d) {
-		int e = errno;
-		if (dfd >= 0)
-			close(dfd);
-		errno = e;
-		return NULL;
-	}
-	rewinddir(d);
-	return d;
+	l->fd = fd;
+	l->len = l->pos = 0;
+	return rewind && lseek(fd, 0, SEEK_SET) < 0 ? -errno : 0;
 }
 
-/* Removes everything in the directory open at fd. */
-static int empty_dir(int fd, struct rm_ctx *c, unsigned depth)
+/* The next entry but "." and "..": 1 with *name and *type (valid until
+ * the next call), 0 at the end, -errno. */
+static int listing_next(struct listing *l, const char **name, unsigned char *type)
 {
-	DIR *d = list_dir(fd);
-	if (!d)
-		return -errno;
-	int rc = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
+	for (;;) {
+		if (l->pos >= l->len) {
+			ssize_t n = getdents64(l->fd, l->buf, sizeof(l->buf));
+			if (n < 0)
+				return -errno;
+			if (n == 0)
+				return 0;
+			l->len = (size_t)n;
+			l->pos = 0;
+		}
+		struct dirent64 *de = (struct dirent64 *)(l->buf + l->pos);
+		l->pos += de->d_reclen;
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		int r = de->d_type == DT_DIR ? remove_dir(fd, de->d_name, c, depth + 1)
-					    : remove_entry(fd, de->d_name, c, depth + 1);
+		*name = de->d_name;
+		*type = de->d_type;
+		return 1;
+	}
+}
+
+/* Removes everything in the directory open at fd (rewind: listed
+ * before, see listing_start). */
+static int empty_dir(int fd, bool rewind, struct rm_ctx *c, unsigned depth)
+{
+	struct listing l;
+	const char *name;
+	unsigned char type;
+	int rc = listing_start(&l, fd, rewind), more;
+
+	if (rc < 0)
+		return rc;
+	while ((more = listing_next(&l, &name, &type)) > 0) {
+		int r = type == DT_DIR ? remove_dir(fd, name, c, depth + 1)
+				       : remove_entry(fd, name, c, depth + 1);
 		if (r < 0 && !rc)
 			rc = r;
 	}
-	closedir(d);
-	return rc;
+	return more < 0 && !rc ? more : rc;
 }
 
 static int remove_dir(int parent, const char *name, struct rm_ctx *c, unsigned depth)
@@ -256,7 +283,7 @@ static int remove_dir(int parent, const char *name, struct rm_ctx *c, unsigned d
 			return unlinkat(parent, name, 0) < 0 && errno != ENOENT ? -errno : 0;
 		return errno == ENOENT ? 0 : -errno;
 	}
-	int rc = empty_dir(fd, c, depth);
+	int rc = empty_dir(fd, false, c, depth);
 	close(fd);
 	if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT && !rc)
 		rc = -errno;
@@ -272,10 +299,12 @@ int alloc_dir_remove(int parent, const char *name)
 		return errno == ENOENT ? 0 : -errno;
 	}
 	struct rm_ctx c = { .top = fd };
+	bool again = false;
 	int rc;
 	do {
 		c.moved = 0;
-		rc = empty_dir(fd, &c, 0);
+		rc = empty_dir(fd, again, &c, 0);
+		again = true;
 	} while (rc == 0 && c.moved);
 	close(fd);
 	if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT && !rc)
@@ -317,6 +346,18 @@ static bool foreign_xattrs(int fd)
 	return false;
 }
 
+/* The agent's effective ids, read once (the agent never changes them;
+ * a scrub wanted them for every directory). */
+static uid_t agent_uid;
+static gid_t agent_gid;
+static pthread_once_t ids_once = PTHREAD_ONCE_INIT;
+
+static void read_ids(void)
+{
+	agent_uid = geteuid();
+	agent_gid = getegid();
+}
+
 /* Gives the directory open at fd the agent's owner and exactly mode.
  * 1 when it carries attributes that make it unfit. */
 static int reset_dir(int fd, unsigned mode)
@@ -326,8 +367,8 @@ static int reset_dir(int fd, unsigned mode)
 		return -errno;
 	if (!S_ISDIR(st.st_mode) || foreign_xattrs(fd))
 		return 1;
-	uid_t uid = geteuid();
-	gid_t gid = getegid();
+	uid_t uid = agent_uid;
+	gid_t gid = agent_gid;
 	bool chowned = false;
 	if (st.st_uid != uid || st.st_gid != gid) {
 		if (fchown(fd, uid, gid) < 0)
@@ -348,7 +389,7 @@ static int scrub_skel(int parent, const char *name, unsigned mode, struct rm_ctx
 	if (fd < 0)
 		return errno == ENOTDIR || errno == ELOOP || errno == EXDEV || errno == ENOENT
 		       ? 1 : -errno;
-	int rc = empty_dir(fd, c, 1);
+	int rc = empty_dir(fd, false, c, 1);
 	if (rc == 0)
 		rc = c->moved ? 1 : reset_dir(fd, mode);
 	close(fd);
@@ -364,7 +405,7 @@ static int scrub_exit(int parent, const char *name)
 	if (fd >= 0) {
 		struct stat st;
 		bool keep = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
-			    st.st_uid == geteuid() && !foreign_xattrs(fd) &&
+			    st.st_uid == agent_uid && !foreign_xattrs(fd) &&
 			    ftruncate(fd, 0) == 0 &&
 			    ((st.st_mode & 07777) == 0644 || fchmod(fd, 0644) == 0);
 		close(fd);
@@ -389,26 +430,26 @@ static int skel_index(const char *name, const char *const *list, size_t n)
 static int scrub_level(int fd, const char *const *names, const unsigned *modes, size_t n,
 		       const char *exit_name, unsigned mode, struct rm_ctx *c)
 {
-	DIR *d = list_dir(fd);
-	if (!d)
-		return -errno;
+	struct listing l;
+	const char *name;
+	unsigned char type;
 	unsigned found = 0;
-	int rc = 0;
-	struct dirent *de;
-	while (rc == 0 && (de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		int k = skel_index(de->d_name, names, n);
+	int rc = listing_start(&l, fd, false), more = 0;
+
+	while (rc == 0 && (more = listing_next(&l, &name, &type)) > 0) {
+		int k = skel_index(name, names, n);
 		if (k >= 0) {
-			rc = scrub_skel(fd, de->d_name, modes[k], c);
+			rc = scrub_skel(fd, name, modes[k], c);
 			found |= 1u << k;
-		} else if (exit_name && !strcmp(de->d_name, exit_name)) {
-			rc = scrub_exit(fd, de->d_name);
+		} else if (exit_name && !strcmp(name, exit_name)) {
+			rc = scrub_exit(fd, name);
 		} else {
-			rc = remove_entry(fd, de->d_name, c, 1);
+			rc = type == DT_DIR ? remove_dir(fd, name, c, 1)
+					    : remove_entry(fd, name, c, 1);
 		}
 	}
-	closedir(d);
+	if (rc == 0 && more < 0)
+		rc = more;
 	if (rc == 0 && (found != (1u << n) - 1 || c->moved))
 		rc = 1;
 	if (rc == 0)
@@ -426,21 +467,17 @@ int alloc_dir_scrub(int parent, const char *name, char ***tasks, size_t *ntasks)
 	int rc = 0;
 
 	pthread_once(&umask_once, read_umask);
+	pthread_once(&ids_once, read_ids);
 	int top = open_dir_at(parent, name);
 	if (top < 0)
 		return errno == ENOTDIR || errno == ELOOP || errno == EXDEV ? 1 : -errno;
 	struct rm_ctx c = { .top = top };
-	DIR *d = list_dir(top);
-	if (!d) {
-		rc = -errno;
-		close(top);
-		return rc;
-	}
-	struct dirent *de;
-	while (rc == 0 && (de = readdir(d))) {
-		const char *e = de->d_name;
-		if (!strcmp(e, ".") || !strcmp(e, ".."))
-			continue;
+	struct listing l;
+	const char *e;
+	unsigned char type;
+	int more = 0;
+	rc = listing_start(&l, top, false);
+	while (rc == 0 && (more = listing_next(&l, &e, &type)) > 0) {
 		int fd = open_dir_at(top, e);
 		if (fd < 0) {
 			/* only the agent writes here: a non-directory is
@@ -463,7 +500,8 @@ int alloc_dir_scrub(int parent, const char *name, char ***tasks, size_t *ntasks)
 		}
 		close(fd);
 	}
-	closedir(d);
+	if (rc == 0 && more < 0)
+		rc = more;
 	if (rc == 0 && (!have_alloc || !n))
 		rc = 1;
 	if (rc == 0)
