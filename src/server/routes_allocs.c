@@ -97,8 +97,24 @@ static void status_change_release(struct status_change *ch)
 	ch->freed = false;
 }
 
-/* Applies st to alloc (read from the store; the change takes the
- * reference) and queues its writes on b: the allocation, on condition
+/* The allocation a status change starts from: the caller's own object
+ * (the change sets its top-level fields), a shallow copy of the shared
+ * record, which costs neither a parse nor a deep copy once the record was
+ * read before (the agent's allocation watch, the scheduler's view). */
+static int read_alloc(struct server *srv, const struct store_key *key, json_t **out,
+		      struct herd_err *err)
+{
+	json_t *shared = NULL;
+	int rc = store_get_shared(srv->store, STORE_ALLOC, key, &shared, err);
+	if (rc < 0)
+		return rc;
+	*out = json_copy(shared);
+	json_decref(shared);
+	return 0;
+}
+
+/* Applies st to alloc (read_alloc's: the change sets only top-level
+ * fields, and takes the reference) and queues its writes on b: the allocation, on condition
  * that it has not changed since it was read, and for a failure (or a
  * service that ended) an alloc-failure evaluation that reschedules it per
  * the group's policy.  Returns 0, or -EEXIST with err when the transition
@@ -139,7 +155,7 @@ static int status_change_prepare(struct server *srv, json_t *alloc, const struct
 		struct store_key jk = { jstr(alloc, "namespace", "default"), jstr(alloc, "job_id", ""), 0 };
 		json_t *job = NULL;
 		bool batch = false;
-		if (store_get(srv->store, STORE_JOB, &jk, &job, NULL) == 0)
+		if (store_get_shared(srv->store, STORE_JOB, &jk, &job, NULL) == 0)
 			batch = !strcmp(jstr(job, "type", ""), "batch");
 		if (job && (!strcmp(st->client_status, "failed") || !batch)) {
 			ch->eval = eval_new(jk.ns, jk.id, "alloc-failure", NULL);
@@ -180,7 +196,7 @@ static int put_alloc_status(struct http_request *req, struct http_response *resp
 
 		if (!valid_id(key.id))
 			return http_error(resp, 404, "alloc_not_found", "no allocation %s", key.id);
-		rc = store_get(srv->store, STORE_ALLOC, &key, &alloc, &err);
+		rc = read_alloc(srv, &key, &alloc, &err);
 		if (rc == -ENOENT)
 			return http_error(resp, 404, "alloc_not_found", "no allocation %s", key.id);
 		if (rc < 0)
@@ -237,10 +253,10 @@ static int put_node_allocs_status(struct http_request *req, struct http_response
 	if (rc < 0)
 		return http_error(resp, 400, "invalid_argument", "%s", err.msg);
 	{
+		/* that the node exists: its index, not its record */
 		struct store_key nk = { NULL, node_id, 0 };
-		json_t *node = NULL;
-		rc = store_get(srv->store, STORE_NODE, &nk, &node, NULL);
-		json_decref(node);
+		uint64_t mi = 0;
+		rc = store_get_index(srv->store, STORE_NODE, &nk, &mi, NULL);
 		if (rc == -ENOENT) {
 			free(v);
 			return http_error(resp, 404, "node_not_found", "no node %s", node_id);
@@ -269,7 +285,7 @@ static int put_node_allocs_status(struct http_request *req, struct http_response
 									   v[i].err.msg));
 				continue;
 			}
-			r = valid_id(key.id) ? store_get(srv->store, STORE_ALLOC, &key, &alloc, &e) : -ENOENT;
+			r = valid_id(key.id) ? read_alloc(srv, &key, &alloc, &e) : -ENOENT;
 			/* an agent reports only what runs on its own node */
 			if (r == 0 && strcmp(jstr(alloc, "node_id", ""), node_id)) {
 				char msg[320];

@@ -234,16 +234,18 @@ struct jobs_since {
 
 /* The jobs whose record or allocations changed after a->since, each with
  * all its allocations (its status needs them): work in proportion to what
- * changed, not to every job the store holds. */
+ * changed, not to every job the store holds.  Every record is a shared one
+ * (store_get_shared): a line only reads them, and a job polled again
+ * costs no parse. */
 static int read_jobs_since(struct store *s, void *arg, struct herd_err *err)
 {
 	struct jobs_since *a = arg;
 	struct store_filter f = { a->ns, NULL, NULL };
 	json_t *jobs = NULL, *allocs = NULL, *seen = json_object(), *x;
 	size_t i;
-	int rc = store_list_changed(s, STORE_JOB, &f, a->since, &jobs, err);
+	int rc = store_list_changed_shared(s, STORE_JOB, &f, a->since, &jobs, err);
 	if (rc == 0)
-		rc = store_list_changed(s, STORE_ALLOC, &f, a->since, &allocs, err);
+		rc = store_list_changed_shared(s, STORE_ALLOC, &f, a->since, &allocs, err);
 	/* the changed jobs first, then those only their allocations name */
 	json_array_foreach(jobs, i, x) {
 		char *k = xasprintf("%s\x1f%s", jstr(x, "namespace", ""), jstr(x, "id", ""));
@@ -256,7 +258,7 @@ static int read_jobs_since(struct store *s, void *arg, struct herd_err *err)
 		char *k = xasprintf("%s\x1f%s", key.ns, key.id);
 		json_t *job = NULL;
 		if (!json_object_get(seen, k)) {
-			rc = store_get(s, STORE_JOB, &key, &job, err);
+			rc = store_get_shared(s, STORE_JOB, &key, &job, err);
 			if (rc == 0) {
 				json_array_append(jobs, job);
 				json_object_set_new(seen, k, job);
@@ -270,7 +272,7 @@ static int read_jobs_since(struct store *s, void *arg, struct herd_err *err)
 	json_array_foreach(jobs, i, x) {
 		struct store_filter jf = { jstr(x, "namespace", ""), jstr(x, "id", ""), NULL };
 		json_t *ja = NULL;
-		if (rc < 0 || (rc = store_list(s, STORE_ALLOC, &jf, &ja, err)) < 0)
+		if (rc < 0 || (rc = store_list_shared(s, STORE_ALLOC, &jf, &ja, err)) < 0)
 			break;
 		json_array_append_new(a->out, job_line(x, json_array_size(ja) ? ja : NULL));
 		json_decref(ja);
@@ -304,9 +306,10 @@ static int get_jobs(struct http_request *req, struct http_response *resp, void *
 		goto reply;
 	}
 	byjob = json_object();
-	rc = store_list(srv->store, STORE_JOB, &f, &jobs, NULL);
+	/* shared records, only read (job_line) */
+	rc = store_list_shared(srv->store, STORE_JOB, &f, &jobs, NULL);
 	if (!rc)
-		rc = store_list(srv->store, STORE_ALLOC, &f, &allocs, NULL);
+		rc = store_list_shared(srv->store, STORE_ALLOC, &f, &allocs, NULL);
 	if (rc < 0)
 		goto out;
 	json_array_foreach(allocs, i, x) {

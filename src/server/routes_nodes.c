@@ -177,7 +177,7 @@ static int attach_jobs(struct server *srv, const struct http_request *req, json_
 		k = xasprintf("%s\x1f%s\x1f%lld", key.ns, key.id, (long long)key.version);
 		job = json_object_get(seen, k);
 		if (!job) {
-			int r = store_get(srv->store, STORE_JOB_VERSION, &key, &job, NULL);
+			int r = store_get_shared(srv->store, STORE_JOB_VERSION, &key, &job, NULL);
 			if (r < 0 && r != -ENOENT) {
 				free(k);
 				rc = r;
@@ -186,8 +186,13 @@ static int attach_jobs(struct server *srv, const struct http_request *req, json_
 			/* null: looked for and absent, not looked for again */
 			json_object_set_new(seen, k, r == 0 ? job : json_null());
 		}
-		if (job && json_is_object(job))
-			json_object_set(al, "job", job);
+		if (job && json_is_object(job)) {
+			/* al is a shared record: the answer's own shallow copy
+			 * carries the job */
+			json_t *own = json_copy(al);
+			json_object_set(own, "job", job);
+			json_array_set_new(list, i, own);
+		}
 		free(k);
 	}
 	json_decref(seen);
@@ -232,7 +237,9 @@ static int get_node_allocs(struct http_request *req, struct http_response *resp,
 		if (rc < 0)
 			return rc;
 	}
-	rc = store_list_allocs_server_changed(srv->store, &f, (uint64_t)since, &list, NULL);
+	/* shared records: the answer only encodes them (attach_jobs copies
+	 * the ones it adds to) */
+	rc = store_list_allocs_server_changed_shared(srv->store, &f, (uint64_t)since, &list, NULL);
 	if (rc == 0 && include && !strcmp(include, "job"))
 		rc = attach_jobs(srv, req, list, since);
 	if (rc < 0) {

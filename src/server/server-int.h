@@ -238,7 +238,9 @@ void view_cache_init(struct view_cache *c);
 void view_cache_release(struct view_cache *c);
 
 /* Reads a view for job (ns, job_id) in one read transaction; cache may be
- * NULL. */
+ * NULL.  The view's records (job, allocations, nodes, and the batch's
+ * evaluations) are shared read-only store records (store_get_shared):
+ * copy one before changing it. */
 int sched_view_read(struct store *s, struct view_cache *cache, const char *ns,
 		    const char *job_id, struct sched_view *v, struct herd_err *err);
 /* One view for several jobs, read in one read transaction: the nodes and

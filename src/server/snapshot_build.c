@@ -34,19 +34,22 @@ void view_cache_release(struct view_cache *c)
 	pthread_mutex_destroy(&c->lock);
 }
 
-/* The node list as of this transaction (cache->lock held). */
+/* The node list as of this transaction (cache->lock held).  Everything a
+ * view reads is a shared record (store_get_shared): planning only reads
+ * it, and what a plan changes it copies first (reconcile's stops and
+ * updates, preemption's victims, the worker's evaluations). */
 static int nodes_of(struct store *s, struct view_cache *c, json_t **out, struct herd_err *err)
 {
 	uint64_t idx = 0;
 	int rc;
 	if (!c)
-		return store_list(s, STORE_NODE, NULL, out, err);
+		return store_list_shared(s, STORE_NODE, NULL, out, err);
 	rc = store_kind_index(s, STORE_NODE, &idx, err);
 	if (rc < 0)
 		return rc;
 	if (!c->nodes || c->nodes_index != idx) {
 		json_t *list = NULL;
-		rc = store_list(s, STORE_NODE, NULL, &list, err);
+		rc = store_list_shared(s, STORE_NODE, NULL, &list, err);
 		if (rc < 0)
 			return rc;
 		json_decref(c->nodes);
@@ -78,7 +81,7 @@ static int usage_catch_up(struct store *s, struct view_cache_node *cn, struct he
 	struct store_filter nf = { NULL, NULL, cn->id };
 	json_t *allocs = NULL, *al;
 	size_t j;
-	int rc = store_list_changed(s, STORE_ALLOC, &nf, cn->allocs_index, &allocs, err);
+	int rc = store_list_changed_shared(s, STORE_ALLOC, &nf, cn->allocs_index, &allocs, err);
 	if (rc < 0)
 		return rc;
 	/* Views share the map (see usage_of): copy it before changing it while
@@ -120,7 +123,7 @@ static int usage_of(struct store *s, struct view_cache *c, const char *id, struc
 	int rc;
 
 	if (!c) {
-		rc = store_list(s, STORE_ALLOC, &nf, &allocs, err);
+		rc = store_list_shared(s, STORE_ALLOC, &nf, &allocs, err);
 		if (rc < 0)
 			return rc;
 		json_array_foreach(allocs, j, al)
@@ -166,18 +169,19 @@ static bool node_schedulable(const json_t *node)
 	       !jbool(node, "drain", false);
 }
 
-/* The job (ns, job_id) (NULL when gone) and its allocations. */
+/* The job (ns, job_id) (NULL when gone) and its allocations: shared
+ * records. */
 static int read_job(struct store *s, const char *ns, const char *job_id, json_t **job,
 		    json_t **allocs, struct herd_err *err)
 {
 	struct store_key key = { ns, job_id, 0 };
 	struct store_filter jf = { ns, job_id, NULL };
-	int rc = store_get(s, STORE_JOB, &key, job, err);
+	int rc = store_get_shared(s, STORE_JOB, &key, job, err);
 	if (rc == -ENOENT)
 		*job = NULL;
 	else if (rc < 0)
 		return rc;
-	return store_list(s, STORE_ALLOC, &jf, allocs, err);
+	return store_list_shared(s, STORE_ALLOC, &jf, allocs, err);
 }
 
 /* The nodes and what they have taken (a->cache->lock held when a cache). */
@@ -229,7 +233,8 @@ static int read_batch_view(struct store *s, void *arg, struct herd_err *err)
 	int rc = store_read_index(s, &b->a.v->index, err);
 	for (size_t i = 0; i < b->n && rc == 0; i++) {
 		struct store_key ek = { NULL, b->eval_ids[i], 0 };
-		rc = store_get(s, STORE_EVAL, &ek, &b->evals[i], err);
+		/* shared: the worker copies an evaluation to finish it */
+		rc = store_get_shared(s, STORE_EVAL, &ek, &b->evals[i], err);
 		if (rc == -ENOENT) {
 			b->evals[i] = NULL;
 			rc = 0;

@@ -7,9 +7,11 @@
  * has its own index, and a row with modify_index M was written by commit M
  * and not since), so an entry is valid for exactly that modify_index: the
  * store reads the row's modify_index in the caller's own transaction and
- * asks for that one; an entry at another index is a miss.  Only objects
- * decoded from committed state go in (see store.c): a change inside a
- * commit's transaction may still be rolled back and its index reused.
+ * asks for that one; an entry at another index is a miss.  Only objects of
+ * committed state go in (store.c): what a commit wrote, once it is
+ * durable, and what a read outside any commit's transaction decoded; a
+ * change seen inside a commit's transaction may still be rolled back and
+ * its index used again by another.
  *
  * The objects are shared read-only by every thread that gets one: nobody
  * changes them (jansson's reference counts are atomic, and reading an

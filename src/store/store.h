@@ -171,8 +171,9 @@ int store_list_allocs_server_changed(struct store *s, const struct store_filter 
  * shared.  The records of the other read functions are each the caller's
  * own (a deep copy of the cached object when there is one: cheaper than a
  * parse, still a copy).  With HERD_STORE_CACHE_CHECK=1 in the environment
- * at open, every cache hit is compared with the stored text, and a shared
- * record found changed fails the read with -EIO (for tests). */
+ * at open, every cache hit is compared with the stored text (decoded, key
+ * order included), and a shared record found changed fails the read with
+ * -EIO (for tests). */
 int store_get_shared(struct store *s, enum store_kind kind, const struct store_key *key,
 		     json_t **out, struct herd_err *err);
 int store_list_shared(struct store *s, enum store_kind kind, const struct store_filter *filter,
@@ -183,13 +184,14 @@ int store_list_changed_shared(struct store *s, enum store_kind kind,
 int store_list_allocs_server_changed_shared(struct store *s, const struct store_filter *filter,
 					    uint64_t after, json_t **out, struct herd_err *err);
 
-/* The cache of decoded records.  Only shared reads of committed state
- * (outside a commit's own transaction) add to it; every read looks in it.
+/* The cache of decoded records.  A commit puts in each record it wrote (a
+ * copy of the object, as its stored text decodes) and takes out those it
+ * deleted; a shared read of committed state (not inside a commit's own
+ * transaction) adds what it had to decode; every read looks in it first.
  * It holds at most STORE_CACHE_ENTRIES records and STORE_CACHE_BYTES bytes
  * of their stored text (jansson takes about ten times the text's size for
  * the decoded object: ~40 MiB at the bound), dropping the least recently
- * used beyond either; a record's entry goes when a commit rewrites or
- * deletes it. */
+ * used beyond either. */
 #define STORE_CACHE_ENTRIES 4096
 #define STORE_CACHE_BYTES (4u << 20)
 
