@@ -44,6 +44,26 @@ static uint64_t workload_hash(const struct sched_workload *w)
 	return h ? h : 1;
 }
 
+/* w->fill_waste (see sched-int.h): the expected idle milli of a device
+ * with l left when every later one-device task that fits there is drawn
+ * from the workload (the GPU classes with one device; a whole-device class
+ * fits l = 1000 only).  Filled from l = 0 up, each entry from smaller ones. */
+static void fill_waste_init(struct sched_workload *w)
+{
+	w->fill_waste = xcalloc(SCHED_MILLI + 1, sizeof(double));
+	for (int l = 1; l <= SCHED_MILLI; l++) {
+		double sum = 0, freq = 0;
+		for (size_t k = 0; k < w->n; k++) {
+			const struct wl_class *c = &w->c[k];
+			if (c->num != 1 || c->milli <= 0 || c->milli > l || c->freq <= 0)
+				continue;
+			sum += c->freq * w->fill_waste[l - c->milli];
+			freq += c->freq;
+		}
+		w->fill_waste[l] = freq > 0 ? sum / freq : (double)l;
+	}
+}
+
 struct sched_workload *sched_workload_new(const struct sched_task_class *v, size_t n)
 {
 	struct sched_workload *w = xcalloc(1, sizeof(*w));
@@ -90,6 +110,7 @@ struct sched_workload *sched_workload_new(const struct sched_task_class *v, size
 		w->cpu_per_milli = gpu > 0 ? cpu / gpu : 0;
 		w->mem_per_milli = gpu > 0 ? mem / gpu : 0;
 	}
+	fill_waste_init(w);
 	w->id = workload_hash(w);
 	return w;
 }
@@ -102,6 +123,7 @@ void sched_workload_free(struct sched_workload *w)
 		free(w->c[i].spec);
 	free(w->c);
 	free(w->mi);
+	free(w->fill_waste);
 	free(w);
 }
 

@@ -271,24 +271,54 @@ static double stranded(const struct sched_workload *w, double gpu, double cpu, d
 	return gpu - fmax(usable, 0);
 }
 
-/* herd's tie-break for a fraction, in [0, 1) so that it never crosses a
- * bucket: 0 when the chosen GPU is free (it opens a GPU), else 0.5 plus up
- * to 0.49 for a tight fit (the share of compute left after the placement,
- * averaged with the share of memory left when memory is asked, inverted).  Completing
- * a GPU that already has tenants keeps the free GPUs whole for whole-GPU
- * tasks; without it an equal bucket left the choice to the node order. */
-static double shared_fit(const struct sched_snapshot *s, const struct nodeview *v,
+/* The share of a device left after a fraction takes it, in thousandths:
+ * compute, averaged with memory when memory is asked (best fit). */
+static double left_after(const struct sched_snapshot *s, const struct nodeview *v,
 			 const struct ask *a, int pos)
 {
 	const struct sched_dev *d = &s->node[v->node].dev[v->idx[pos]];
-	double left;
+	double left = (double)(v->left[pos] - a->milli);
 
+	if (a->dmem > 0 && d->mem_total > 0)
+		left = (left + (double)(v->mleft[pos] - a->dmem) * SCHED_MILLI / (double)d->mem_total) / 2.0;
+	return left;
+}
+
+/* What a fraction on device pos costs in idle GPU milli, in [-1000, 2000]:
+ * what it leaves (best fit) plus how much it raises the device's expected
+ * idle if later tasks of the workload fill it (w->fill_waste).  Best fit
+ * alone makes 470 + 320 (210 left, which only the rare tasks of at most
+ * 210 can use) out of a lone 470 rather than 650 + 320 (30 left) or a
+ * fresh device; the expected idle sees that 210 left stays mostly idle. */
+static double fill_cost(const struct sched_snapshot *s, const struct nodeview *v,
+			const struct ask *a, const struct sched_workload *w, int pos)
+{
+	int left = v->left[pos];
+	return left_after(s, v, a, pos) + w->fill_waste[left - a->milli] - w->fill_waste[left];
+}
+
+/* herd's key for a fraction on device pos: FGD's bucket of the exact
+ * gradient first, then a device already shared (completing it keeps free
+ * devices whole for whole-device tasks; without it an equal bucket left the
+ * choice to the node order), then the least fill_cost.  Used both for the
+ * device inside a node and, through herd_score, between nodes. */
+static double frac_key(const struct sched_snapshot *s, const struct nodeview *v,
+		       const struct ask *a, const struct sched_workload *w, double gradient,
+		       int pos)
+{
+	double bucket = floor(100.0 * sigmoid(gradient / 1000.0));
+	return bucket * 10000.0 + (v->free[pos] ? 3000.0 : 8000.0) - fill_cost(s, v, a, w, pos);
+}
+
+/* herd's tie-break for a fraction, in [0, 1) so that it never crosses a
+ * bucket: 0 for a free device, else 0.5 plus up to 0.49 for a low
+ * fill_cost (-1000 .. 2000). */
+static double shared_fit(const struct sched_snapshot *s, const struct nodeview *v,
+			 const struct ask *a, const struct sched_workload *w, int pos)
+{
 	if (v->free[pos])
 		return 0.0;
-	left = (double)(v->left[pos] - a->milli) / SCHED_MILLI;
-	if (a->dmem > 0 && d->mem_total > 0)
-		left = (left + (double)(v->mleft[pos] - a->dmem) / (double)d->mem_total) / 2.0;
-	return 0.5 + 0.49 * (1.0 - left);
+	return 0.5 + 0.49 * (2000.0 - fill_cost(s, v, a, w, pos)) / 3001.0;
 }
 
 /* herd: FGD's gradient, CPU-aware.  See docs/scheduling.md. */
@@ -297,31 +327,30 @@ static double herd_score(struct sched_snapshot *s, const struct nodeview *v, con
 {
 	double before = frag_node(s, w, v->node), best = -1e300, bucket;
 
-	(void)s;
 	if (!a->frac) {
 		if (pick_default(s, v, a, pick))
 			return -1e300;
 		best = before - frag_after(s, v, a, w, pick, false);
+		bucket = floor(100.0 * sigmoid(best / 1000.0));
 	} else {
 		for (int i = 0; i < v->n; i++) {
 			int p = i;
-			double sc;
+			double k;
 			if (v->left[i] < a->milli || v->mleft[i] < a->dmem || seen_before(v, i))
 				continue;
-			/* among equal fragmentation, the device with less left */
-			sc = before - frag_after(s, v, a, w, &p, false) - v->left[i] * 1e-6;
-			if (sc > best) {
-				best = sc;
+			k = frac_key(s, v, a, w, before - frag_after(s, v, a, w, &p, false), i);
+			if (k > best) {
+				best = k;
 				pick[0] = i;
 			}
 		}
+		if (best <= -1e299)
+			return -1e300;
+		bucket = floor(best / 10000.0);
 	}
-	if (best <= -1e299)
-		return -1e300;
 	/* FGD's bucket of the gradient; equal buckets stay ties, broken by
 	 * the caller's stable node order (the exact gradient does worse: it
 	 * chases differences of a few milli and loses the first-fit effect) */
-	bucket = floor(100.0 * sigmoid(best / 1000.0));
 	if (a->num == 0)
 		/* a CPU-only task: inside the bucket, the node with the least
 		 * idle GPU compute, since the CPU it takes there strands the
@@ -338,7 +367,7 @@ static double herd_score(struct sched_snapshot *s, const struct nodeview *v, con
 		double now = stranded(w, gpu - used, (double)(v->cpu_left - a->cpu),
 				      (double)(v->mem_left - a->mem));
 		return (now > was + 0.5 ? 0.0 : 1000.0) + bucket +
-		       (a->frac ? shared_fit(s, v, a, pick[0]) : 0.0);
+		       (a->frac ? shared_fit(s, v, a, w, pick[0]) : 0.0);
 	}
 }
 

@@ -173,6 +173,12 @@ struct sched_workload {
 	/* mean CPU (memory) per GPU milli of the GPU classes, by frequency:
 	 * sum freq x cpu / sum freq x gpu milli x GPUs; 0 when unknown */
 	double cpu_per_milli, mem_per_milli;
+	/* fill_waste[L]: the GPU milli expected to stay idle on a device with
+	 * L of SCHED_MILLI left if the one-device tasks that fit keep coming
+	 * at the workload's frequencies (L when none fits; else the mean over
+	 * the fitting classes of fill_waste[L - share]).  herd's choice
+	 * between shared devices (policy.c, fill_cost). */
+	double *fill_waste;
 };
 
 /* A node as the scoring functions see it for one request: only the devices

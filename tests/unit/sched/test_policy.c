@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "helpers.h"
+#include "sched/sched-int.h" /* the workload's fill_waste table */
 
 static struct sched_snapshot *setup_node(void)
 {
@@ -80,9 +81,11 @@ static void test_fgd(void **state)
 	assert_int_equal(dev, 0);
 	/* herd: the same bucket (45), + 1000 because it strands no GPU: the
 	 * class takes 1000/600 CPU per GPU milli, and 56 cores are plenty for
-	 * the 3200 idle; + 0.5 + 0.49 x (1 - 200/1000) = 0.892 because GPU-0
-	 * is already shared and keeps 200 of 1000: 1045.892 */
-	assert_true(fabs(score_of(SCHED_HERD, w, &dev) - 1045.892) < 1e-9);
+	 * the 3200 idle; + 0.5 + 0.49 x (2000 - cost) / 3001 because GPU-0 is
+	 * already shared.  Its cost: 200 left, plus the expected idle of 200
+	 * left (no 600 fits: 200) less that of 700 left (a 600 fits, then 100
+	 * stays: 100) = 300, so 0.5 + 0.49 x 1700/3001: 1045.7775741... */
+	assert_true(fabs(score_of(SCHED_HERD, w, &dev) - (1045.5 + 0.49 * 1700.0 / 3001.0)) < 1e-9);
 	assert_int_equal(dev, 0);
 	sched_workload_free(w);
 }
@@ -160,13 +163,12 @@ static void test_herd_strands_last(void **state)
 /* herd, a fraction on a tie: node a has GPU-0 taken whole and GPU-1 free,
  * node b has half of its MPS GPU-0 taken by one tenant and GPU-1 free.  Half
  * a GPU (the workload: that request alone) leaves no fragment either way
- * (a: 0 and 500 left, b: 0 and 1000), so the gradient is 0 less the
- * in-node tie-break (a millionth per milli left: 0.0005 on b, 0.001 on a),
- * both nodes get bucket int(100 sigmoid(-0.000001)) = 49 and strand
- * nothing: 1049.  Completing b's shared GPU adds 0.5 + 0.49 x (1 - 0/1000)
- * = 0.99, so b wins whatever the tie
- * order (ranks either way, or the snapshot's order with a or b first), and
- * takes its shared GPU-0. */
+ * (a: 0 and 500 left, b: 0 and 1000), so the gradient is 0, both nodes get
+ * bucket int(100 sigmoid(0)) = 50 and strand nothing: 1050.  Completing
+ * b's shared GPU adds 0.5 + 0.49 x (2000 - 0) / 3001 (it leaves 0, and the
+ * expected idle of 0 and of 500 left are both 0), so b wins whatever the
+ * tie order (ranks either way, or the snapshot's order with a or b first),
+ * and takes its shared GPU-0 rather than its free GPU-1. */
 static void herd_shared_case(bool b_first, const uint32_t *rank, bool scan_all)
 {
 	struct sched_snapshot *s = sched_snapshot_new();
@@ -194,7 +196,7 @@ static void herd_shared_case(bool b_first, const uint32_t *rank, bool scan_all)
 	assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
 	assert_string_equal(sched_node_id(s, p.node), "b");
 	assert_int_equal(p.dev[0].dev, 0);
-	assert_true(fabs(p.score - 1049.99) < 1e-9);
+	assert_true(fabs(p.score - (1050.5 + 0.49 * 2000.0 / 3001.0)) < 1e-9);
 	/* node a alone still takes its free GPU (the tie-break only orders) */
 	assert_int_equal(sched_release(s, &half), 0);
 	half.dev[0].compute = 1000;
@@ -206,7 +208,7 @@ static void herd_shared_case(bool b_first, const uint32_t *rank, bool scan_all)
 	assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
 	assert_string_equal(sched_node_id(s, p.node), "a");
 	assert_int_equal(p.dev[0].dev, 1);
-	assert_true(p.score == 1049);
+	assert_true(p.score == 1050);
 	sched_snapshot_free(s);
 }
 
@@ -220,6 +222,37 @@ static void test_herd_prefers_shared_gpu(void **state)
 			herd_shared_case(order, order ? a_first : b_first, scan_all);
 			herd_shared_case(order, NULL, scan_all);
 		}
+}
+
+/* herd's expected idle of a device with l left (w->fill_waste), by hand for
+ * shares of 320 (frequency 1) and 470 (frequency 3): below 320 nothing
+ * fits and all of l stays idle; from 320 only the 320 fits (360 -> 40);
+ * from 470 the next fitting task is a 320 one time in four:
+ * 530 -> (W(210) + 3 W(60)) / 4 = (210 + 180) / 4 = 97.5,
+ * 680 -> (W(360) + 3 W(210)) / 4 = (40 + 630) / 4 = 167.5.
+ * So a 320 costs 210 + 210 - 97.5 = 322.5 on a device with 530 left and
+ * 360 + 40 - 167.5 = 232.5 on one with 680 left: best fit alone would
+ * take the first and leave 210 that neither class can use.  CPU-only and
+ * multi-device classes do not fill a device; a whole device fills 1000. */
+static void test_herd_fill_waste(void **state)
+{
+	struct sched_task_class c[] = { { 1000, 0, 320, 1, NULL, 1 }, { 1000, 0, 470, 1, NULL, 3 },
+					{ 4000, 0, 0, 0, NULL, 2 }, { 8000, 0, 1000, 2, NULL, 2 } };
+	struct sched_workload *w = sched_workload_new(c, 4), *whole;
+	struct sched_task_class one = { 1000, 0, 1000, 1, NULL, 1 };
+
+	assert_true(w->fill_waste[0] == 0);
+	assert_true(w->fill_waste[210] == 210);
+	assert_true(w->fill_waste[319] == 319);
+	assert_true(w->fill_waste[320] == 0);
+	assert_true(w->fill_waste[360] == 40);
+	assert_true(fabs(w->fill_waste[530] - 97.5) < 1e-9);
+	assert_true(fabs(w->fill_waste[680] - 167.5) < 1e-9);
+	sched_workload_free(w);
+	whole = sched_workload_new(&one, 1);
+	assert_true(whole->fill_waste[1000] == 0);
+	assert_true(whole->fill_waste[999] == 999);
+	sched_workload_free(whole);
 }
 
 static void test_frag_measure(void **state)
@@ -262,6 +295,7 @@ int main(void)
 		cmocka_unit_test(test_herd_cpu_only),
 		cmocka_unit_test(test_herd_strands_last),
 		cmocka_unit_test(test_herd_prefers_shared_gpu),
+		cmocka_unit_test(test_herd_fill_waste),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
