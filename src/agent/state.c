@@ -64,6 +64,7 @@ struct state_store {
 	sqlite3_stmt *put_tasks;     /* the first time */
 	sqlite3_stmt *del_spec, *del_tasks;
 	sqlite3_stmt *get_tasks;     /* state_read_alloc */
+	sqlite3_stmt *begin, *commit, *rollback;   /* state_write's, parsed once */
 	dev_t dir_dev;               /* the state dir, for state_read_alloc */
 	ino_t dir_ino;
 	struct state_store *next;    /* in open_stores */
@@ -307,6 +308,9 @@ int state_open(const char *state_dir, struct state_store **out, struct herd_err 
 			       -1, &s->put_tasks, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "SELECT done, tasks FROM alloc_tasks WHERE id = ?", -1,
 			       &s->get_tasks, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "BEGIN", -1, &s->begin, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "COMMIT", -1, &s->commit, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "ROLLBACK", -1, &s->rollback, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM alloc_specs WHERE id = ?", -1, &s->del_spec,
 			       NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM alloc_tasks WHERE id = ?", -1, &s->del_tasks,
@@ -347,6 +351,9 @@ void state_close(struct state_store *s)
 	sqlite3_finalize(s->put_spec);
 	sqlite3_finalize(s->upd_tasks);
 	sqlite3_finalize(s->get_tasks);
+	sqlite3_finalize(s->begin);
+	sqlite3_finalize(s->commit);
+	sqlite3_finalize(s->rollback);
 	sqlite3_finalize(s->put_tasks);
 	sqlite3_finalize(s->del_spec);
 	sqlite3_finalize(s->del_tasks);
@@ -438,7 +445,7 @@ int state_write(struct state_store *s, struct state_row *const *rows, size_t n,
 	if (!s)
 		return herd_errf(err, -EBADF, "state: the store is not open");
 	pthread_mutex_lock(&s->lock);
-	if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+	if (step_done(s->begin) < 0) {
 		rc = db_err(s->db, err, "begin");
 		goto out;
 	}
@@ -447,10 +454,10 @@ int state_write(struct state_store *s, struct state_row *const *rows, size_t n,
 					  : put_row(s, rows[i]->id, rows[i]->alloc, rows[i]->job,
 						    rows[i]->done, rows[i]->tasks)) < 0)
 			db_err(s->db, err, rows[i]->id);
-	if (rc == 0 && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+	if (rc == 0 && step_done(s->commit) < 0)
 		rc = db_err(s->db, err, "commit");
-	if (rc < 0)
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	if (rc < 0 && !sqlite3_get_autocommit(s->db))
+		step_done(s->rollback);
 out:
 	pthread_mutex_unlock(&s->lock);
 	return rc;
