@@ -48,6 +48,8 @@ struct alloc_gc {
 	size_t npool;
 	char gone[GONE_MAX][ID_MAX]; /* ring of collected ids */
 	size_t ngone;
+	json_t *gone_pos;            /* {"<id>": its slot in gone}: a claim
+				      * per allocation looks up, not a scan */
 	unsigned long long seq;      /* names in .pool */
 };
 
@@ -105,10 +107,22 @@ static bool queue_remove(struct alloc_gc *gc, const char *id)
 
 static void forget_gone(struct alloc_gc *gc, const char *id)
 {
-	size_t n = gc->ngone < GONE_MAX ? gc->ngone : GONE_MAX;
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(gc->gone[i], id))
-			gc->gone[i][0] = '\0';
+	json_t *pos = json_object_get(gc->gone_pos, id);
+	if (pos) {
+		gc->gone[json_integer_value(pos)][0] = '\0';
+		json_object_del(gc->gone_pos, id);
+	}
+}
+
+/* Notes id as collected, in the slot of the oldest noted. */
+static void note_gone(struct alloc_gc *gc, const char *id)
+{
+	size_t slot = gc->ngone++ % GONE_MAX;
+	json_t *pos = json_object_get(gc->gone_pos, gc->gone[slot]);
+	if (pos && (size_t)json_integer_value(pos) == slot)
+		json_object_del(gc->gone_pos, gc->gone[slot]);
+	snprintf(gc->gone[slot], ID_MAX, "%s", id);
+	json_object_set_new(gc->gone_pos, id, json_integer((json_int_t)slot));
 }
 
 /* --- what others call --- */
@@ -176,9 +190,7 @@ bool alloc_gc_collected(const char *root, const char *id)
 	bool found = false;
 	pthread_mutex_lock(&gc_lock);
 	struct alloc_gc *gc = lookup(root);
-	size_t n = gc ? (gc->ngone < GONE_MAX ? gc->ngone : GONE_MAX) : 0;
-	for (size_t i = 0; i < n && !found; i++)
-		found = !strcmp(gc->gone[i], id);
+	found = gc && json_object_get(gc->gone_pos, id);
 	pthread_mutex_unlock(&gc_lock);
 	return found;
 }
@@ -291,7 +303,7 @@ static void *gc_main(void *arg)
 
 		pthread_mutex_lock(&gc_lock);
 		pressure = still;
-		snprintf(gc->gone[gc->ngone++ % GONE_MAX], ID_MAX, "%s", it.id);
+		note_gone(gc, it.id);
 		gc->busy[0] = '\0';
 		pthread_cond_broadcast(&gc->cond);
 	}
@@ -374,6 +386,7 @@ static void gc_free(struct alloc_gc *gc)
 		alloc_gc_free_names(gc->pool[i].tasks, gc->pool[i].ntasks);
 	alloc_gc_free_names(gc->stale, gc->nstale);
 	pthread_cond_destroy(&gc->cond);
+	json_decref(gc->gone_pos);
 	free(gc->q);
 	free(gc->root);
 	free(gc);
@@ -387,6 +400,7 @@ struct alloc_gc *alloc_gc_start(const char *root, const struct alloc_gc_options 
 	int r;
 
 	gc->root = xstrdup(root);
+	gc->gone_pos = json_object();
 	gc->o = *o;
 	if (gc->o.interval_ns <= 0)
 		gc->o.interval_ns = 60 * 1000000000LL;
