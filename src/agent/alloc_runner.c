@@ -579,6 +579,7 @@ out:
 	pthread_mutex_lock(&ar->lock);
 	ar->done = true;
 	pthread_mutex_unlock(&ar->lock);
+	alloc_runner_finished(ar->c, ar);
 	return NULL;
 }
 

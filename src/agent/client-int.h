@@ -50,6 +50,14 @@ struct client {
 	struct alloc_runner **runners;
 	size_t nr_runners, alloc_runners;
 	json_t *runner_pos;           /* {"<alloc id>": index into runners} (client.c) */
+	/* The runners whose thread has ended (alloc_runner_finished), the
+	 * only ones client_collect_runners looks at: its work is
+	 * proportional to what finished, not to every allocation the node
+	 * runs.  Under finished_lock, which a runner's thread takes alone
+	 * (client_stop holds runners_lock while it joins them). */
+	pthread_mutex_t finished_lock;
+	struct alloc_runner **finished;
+	size_t nr_finished, alloc_finished;
 
 	pthread_t heartbeat_thread, watch_thread;
 	bool threads_started;
@@ -76,6 +84,9 @@ struct client {
  * hears of, which may be a long poll away).  Does nothing once the client
  * is shutting down.  Call with no status-sync lock held. */
 void client_collect_runners(struct client *c);
+/* A runner's thread, as it ends: ar is one for client_collect_runners to
+ * look at from now on. */
+void alloc_runner_finished(struct client *c, struct alloc_runner *ar);
 
 /* client_shared.c: what allocation runners share.
  *

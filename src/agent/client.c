@@ -132,35 +132,66 @@ static void reconcile(struct client *c, json_t *allocs)
 	}
 }
 
+void alloc_runner_finished(struct client *c, struct alloc_runner *ar)
+{
+	pthread_mutex_lock(&c->finished_lock);
+	ALLOC_GROW(c->finished, c->nr_finished + 1, c->alloc_finished);
+	c->finished[c->nr_finished++] = ar;
+	pthread_mutex_unlock(&c->finished_lock);
+}
+
 /* Frees the runners whose work is over and whose last status report the
  * server took (done, nothing left to report: not dirty, and settled in the
- * status sync), so a long-lived client does not grow.  Called with
- * runners_lock held.  The server then
- * lists the allocation as complete or failed, which reconcile() never
- * starts again.  (ar->lock is taken before the sync's lock, as report()
- * does.) */
+ * status sync), so a long-lived client does not grow.  Only runners whose
+ * thread ended are looked at (c->finished); the others wait there for a
+ * later call.  Called with runners_lock held.  The server then lists the
+ * allocation as complete or failed, which reconcile() never starts again.
+ * (ar->lock is taken before the sync's lock, as report() does.) */
 static void collect_runners_locked(struct client *c)
 {
 	const char **gone = NULL;
-	size_t n = 0, alloc = 0;
+	struct alloc_runner **v;
+	size_t n = 0, alloc = 0, nv, cap, keep = 0;
 
-	for (size_t i = 0; i < c->nr_runners;) {
-		struct alloc_runner *ar = c->runners[i];
+	pthread_mutex_lock(&c->finished_lock);
+	v = c->finished;
+	nv = c->nr_finished;
+	cap = c->alloc_finished;
+	c->finished = NULL;
+	c->nr_finished = c->alloc_finished = 0;
+	pthread_mutex_unlock(&c->finished_lock);
+	for (size_t k = 0; k < nv; k++) {
+		struct alloc_runner *ar = v[k];
+		json_t *pos = json_object_get(c->runner_pos, ar->id);
 		bool over;
 		pthread_mutex_lock(&ar->lock);
 		over = ar->done && !ar->dirty && !ar->detach &&
 		       status_sync_settled(c->sync, ar->id);
 		pthread_mutex_unlock(&ar->lock);
-		if (over) {
-			alloc_gc_client_note(c, ar);
-			ALLOC_GROW(gone, n + 1, alloc);
-			gone[n++] = xstrdup(ar->id);
-			remove_runner(c, i);
-			alloc_runner_free(ar, false);
+		/* not yet among the runners (recovery adds them after they
+		 * start): looked at again next time */
+		if (!over || !pos || (size_t)json_integer_value(pos) >= c->nr_runners ||
+		    c->runners[json_integer_value(pos)] != ar) {
+			v[keep++] = ar;
 			continue;
 		}
-		i++;
+		alloc_gc_client_note(c, ar);
+		ALLOC_GROW(gone, n + 1, alloc);
+		gone[n++] = xstrdup(ar->id);
+		remove_runner(c, (size_t)json_integer_value(pos));
+		alloc_runner_free(ar, false);
 	}
+	/* What is not over yet goes back, before the ones that finished
+	 * meanwhile. */
+	pthread_mutex_lock(&c->finished_lock);
+	ALLOC_GROW(v, keep + c->nr_finished, cap);
+	for (size_t k = 0; k < c->nr_finished; k++)
+		v[keep + k] = c->finished[k];
+	free(c->finished);
+	c->finished = v;
+	c->nr_finished += keep;
+	c->alloc_finished = cap;
+	pthread_mutex_unlock(&c->finished_lock);
 	/* Their rows go with the status sync's next write. */
 	status_sync_forget(c->sync, gone, n);
 	for (size_t i = 0; i < n; i++)
@@ -290,11 +321,15 @@ static void recover_allocs(struct client *c)
 		}
 		ar->state_saved = true;
 		log_info("client: alloc %s: recovering from local state", ar->id);
+		/* the status sync may collect meanwhile */
+		pthread_mutex_lock(&c->runners_lock);
 		if (alloc_runner_start(ar) < 0) {
+			pthread_mutex_unlock(&c->runners_lock);
 			alloc_runner_free(ar, true);
 			continue;
 		}
 		add_runner(c, ar);
+		pthread_mutex_unlock(&c->runners_lock);
 	}
 	json_decref(saved);
 }
@@ -352,6 +387,7 @@ int client_start(const struct agent_config *cfg, const char *local_server,
 	pthread_mutex_init(&c->gpu_lock, NULL);
 	pthread_mutex_init(&c->shared_lock, NULL);
 	pthread_mutex_init(&c->runners_lock, NULL);
+	pthread_mutex_init(&c->finished_lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	c->heartbeat_ttl_ns = 10LL * 1000000000LL;
 	c->driver_env.shim_argv = shim_argv;
@@ -437,12 +473,16 @@ void client_stop(struct client *c, bool stop_tasks)
 		alloc_runner_free(c->runners[i], !stop_tasks);
 	}
 	c->nr_runners = 0;   /* freed: a late collector finds none */
+	pthread_mutex_lock(&c->finished_lock);
+	c->nr_finished = 0;
+	pthread_mutex_unlock(&c->finished_lock);
 	pthread_mutex_unlock(&c->runners_lock);
 	/* After the runners: none claims a dir any more. */
 	alloc_gc_stop(c->gc);
 	/* After the runners: their last reports are queued by now. */
 	status_sync_stop(c->sync);
 	free(c->runners);
+	free(c->finished);
 	json_decref(c->runner_pos);
 	/* After the tasks: an MPS daemon that quits takes its clients along. */
 	mps_stop(c->mps);
@@ -454,6 +494,7 @@ void client_stop(struct client *c, bool stop_tasks)
 	free(c->server_addr);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->runners_lock);
+	pthread_mutex_destroy(&c->finished_lock);
 	pthread_mutex_destroy(&c->gpu_lock);
 	pthread_cond_destroy(&c->cond);
 	free(c);
