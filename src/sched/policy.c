@@ -287,9 +287,10 @@ static double left_after(const struct sched_snapshot *s, const struct nodeview *
 /* What a fraction on device pos costs in idle GPU milli, in [-1000, 2000]:
  * what it leaves (best fit) plus how much it raises the device's expected
  * idle if later tasks of the workload fill it (w->fill_waste).  Best fit
- * alone makes 470 + 320 (210 left, which only the rare tasks of at most
- * 210 can use) out of a lone 470 rather than 650 + 320 (30 left) or a
- * fresh device; the expected idle sees that 210 left stays mostly idle. */
+ * sees only what is left now: with 320s and 470s it puts a 320 next to a
+ * lone 470 (210 left, which neither can use) rather than next to another
+ * 320 (360 left, which a third 320 fills); the expected idle sees the
+ * difference (test_herd_fill_waste, docs/scheduling.md). */
 static double fill_cost(const struct sched_snapshot *s, const struct nodeview *v,
 			const struct ask *a, const struct sched_workload *w, int pos)
 {
