@@ -40,6 +40,8 @@ struct store_row {
 	const char *job_id;  /* put of a kind with STORE_COL_JOB */
 	const char *node_id; /* put of a kind with STORE_COL_NODE */
 	char *body;          /* put: canonical JSON, owned by store.c */
+	size_t body_len;
+	json_t *canon;       /* put: the object body encodes (canon.h), or NULL; owned */
 	bool report;         /* put: keeps an allocation's alloc_modify_index */
 	uint64_t create_index; /* put, set by the backend's commit: the record's */
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/xalloc.h"
+#include "store/canon.h"
 
 const struct store_kind_desc store_kinds[STORE_KIND_COUNT] = {
 	[STORE_NAMESPACE] = { STORE_NAMESPACE, "namespace", "namespaces", "name", 0, 0 },
@@ -108,11 +109,11 @@ static int object_string(const struct store_kind_desc *kd, json_t *obj, const ch
 	return check_key_string(field, *out, json_string_length(v), err);
 }
 
-/* Fills row from a put of obj: key, lookup columns, canonical body (body:
- * the text of obj already encoded for an earlier row of the batch, which
- * row then shares, or NULL). */
-static int prepare_put(const struct store_kind_desc *kd, json_t *obj, char *body,
-		       struct store_row *row, struct herd_err *err)
+/* Fills row from a put of obj: key, lookup columns, canonical object and
+ * body (same: the row of the batch just before, a put of the same object,
+ * whose encoding row shares, or NULL). */
+static int prepare_put(const struct store_kind_desc *kd, json_t *obj,
+		       const struct store_row *same, struct store_row *row, struct herd_err *err)
 {
 	json_t *copy;
 	int rc;
@@ -140,16 +141,30 @@ static int prepare_put(const struct store_kind_desc *kd, json_t *obj, char *body
 					 kd->name);
 		row->key.version = json_integer_value(v);
 	}
-	if (body) {
-		row->body = body;
+	if (same) {
+		row->body = same->body;
+		row->body_len = same->body_len;
+		/* its own top level, for its own indexes in the cache */
+		row->canon = same->canon ? json_copy(same->canon) : NULL;
 		return 0;
 	}
-	/* The indexes are the store's to say: drop any the caller sent. */
-	copy = json_copy(obj);
-	json_object_del(copy, "create_index");
-	json_object_del(copy, "modify_index");
-	row->body = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS);
-	json_decref(copy);
+	/* The canonical object (sorted, without the indexes, which are the
+	 * store's to say), then its text; the commit caches the object. */
+	if ((row->canon = canon_copy(obj, true)) &&
+	    !(row->body = canon_encode(row->canon, &row->body_len))) {
+		json_decref(row->canon);
+		row->canon = NULL;
+	}
+	if (!row->canon) {
+		/* what canon_copy declines (a string holding NUL): jansson's
+		 * encoder, and nothing cached */
+		copy = json_copy(obj);
+		json_object_del(copy, "create_index");
+		json_object_del(copy, "modify_index");
+		row->body = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS);
+		json_decref(copy);
+		row->body_len = row->body ? strlen(row->body) : 0;
+	}
 	if (!row->body) /* only when an element is not encodable (a NaN real) */
 		return herd_errf(err, -EINVAL, "store: %s %s cannot be encoded as JSON", kd->name,
 				 row->key.id);
@@ -532,102 +547,27 @@ int store_job_allocs_index(struct store *s, const char *ns, const char *job_id, 
 	return group_index(s, &g, out, err);
 }
 
-/* Keys in the order JSON_SORT_KEYS writes them: bytewise, a prefix first. */
-struct sorted_key {
-	const char *key;
-	size_t len;
-	json_t *value;
-};
-
-static int sorted_key_cmp(const void *a, const void *b)
-{
-	const struct sorted_key *x = a, *y = b;
-	int c = memcmp(x->key, y->key, x->len < y->len ? x->len : y->len);
-	return c ? c : (x->len > y->len) - (x->len < y->len);
-}
-
-/* A deep copy of v that is the object json_loads makes of v's canonical
- * text (its objects' keys in sorted order; at the top, without
- * create_index and modify_index), or NULL where that text would not load
- * back the same (a string holding NUL: json_loads refuses \u0000). */
-static json_t *canonical_copy(json_t *v, bool top)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: {
-		size_t n = json_object_size(v), m = 0;
-		struct sorted_key stack[32], *keys = n <= 32 ? stack : xcalloc(n, sizeof(*keys));
-		json_t *out = json_object(), *x;
-		const char *k;
-		size_t klen;
-		json_object_keylen_foreach(v, k, klen, x) {
-			if (top && (!strcmp(k, "create_index") || !strcmp(k, "modify_index")))
-				continue;
-			keys[m++] = (struct sorted_key){ k, klen, x };
-		}
-		qsort(keys, m, sizeof(*keys), sorted_key_cmp);
-		for (size_t i = 0; i < m && out; i++) {
-			json_t *c = canonical_copy(keys[i].value, false);
-			if (!c || json_object_setn_new_nocheck(out, keys[i].key, keys[i].len, c)) {
-				json_decref(out);
-				out = NULL;
-			}
-		}
-		if (keys != stack)
-			free(keys);
-		return out;
-	}
-	case JSON_ARRAY: {
-		json_t *out = json_array(), *x;
-		size_t i;
-		json_array_foreach(v, i, x) {
-			json_t *c = canonical_copy(x, false);
-			if (!c || json_array_append_new(out, c)) {
-				json_decref(out);
-				return NULL;
-			}
-		}
-		return out;
-	}
-	case JSON_STRING:
-		if (memchr(json_string_value(v), 0, json_string_length(v)))
-			return NULL;
-		return json_stringn_nocheck(json_string_value(v), json_string_length(v));
-	case JSON_INTEGER:
-		return json_integer(json_integer_value(v));
-	case JSON_REAL:
-		return json_real(json_real_value(v));
-	default: /* true, false, null: jansson's constants */
-		return json_incref(v);
-	}
-}
-
 /* After a commit at idx: the records it wrote go into the cache as the
- * objects a read of them would decode (a copy costs a quarter of the parse
- * their first read would otherwise pay; nearly every record written is
- * read again: a job by its evaluation, an allocation by its agent and the
- * planners' usage), and those it deleted leave it.  Last row first: when a
- * batch writes one key twice, the last write is the record, and the cache
- * keeps the first entry it gets at an index. */
-static void cache_written(struct store *s, const struct store_batch *b,
-			  const struct store_row *rows, uint64_t idx)
+ * objects a read of them would decode (their canonical objects, which the
+ * put made to encode them: nearly every record written is read again, a
+ * job by its evaluation, an allocation by its agent and the planners'
+ * usage), and those it deleted leave it.  Last row first: when a batch
+ * writes one key twice, the last write is the record, and the cache keeps
+ * the first entry it gets at an index. */
+static void cache_written(struct store *s, const struct store_row *rows, size_t n, uint64_t idx)
 {
 	char kt[KEY_TEXT_MAX];
-	for (size_t i = b->nw; i-- > 0;) {
+	for (size_t i = n; i-- > 0;) {
 		const struct store_row *row = &rows[i];
 		size_t kl = key_text(row->kd, &row->key, kt);
-		json_t *obj;
-		if (row->op == STORE_OP_DELETE) {
+		if (row->op == STORE_OP_DELETE || !row->canon) {
 			record_cache_drop(&s->cache, row->kd->kind, kt, kl, idx);
 			continue;
 		}
-		if (!(obj = canonical_copy(b->w[i].obj, true))) {
-			record_cache_drop(&s->cache, row->kd->kind, kt, kl, idx);
-			continue;
-		}
-		json_object_set_new(obj, "create_index", json_integer((json_int_t)row->create_index));
-		json_object_set_new(obj, "modify_index", json_integer((json_int_t)idx));
-		record_cache_put(&s->cache, row->kd->kind, kt, kl, idx, obj, strlen(row->body));
-		json_decref(obj);
+		json_object_set_new(row->canon, "create_index",
+				    json_integer((json_int_t)row->create_index));
+		json_object_set_new(row->canon, "modify_index", json_integer((json_int_t)idx));
+		record_cache_put(&s->cache, row->kd->kind, kt, kl, idx, row->canon, row->body_len);
 	}
 }
 
@@ -652,13 +592,13 @@ int store_commit(struct store *s, const struct store_batch *b, uint64_t *out_ind
 			rc = -EINVAL;
 			goto out;
 		}
-		char *body = NULL;
+		const struct store_row *same = NULL;
 		/* one object put as two kinds one after the other (a job and
 		 * its version): one encoding, shared */
 		if (i > 0 && w->op == STORE_OP_PUT && b->w[i - 1].op == STORE_OP_PUT &&
 		    b->w[i - 1].obj == w->obj)
-			body = rows[i - 1].body;
-		rc = w->op == STORE_OP_PUT ? prepare_put(kd, w->obj, body, &rows[i], err)
+			same = &rows[i - 1];
+		rc = w->op == STORE_OP_PUT ? prepare_put(kd, w->obj, same, &rows[i], err)
 					   : prepare_delete(kd, w, &rows[i], err);
 		if (rc)
 			goto out;
@@ -667,16 +607,18 @@ int store_commit(struct store *s, const struct store_batch *b, uint64_t *out_ind
 	rc = s->ops->commit(s, rows, b->nw, b->c, b->nc, b->check, b->check_arg, &idx, err);
 	if (rc)
 		goto out;
-	cache_written(s, b, rows, idx);
+	cache_written(s, rows, b->nw, idx);
 	/* Published only now, when the change is durable: a waiter woken by
 	 * this index reads state that survives a crash. */
 	index_watch_publish(&s->watch, idx);
 	if (out_index)
 		*out_index = idx;
 out:
-	for (i = 0; i < b->nw; i++)
+	for (i = 0; i < b->nw; i++) {
 		if (i == 0 || rows[i].body != rows[i - 1].body)
 			free(rows[i].body);
+		json_decref(rows[i].canon);
+	}
 	free(rows);
 	return rc;
 }
