@@ -438,6 +438,13 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 		 const char *eval_id, struct plan *p, struct herd_err *err)
 {
+	return plan_compute_model(srv, v, job, NULL, eval_id, p, err);
+}
+
+int plan_compute_model(struct server *srv, struct sched_view *v, const json_t *job,
+		       const struct job *given, const char *eval_id, struct plan *p,
+		       struct herd_err *err)
+{
 	struct reconcile_result r;
 	struct job *model = NULL;
 	int64_t now = now_ns();
@@ -446,13 +453,14 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 	int rc;
 
 	if (job && !jbool(job, "stop", false)) {
-		model = job_from_stored(job);
+		model = given ? (struct job *)given : job_from_stored(job);
 		if (!model)
 			return herd_errf(err, -EINVAL, "stored job %s does not decode", jstr(job, "id", "?"));
 	}
 	rc = reconcile(srv->store, job, model, v, now, &r, err);
 	if (rc < 0) {
-		job_free(model);
+		if (model != given)
+			job_free(model);
 		return rc;
 	}
 	/* What the job runs now, for distinct_hosts; stops free their slot
@@ -511,6 +519,7 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 out:
 	json_decref(live);
 	reconcile_result_release(&r);
-	job_free(model);
+	if (model != given)
+		job_free(model);
 	return rc;
 }

@@ -295,7 +295,7 @@ static int batch_attempt(struct server *srv, struct batch_entry *e, size_t n)
 	}
 	for (size_t i = 0; i < n; i++)
 		if (e[i].planned)
-			pc[m++] = (struct plan_commit){ &e[i].p, e[i].job, e[i].final, e[i].extra };
+			pc[m++] = (struct plan_commit){ &e[i].p, e[i].job, e[i].final, e[i].extra, NULL };
 	rc = plan_apply_batch(srv, &v, pc, m, NULL, &err);
 	if (rc == 0) {
 		for (size_t i = 0; i < n; i++) {
