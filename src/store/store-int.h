@@ -1,9 +1,11 @@
 /* store-int.h: what a store backend implements; private to src/store.
  *
  * store.c does everything backends share: it checks keys, reads the lookup
- * columns out of objects, writes the canonical JSON text, turns stored text
- * back into objects with create_index/modify_index, and publishes the index
- * after a commit.  A backend stores rows and runs transactions. */
+ * columns out of objects, writes the canonical JSON text (canon.h), turns
+ * stored text back into objects with create_index/modify_index, keeps the
+ * cache of decoded records (record_cache.h), and publishes the index after
+ * a commit.  A backend stores rows and runs transactions, and tells which
+ * rows it read from committed state (store_found.committed). */
 #ifndef HERD_STORE_INT_H
 #define HERD_STORE_INT_H
 
