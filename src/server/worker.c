@@ -32,6 +32,30 @@ static void fair_queue_after(struct server *srv, const json_t *eval, const json_
 	}
 }
 
+/* Whether committing a plan would change nothing: it writes no allocation
+ * and no other evaluation (extra: the follow-ups to put with it), and the
+ * evaluation's new record (done) says what the stored one (eval) says.
+ * That is a blocked evaluation planned again after capacity changed
+ * somewhere and still blocked the same way: every capacity change plans
+ * every blocked evaluation again, and rewriting each row for its
+ * modify_time would cost a store change apiece.  Such a plan is not
+ * committed. */
+static bool plan_changes_nothing(const struct plan *p, const json_t *extra, const json_t *eval,
+				 const json_t *done)
+{
+	static const char *const fields[] = { "status", "status_description", "failed_placements",
+					      NULL };
+	if (json_array_size(p->allocs) || json_array_size(p->extra_evals) ||
+	    json_array_size(p->preempted) || json_array_size(extra))
+		return false;
+	for (int i = 0; fields[i]; i++) {
+		const json_t *a = json_object_get(eval, fields[i]), *b = json_object_get(done, fields[i]);
+		if (!a || !b || !json_equal((json_t *)a, (json_t *)b))
+			return false;
+	}
+	return true;
+}
+
 static int process_once(struct server *srv, const json_t *eval, enum eval_outcome *outcome,
 			bool *fq_held, bool *queue_held, json_t **followups, struct herd_err *err)
 {
@@ -73,7 +97,8 @@ static int process_once(struct server *srv, const json_t *eval, enum eval_outcom
 	}
 	json_array_extend(extra, p.extra_evals);
 	json_array_clear(p.extra_evals);
-	rc = plan_apply(srv, &v, &p, done, extra, NULL, err);
+	if (!plan_changes_nothing(&p, extra, eval, done))
+		rc = plan_apply(srv, &v, &p, done, extra, NULL, err);
 	json_decref(done);
 	if (rc == 0) {
 		fair_queue_after(srv, eval, v.job, &p);
@@ -294,9 +319,9 @@ static int batch_attempt(struct server *srv, struct batch_entry *e, size_t n)
 		goto release;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (e[i].planned)
+		if (e[i].planned && !plan_changes_nothing(&e[i].p, e[i].extra, e[i].eval, e[i].final))
 			pc[m++] = (struct plan_commit){ &e[i].p, e[i].job, e[i].final, e[i].extra, NULL };
-	rc = plan_apply_batch(srv, &v, pc, m, NULL, &err);
+	rc = m ? plan_apply_batch(srv, &v, pc, m, NULL, &err) : 0;
 	if (rc == 0) {
 		for (size_t i = 0; i < n; i++) {
 			struct batch_entry *x = &e[i];

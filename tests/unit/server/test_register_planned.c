@@ -1,9 +1,10 @@
 /* A new job that asks no device is planned with its registration and
  * committed in the same transaction (routes_jobs.c, "registration planned
- * with its commit"); everything else takes the usual path.  And the plan
+ * with its commit"); everything else takes the usual path.  The plan
  * applier's capacity re-check when plans made at once share a node's cpu
  * and memory (plan_apply.c): they commit side by side while the node holds
- * them, never beyond. */
+ * them, never beyond.  And a blocked evaluation planned again is written
+ * only when something changed (worker.c). */
 #include "server_fx.h"
 
 #include <pthread.h>
@@ -236,6 +237,52 @@ static void test_concurrent_registrations_fill_exactly(void **state)
 	fx_free(f);
 }
 
+/* A blocked evaluation planned again after capacity changed elsewhere,
+ * still blocked the same way, is not written again (worker.c,
+ * plan_changes_nothing); once it places, it is. */
+static void test_blocked_not_rewritten(void **state)
+{
+	struct fx *f = fx_new();
+	char *big = cpu_job("big", 1, 1500, 64), *small = cpu_job("small", 1, 100, 64);
+	json_t *r, *ev, *al;
+	long long blocked_at;
+	(void)state;
+	cpu_node(f, "n1", 1000, 8192);
+	r = fx_ok(f, "POST", "/v1/jobs", big);
+	fx_idle(f);
+	ev = get_eval(f, fx_s(r, "eval_id"));
+	assert_string_equal(fx_s(ev, "status"), "blocked");
+	blocked_at = fx_i(ev, "modify_index");
+	json_decref(ev);
+	/* capacity changes twice (an allocation ends): the blocked one is
+	 * planned again each time and stays blocked as it was */
+	json_decref(fx_ok(f, "POST", "/v1/jobs", small));
+	al = fx_the_alloc(f, "small");
+	fx_alloc_status(f, al, "running");
+	fx_alloc_status(f, al, "complete");
+	json_decref(al);
+	fx_idle(f);
+	ev = get_eval(f, fx_s(r, "eval_id"));
+	assert_string_equal(fx_s(ev, "status"), "blocked");
+	assert_int_equal(fx_i(ev, "modify_index"), blocked_at);
+	json_decref(ev);
+	/* a node where it fits: placed, and the evaluation says so */
+	cpu_node(f, "n2", 4000, 8192);
+	fx_idle(f);
+	ev = get_eval(f, fx_s(r, "eval_id"));
+	assert_string_equal(fx_s(ev, "status"), "complete");
+	assert_true(fx_i(ev, "modify_index") > blocked_at);
+	json_decref(ev);
+	al = fx_the_alloc(f, "big");
+	assert_string_equal(fx_s(al, "node_id"), "n2");
+	json_decref(al);
+	json_decref(r);
+	free(big);
+	free(small);
+	fx_free(f);
+}
+
 fx_main(cmocka_unit_test(test_planned_in_registration_commit), cmocka_unit_test(test_usual_path),
 	cmocka_unit_test(test_devices_usual_path),
-	cmocka_unit_test(test_concurrent_registrations_fill_exactly))
+	cmocka_unit_test(test_concurrent_registrations_fill_exactly),
+	cmocka_unit_test(test_blocked_not_rewritten))
