@@ -289,7 +289,11 @@ int state_open(const char *state_dir, struct state_store **out, struct herd_err 
 	}
 	sqlite3_busy_timeout(s->db, 5000);
 	if (sqlite3_exec(s->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
-		rc = db_err(s->db, err, path);
+		if (sqlite3_errcode(s->db) == SQLITE_BUSY)
+			rc = herd_errf(err, -EBUSY, "state: %s is locked by another process: "
+				       "one agent per data dir", path);
+		else
+			rc = db_err(s->db, err, path);
 		goto out;
 	}
 	if (table_exists(s->db, "allocs") && sqlite3_exec(s->db, migrate_v1, NULL, NULL, NULL) !=

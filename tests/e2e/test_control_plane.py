@@ -115,7 +115,10 @@ def _saved_task_states(state_dir):
         try:
             con = sqlite3.connect(f'file:{db}?mode=ro', uri=True, timeout=5)
             try:
-                out += [json.loads(r[0]) for r in con.execute('SELECT tasks FROM allocs')]
+                table = 'alloc_tasks' if con.execute(
+                    "SELECT 1 FROM sqlite_master WHERE name = 'alloc_tasks'").fetchone() \
+                    else 'allocs'
+                out += [json.loads(r[0]) for r in con.execute(f'SELECT tasks FROM {table}')]
             finally:
                 con.close()
         except (sqlite3.Error, ValueError):

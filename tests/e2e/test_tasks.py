@@ -391,6 +391,41 @@ job "keep" {{
     assert r.stdout.endswith('after restart\n'), r.stdout + r.stderr
 
 
+def test_second_client_on_a_data_dir_is_refused(agents, tmp_path):
+    """A client holds its state.db's lock while it runs: a second agent on
+    the same data dir refuses to start instead of running the same tasks."""
+    server = Agent(tmp_path, 'server', ['-config', str(_server_hcl(tmp_path)),
+                                        '-http-port', '0']).start()
+    agents.append(server)
+    args = ['-config', str(_client_hcl(tmp_path)), '-servers', f'127.0.0.1:{server.port}',
+            '-node', 'c1', '-http-port', '0']
+    client = Agent(tmp_path, 'c1', args).start()
+    agents.append(client)
+    wait_for(lambda: [n for n in api(server.port, '/v1/nodes') if n['status'] == 'ready'], 10,
+             'the client node')
+    second = Agent(tmp_path, 'c1', args, port=0).start()   # same dir, same data dir
+    agents.append(second)
+    assert second.proc.wait(timeout=60) != 0
+    assert 'one agent per data dir' in client.log()   # both log to c1/stderr
+    assert client.proc.poll() is None
+    job = write_job(tmp_path, 'after', '''
+job "after" {
+  type = "batch"
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/true"
+      }
+    }
+  }
+}
+''')
+    assert cli(server.port, 'job', 'run', '-detach', job).returncode == 0
+    wait_for(lambda: [a for a in job_allocs(server.port, 'after')
+                      if a['client_status'] == 'complete'], 20, 'the first client to run it')
+
+
 def _server_hcl(tmp_path):
     p = tmp_path / 'server.hcl'
     p.write_text('server {\n  enabled = true\n}\nbind_addr = "127.0.0.1"\n')
