@@ -127,7 +127,7 @@ static int raw_exec_stats(const struct driver_env *env, const struct driver_stat
  * previous run left there (a restarted task's, or in a recycled alloc dir
  * a previous allocation's: agent/alloc_dir.c) must never be read as this
  * run's exit.  Emptied rather than unlinked, and made here rather than by
- * the shim: one inode per task dir for good, which the shim's O_TRUNC
+ * the shim: one inode per task dir for good, which the shim
  * writes into (a new inode costs a scan past recently deleted ones on
  * ext4), and the name is taken by an agent-owned file in a sticky dir
  * while the task runs, so an exec task cannot plant a file or link there.

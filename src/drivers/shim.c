@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -135,20 +136,27 @@ static int parse_args(int argc, char **argv, struct shim_args *a)
  *
  * The file usually exists already, empty: the driver empties the one a
  * previous run (or, in a recycled alloc dir, a previous allocation) left
- * rather than deleting it (raw_exec.c clear_exit_file), and O_TRUNC here
- * writes into that inode instead of allocating one per task.  O_NOFOLLOW:
- * the file lies in the task dir, where a task could plant a link. */
+ * rather than deleting it (raw_exec.c clear_exit_file), and the shim
+ * writes into that inode instead of allocating one per task.  Not O_TRUNC:
+ * ext4 takes a truncate to zero followed by a write as a file being
+ * replaced and allocates its block at close (auto_da_alloc), which the
+ * collector's truncate then frees again; a plain write stays in the page
+ * cache.  A longer leftover (a driver that did not empty the file) is cut
+ * after the write.  O_NOFOLLOW: the file lies in the task dir, where a task
+ * could plant a link. */
 static void write_exit_file(const char *path, int code, int sig)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
 	char buf[96];
 	int n = snprintf(buf, sizeof(buf), "%d %d %lld\n", code, sig,
 			 (long long)ts.tv_sec * NS_PER_SEC + ts.tv_nsec);
-	bool ok = write(fd, buf, (size_t)n) == n;
+	struct stat st;
+	bool ok = write(fd, buf, (size_t)n) == n && fstat(fd, &st) == 0 &&
+		  (st.st_size <= n || ftruncate(fd, n) == 0);
 	close(fd);
 	if (!ok)
 		unlink(path);
