@@ -250,15 +250,6 @@ int broker_wait_idle(struct eval_broker *b, int64_t timeout_ns)
 	return rc;
 }
 
-bool broker_quiet(struct eval_broker *b)
-{
-	bool quiet;
-	pthread_mutex_lock(&b->lock);
-	quiet = b->nready == 0 && b->ninflight == 0;
-	pthread_mutex_unlock(&b->lock);
-	return quiet;
-}
-
 void broker_stop(struct eval_broker *b)
 {
 	pthread_mutex_lock(&b->lock);

@@ -438,13 +438,6 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 		 const char *eval_id, struct plan *p, struct herd_err *err)
 {
-	return plan_compute_model(srv, v, job, NULL, eval_id, p, err);
-}
-
-int plan_compute_model(struct server *srv, struct sched_view *v, const json_t *job,
-		       const struct job *given, const char *eval_id, struct plan *p,
-		       struct herd_err *err)
-{
 	struct reconcile_result r;
 	struct job *model = NULL;
 	int64_t now = now_ns();
@@ -453,14 +446,13 @@ int plan_compute_model(struct server *srv, struct sched_view *v, const json_t *j
 	int rc;
 
 	if (job && !jbool(job, "stop", false)) {
-		model = given ? (struct job *)given : job_from_stored(job);
+		model = job_from_stored(job);
 		if (!model)
 			return herd_errf(err, -EINVAL, "stored job %s does not decode", jstr(job, "id", "?"));
 	}
 	rc = reconcile(srv->store, job, model, v, now, &r, err);
 	if (rc < 0) {
-		if (model != given)
-			job_free(model);
+		job_free(model);
 		return rc;
 	}
 	/* What the job runs now, for distinct_hosts; stops free their slot
@@ -519,7 +511,6 @@ int plan_compute_model(struct server *srv, struct sched_view *v, const json_t *j
 out:
 	json_decref(live);
 	reconcile_result_release(&r);
-	if (model != given)
-		job_free(model);
+	job_free(model);
 	return rc;
 }

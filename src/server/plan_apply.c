@@ -15,17 +15,7 @@
  * running, complete or failed) does not: the plan fit what the view
  * counted, which is at least what the node holds now.  That matters: on a
  * busy node clients report every few milliseconds, and a plain "the node's
- * allocations have not changed" condition made most plans retry.
- *
- * An allocation the view did not count that holds neither a device nor a
- * port shares only cpu and memory with the plan: the plan stands if the
- * node's cpu and memory hold what the view counted (with every plan of
- * the commit) plus every such allocation.  So plans made at once from
- * views of the same moment, as the registrations of jobs that ask no
- * device are (routes_jobs.c), commit side by side while the node has
- * room, instead of all but the first planning again.  Devices and ports
- * are taken one by one (which GPU, which port): any uncounted allocation
- * holding one sends the plan back, as above. */
+ * allocations have not changed" condition made most plans retry. */
 #include <errno.h>
 #include <string.h>
 
@@ -46,7 +36,6 @@ static int node_capacity_check(struct store *s, const struct sched_view *v, cons
 	struct store_filter nf = { NULL, NULL, id };
 	json_t *changed = NULL, *al;
 	uint64_t idx = 0;
-	int64_t cpu = 0, mem = 0; /* of allocations the view did not count */
 	size_t i;
 	int rc = store_node_allocs_index(s, id, &idx, err);
 
@@ -68,31 +57,13 @@ static int node_capacity_check(struct store *s, const struct sched_view *v, cons
 			continue;
 		was = json_object_get(vn->counted, jstr(al, "id", ""));
 		res = json_object_get(al, "resources");
-		if (was && (res ? json_equal(was, res) : json_object_size(was) == 0))
-			continue;
-		/* taken by an allocation the view did not count (or counted
-		 * with other resources): one that holds no device and no port
-		 * shares only the node's cpu and memory with the plan, so the
-		 * plan still stands when those hold both (below) */
-		if (json_array_size(json_object_get(res, "devices")) ||
-		    json_array_size(json_object_get(res, "ports"))) {
+		if (!was || !(res ? json_equal(was, res) : json_object_size(was) == 0)) {
 			rc = herd_errf(err, -ESTALE, "node %s took allocation %s after index %llu", id,
 				       jstr(al, "id", ""), (unsigned long long)v->index);
 			break;
 		}
-		cpu += jint(res, "cpu_milli", 0);
-		mem += jint(res, "memory_mib", 0);
 	}
 	json_decref(changed);
-	/* what the view counted (at least what those allocations take now)
-	 * with every plan of the commit, and the allocations it did not count */
-	if (rc == 0 && (cpu > 0 || mem > 0)) {
-		const json_t *res = json_object_get(vn->node, "resources");
-		if (vn->use.cpu + cpu > jint(res, "cpu_milli", 0) ||
-		    vn->use.memory + mem > jint(res, "memory_mib", 0))
-			rc = herd_errf(err, -ESTALE, "node %s: cpu or memory taken after index %llu",
-				       id, (unsigned long long)v->index);
-	}
 	return rc;
 }
 
@@ -146,16 +117,7 @@ static void batch_add_plan(struct store_batch *b, const struct sched_view *v,
 		store_batch_require_index(b, STORE_ALLOC, &ak, (uint64_t)jint(x, "modify_index", 0));
 	}
 	store_batch_require_job_allocs(b, ns, job_id, v->index);
-	if (pc->reg) {
-		/* a registration: the job is written with its plan, as the
-		 * registration would have written it (routes_jobs.c) */
-		const struct plan_register *r = pc->reg;
-		struct store_key key = { ns, job_id, 0 }, nk = { NULL, ns, 0 };
-		store_batch_put(b, STORE_JOB, r->job);
-		store_batch_put(b, STORE_JOB_VERSION, r->job);
-		store_batch_require_index(b, STORE_JOB, &key, r->job_index);
-		store_batch_require_index(b, STORE_NAMESPACE, &nk, r->ns_index);
-	} else if (pc->job) {
+	if (pc->job) {
 		struct store_key key = { ns, job_id, 0 };
 		store_batch_require_index(b, STORE_JOB, &key, (uint64_t)jint(pc->job, "modify_index", 0));
 	}
@@ -180,6 +142,6 @@ int plan_apply_batch(struct server *srv, const struct sched_view *v, const struc
 int plan_apply(struct server *srv, const struct sched_view *v, const struct plan *p,
 	       json_t *eval, json_t *extra_evals, uint64_t *out_index, struct herd_err *err)
 {
-	struct plan_commit pc = { p, v->job, eval, extra_evals, NULL };
+	struct plan_commit pc = { p, v->job, eval, extra_evals };
 	return plan_apply_batch(srv, v, &pc, 1, out_index, err);
 }

@@ -54,20 +54,9 @@ static bool same_job(const json_t *old, const json_t *canon)
 	return same;
 }
 
-/* Whether the job asks for a device in any task: then its evaluation
- * takes the fair queue, quotas of GPUs and preemption into account, which
- * a registration planned with its commit does not (worker.c). */
-static bool job_asks_devices(const struct job *job)
-{
-	for (size_t g = 0; g < job->ngroups; g++)
-		for (size_t t = 0; t < job->groups[g].ntasks; t++)
-			if (job->groups[g].tasks[t].resources.ndevices > 0)
-				return true;
-	return false;
-}
-
-/* What a registration reads before it writes, in one read transaction:
- * that its namespace exists (its index) and the job as stored. */
+/* What a registration reads before it writes, in one read transaction
+ * (one reader and one BEGIN for both): that its namespace exists (its
+ * index) and the job as stored. */
 struct register_read {
 	const char *ns, *id;
 	uint64_t ns_index;   /* 0: no such namespace */
@@ -86,108 +75,6 @@ static int read_for_register(struct store *s, void *arg, struct herd_err *err)
 	return rc == -ENOENT ? 0 : rc;
 }
 
-/* Registration planned with its commit.  A new job that asks no device is
- * planned here, against a view of the cluster read now, and when that
- * plan places every instance and is of the simple kind (no quota counted,
- * nothing preempted, no follow-up), the job, its version, its evaluation
- * (already complete) and its allocations go in one commit, on the
- * conditions of any plan (plan_apply.c: the job's allocations unchanged
- * and the capacity of every node placed on re-checked inside the write
- * transaction) and of the registration (the job still absent, the
- * namespace as read).  That is one commit and one view per job, where the
- * usual path commits the job with a pending evaluation, hands it to the
- * broker, and a worker reads the evaluation and a view and commits the
- * plan with the evaluation written again.  Registrations run on the HTTP
- * threads at once, not under the workers' plan_lock: their plans all
- * count the same free capacity, and the capacity re-check lets them
- * commit side by side while the node's cpu and memory hold them all.
- * Anything else (a job with devices, which the fair queue, GPU quotas and
- * preemption are about; an update; a plan that does not place everything
- * or is not simple; a job whose allocations of an earlier life remain)
- * goes the usual way, as does a registration whose plan keeps meeting
- * concurrent ones (PLANNED_ATTEMPTS), and every registration while
- * evaluations wait for a worker or are being planned: a new job does not
- * overtake them (capacity that just freed is theirs first).
- *
- * Returns 0 (committed at *idx), -EAGAIN (register the usual way),
- * -ESTALE (the state moved: read again), or another error. */
-#define PLANNED_ATTEMPTS 3
-
-static bool plan_simple(const struct plan *p)
-{
-	return json_object_size(p->failed) == 0 && !(p->quota && p->quota->spec) && !p->reserve &&
-	       !p->fq_held && !p->queued && !p->quota_held && !p->followup_at &&
-	       !json_array_size(p->preempted) && !json_array_size(p->extra_evals) &&
-	       p->destroy == 0 && p->update == 0 && p->create > 0;
-}
-
-/* Plans the new job (stored, decoded as job) on v, a view read for it
- * (which the registration changes: release it after), and commits it
- * with its plan. */
-static int register_planned(struct server *srv, struct sched_view *v, const struct job *job,
-			    json_t *stored, json_t *eval, uint64_t ns_index, uint64_t *idx,
-			    struct herd_err *err)
-{
-	struct plan p;
-	int rc;
-	/* remains of a purged job of that name: its evaluation reconciles them */
-	if (json_array_size(v->job_allocs))
-		return -EAGAIN;
-	json_decref(v->job);
-	v->job = json_incref(stored);
-	plan_init(&p);
-	rc = plan_compute_model(srv, v, stored, job, jstr(eval, "id", ""), &p, err);
-	if (rc == 0 && plan_simple(&p)) {
-		struct plan_register reg = { stored, 0, ns_index };
-		json_t *done = json_copy(eval);
-		json_object_set_new(done, "status", json_string("complete"));
-		json_object_set_new(done, "status_description", json_string(""));
-		json_object_set_new(done, "failed_placements", json_object());
-		json_object_set_new(done, "modify_time", json_integer(now_ns()));
-		struct plan_commit pc = { &p, NULL, done, NULL, &reg };
-		rc = plan_apply_batch(srv, v, &pc, 1, idx, err);
-		json_decref(done);
-	} else if (rc == 0) {
-		rc = -EAGAIN;
-	}
-	plan_release(&p);
-	return rc;
-}
-
-/* What a registration reads before it writes (rd).  One that may be
- * planned with its commit reads the view it plans on (*v, *viewed set),
- * which holds the job as stored, and then its namespace's index; the
- * others read both in one read transaction. */
-static int register_read(struct server *srv, const struct job *job, bool planned,
-			 struct register_read *rd, struct sched_view *v, bool *viewed,
-			 struct herd_err *err)
-{
-	struct store_key nk = { NULL, job->namespace, 0 };
-	int rc;
-	*viewed = false;
-	if (!planned)
-		return store_view(srv->store, read_for_register, rd, err);
-	rc = sched_view_read(srv->store, &srv->view_cache, job->namespace, job->id, v, err);
-	if (rc < 0)
-		return rc;
-	*viewed = true;
-	rd->old = v->job ? json_incref(v->job) : NULL;
-	rc = store_get_index(srv->store, STORE_NAMESPACE, &nk, &rd->ns_index, err);
-	if (rc == -ENOENT)
-		rd->ns_index = rc = 0;
-	return rc;
-}
-
-/* The answer of a registration committed at idx with evaluation eval. */
-static void reply_registered(struct http_response *resp, uint64_t idx, const json_t *eval,
-			     const struct diag_list *dl)
-{
-	reply_written(resp, idx,
-		      json_pack("{s:s, s:I, s:I, s:o}", "eval_id", jstr(eval, "id", ""),
-				"job_modify_index", (json_int_t)idx, "index", (json_int_t)idx,
-				"warnings", job_warnings(dl)));
-}
-
 static int post_jobs(struct http_request *req, struct http_response *resp, void *ctx)
 {
 	struct server *srv = ctx;
@@ -195,7 +82,6 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 	struct job *job;
 	struct herd_err err = { 0 };
 	json_t *canon = NULL;
-	bool devices;
 	int rc = 0;
 
 	diag_list_init(&dl);
@@ -207,56 +93,35 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 		goto out;
 	}
 	canon = job_to_json(job);
-	devices = job_asks_devices(job);
 	for (int attempt = 0; attempt < REGISTER_ATTEMPTS; attempt++) {
 		struct store_key key = { job->namespace, job->id, 0 };
 		struct store_key nk = { NULL, job->namespace, 0 };
 		struct store_batch b = STORE_BATCH_INIT;
 		struct register_read rd = { job->namespace, job->id, 0, NULL };
-		/* not ahead of evaluations waiting for a worker or planned
-		 * now (capacity that just freed is theirs first) */
-		bool planned = !devices && attempt < PLANNED_ATTEMPTS && broker_quiet(&srv->broker);
-		bool viewed = false, unchanged;
-		struct sched_view v;
 		json_t *old, *stored, *eval;
 		uint64_t idx = 0;
 
-		rc = register_read(srv, job, planned, &rd, &v, &viewed, &err);
+		rc = store_view(srv->store, read_for_register, &rd, &err);
+		if (rc < 0)
+			goto out;
 		old = rd.old;
-		unchanged = rc == 0 && rd.ns_index && old && same_job(old, canon);
-		if (rc < 0 || !rd.ns_index || unchanged) {
-			if (unchanged)
-				http_reply(resp, 200, json_pack("{s:s, s:I, s:I, s:o}", "eval_id", "",
-								"job_modify_index", (json_int_t)jint(old, "modify_index", 0),
-								"index", (json_int_t)req->index, "warnings", job_warnings(&dl)));
-			else if (rc == 0)
-				rc = http_error(resp, 400, "namespace_not_found",
-						"namespace %s does not exist; create it with herd namespace apply %s",
-						job->namespace, job->namespace);
+		if (!rd.ns_index) {
 			json_decref(old);
-			if (viewed)
-				sched_view_release(&v);
+			rc = http_error(resp, 400, "namespace_not_found",
+					"namespace %s does not exist; create it with herd namespace apply %s",
+					job->namespace, job->namespace);
+			goto out;
+		}
+		if (old && same_job(old, canon)) {
+			http_reply(resp, 200, json_pack("{s:s, s:I, s:I, s:o}", "eval_id", "",
+							"job_modify_index", (json_int_t)jint(old, "modify_index", 0),
+							"index", (json_int_t)req->index, "warnings", job_warnings(&dl)));
+			json_decref(old);
+			rc = 0;
 			goto out;
 		}
 		stored = stored_from_canon(canon, old ? jint(old, "version", 0) + 1 : 0);
 		eval = eval_new(job->namespace, job->id, "job-register", NULL);
-		if (planned && !old) {
-			rc = register_planned(srv, &v, job, stored, eval, rd.ns_index, &idx, &err);
-			if (rc == 0)
-				reply_registered(resp, idx, eval, &dl);
-		}
-		if (viewed)
-			sched_view_release(&v);
-		if (planned && !old && (rc == 0 || rc == -ESTALE)) {
-			json_decref(stored);
-			json_decref(eval);
-			if (rc == 0)
-				break;
-			continue;
-		}
-		/* the usual way: an update, a job with devices, a plan that was
-		 * not simple (-EAGAIN), or an error the usual commit meets again
-		 * and reports */
 		store_batch_init(&b);
 		store_batch_put(&b, STORE_JOB, stored);
 		store_batch_put(&b, STORE_JOB_VERSION, stored);
@@ -271,7 +136,10 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 		json_decref(stored);
 		if (rc == 0) {
 			broker_enqueue(&srv->broker, jstr(eval, "id", ""), job->namespace, job->id, 0);
-			reply_registered(resp, idx, eval, &dl);
+			reply_written(resp, idx,
+				      json_pack("{s:s, s:I, s:I, s:o}", "eval_id", jstr(eval, "id", ""),
+						"job_modify_index", (json_int_t)idx, "index", (json_int_t)idx,
+						"warnings", job_warnings(&dl)));
 		}
 		json_decref(eval);
 		if (rc != -ESTALE)

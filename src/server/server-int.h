@@ -171,8 +171,6 @@ void broker_block(struct eval_broker *b, const struct broker_item *it);
 void broker_unblock_all(struct eval_broker *b);
 /* Waits until nothing is ready or in progress; 0 or -ETIMEDOUT. */
 int broker_wait_idle(struct eval_broker *b, int64_t timeout_ns);
-/* Whether no evaluation is ready or in progress now. */
-bool broker_quiet(struct eval_broker *b);
 void broker_stop(struct eval_broker *b);
 
 /* ---- usage / snapshot_build.c ------------------------------------------ */
@@ -409,11 +407,6 @@ void plan_release(struct plan *p);
  * new allocations carry ("" for a dry run). */
 int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 		 const char *eval_id, struct plan *p, struct herd_err *err);
-/* The same with job already decoded (model, the caller's: job_from_stored
- * of job would give the same), so that it is not decoded again. */
-int plan_compute_model(struct server *srv, struct sched_view *v, const json_t *job,
-		       const struct job *model, const char *eval_id, struct plan *p,
-		       struct herd_err *err);
 
 /* Commits plan p (and eval, the evaluation's final record, and extra, an
  * array of more records: follow-up evaluations) on condition that the
@@ -422,25 +415,13 @@ int plan_compute_model(struct server *srv, struct sched_view *v, const json_t *j
 int plan_apply(struct server *srv, const struct sched_view *v, const struct plan *p,
 	       json_t *eval, json_t *extra_evals, uint64_t *out_index, struct herd_err *err);
 
-/* A job registration committed with the plan of its evaluation
- * (routes_jobs.c, "registration planned with its commit"). */
-struct plan_register {
-	json_t *job;          /* the record to store as the job and its version */
-	uint64_t job_index;   /* the job's modify_index as read (0: none) */
-	uint64_t ns_index;    /* its namespace's modify_index as read */
-};
-
 /* One plan of a batch commit: the plan, the stored job it read (NULL when
- * gone), the evaluation's final record and more evaluations to put; or,
- * with reg, the plan of a registration: its job is put with the plan, on
- * condition that the job and its namespace are as reg says they were read
- * (job then NULL). */
+ * gone), the evaluation's final record and more evaluations to put. */
 struct plan_commit {
 	const struct plan *p;
 	const json_t *job;
 	json_t *eval;
 	json_t *extra_evals;
-	const struct plan_register *reg;
 };
 
 /* Commits n plans computed one after another against view v (each

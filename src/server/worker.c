@@ -320,7 +320,7 @@ static int batch_attempt(struct server *srv, struct batch_entry *e, size_t n)
 	}
 	for (size_t i = 0; i < n; i++)
 		if (e[i].planned && !plan_changes_nothing(&e[i].p, e[i].extra, e[i].eval, e[i].final))
-			pc[m++] = (struct plan_commit){ &e[i].p, e[i].job, e[i].final, e[i].extra, NULL };
+			pc[m++] = (struct plan_commit){ &e[i].p, e[i].job, e[i].final, e[i].extra };
 	rc = m ? plan_apply_batch(srv, &v, pc, m, NULL, &err) : 0;
 	if (rc == 0) {
 		for (size_t i = 0; i < n; i++) {

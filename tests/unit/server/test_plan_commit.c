@@ -1,10 +1,9 @@
-/* A new job that asks no device is planned with its registration and
- * committed in the same transaction (routes_jobs.c, "registration planned
- * with its commit"); everything else takes the usual path.  The plan
- * applier's capacity re-check when plans made at once share a node's cpu
- * and memory (plan_apply.c): they commit side by side while the node holds
- * them, never beyond.  And a blocked evaluation planned again is written
- * only when something changed (worker.c). */
+/* What the workers commit for a registration: the job with a pending
+ * evaluation first, its plan after (updates, jobs that do not fit, jobs
+ * that fit in part); registrations submitted at once fill a node exactly,
+ * never beyond it (the plan applier's capacity re-check); and a blocked
+ * evaluation planned again is written only when something changed
+ * (worker.c). */
 #include "server_fx.h"
 
 #include <pthread.h>
@@ -39,51 +38,9 @@ static json_t *get_eval(struct fx *f, const char *id)
 	return fx_get(f, "/v1/evaluation/%s", id);
 }
 
-/* The job, its evaluation and its allocation carry one index: one commit. */
-static void test_planned_in_registration_commit(void **state)
-{
-	struct fx *f = fx_new();
-	char *job = cpu_job("quick", 1, 100, 64);
-	json_t *r, *ev, *al, *jr;
-	long long idx;
-	(void)state;
-	cpu_node(f, "n1", 4000, 8192);
-	r = fx_ok(f, "POST", "/v1/jobs", job);
-	idx = fx_i(r, "job_modify_index");
-	/* no wait for the workers: it is placed already */
-	al = fx_the_alloc(f, "quick");
-	assert_int_equal(fx_i(al, "create_index"), idx);
-	assert_string_equal(fx_s(al, "eval_id"), fx_s(r, "eval_id"));
-	assert_string_equal(fx_s(al, "node_id"), "n1");
-	assert_string_equal(fx_s(al, "client_status"), "pending");
-	assert_int_equal(fx_i(al, "job_version"), 0);
-	ev = get_eval(f, fx_s(r, "eval_id"));
-	assert_string_equal(fx_s(ev, "status"), "complete");
-	assert_string_equal(fx_s(ev, "triggered_by"), "job-register");
-	assert_int_equal(fx_i(ev, "create_index"), idx);
-	assert_int_equal(fx_i(ev, "modify_index"), idx);
-	jr = fx_get(f, "/v1/job/%s", "quick");
-	assert_int_equal(fx_i(jr, "modify_index"), idx);
-	assert_int_equal(fx_i(jr, "version"), 0);
-	json_decref(jr);
-	json_decref(ev);
-	json_decref(al);
-	json_decref(r);
-	/* submitted again unchanged: nothing new */
-	r = fx_ok(f, "POST", "/v1/jobs", job);
-	assert_string_equal(fx_s(r, "eval_id"), "");
-	json_decref(r);
-	fx_idle(f);
-	al = fx_job_allocs(f, "quick");
-	assert_int_equal(json_array_size(al), 1);
-	json_decref(al);
-	free(job);
-	fx_free(f);
-}
-
-/* An update, a job that does not fit and a job with a device go the usual
- * way: the job commits with a pending evaluation, a worker plans after. */
-static void test_usual_path(void **state)
+/* The job commits with a pending evaluation, a worker plans after: an
+ * update, a job that does not fit, a job that fits in part. */
+static void test_register_then_plan(void **state)
 {
 	struct fx *f = fx_new();
 	char *small = cpu_job("upd", 1, 100, 64), *bigger = cpu_job("upd", 1, 200, 64);
@@ -112,8 +69,7 @@ static void test_usual_path(void **state)
 	json_decref(al);
 	json_decref(ev);
 	json_decref(r);
-	/* 3 x 1500 on 3800 free: two placed by the worker, one blocked, not
-	 * two placed with the registration and the third left out */
+	/* 3 x 1500 on 3800 free: two placed, one blocked */
 	r = fx_ok(f, "POST", "/v1/jobs", partial);
 	fx_idle(f);
 	al = fx_running(f, "partial");
@@ -128,24 +84,6 @@ static void test_usual_path(void **state)
 	free(bigger);
 	free(huge);
 	free(partial);
-	fx_free(f);
-}
-
-/* A job with a device goes through its evaluation (the fair queue, GPU
- * quotas and preemption are about devices). */
-static void test_devices_usual_path(void **state)
-{
-	struct fx *f = fx_new();
-	json_t *al, *jr;
-	(void)state;
-	fx_node(f, "g1", 2, "H100", "exclusive", NULL);
-	fx_submit(f, "gpu", "batch", 1, "{\"name\": \"nvidia/gpu\"}", NULL);
-	fx_idle(f);
-	al = fx_the_alloc(f, "gpu");
-	jr = fx_get(f, "/v1/job/%s", "gpu");
-	assert_true(fx_i(al, "create_index") > fx_i(jr, "modify_index"));
-	json_decref(jr);
-	json_decref(al);
 	fx_free(f);
 }
 
@@ -209,8 +147,8 @@ static void submit_at_once(struct fx *f, const char *prefix, int n, int cpu, int
 	}
 }
 
-/* Registrations submitted at once plan against views of the same moment:
- * they fill the node exactly, never beyond it, in cpu and in memory. */
+/* Registrations submitted at once fill the node exactly, never beyond it,
+ * in cpu and in memory. */
 static void test_concurrent_registrations_fill_exactly(void **state)
 {
 	struct fx *f = fx_new();
@@ -254,9 +192,10 @@ static void test_blocked_not_rewritten(void **state)
 	assert_string_equal(fx_s(ev, "status"), "blocked");
 	blocked_at = fx_i(ev, "modify_index");
 	json_decref(ev);
-	/* capacity changes twice (an allocation ends): the blocked one is
-	 * planned again each time and stays blocked as it was */
+	/* capacity frees (an allocation ends): the blocked one is planned
+	 * again and stays blocked as it was */
 	json_decref(fx_ok(f, "POST", "/v1/jobs", small));
+	fx_idle(f);
 	al = fx_the_alloc(f, "small");
 	fx_alloc_status(f, al, "running");
 	fx_alloc_status(f, al, "complete");
@@ -282,7 +221,6 @@ static void test_blocked_not_rewritten(void **state)
 	fx_free(f);
 }
 
-fx_main(cmocka_unit_test(test_planned_in_registration_commit), cmocka_unit_test(test_usual_path),
-	cmocka_unit_test(test_devices_usual_path),
+fx_main(cmocka_unit_test(test_register_then_plan),
 	cmocka_unit_test(test_concurrent_registrations_fill_exactly),
 	cmocka_unit_test(test_blocked_not_rewritten))
