@@ -72,6 +72,13 @@ struct http_response {
 	int has_index;     /* set by a write: X-Herd-Index is this index */
 	uint64_t index;
 	char allow[64];    /* the Allow header of a 405; empty otherwise */
+	/* Set by a blocking route's handler when its answer holds nothing
+	 * newer than what the client said it has (?since=N, an empty list):
+	 * the layer then keeps a blocking request (?index=N&wait=D) waiting
+	 * for the next change instead of answering, until the wait ends.
+	 * An agent's long poll would otherwise come back after every commit
+	 * of the cluster, with nothing for it. */
+	int nothing_new;
 };
 
 /* Sets status and body (taking the reference to body). */

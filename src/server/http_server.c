@@ -56,7 +56,8 @@ enum conn_phase { CONN_READING, CONN_WAITING, CONN_RESUMED };
 struct conn_ctx {
 	struct http_request_state st;
 	enum conn_phase phase;
-	int counted; /* in srv->nheld */
+	int counted;         /* in srv->nheld */
+	int64_t deadline_ns; /* CLOCK_MONOTONIC end of the wait; 0 before the first hold */
 };
 
 static int64_t mono_ns(void)
@@ -120,22 +121,29 @@ static void on_index(uint64_t index, void *arg)
 	pthread_mutex_unlock(&srv->lock);
 }
 
-/* Suspends conn until the index passes after or the wait ends.  Returns 0,
- * or -ECANCELED when the server is stopping (then it is not suspended). */
-static int hold(struct http_server *srv, struct MHD_Connection *conn, uint64_t after,
-		int64_t wait_ns)
+/* Suspends conn until the index passes after or the request's wait ends
+ * (cc->deadline_ns, set at its first hold).  A request is counted in nheld
+ * once, however often it is held.  Returns 0, or -ECANCELED when the
+ * server is stopping (then it is not suspended). */
+static int hold(struct http_server *srv, struct MHD_Connection *conn, struct conn_ctx *cc,
+		uint64_t after)
 {
 	int rc = 0;
+	if (!cc->deadline_ns)
+		cc->deadline_ns = mono_ns() + cc->st.req.wait_ns;
 	MHD_suspend_connection(conn);
 	pthread_mutex_lock(&srv->lock);
-	srv->nheld++;
+	if (!cc->counted) {
+		cc->counted = 1;
+		srv->nheld++;
+	}
 	if (srv->stopping) {
 		rc = -ECANCELED;
 	} else {
 		ALLOC_GROW(srv->waiters, srv->nwaiters + 1, srv->awaiters);
 		srv->waiters[srv->nwaiters].conn = conn;
 		srv->waiters[srv->nwaiters].after = after;
-		srv->waiters[srv->nwaiters].deadline_ns = mono_ns() + wait_ns;
+		srv->waiters[srv->nwaiters].deadline_ns = cc->deadline_ns;
 		srv->nwaiters++;
 		/* the waker checks the index again, so a commit that came
 		 * between our check and now is not missed */
@@ -194,6 +202,17 @@ static enum MHD_Result run_and_send(struct http_server *srv, struct MHD_Connecti
 	struct http_response resp = { 0 };
 	uint64_t index = index_watch_current(srv->watch);
 	http_request_run(&cc->st, index, &resp);
+	/* Nothing new for this client: wait for the next change rather than
+	 * answer it an empty list (http.h, nothing_new). */
+	if (resp.nothing_new && cc->st.req.has_index && cc->st.req.wait_ns > 0 &&
+	    (!cc->deadline_ns || mono_ns() < cc->deadline_ns)) {
+		cc->phase = CONN_WAITING;
+		if (hold(srv, conn, cc, index) == 0) {
+			http_response_release(&resp);
+			return MHD_YES;
+		}
+		cc->phase = CONN_RESUMED;
+	}
 	return send_response(conn, &resp, index);
 }
 
@@ -243,8 +262,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return send_response(conn, &resp, index_watch_current(srv->watch));
 	if (http_request_should_wait(&cc->st, index_watch_current(srv->watch))) {
 		cc->phase = CONN_WAITING;
-		cc->counted = 1; /* hold counts it in nheld */
-		if (hold(srv, conn, cc->st.req.wait_index, cc->st.req.wait_ns) == 0)
+		if (hold(srv, conn, cc, cc->st.req.wait_index) == 0)
 			return MHD_YES;
 		cc->phase = CONN_RESUMED;
 	}

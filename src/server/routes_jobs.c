@@ -351,6 +351,7 @@ static int get_jobs(struct http_request *req, struct http_response *resp, void *
 	}
 reply:
 	acl_filter_list(req, out);
+	resp->nothing_new = since > 0 && json_array_size(out) == 0;
 	http_reply(resp, 200, out);
 	out = NULL;
 out:

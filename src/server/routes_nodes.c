@@ -246,6 +246,7 @@ static int get_node_allocs(struct http_request *req, struct http_response *resp,
 		json_decref(list);
 		return rc;
 	}
+	resp->nothing_new = since_arg && json_array_size(list) == 0;
 	http_reply(resp, 200, list);
 	return 0;
 }

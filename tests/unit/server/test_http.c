@@ -26,6 +26,7 @@
 
 struct fixture {
 	struct index_watch watch;
+	int news_runs; /* how often news_from_8 ran */
 	struct http_router *router;
 	struct http_server *srv;
 	uint16_t port;
@@ -63,6 +64,17 @@ static int write_at(struct http_request *req, struct http_response *resp, void *
 	resp->has_index = 1;
 	resp->index = 4242;
 	http_reply(resp, 201, json_pack("{s:I}", "index", (json_int_t)4242));
+	return 0;
+}
+
+/* A blocking route with something new for its client only from index 8:
+ * before, it says so (nothing_new), and the layer should keep waiting. */
+static int news_from_8(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct fixture *f = ctx;
+	__atomic_add_fetch(&f->news_runs, 1, __ATOMIC_SEQ_CST);
+	resp->nothing_new = req->index < 8;
+	http_reply(resp, 200, json_pack("{s:I}", "index", (json_int_t)req->index));
 	return 0;
 }
 
@@ -107,7 +119,9 @@ static int setup_with(void **state, size_t max_body, int64_t max_wait_ns)
 	    http_router_add(f->router, "POST", "/v1/things", echo, 0, "things", &err) ||
 	    http_router_add(f->router, "GET", "/v1/fail", failing, 0, NULL, &err) ||
 	    http_router_add(f->router, "GET", "/v1/nothing", answer_nothing, 0, NULL, &err) ||
-	    http_router_add(f->router, "PUT", "/v1/write", write_at, 0, NULL, &err)) {
+	    http_router_add(f->router, "PUT", "/v1/write", write_at, 0, NULL, &err) ||
+	    http_router_add(f->router, "GET", "/v1/news", news_from_8, HTTP_ROUTE_BLOCKING, f,
+			    &err)) {
 		fprintf(stderr, "%s\n", err.msg);
 		return -1;
 	}
@@ -456,6 +470,52 @@ static void test_blocking_times_out(void **state)
 	reply_release(&r);
 }
 
+/* Changes with nothing new for the client (index 6, 7) do not answer it;
+ * the one with news (8) does. */
+static void test_blocking_nothing_new_keeps_waiting(void **state)
+{
+	struct fixture *f = *state;
+	struct later l6 = { &f->watch, 6, 100 }, l7 = { &f->watch, 7, 200 },
+		     l8 = { &f->watch, 8, 300 };
+	pthread_t t6, t7, t8;
+	struct reply r;
+	pthread_create(&t6, NULL, publish_later, &l6);
+	pthread_create(&t7, NULL, publish_later, &l7);
+	pthread_create(&t8, NULL, publish_later, &l8);
+	get(f, "/v1/news?index=5&wait=20s", &r);
+	pthread_join(t6, NULL);
+	pthread_join(t7, NULL);
+	pthread_join(t8, NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "index")), 8);
+	assert_string_equal(r.index, "8");
+	/* woken at 6 (or 7) and sent back to wait at least once */
+	assert_true(__atomic_load_n(&f->news_runs, __ATOMIC_SEQ_CST) >= 2);
+	reply_release(&r);
+}
+
+/* Nothing new until the wait ends: the answer comes at the end, as it is. */
+static void test_blocking_nothing_new_until_timeout(void **state)
+{
+	struct fixture *f = *state;
+	struct later l6 = { &f->watch, 6, 100 };
+	pthread_t t6;
+	struct reply r;
+	pthread_create(&t6, NULL, publish_later, &l6);
+	get(f, "/v1/news?index=5&wait=600ms", &r);
+	pthread_join(t6, NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "index")), 6);
+	assert_true(r.seconds >= 0.55);
+	assert_true(__atomic_load_n(&f->news_runs, __ATOMIC_SEQ_CST) >= 2);
+	reply_release(&r);
+	/* without ?index the route answers at once, nothing new or not */
+	get(f, "/v1/news", &r);
+	assert_int_equal(r.status, 200);
+	assert_true(r.seconds < 5);
+	reply_release(&r);
+}
+
 static void test_blocking_wait_capped(void **state)
 {
 	struct fixture *f = *state; /* max_wait 500ms */
@@ -648,6 +708,8 @@ int main(void)
 		S(test_body_limit_chunked),
 		T(test_blocking_wakes_on_change),
 		T(test_blocking_times_out),
+		T(test_blocking_nothing_new_keeps_waiting),
+		T(test_blocking_nothing_new_until_timeout),
 		S(test_blocking_wait_capped),
 		T(test_blocking_bad_arguments),
 		T(test_many_waiters_one_change),
