@@ -24,18 +24,12 @@
 #include <strings.h>
 #include <sys/resource.h>
 
+#include "bench_conn.h"
 #include "bench_http.h"
 #include "common/strbuf.h"
 
 #define NODE_ID "node-0"
 
-struct client {
-	CURL *curl;
-	struct curl_slist *headers;
-	struct strbuf body;
-	char base[64];
-	unsigned long long index; /* X-Herd-Index of the last answer */
-};
 
 struct submitter {
 	pthread_t thread;
@@ -54,59 +48,6 @@ struct agent {
 	int failed;
 };
 
-static size_t sink(char *p, size_t size, size_t n, void *arg)
-{
-	strbuf_add(arg, p, size * n);
-	return size * n;
-}
-
-static size_t header_sink(char *p, size_t size, size_t n, void *arg)
-{
-	static const char name[] = "x-herd-index:";
-	struct client *c = arg;
-	size_t len = size * n;
-
-	if (len > sizeof(name) && strncasecmp(p, name, sizeof(name) - 1) == 0)
-		c->index = strtoull(p + sizeof(name) - 1, NULL, 10);
-	return len;
-}
-
-static void client_open(struct client *c, const char *base)
-{
-	c->index = 0;
-	c->curl = curl_easy_init();
-	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, header_sink);
-	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, c);
-	c->headers = curl_slist_append(NULL, "Content-Type: application/json");
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, sink);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &c->body);
-	strbuf_init(&c->body, 4096);
-	snprintf(c->base, sizeof(c->base), "%s", base);
-}
-
-static void client_close(struct client *c)
-{
-	curl_slist_free_all(c->headers);
-	curl_easy_cleanup(c->curl);
-	strbuf_release(&c->body);
-}
-
-static long client_req(struct client *c, const char *method, const char *path, const char *body)
-{
-	char url[512];
-	long st = 0;
-
-	snprintf(url, sizeof(url), "%s%s", c->base, path);
-	strbuf_reset(&c->body);
-	curl_easy_setopt(c->curl, CURLOPT_URL, url);
-	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
-	if (curl_easy_perform(c->curl) != CURLE_OK)
-		return -1;
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &st);
-	return st;
-}
 
 static double thread_cpu_s(void)
 {
@@ -127,25 +68,25 @@ static double process_cpu_s(void)
 static void *submit_main(void *arg)
 {
 	struct submitter *s = arg;
-	struct client c;
+	struct bench_conn c;
 	char body[512];
 	double cpu0 = thread_cpu_s();
 
-	client_open(&c, s->base);
+	bench_conn_open(&c, s->base);
 	for (unsigned i = s->first; i < s->count; i += s->step) {
 		snprintf(body, sizeof(body),
 			 "{\"job\":{\"id\":\"r%u-%u\",\"type\":\"batch\",\"groups\":[{\"name\":\"g\","
 			 "\"tasks\":[{\"name\":\"t\",\"driver\":\"raw_exec\",\"config\":{\"command\":"
 			 "\"/bin/true\"},\"resources\":{\"cpu\":1,\"memory\":10}}]}]}}",
 			 s->run, i);
-		long st = client_req(&c, "POST", "/v1/jobs", body);
+		long st = bench_conn_req(&c, "POST", "/v1/jobs", body);
 		if (st != 200) {
 			fprintf(stderr, "bench_submit: POST job %u: %ld %s\n", i, st, c.body.buf);
 			s->failed = 1;
 			break;
 		}
 	}
-	client_close(&c);
+	bench_conn_close(&c);
 	s->cpu = thread_cpu_s() - cpu0;
 	return NULL;
 }
@@ -166,13 +107,13 @@ static void add_status(struct strbuf *b, json_t *ids, const char *status)
 static void *agent_main(void *arg)
 {
 	struct agent *a = arg;
-	struct client c;
+	struct bench_conn c;
 	unsigned long long index = 0;
 	json_t *running = json_array();
 	unsigned completed = 0;
 	double cpu0 = thread_cpu_s();
 
-	client_open(&c, a->base);
+	bench_conn_open(&c, a->base);
 	while (completed < a->jobs) {
 		char path[256];
 		json_t *list, *fresh = json_array(), *x;
@@ -183,7 +124,7 @@ static void *agent_main(void *arg)
 		snprintf(path, sizeof(path),
 			 "/v1/node/" NODE_ID "/allocations?index=%llu&since=%llu&include=job&wait=%s",
 			 json_array_size(running) ? 0ULL : index, index, "5s");
-		if (client_req(&c, "GET", path, NULL) != 200) {
+		if (bench_conn_req(&c, "GET", path, NULL) != 200) {
 			a->failed = 1;
 			break;
 		}
@@ -202,7 +143,7 @@ static void *agent_main(void *arg)
 		add_status(&b, running, "complete");
 		add_status(&b, fresh, "running");
 		strbuf_adds(&b, "]}");
-		if (client_req(&c, "PUT", "/v1/node/" NODE_ID "/allocations/status", b.buf) != 200) {
+		if (bench_conn_req(&c, "PUT", "/v1/node/" NODE_ID "/allocations/status", b.buf) != 200) {
 			fprintf(stderr, "bench_submit: status: %s\n", c.body.buf);
 			a->failed = 1;
 			strbuf_release(&b);
@@ -216,7 +157,7 @@ static void *agent_main(void *arg)
 	}
 	a->done_at = bench_now_s();
 	json_decref(running);
-	client_close(&c);
+	bench_conn_close(&c);
 	a->cpu = thread_cpu_s() - cpu0;
 	return NULL;
 }

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_conn.h"
 #include "common/strbuf.h"
 #include "common/xalloc.h"
 
@@ -38,19 +39,13 @@ extern char **environ;
  * figure is late by at most this much. */
 #define POLL_MIN_S 0.25
 
-struct conn {
-	CURL *curl;
-	struct curl_slist *headers;
-	struct strbuf body;
-	unsigned long long index; /* X-Herd-Index of the last answer */
-};
 
 /* The command every job runs (HERD_BENCH_TASK), JSON-safe (checked in main). */
 static const char *task_command = "/bin/true";
 
 struct submitter {
 	pthread_t thread;
-	unsigned port;
+	const char *base; /* the agent's address */
 	unsigned first, step, count; /* jobs first, first + step, ... below count */
 	int failed;
 };
@@ -63,71 +58,13 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static size_t body_sink(char *p, size_t size, size_t n, void *arg)
-{
-	strbuf_add(arg, p, size * n);
-	return size * n;
-}
-
-static size_t header_sink(char *p, size_t size, size_t n, void *arg)
-{
-	static const char name[] = "x-herd-index:";
-	struct conn *c = arg;
-	size_t len = size * n;
-
-	if (len > sizeof(name) && strncasecmp(p, name, sizeof(name) - 1) == 0)
-		c->index = strtoull(p + sizeof(name) - 1, NULL, 10);
-	return len;
-}
-
-static void conn_open(struct conn *c)
-{
-	c->curl = curl_easy_init();
-	c->headers = curl_slist_append(NULL, "Content-Type: application/json");
-	strbuf_init(&c->body, 4096);
-	c->index = 0;
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, c->headers);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, body_sink);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &c->body);
-	curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, header_sink);
-	curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, c);
-	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, 120L);
-	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-}
-
-static void conn_close(struct conn *c)
-{
-	curl_easy_cleanup(c->curl);
-	curl_slist_free_all(c->headers);
-	strbuf_release(&c->body);
-}
-
-/* One request on the connection (kept alive between calls); the HTTP
- * status, or -1 when the request failed. */
-static long conn_req(struct conn *c, unsigned port, const char *method, const char *path,
-		     const char *body)
-{
-	char url[256];
-	long st = 0;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
-	strbuf_reset(&c->body);
-	curl_easy_setopt(c->curl, CURLOPT_URL, url);
-	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
-	if (curl_easy_perform(c->curl) != CURLE_OK)
-		return -1;
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &st);
-	return st;
-}
-
 static void *submit_loop(void *arg)
 {
 	struct submitter *s = arg;
-	struct conn c;
+	struct bench_conn c;
 	struct strbuf job;
 
-	conn_open(&c);
+	bench_conn_open(&c, s->base);
 	strbuf_init(&job, 512);
 	for (unsigned i = s->first; i < s->count; i += s->step) {
 		strbuf_reset(&job);
@@ -136,7 +73,7 @@ static void *submit_loop(void *arg)
 			    "\"tasks\":[{\"name\":\"t\",\"driver\":\"raw_exec\",\"config\":{\"command\":"
 			    "\"%s\"},\"resources\":{\"cpu\":1,\"memory\":10}}]}]}}",
 			    i, task_command);
-		long st = conn_req(&c, s->port, "POST", "/v1/jobs", job.buf);
+		long st = bench_conn_req(&c, "POST", "/v1/jobs", job.buf);
 		if (st != 200) {
 			fprintf(stderr, "bench_throughput: POST tp-%u: %ld %s\n", i, st, c.body.buf);
 			s->failed = 1;
@@ -144,7 +81,7 @@ static void *submit_loop(void *arg)
 		}
 	}
 	strbuf_release(&job);
-	conn_close(&c);
+	bench_conn_close(&c);
 	return NULL;
 }
 
@@ -235,7 +172,7 @@ static double run_once(const char *herd, unsigned jobs, unsigned threads)
 	pid_t pid;
 	unsigned port;
 	double rate = -1;
-	struct conn c;
+	struct bench_conn c;
 
 	if (!mkdtemp(dir)) {
 		perror("mkdtemp");
@@ -243,10 +180,12 @@ static double run_once(const char *herd, unsigned jobs, unsigned threads)
 	}
 	if (agent_start(herd, dir, &pid, &port) < 0)
 		return -1;
-	conn_open(&c);
+	char base[64];
+	snprintf(base, sizeof(base), "http://127.0.0.1:%u", port);
+	bench_conn_open(&c, base);
 	int ready = 0;
 	for (int i = 0; i < 200 && !ready; i++) {
-		if (conn_req(&c, port, "GET", "/v1/nodes", NULL) == 200 &&
+		if (bench_conn_req(&c, "GET", "/v1/nodes", NULL) == 200 &&
 		    strstr(c.body.buf, "\"ready\""))
 			ready = 1;
 		else
@@ -260,7 +199,7 @@ static double run_once(const char *herd, unsigned jobs, unsigned threads)
 	struct submitter *subs = xcalloc(threads, sizeof(*subs));
 	double t0 = now_s();
 	for (unsigned i = 0; i < threads; i++) {
-		subs[i] = (struct submitter){ .port = port, .first = i, .step = threads,
+		subs[i] = (struct submitter){ .base = base, .first = i, .step = threads,
 					      .count = jobs };
 		pthread_create(&subs[i].thread, NULL, submit_loop, &subs[i]);
 	}
@@ -283,7 +222,7 @@ static double run_once(const char *herd, unsigned jobs, unsigned threads)
 		/* only the jobs that changed since the previous answer */
 		snprintf(path, sizeof(path), "/v1/jobs?index=%llu&since=%llu&wait=30s", c.index,
 			 c.index);
-		if (conn_req(&c, port, "GET", path, NULL) != 200) {
+		if (bench_conn_req(&c, "GET", path, NULL) != 200) {
 			fprintf(stderr, "bench_throughput: GET /v1/jobs failed\n");
 			free(dead);
 			goto out;
@@ -300,7 +239,7 @@ static double run_once(const char *herd, unsigned jobs, unsigned threads)
 	       jobs, submitted, jobs / submitted, total, rate);
 	fflush(stdout);
 out:
-	conn_close(&c);
+	bench_conn_close(&c);
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
