@@ -73,8 +73,9 @@ struct http_response {
 	uint64_t index;
 	char allow[64];    /* the Allow header of a 405; empty otherwise */
 	/* Set by a blocking route's handler when its answer holds nothing
-	 * newer than what the client said it has (?since=N, an empty list):
-	 * the layer then keeps a blocking request (?index=N&wait=D) waiting
+	 * newer than what the client said it has (?since=N, an empty list,
+	 * and ?index at or above N): the layer then keeps a blocking request
+	 * (?index=N&wait=D) waiting
 	 * for the next change instead of answering, until the wait ends.
 	 * An agent's long poll would otherwise come back after every commit
 	 * of the cluster, with nothing for it. */

@@ -351,7 +351,8 @@ static int get_jobs(struct http_request *req, struct http_response *resp, void *
 	}
 reply:
 	acl_filter_list(req, out);
-	resp->nothing_new = since > 0 && json_array_size(out) == 0;
+	resp->nothing_new = since > 0 && json_array_size(out) == 0 &&
+			    req->wait_index >= (uint64_t)since;
 	http_reply(resp, 200, out);
 	out = NULL;
 out:

@@ -246,7 +246,10 @@ static int get_node_allocs(struct http_request *req, struct http_response *resp,
 		json_decref(list);
 		return rc;
 	}
-	resp->nothing_new = since_arg && json_array_size(list) == 0;
+	/* a client waiting past what it has (index >= since) waits for news;
+	 * index=0 asks for an answer now */
+	resp->nothing_new = since_arg && json_array_size(list) == 0 &&
+			    req->wait_index >= (uint64_t)since;
 	http_reply(resp, 200, list);
 	return 0;
 }

@@ -2,6 +2,8 @@
  * since filters on the server's own changes (placement, stop), not on
  * the agent's status reports; include=job gives each allocation the agent
  * has not seen and may start its job version, read once per version. */
+#include <time.h>
+
 #include "server_fx.h"
 
 static json_t *watch(struct fx *f, const char *node, long long since, const char *extra,
@@ -56,6 +58,27 @@ static void test_watch_job_and_server_changes(void **state)
 	assert_int_equal(json_array_size(r), 0);
 	assert_true(idx1 > idx0);
 	json_decref(r);
+	/* a long poll for news (index at since) is not answered by the
+	 * reports, which have nothing for the agent: [] only when the wait
+	 * ends; index=0 asks for the answer now */
+	{
+		char extra[96];
+		struct timespec t0, t1;
+		snprintf(extra, sizeof(extra), "&index=%lld&wait=600ms", idx0);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		r = watch(f, "n1", idx0, extra, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		assert_int_equal(json_array_size(r), 0);
+		assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >=
+			    550);
+		json_decref(r);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		r = watch(f, "n1", idx0, "&index=0&wait=20s", NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		assert_int_equal(json_array_size(r), 0);
+		assert_true(t1.tv_sec - t0.tv_sec < 15);
+		json_decref(r);
+	}
 	/* ... though the allocations did change */
 	r = fx_get(f, "/v1/allocation/%s", fx_s(json_array_get(a, 0), "id"));
 	assert_string_equal(fx_s(r, "client_status"), "running");
