@@ -48,9 +48,17 @@ struct http_server {
 	size_t nheld;
 	pthread_cond_t drained; /* nheld reached 0; CLOCK_MONOTONIC */
 	pthread_t waker;
+	/* Writes waiting for a writer thread, oldest first (write_queue). */
+	struct conn_ctx *runq, *runq_tail;
+	pthread_cond_t runq_wake;
+	int writers_stop;
+	pthread_t *writers;
+	unsigned nwriters;
 };
 
-enum conn_phase { CONN_READING, CONN_WAITING, CONN_RESUMED };
+/* CONN_RUNNING: a write suspended on a writer thread's queue or running
+ * there; CONN_RAN: its answer is in resp, to be sent when MHD calls back. */
+enum conn_phase { CONN_READING, CONN_WAITING, CONN_RESUMED, CONN_RUNNING, CONN_RAN };
 
 /* One request's state, from its first header to its completion. */
 struct conn_ctx {
@@ -58,6 +66,12 @@ struct conn_ctx {
 	enum conn_phase phase;
 	int counted;         /* in srv->nheld */
 	int64_t deadline_ns; /* CLOCK_MONOTONIC end of the wait; 0 before the first hold */
+	/* A write run by a writer thread: its connection, its answer and the
+	 * index it ran at, and its place on the queue. */
+	struct MHD_Connection *conn;
+	struct http_response resp;
+	uint64_t resp_index;
+	struct conn_ctx *next;
 };
 
 static int64_t mono_ns(void)
@@ -153,6 +167,94 @@ static int hold(struct http_server *srv, struct MHD_Connection *conn, struct con
 	if (rc)
 		MHD_resume_connection(conn);
 	return rc;
+}
+
+/* --- writers ---------------------------------------------------------- */
+
+/* Runs queued writes, each on its own until its store commit is durable,
+ * then resumes its connection for an MHD thread to send the answer. */
+static void *writer_main(void *arg)
+{
+	struct http_server *srv = arg;
+
+	pthread_mutex_lock(&srv->lock);
+	for (;;) {
+		while (!srv->runq && !srv->writers_stop)
+			pthread_cond_wait(&srv->runq_wake, &srv->lock);
+		struct conn_ctx *cc = srv->runq;
+		if (!cc)
+			break;
+		srv->runq = cc->next;
+		if (!srv->runq)
+			srv->runq_tail = NULL;
+		pthread_mutex_unlock(&srv->lock);
+		cc->resp_index = index_watch_current(srv->watch);
+		http_request_run(&cc->st, cc->resp_index, &cc->resp);
+		cc->phase = CONN_RAN;
+		/* MHD's resume takes its own lock, which orders the writes
+		 * above before the MHD thread that sends the answer */
+		MHD_resume_connection(cc->conn);
+		pthread_mutex_lock(&srv->lock);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return NULL;
+}
+
+/* Hands a write to the writer threads: an MHD thread serves every
+ * connection it accepted, and a write holds its runner until its group
+ * commit is fsynced, so a write run on the MHD thread stalls the other
+ * connections of that thread (with 8 keep-alive submitters, 4 to 7 of the
+ * 8 MHD threads carried them all).  Counted in nheld like a held request,
+ * so stop waits for its answer.  Returns 0, or -ECANCELED when there are
+ * no writers or the server is stopping (then it is not suspended). */
+static int write_queue(struct http_server *srv, struct MHD_Connection *conn, struct conn_ctx *cc)
+{
+	pthread_mutex_lock(&srv->lock);
+	if (srv->stopping || srv->writers_stop || !srv->nwriters) {
+		pthread_mutex_unlock(&srv->lock);
+		return -ECANCELED;
+	}
+	if (!cc->counted) {
+		cc->counted = 1;
+		srv->nheld++;
+	}
+	pthread_mutex_unlock(&srv->lock);
+	cc->conn = conn;
+	cc->phase = CONN_RUNNING;
+	cc->next = NULL;
+	/* suspended before it is queued: a writer may resume it at once */
+	MHD_suspend_connection(conn);
+	pthread_mutex_lock(&srv->lock);
+	if (srv->runq_tail)
+		srv->runq_tail->next = cc;
+	else
+		srv->runq = cc;
+	srv->runq_tail = cc;
+	pthread_cond_signal(&srv->runq_wake);
+	pthread_mutex_unlock(&srv->lock);
+	return 0;
+}
+
+/* Lets the writers run what is queued, then joins them. */
+static void stop_writers(struct http_server *srv)
+{
+	unsigned n;
+	pthread_mutex_lock(&srv->lock);
+	srv->writers_stop = 1;
+	n = srv->nwriters;
+	srv->nwriters = 0;
+	pthread_cond_broadcast(&srv->runq_wake);
+	pthread_mutex_unlock(&srv->lock);
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(srv->writers[i], NULL);
+	free(srv->writers);
+	srv->writers = NULL;
+	pthread_cond_destroy(&srv->runq_wake);
+}
+
+static int is_read(const char *method)
+{
+	return !strcmp(method, "GET") || !strcmp(method, "HEAD");
 }
 
 /* --- requests --------------------------------------------------------- */
@@ -258,6 +360,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		cc->phase = CONN_RESUMED;
 		return run_and_send(srv, conn, cc);
 	}
+	if (cc->phase == CONN_RAN) {
+		cc->phase = CONN_RESUMED;
+		return send_response(conn, &cc->resp, cc->resp_index);
+	}
+	if (cc->phase == CONN_RUNNING)
+		return MHD_YES; /* not resumed yet */
 	if (http_request_prepare(&cc->st, srv->router, &srv->limits, &resp))
 		return send_response(conn, &resp, index_watch_current(srv->watch));
 	if (http_request_should_wait(&cc->st, index_watch_current(srv->watch))) {
@@ -266,6 +374,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return MHD_YES;
 		cc->phase = CONN_RESUMED;
 	}
+	if (!is_read(cc->st.method) && write_queue(srv, conn, cc) == 0)
+		return MHD_YES;
 	return run_and_send(srv, conn, cc);
 }
 
@@ -282,6 +392,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			pthread_cond_broadcast(&srv->drained);
 		pthread_mutex_unlock(&srv->lock);
 	}
+	if (cc->phase == CONN_RAN) /* closed before its answer was sent */
+		http_response_release(&cc->resp);
 	http_request_state_release(&cc->st);
 	free(cc);
 	*con_cls = NULL;
@@ -289,14 +401,20 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 /* --- start and stop --------------------------------------------------- */
 
-/* MHD threads by default.  A write handler (POST /v1/jobs, status
- * reports) holds its thread until its group commit is fsynced, so the
- * number of threads bounds how many writes share one fsync: with 2, a
+/* MHD threads by default.  Writes now run on the writer threads
+ * (write_queue); before, a write held its MHD thread until its group
+ * commit was fsynced, so the number of threads bounded how many writes
+ * shared one fsync: with 2, a
  * commit group took the changes of at most 2 requests.  Measured with 8
  * submitters (docs/operations.md, Performance): 2 -> 8 threads took a
  * server's CPU per submitted job from 0.63 to 0.43 ms; idle threads
  * cost ~100 KiB of RSS in all. */
 #define HTTP_DEFAULT_THREADS 8
+
+/* Writer threads (write_queue): a write mostly waits for its group
+ * commit, so a thread per concurrent writer, and as many writes share one
+ * fsync as there are writers waiting. */
+#define HTTP_WRITE_THREADS 16
 
 static void http_server_stop_unlistened(struct http_server *srv);
 
@@ -356,13 +474,20 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 	pthread_cond_init(&srv->wake, &ca);
 	pthread_cond_init(&srv->drained, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&srv->runq_wake, NULL);
 	if (pthread_create(&srv->waker, NULL, waker_main, srv) != 0) {
+		pthread_cond_destroy(&srv->runq_wake);
 		pthread_cond_destroy(&srv->wake);
 		pthread_cond_destroy(&srv->drained);
 		pthread_mutex_destroy(&srv->lock);
 		free(srv);
 		return herd_errf(err, -EAGAIN, "http: cannot start the waker thread");
 	}
+	/* Writers run before MHD does; with none, writes run on MHD threads. */
+	srv->writers = xcalloc(HTTP_WRITE_THREADS, sizeof(*srv->writers));
+	while (srv->nwriters < HTTP_WRITE_THREADS &&
+	       pthread_create(&srv->writers[srv->nwriters], NULL, writer_main, srv) == 0)
+		srv->nwriters++;
 
 	errno = 0;
 	srv->mhd = MHD_start_daemon(flags, cfg->port, NULL, NULL, on_request, srv,
@@ -378,6 +503,7 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 		pthread_cond_signal(&srv->wake);
 		pthread_mutex_unlock(&srv->lock);
 		pthread_join(srv->waker, NULL);
+		stop_writers(srv);
 		pthread_cond_destroy(&srv->wake);
 		pthread_cond_destroy(&srv->drained);
 		pthread_mutex_destroy(&srv->lock);
@@ -424,6 +550,8 @@ static void http_server_stop_unlistened(struct http_server *srv)
 	 * every such request to complete, but not forever: a client that does
 	 * not read its answer must not hold the stop up. */
 	wait_drained(srv, HTTP_STOP_DRAIN_NS);
+	/* Writers finish what is queued and resume it before MHD stops. */
+	stop_writers(srv);
 	MHD_stop_daemon(srv->mhd);
 	free(srv->waiters);
 	pthread_cond_destroy(&srv->wake);
