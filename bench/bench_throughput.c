@@ -35,9 +35,8 @@ extern char **environ;
 
 /* Completion is looked at no more often than this: every look encodes one
  * record per job that changed, work the agent would otherwise spend on the
- * jobs.  The
- * figure is late by at most this much. */
-#define POLL_MIN_S 0.25
+ * jobs, and costs a request.  The figure is late by at most this much. */
+#define POLL_MIN_S 0.1
 
 
 /* The command every job runs (HERD_BENCH_TASK), JSON-safe (checked in main). */
@@ -216,7 +215,9 @@ static double run_once(const char *herd, unsigned jobs, unsigned threads)
 	unsigned char *dead = xcalloc(jobs, 1);
 	unsigned seen = 0;
 	char path[96];
-	c.index = 0;
+	/* c.index is the X-Herd-Index of the readiness check, before the
+	 * first submit: every job changed after it (since=0 would list every
+	 * job at the first look, all 10,000 encoded at once) */
 	while (seen < jobs) {
 		double look = now_s();
 		/* only the jobs that changed since the previous answer */
