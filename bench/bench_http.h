@@ -4,16 +4,13 @@
 #ifndef HERD_BENCH_HTTP_H
 #define HERD_BENCH_HTTP_H
 
-#include <curl/curl.h>
-
+#include "bench_conn.h"
 #include "common/strbuf.h"
 #include "server/server.h"
 
 struct bench_srv {
 	struct server *srv;
-	CURL *curl;
-	struct curl_slist *headers;
-	char base[64];
+	struct bench_conn conn; /* conn.base: the server's address */
 	char dir[512];
 };
 

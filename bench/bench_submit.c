@@ -189,13 +189,13 @@ static int run_once(const char *dir, unsigned jobs, unsigned threads, unsigned r
 		rc = -1;
 		goto out;
 	}
-	a.base = srv.base;
+	a.base = srv.conn.base;
 	a.jobs = jobs;
 	t0 = bench_now_s();
 	cpu0 = process_cpu_s();
 	pthread_create(&a.thread, NULL, agent_main, &a);
 	for (unsigned i = 0; i < threads; i++) {
-		s[i] = (struct submitter){ .base = srv.base, .first = i, .step = threads,
+		s[i] = (struct submitter){ .base = srv.conn.base, .first = i, .step = threads,
 					   .count = jobs, .run = run };
 		pthread_create(&s[i].thread, NULL, submit_main, &s[i]);
 	}
