@@ -135,9 +135,18 @@ static void on_index(uint64_t index, void *arg)
 	pthread_mutex_unlock(&srv->lock);
 }
 
+/* Counts a request in nheld, once however often it is held or queued:
+ * stop waits for every counted request to be answered.  srv->lock held. */
+static void count_held_locked(struct http_server *srv, struct conn_ctx *cc)
+{
+	if (!cc->counted) {
+		cc->counted = 1;
+		srv->nheld++;
+	}
+}
+
 /* Suspends conn until the index passes after or the request's wait ends
- * (cc->deadline_ns, set at its first hold).  A request is counted in nheld
- * once, however often it is held.  Returns 0, or -ECANCELED when the
+ * (cc->deadline_ns, set at its first hold).  Returns 0, or -ECANCELED when the
  * server is stopping (then it is not suspended). */
 static int hold(struct http_server *srv, struct MHD_Connection *conn, struct conn_ctx *cc,
 		uint64_t after)
@@ -147,10 +156,7 @@ static int hold(struct http_server *srv, struct MHD_Connection *conn, struct con
 		cc->deadline_ns = mono_ns() + cc->st.req.wait_ns;
 	MHD_suspend_connection(conn);
 	pthread_mutex_lock(&srv->lock);
-	if (!cc->counted) {
-		cc->counted = 1;
-		srv->nheld++;
-	}
+	count_held_locked(srv, cc);
 	if (srv->stopping) {
 		rc = -ECANCELED;
 	} else {
@@ -214,10 +220,7 @@ static int write_queue(struct http_server *srv, struct MHD_Connection *conn, str
 		pthread_mutex_unlock(&srv->lock);
 		return -ECANCELED;
 	}
-	if (!cc->counted) {
-		cc->counted = 1;
-		srv->nheld++;
-	}
+	count_held_locked(srv, cc);
 	pthread_mutex_unlock(&srv->lock);
 	cc->conn = conn;
 	cc->phase = CONN_RUNNING;
