@@ -138,6 +138,12 @@ struct hcl_arena {
 
 struct hcl_arena *hcl_arena_new(void);
 void hcl_arena_free(struct hcl_arena *a); /* accepts NULL */
+/* An arena whose first chunk is buf (size bytes, the caller's, e.g. on its
+ * stack, aligned for any node), for a tree that lives only as long as the
+ * caller's frame: a small tree then costs no malloc at all.  Chunks beyond
+ * buf come from the heap; hcl_arena_release frees them (not buf, not a). */
+void hcl_arena_init_buf(struct hcl_arena *a, void *buf, size_t size);
+void hcl_arena_release(struct hcl_arena *a);
 /* n bytes aligned for any tree node; never NULL. */
 void *hcl_arena_alloc(struct hcl_arena *a, size_t n);
 void *hcl_arena_zalloc(struct hcl_arena *a, size_t n);

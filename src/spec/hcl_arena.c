@@ -26,16 +26,31 @@ struct hcl_arena *hcl_arena_new(void)
 	return xcalloc(1, sizeof(struct hcl_arena));
 }
 
-void hcl_arena_free(struct hcl_arena *a)
+void hcl_arena_init_buf(struct hcl_arena *a, void *buf, size_t size)
+{
+	memset(a, 0, sizeof(*a));
+	a->p = buf;
+	a->end = (char *)buf + size;
+	a->next_size = size < FIRST_CHUNK ? FIRST_CHUNK : size * 2 < MAX_CHUNK ? size * 2 : MAX_CHUNK;
+}
+
+void hcl_arena_release(struct hcl_arena *a)
 {
 	struct hcl_arena_chunk *c, *next;
 
-	if (!a)
-		return;
 	for (c = a->chunks; c; c = next) {
 		next = c->next;
 		free(c);
 	}
+	a->chunks = NULL;
+	a->p = a->end = NULL;
+}
+
+void hcl_arena_free(struct hcl_arena *a)
+{
+	if (!a)
+		return;
+	hcl_arena_release(a);
 	free(a);
 }
 

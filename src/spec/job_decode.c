@@ -9,6 +9,8 @@
  * (hcl_expr_from_json), which borrows its strings. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdalign.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -600,11 +602,22 @@ struct job *job_from_expr(const struct hcl_expr *root, struct diag_list *diags)
 	return NULL;
 }
 
+/* The view of a job's JSON lives only during the decode: its first chunk
+ * is on the stack, big enough for a stored job of a few groups (some 200
+ * nodes).  A heap chunk of 1 KiB or more is a "large" request to glibc's
+ * malloc, which first consolidates every freed small chunk: on the hot
+ * paths (each registration, each job a planner or agent reads) that walk
+ * cost more than building the view. */
+#define JSON_VIEW_STACK (16u << 10)
+
 struct job *job_from_json(const json_t *root, const struct posmap *pm, struct diag_list *diags)
 {
-	struct hcl_arena *arena = hcl_arena_new();
-	struct job *job = job_from_expr(hcl_expr_from_json(arena, root, pm), diags);
+	alignas(max_align_t) char first[JSON_VIEW_STACK];
+	struct hcl_arena arena;
+	struct job *job;
 
-	hcl_arena_free(arena);
+	hcl_arena_init_buf(&arena, first, sizeof(first));
+	job = job_from_expr(hcl_expr_from_json(&arena, root, pm), diags);
+	hcl_arena_release(&arena);
 	return job;
 }
