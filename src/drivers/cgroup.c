@@ -14,6 +14,7 @@
 #include "common/strbuf.h"
 #include "common/xalloc.h"
 #include "drivers/cgroup.h"
+#include "drivers/devfilter_bpf.h"
 
 enum { C_MEMORY, C_CPU, C_CPUACCT, C_PIDS, C_DEVICES, C_FREEZER };
 static const char *const v1_names[CGROUP_V1_CONTROLLERS] = {
@@ -416,20 +417,54 @@ int cgroup_add_pid(const struct cgroup *cg, pid_t pid, struct herd_err *err)
 	return 0;
 }
 
+/* The devices every task may use, on both versions: null zero full random
+ * urandom, tty and ptmx, and the pty slaves (136:*), as the OCI runtimes
+ * allow them. */
+static const struct devfilter_rule standard_devices[] = {
+	{ 'c', 1, 3, DEVFILTER_RWM }, { 'c', 1, 5, DEVFILTER_RWM }, { 'c', 1, 7, DEVFILTER_RWM },
+	{ 'c', 1, 8, DEVFILTER_RWM }, { 'c', 1, 9, DEVFILTER_RWM }, { 'c', 5, 0, DEVFILTER_RWM },
+	{ 'c', 5, 2, DEVFILTER_RWM }, { 'c', 136, DEVFILTER_ANY, DEVFILTER_RWM },
+};
+#define NR_STANDARD (sizeof(standard_devices) / sizeof(standard_devices[0]))
+
+/* A rule as v1's devices.allow reads it: "c 136:* rwm". */
+static void v1_rule(const struct devfilter_rule *r, char *buf, size_t len)
+{
+	char maj[16] = "*", min[16] = "*";
+	if (r->major != DEVFILTER_ANY)
+		snprintf(maj, sizeof(maj), "%d", (int)r->major);
+	if (r->minor != DEVFILTER_ANY)
+		snprintf(min, sizeof(min), "%d", (int)r->minor);
+	snprintf(buf, len, "%c %s:%s %s%s%s", r->type, maj, min,
+		 r->access & DEVFILTER_READ ? "r" : "", r->access & DEVFILTER_WRITE ? "w" : "",
+		 r->access & DEVFILTER_MKNOD ? "m" : "");
+}
+
+static int v1_allow(const char *d, const struct devfilter_rule *rules, size_t n,
+		    struct herd_err *err)
+{
+	int rc = write_file(d, "devices.deny", "a");
+	if (rc < 0)
+		return herd_errf(err, rc, "cgroup %s/devices.deny: %s", d, strerror(-rc));
+	for (size_t i = 0; i < n; i++) {
+		char r[64];
+		v1_rule(&rules[i], r, sizeof(r));
+		if ((rc = write_file(d, "devices.allow", r)) < 0)
+			return herd_errf(err, rc, "cgroup %s/devices.allow %s: %s", d, r,
+					 strerror(-rc));
+	}
+	return 0;
+}
+
 int cgroup_allow_devices(const struct cgroup *cg, const char *const *paths, size_t n,
 			 struct herd_err *err)
 {
-	static const char *const standard[] = {
-		"c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm", "c 1:9 rwm",
-		"c 5:0 rwm", "c 5:2 rwm", "c 136:* rwm",
-	};
-	if (cg->version == 2)
-		return 0;
-	const char *d = cg->v1[C_DEVICES];
+	const char *d = cg->version == 2 ? cg->path : cg->v1[C_DEVICES];
 	if (!d)
 		return herd_errf(err, -ENOTSUP, "cgroup v1: the devices hierarchy is not mounted");
-	/* Check every path before changing anything. */
-	char (*rules)[64] = xcalloc(n ? n : 1, sizeof(*rules));
+	/* One list for both versions: the listed nodes, then the standard
+	 * ones.  Every path is checked before anything changes. */
+	struct devfilter_rule *rules = xcalloc(n + NR_STANDARD, sizeof(*rules));
 	int rc = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct stat st;
@@ -441,20 +476,14 @@ int cgroup_allow_devices(const struct cgroup *cg, const char *const *paths, size
 			rc = herd_errf(err, -EINVAL, "device %s: not a device node", paths[i]);
 			goto out;
 		}
-		snprintf(rules[i], sizeof(rules[i]), "%c %u:%u rwm", S_ISCHR(st.st_mode) ? 'c' : 'b',
-			 major(st.st_rdev), minor(st.st_rdev));
+		rules[i] = (struct devfilter_rule){ S_ISCHR(st.st_mode) ? 'c' : 'b',
+			(int32_t)major(st.st_rdev), (int32_t)minor(st.st_rdev), DEVFILTER_RWM };
 	}
-	if ((rc = write_file(d, "devices.deny", "a")) < 0) {
-		herd_errf(err, rc, "cgroup %s/devices.deny: %s", d, strerror(-rc));
-		goto out;
-	}
-	for (size_t i = 0; i < sizeof(standard) / sizeof(standard[0]) + n; i++) {
-		const char *r = i < n ? rules[i] : standard[i - n];
-		if ((rc = write_file(d, "devices.allow", r)) < 0) {
-			herd_errf(err, rc, "cgroup %s/devices.allow %s: %s", d, r, strerror(-rc));
-			goto out;
-		}
-	}
+	memcpy(rules + n, standard_devices, sizeof(standard_devices));
+	if (cg->version == 2)
+		rc = devfilter_attach(d, rules, n + NR_STANDARD, err);
+	else
+		rc = v1_allow(d, rules, n + NR_STANDARD, err);
 out:
 	free(rules);
 	return rc;

@@ -15,8 +15,10 @@
  *     (at least 2), v2 cpu.weight = 1 + (shares - 2) * 9999 / 262142 (the
  *     shares-to-weight mapping of the OCI runtimes), clamped to 1..10000.
  *   pids: pids.max.
- *   devices (v1 only): devices.deny "a", then the standard character
- *     devices and the ones listed are allowed (cgroup_allow_devices).
+ *   devices: only the standard character devices and the ones listed
+ *     (cgroup_allow_devices), one list for both versions: v1 devices.deny
+ *     "a", then devices.allow per rule; v2 an eBPF device program attached
+ *     to the group (devfilter_bpf.h), freed by the kernel with the group.
  *
  * Killing (cgroup_kill): v2 writes cgroup.kill when the kernel has it, else
  * freezes (cgroup.freeze), SIGKILLs every pid in cgroup.procs and thaws;
@@ -95,11 +97,15 @@ const char *const *cgroup_procs_files(const struct cgroup *cg);
 /* Moves pid into the group.  Returns 0 or -errno with err. */
 int cgroup_add_pid(const struct cgroup *cg, pid_t pid, struct herd_err *err);
 
-/* v1: restricts the group's devices to the standard ones (null zero full
+/* Restricts the group's devices to the standard ones (null zero full
  * random urandom tty ptmx, pts) plus the character or block device nodes
- * listed (host paths, stat()ed for major:minor).  v2: returns 0 and does
- * nothing (no eBPF device program; visibility comes from the task's
- * private /dev).  Returns -errno with err for a path that is not a device. */
+ * listed (host paths, stat()ed for major:minor), for every access (mknod,
+ * read, write), even to root: v1 through the devices hierarchy, v2 by
+ * attaching a BPF_CGROUP_DEVICE program (replacing one attached before).
+ * Returns -errno with err for a path that is not a device, and when the
+ * kernel cannot enforce the list (v1: no devices hierarchy; v2: no
+ * CONFIG_CGROUP_BPF, or no CAP_BPF/CAP_SYS_ADMIN): the task must not start
+ * then. */
 int cgroup_allow_devices(const struct cgroup *cg, const char *const *paths, size_t n,
 			 struct herd_err *err);
 
