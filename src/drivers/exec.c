@@ -12,6 +12,7 @@
 
 #include "common/xalloc.h"
 #include "drivers/cgroup.h"
+#include "drivers/devfilter_bpf.h"
 #include "drivers/drivers-int.h"
 #include "drivers/isolate.h"
 
@@ -35,10 +36,23 @@ static void exec_fingerprint(const struct driver_env *env, struct driver_fingerp
 		snprintf(out->reason, sizeof(out->reason), "the exec driver needs root");
 		return;
 	}
-	if (cgroup_detect_version(env->cgroup_root) == 0) {
+	int version = cgroup_detect_version(env->cgroup_root);
+	if (version == 0) {
 		snprintf(out->reason, sizeof(out->reason), "no cgroup v1 or v2 hierarchy under %s",
 			 env->cgroup_root ? env->cgroup_root : "/sys/fs/cgroup");
 		return;
+	}
+	/* v2 confines devices with an eBPF program (cgroup_allow_devices):
+	 * where the kernel or the agent's capabilities cannot load one, every
+	 * start would fail, so the node does not offer the driver. */
+	if (version == 2) {
+		struct herd_err e = { 0 };
+		int fd = devfilter_load(NULL, 0, &e);
+		if (fd < 0) {
+			snprintf(out->reason, sizeof(out->reason), "%s", e.msg);
+			return;
+		}
+		close(fd);
 	}
 	out->detected = true;
 	if (!env->shim_argv || !env->shim_argv[0] || access(env->shim_argv[0], X_OK) < 0) {
