@@ -603,12 +603,14 @@ struct job *job_from_expr(const struct hcl_expr *root, struct diag_list *diags)
 }
 
 /* The view of a job's JSON lives only during the decode: its first chunk
- * is on the stack, big enough for a stored job of a few groups (some 200
- * nodes).  A heap chunk of 1 KiB or more is a "large" request to glibc's
- * malloc, which first consolidates every freed small chunk: on the hot
- * paths (each registration, each job a planner or agent reads) that walk
- * cost more than building the view. */
-#define JSON_VIEW_STACK (16u << 10)
+ * is on the stack, big enough for a stored job of two groups of one task
+ * (a stored job of one group of one task takes 4 KiB).  A heap chunk of
+ * 1 KiB or more is a "large" request to glibc's malloc, which first
+ * consolidates every freed small chunk: on the hot paths (each
+ * registration, each job a planner or agent reads) that walk cost more
+ * than building the view.  Not more: a profiler's copy of the stack
+ * (perf's dwarf mode takes 8-16 KiB) must still reach the callers. */
+#define JSON_VIEW_STACK (8u << 10)
 
 struct job *job_from_json(const json_t *root, const struct posmap *pm, struct diag_list *diags)
 {
