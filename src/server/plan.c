@@ -336,16 +336,24 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 	struct herd_err err = { 0 };
 	struct group_ask ask;
 	struct sched_snapshot *snap = NULL;
-	int *map = xcalloc(v->nnodes + 1, sizeof(int));
-	bool rebuild_each = g->network.nports > 0 || false;
+	int *map = NULL;
+	bool rebuild_each = g->network.nports > 0, reusable = true;
 
 	if (group_ask_init(&ask, model, g, &err) < 0) {
 		for (size_t i = 0; i < n; i++)
 			add_failure(p, g->name, NULL, NULL, err.msg);
-		free(map);
 		return;
 	}
+	/* Which nodes may take an instance depends on what the instances
+	 * before it took (ports, hosts, property values): a new snapshot
+	 * each.  Otherwise one snapshot serves every instance, and the next
+	 * group or evaluation planned against this view (a batch) when
+	 * nothing else changed the view's usage meanwhile. */
 	rebuild_each = rebuild_each || ask.distinct_hosts || ask.ndprops > 0;
+	if (rebuild_each)
+		map = xcalloc(v->nnodes + 1, sizeof(int));
+	else
+		snap = view_snapshot_take(v, &ask, live, &map, &err);
 	for (size_t i = 0; i < n; i++) {
 		struct sched_placement pl;
 		struct sched_explain why;
@@ -355,7 +363,7 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 		bool gpu_only = false, borrowed = false;
 		int rc;
 
-		if (!snap || rebuild_each) {
+		if (rebuild_each) {
 			sched_snapshot_free(snap);
 			snap = snapshot_build(v, &ask, live, map, &err);
 		}
@@ -418,8 +426,12 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 			json_object_set_new(alloc, "borrowed", json_boolean(borrowed));
 			quota_state_add(q, alloc, 1);
 		}
-		group_ask_apply(snap, &ask, &pl);
+		/* a device placement counts in the snapshot's hosted classes,
+		 * which a snapshot built from the usage would not have */
+		if (group_ask_apply(snap, &ask, &pl) < 0 || pl.ndev > 0)
+			reusable = false;
 		node_usage_add_alloc(&vn->use, alloc, 1);
+		v->use_gen++;
 		json_array_append(live, alloc);
 		json_array_append(p->allocs, alloc);
 		plan_note_node(p, vn->id);
@@ -430,9 +442,13 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 		json_decref(alloc);
 		p->create++;
 	}
-	sched_snapshot_free(snap);
+	if (rebuild_each) {
+		sched_snapshot_free(snap);
+		free(map);
+	} else {
+		view_snapshot_put(v, &ask, snap, map, reusable);
+	}
 	group_ask_release(&ask);
-	free(map);
 }
 
 int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,

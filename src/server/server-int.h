@@ -214,6 +214,12 @@ struct sched_view {
 	json_t *job_allocs;    /* array */
 	json_t *evals_blocked; /* unused for now */
 	struct view_node *nodes; size_t nnodes;
+	/* Bumped whenever a plan takes something in a node's use: a snapshot
+	 * built at another value misses it. */
+	uint64_t use_gen;
+	/* The engine snapshot the last placement gave back for reuse
+	 * (view_snapshot_take / _put), NULL when none; owned by the view. */
+	struct view_snap *snap;
 };
 
 /* What views read last, reused while the store says it has not changed:
@@ -353,6 +359,24 @@ char *no_candidates_reason(const struct sched_view *v);
 struct sched_snapshot *snapshot_build(struct sched_view *v, const struct group_ask *ask,
 				      const json_t *job_allocs_live, int *map,
 				      struct herd_err *err);
+
+/* A snapshot for ask, whose node set depends only on the job's pool and
+ * datacenters (no ports, distinct_hosts or distinct_property: the caller
+ * builds those with snapshot_build each time), and in *map (v->nnodes
+ * slots) the view index of each of its nodes.  The one the view holds
+ * when it was built for the same pool and datacenters and v->use_gen has
+ * not moved since it was given back, else a new one.  The caller owns both
+ * until view_snapshot_put.  A batch of evaluations planned against one
+ * view then builds one snapshot, not one per evaluation. */
+struct sched_snapshot *view_snapshot_take(struct sched_view *v, const struct group_ask *ask,
+					  const json_t *job_allocs_live, int **map,
+					  struct herd_err *err);
+/* Gives snap and map back to v: kept for the next view_snapshot_take when
+ * reusable (everything it took since it was built is in v's use, counted
+ * in v->use_gen, and it holds no device placement: a rebuilt snapshot
+ * starts with no hosted classes), freed otherwise. */
+void view_snapshot_put(struct sched_view *v, const struct group_ask *ask,
+		       struct sched_snapshot *snap, int *map, bool reusable);
 
 /* ---- reconcile.c -------------------------------------------------------- */
 

@@ -291,10 +291,13 @@ int sched_view_read(struct store *s, struct view_cache *cache, const char *ns,
 	return rc;
 }
 
+static void view_snap_free(struct view_snap *c);
+
 void sched_view_release(struct sched_view *v)
 {
 	if (!v)
 		return;
+	view_snap_free(v->snap);
 	json_decref(v->job);
 	json_decref(v->job_allocs);
 	json_decref(v->evals_blocked);
@@ -584,4 +587,84 @@ struct sched_snapshot *snapshot_build(struct sched_view *v, const struct group_a
 	}
 	json_decref(dcounts);
 	return snap;
+}
+
+/* ---- the view's snapshot ------------------------------------------------ */
+
+struct view_snap {
+	struct sched_snapshot *snap;
+	int *map;
+	char *key; size_t klen; /* the pool and datacenters it was built for */
+	uint64_t gen;           /* the view's use_gen it matches */
+};
+
+static void view_snap_free(struct view_snap *c)
+{
+	if (!c)
+		return;
+	sched_snapshot_free(c->snap);
+	free(c->map);
+	free(c->key);
+	free(c);
+}
+
+/* What decides the node set of a snapshot without ports, distinct_hosts
+ * or distinct_property (node_fits_group): the job's pool and datacenter
+ * patterns, NUL-separated. */
+static char *snap_key(const struct group_ask *ask, size_t *len)
+{
+	struct strbuf sb = STRBUF_INIT;
+	const struct job *job = ask->job;
+	strbuf_adds(&sb, job->node_pool ? job->node_pool : "default");
+	strbuf_addch(&sb, 0);
+	for (size_t i = 0; i < job->datacenters.n; i++) {
+		strbuf_adds(&sb, job->datacenters.v[i]);
+		strbuf_addch(&sb, 0);
+	}
+	return strbuf_detach(&sb, len);
+}
+
+struct sched_snapshot *view_snapshot_take(struct sched_view *v, const struct group_ask *ask,
+					  const json_t *job_allocs_live, int **map,
+					  struct herd_err *err)
+{
+	struct view_snap *c = v->snap;
+	struct sched_snapshot *snap;
+	size_t klen;
+	char *key = snap_key(ask, &klen);
+	bool hit = c && c->gen == v->use_gen && c->klen == klen && !memcmp(c->key, key, klen);
+
+	free(key);
+	if (hit) {
+		snap = c->snap;
+		*map = c->map;
+		c->snap = NULL;
+		c->map = NULL;
+		return snap;
+	}
+	*map = xcalloc(v->nnodes + 1, sizeof(int));
+	return snapshot_build(v, ask, job_allocs_live, *map, err);
+}
+
+void view_snapshot_put(struct sched_view *v, const struct group_ask *ask,
+		       struct sched_snapshot *snap, int *map, bool reusable)
+{
+	struct view_snap *c;
+	if (!reusable) {
+		sched_snapshot_free(snap);
+		free(map);
+		return;
+	}
+	c = v->snap;
+	if (!c) {
+		c = v->snap = xcalloc(1, sizeof(*c));
+	} else {
+		sched_snapshot_free(c->snap);
+		free(c->map);
+		free(c->key);
+	}
+	c->snap = snap;
+	c->map = map;
+	c->key = snap_key(ask, &c->klen);
+	c->gen = v->use_gen;
 }

@@ -93,8 +93,25 @@ struct submitter {
 	int first, step, n;
 	const char *prefix;
 	int cpu, mem;
+	bool mixed; /* also jobs with a dynamic port, and jobs of any datacenter */
 	int failed; /* a POST that did not answer 200 */
 };
+
+/* Job i of a mixed submission: plain, with a dynamic port (planned on a
+ * snapshot of its own), or of any datacenter (another node filter). */
+static char *mixed_job(const char *id, int i, int cpu, int mem)
+{
+	static const char *const extra[] = {
+		"", ", \"network\": {\"ports\": [{\"label\": \"http\"}]}", "" };
+	char *s = NULL;
+	assert_true(asprintf(&s,
+		"{\"job\": {\"id\": \"%s\", \"type\": \"batch\", \"datacenters\": [\"%s\"],"
+		" \"groups\": [{\"name\": \"g\", \"count\": 1%s, \"tasks\": [{\"name\": \"t\","
+		" \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"},"
+		" \"resources\": {\"cpu\": %d, \"memory\": %d}}]}]}}",
+		id, i % 3 == 2 ? "*" : "dc1", extra[i % 3], cpu, mem) > 0);
+	return s;
+}
 
 /* Submits jobs first, first + step, ... below n (no cmocka assert in a
  * thread: failures are counted and checked by the test). */
@@ -105,7 +122,7 @@ static void *submit_main(void *arg)
 		char id[64], *job;
 		long st = 0;
 		snprintf(id, sizeof(id), "%s-%d", s->prefix, i);
-		job = cpu_job(id, 1, s->cpu, s->mem);
+		job = s->mixed ? mixed_job(id, i, s->cpu, s->mem) : cpu_job(id, 1, s->cpu, s->mem);
 		json_decref(fx_call(s->f, "POST", "/v1/jobs", job, &st));
 		s->failed += st != 200;
 		free(job);
@@ -133,12 +150,12 @@ static void node_taken(struct fx *f, const char *node, long *cpu, long *mem, siz
 }
 
 /* Submits n jobs from 8 threads at once. */
-static void submit_at_once(struct fx *f, const char *prefix, int n, int cpu, int mem)
+static void submit_at_once(struct fx *f, const char *prefix, int n, int cpu, int mem, bool mixed)
 {
 	struct submitter s[8];
 	for (int i = 0; i < 8; i++) {
 		s[i] = (struct submitter){ .f = f, .first = i, .step = 8, .n = n, .prefix = prefix,
-					   .cpu = cpu, .mem = mem };
+					   .cpu = cpu, .mem = mem, .mixed = mixed };
 		assert_int_equal(pthread_create(&s[i].t, NULL, submit_main, &s[i]), 0);
 	}
 	for (int i = 0; i < 8; i++) {
@@ -157,7 +174,7 @@ static void test_concurrent_registrations_fill_exactly(void **state)
 	(void)state;
 	/* room for 10 jobs by cpu */
 	cpu_node(f, "c", 1000, 100000);
-	submit_at_once(f, "c", 40, 100, 64);
+	submit_at_once(f, "c", 40, 100, 64, false);
 	fx_idle(f);
 	node_taken(f, "c", &cpu, &mem, &n);
 	assert_int_equal(cpu, 1000);
@@ -167,11 +184,34 @@ static void test_concurrent_registrations_fill_exactly(void **state)
 	/* room for 7 jobs by memory (and 20 by cpu) */
 	f = fx_new();
 	cpu_node(f, "m", 2000, 7 * 256 + 100);
-	submit_at_once(f, "m", 40, 100, 256);
+	submit_at_once(f, "m", 40, 100, 256, false);
 	fx_idle(f);
 	node_taken(f, "m", &cpu, &mem, &n);
 	assert_int_equal(mem, 7 * 256);
 	assert_int_equal(n, 7);
+	fx_free(f);
+}
+
+/* The same with jobs planned on snapshots of their own (a dynamic port)
+ * and on another node filter among those that share the view's snapshot
+ * (plan.c, view_snapshot_take): what each took counts for the others. */
+static void test_mixed_registrations_fill_exactly(void **state)
+{
+	struct fx *f = fx_new();
+	long cpu, mem;
+	size_t n;
+	(void)state;
+	for (int round = 0; round < 3; round++) {
+		char prefix[16];
+		snprintf(prefix, sizeof(prefix), "x%d", round);
+		/* room for 10 more jobs by cpu each round */
+		cpu_node(f, prefix, 1000, 100000);
+		submit_at_once(f, prefix, 40, 100, 64, true);
+		fx_idle(f);
+		node_taken(f, prefix, &cpu, &mem, &n);
+		assert_int_equal(cpu, 1000);
+		assert_int_equal(n, 10);
+	}
 	fx_free(f);
 }
 
@@ -223,4 +263,5 @@ static void test_blocked_not_rewritten(void **state)
 
 fx_main(cmocka_unit_test(test_register_then_plan),
 	cmocka_unit_test(test_concurrent_registrations_fill_exactly),
+	cmocka_unit_test(test_mixed_registrations_fill_exactly),
 	cmocka_unit_test(test_blocked_not_rewritten))
