@@ -9,11 +9,13 @@ json_t *eval_new(const char *ns, const char *job_id, const char *trigger, const 
 {
 	char id[ID_LEN];
 	new_id(id);
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{}, s:s, s:I, s:I, s:I}", "id", id,
-			 "namespace", ns, "job_id", job_id, "triggered_by", trigger, "status", "pending",
-			 "status_description", "", "failed_placements", "node_id",
-			 node_id ? node_id : "", "wait_until", (json_int_t)0, "create_time",
-			 (json_int_t)now_ns(), "modify_time", (json_int_t)now_ns());
+	/* keys in the store's canonical order, so that a put of it as an
+	 * owned object needs no sorted copy (store_batch_put_owned) */
+	return json_pack("{s:I, s:{}, s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:I}", "create_time",
+			 (json_int_t)now_ns(), "failed_placements", "id", id, "job_id", job_id,
+			 "modify_time", (json_int_t)now_ns(), "namespace", ns, "node_id",
+			 node_id ? node_id : "", "status", "pending", "status_description", "",
+			 "triggered_by", trigger, "wait_until", (json_int_t)0);
 }
 
 /* dead: stopped, or a batch job whose every instance completed;

@@ -28,15 +28,33 @@ static struct job *decode_job(struct http_request *req, struct http_response *re
 	return job;
 }
 
-/* The canonical job canon (job_to_json) as stored, with the server's
- * fields: a new object sharing canon's values. */
+/* The canonical job canon (job_to_json_sorted) as stored, with the
+ * server's fields: a new object sharing canon's values, its keys in
+ * canon's order with the server's merged in, so that a canon with sorted
+ * keys gives a stored job with sorted keys, which the store keeps without
+ * copying it (store_batch_put_owned). */
 static json_t *stored_from_canon(const json_t *canon, int64_t version)
 {
-	json_t *o = json_copy((json_t *)canon);
-	json_object_set_new(o, "version", json_integer(version));
-	json_object_set_new(o, "stop", json_false());
-	json_object_set_new(o, "status", json_string("pending"));
-	json_object_set_new(o, "submit_time", json_integer(now_ns()));
+	/* the server's fields, sorted */
+	static const char *const keys[] = { "status", "stop", "submit_time", "version" };
+	json_t *vals[] = { json_string("pending"), json_false(), json_integer(now_ns()),
+			   json_integer(version) };
+	const size_t nk = sizeof(keys) / sizeof(keys[0]);
+	json_t *o = json_object(), *v;
+	const char *k;
+	size_t e = 0;
+
+	json_object_foreach((json_t *)canon, k, v) {
+		int c = 1;
+		while (e < nk && (c = strcmp(keys[e], k)) < 0)
+			json_object_set_new_nocheck(o, keys[e], vals[e]), e++;
+		if (e < nk && c == 0) /* the server's own field wins */
+			json_object_set_new_nocheck(o, keys[e], vals[e]), e++;
+		else
+			json_object_set_nocheck(o, k, v);
+	}
+	for (; e < nk; e++)
+		json_object_set_new_nocheck(o, keys[e], vals[e]);
 	return o;
 }
 
@@ -92,7 +110,7 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 		acl_deny(resp);
 		goto out;
 	}
-	canon = job_to_json(job);
+	canon = job_to_json_sorted(job);
 	for (int attempt = 0; attempt < REGISTER_ATTEMPTS; attempt++) {
 		struct store_key key = { job->namespace, job->id, 0 };
 		struct store_key nk = { NULL, job->namespace, 0 };
@@ -123,9 +141,11 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 		stored = stored_from_canon(canon, old ? jint(old, "version", 0) + 1 : 0);
 		eval = eval_new(job->namespace, job->id, "job-register", NULL);
 		store_batch_init(&b);
-		store_batch_put(&b, STORE_JOB, stored);
-		store_batch_put(&b, STORE_JOB_VERSION, stored);
-		store_batch_put(&b, STORE_EVAL, eval);
+		/* the batch takes stored's references and one of eval's: the
+		 * store keeps them as they are (both are in canonical order) */
+		store_batch_put_owned(&b, STORE_JOB, json_incref(stored));
+		store_batch_put_owned(&b, STORE_JOB_VERSION, stored);
+		store_batch_put_owned(&b, STORE_EVAL, json_incref(eval));
 		store_batch_require_index(&b, STORE_JOB, &key, old ? (uint64_t)jint(old, "modify_index", 0) : 0);
 		/* the namespace as read: one deleted meanwhile (its delete checks
 		 * for jobs inside its own commit) fails this, and the retry says so */
@@ -133,8 +153,8 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 		rc = store_commit(srv->store, &b, &idx, &err);
 		store_batch_release(&b);
 		json_decref(old);
-		json_decref(stored);
 		if (rc == 0) {
+			/* eval is the store's cached record now: only read */
 			broker_enqueue(&srv->broker, jstr(eval, "id", ""), job->namespace, job->id, 0);
 			reply_written(resp, idx,
 				      json_pack("{s:s, s:I, s:I, s:o}", "eval_id", jstr(eval, "id", ""),

@@ -1,19 +1,142 @@
 /* The canonical JSON form of a job, written by the schema tables so that it
- * has exactly the keys the decoder reads, in table order.  Unset strings are
- * written as null, which the decoder reads back as "not set". */
+ * has exactly the keys the decoder reads, in table order (or, for
+ * job_to_json_sorted, in sorted order).  Unset strings are written as null,
+ * which the decoder reads back as "not set". */
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "common/xalloc.h"
 #include "spec/job-int.h"
 #include "spec/spec.h"
 
-static json_t *encode_object(const struct schema *schema, const void *obj);
+static json_t *encode_object(const struct schema *schema, const void *obj, bool sorted);
+
+/* Each schema's fields in sorted key order, found once for every schema
+ * the job's reaches (the tables are constant). */
+#define MAX_SCHEMAS 32
+#define MAX_FIELDS 32
+
+struct sorted_schema {
+	const struct schema *schema;
+	const struct field *fields[MAX_FIELDS + 1]; /* NULL-ended */
+};
+
+static struct sorted_schema sorted_schemas[MAX_SCHEMAS];
+static size_t nsorted;
+static pthread_once_t sorted_once = PTHREAD_ONCE_INIT;
+
+static int field_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const struct field *const *)a)->key, (*(const struct field *const *)b)->key);
+}
+
+static void sort_schema(const struct schema *schema)
+{
+	struct sorted_schema *ss;
+	size_t n = 0;
+
+	for (size_t i = 0; i < nsorted; i++)
+		if (sorted_schemas[i].schema == schema)
+			return;
+	if (nsorted == MAX_SCHEMAS)
+		abort(); /* a table grew past the bound: raise it */
+	ss = &sorted_schemas[nsorted++];
+	ss->schema = schema;
+	for (const struct field *f = schema->fields; f->key; f++) {
+		if (n == MAX_FIELDS)
+			abort();
+		ss->fields[n++] = f;
+	}
+	qsort(ss->fields, n, sizeof(ss->fields[0]), field_cmp);
+	for (const struct field *f = schema->fields; f->key; f++)
+		if (f->schema)
+			sort_schema(f->schema);
+}
+
+static void sort_schemas(void)
+{
+	sort_schema(&job_schema);
+}
+
+static const struct field *const *sorted_fields(const struct schema *schema)
+{
+	for (size_t i = 0; i < nsorted; i++)
+		if (sorted_schemas[i].schema == schema)
+			return sorted_schemas[i].fields;
+	abort(); /* every schema is reached from job_schema */
+}
+
+struct sorted_kv {
+	const char *key;
+	size_t len;
+	const void *value;
+};
+
+/* Bytewise over the common length, then shorter first: the store's order
+ * (JSON_SORT_KEYS). */
+static int kv_cmp(const void *a, const void *b)
+{
+	const struct sorted_kv *x = a, *y = b;
+	int c = memcmp(x->key, y->key, x->len < y->len ? x->len : y->len);
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* A deep copy of a task's config with every object's keys sorted. */
+static json_t *sorted_copy(json_t *v)
+{
+	struct sorted_kv stack[16], *kv;
+	const char *k;
+	size_t n, m = 0, klen, i;
+	json_t *out, *x;
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		n = json_object_size(v);
+		kv = n <= 16 ? stack : xcalloc(n, sizeof(*kv));
+		json_object_keylen_foreach(v, k, klen, x)
+			kv[m++] = (struct sorted_kv){ k, klen, x };
+		qsort(kv, m, sizeof(*kv), kv_cmp);
+		out = json_object();
+		for (i = 0; i < m; i++)
+			json_object_setn_new_nocheck(out, kv[i].key, kv[i].len,
+						     sorted_copy((json_t *)kv[i].value));
+		if (kv != stack)
+			free(kv);
+		return out;
+	case JSON_ARRAY:
+		out = json_array();
+		json_array_foreach(v, i, x)
+			json_array_append_new(out, sorted_copy(x));
+		return out;
+	default:
+		return json_deep_copy(v);
+	}
+}
+
+/* A job_map as an object, its keys sorted. */
+static json_t *sorted_map(const struct job_map *m)
+{
+	struct sorted_kv stack[16], *kv = m->n <= 16 ? stack : xcalloc(m->n, sizeof(*kv));
+	json_t *o = json_object();
+
+	for (size_t i = 0; i < m->n; i++)
+		kv[i] = (struct sorted_kv){ m->v[i].key, strlen(m->v[i].key), m->v[i].value };
+	qsort(kv, m->n, sizeof(*kv), kv_cmp);
+	for (size_t i = 0; i < m->n; i++)
+		json_object_set_new(o, kv[i].key, json_string(kv[i].value));
+	if (kv != stack)
+		free(kv);
+	return o;
+}
 
 static json_t *encode_string(const char *s)
 {
 	return s ? json_string(s) : json_null();
 }
 
-static json_t *encode_field(const struct field *f, const void *obj)
+static json_t *encode_field(const struct field *f, const void *obj, bool sorted)
 {
 	const void *p = (const char *)obj + f->off;
 
@@ -42,23 +165,30 @@ static json_t *encode_field(const struct field *f, const void *obj)
 	}
 	case F_MAP: {
 		const struct job_map *m = p;
-		json_t *o = json_object();
+		json_t *o;
+		if (sorted)
+			return sorted_map(m);
+		o = json_object();
 		for (size_t i = 0; i < m->n; i++)
 			json_object_set_new(o, m->v[i].key, json_string(m->v[i].value));
 		return o;
 	}
 	case F_CONFIG:
-		return *(json_t *const *)p ? json_deep_copy(*(json_t *const *)p) : json_object();
+		if (!*(json_t *const *)p)
+			return json_object();
+		return sorted ? sorted_copy(*(json_t *const *)p) : json_deep_copy(*(json_t *const *)p);
 	case F_OBJECT:
-		return encode_object(f->schema, p);
+		return encode_object(f->schema, p, sorted);
 	case F_OBJECT_PTR:
-		return *(void *const *)p ? encode_object(f->schema, *(void *const *)p) : json_null();
+		return *(void *const *)p ? encode_object(f->schema, *(void *const *)p, sorted)
+					 : json_null();
 	case F_ARRAY: {
 		const char *v = *(char *const *)p;
 		size_t n = *(const size_t *)((const char *)obj + f->count_off);
 		json_t *a = json_array();
 		for (size_t i = 0; i < n; i++)
-			json_array_append_new(a, encode_object(f->schema, v + i * f->schema->size));
+			json_array_append_new(a, encode_object(f->schema, v + i * f->schema->size,
+							       sorted));
 		return a;
 	}
 	case F_SHORTHAND:
@@ -67,12 +197,20 @@ static json_t *encode_field(const struct field *f, const void *obj)
 	return NULL;
 }
 
-static json_t *encode_object(const struct schema *schema, const void *obj)
+static json_t *encode_object(const struct schema *schema, const void *obj, bool sorted)
 {
 	json_t *o = json_object();
 
+	if (sorted) {
+		for (const struct field *const *f = sorted_fields(schema); *f; f++) {
+			json_t *v = encode_field(*f, obj, true);
+			if (v)
+				json_object_set_new_nocheck(o, (*f)->key, v);
+		}
+		return o;
+	}
 	for (const struct field *f = schema->fields; f->key; f++) {
-		json_t *v = encode_field(f, obj);
+		json_t *v = encode_field(f, obj, false);
 		if (v)
 			json_object_set_new(o, f->key, v);
 	}
@@ -81,5 +219,11 @@ static json_t *encode_object(const struct schema *schema, const void *obj)
 
 json_t *job_to_json(const struct job *job)
 {
-	return encode_object(&job_schema, job);
+	return encode_object(&job_schema, job, false);
+}
+
+json_t *job_to_json_sorted(const struct job *job)
+{
+	pthread_once(&sorted_once, sort_schemas);
+	return encode_object(&job_schema, job, true);
 }

@@ -41,6 +41,10 @@ struct job *job_from_json(const json_t *root, const struct posmap *pm, struct di
 /* The canonical JSON form of a validated job, every default written out.
  * Returns a new reference (never NULL). */
 json_t *job_to_json(const struct job *job);
+/* The same, every object's keys in sorted order (bytewise, a prefix first:
+ * the order the store keeps records in, so that it can keep this one
+ * without copying it; see store_batch_put_owned). */
+json_t *job_to_json_sorted(const struct job *job);
 
 /* Converts the body of an HCL job file (one `job "<id>" { ... }` block) to
  * a JSON tree of the canonical shape: repeated blocks become arrays under

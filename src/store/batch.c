@@ -55,6 +55,15 @@ void store_batch_put(struct store_batch *b, enum store_kind kind, json_t *obj)
 	w->obj = json_incref(obj);
 }
 
+void store_batch_put_owned(struct store_batch *b, enum store_kind kind, json_t *obj)
+{
+	struct store_write *w = new_write(b);
+	w->op = STORE_OP_PUT;
+	w->kind = kind;
+	w->obj = obj;
+	w->owned = true;
+}
+
 void store_batch_put_report(struct store_batch *b, enum store_kind kind, json_t *obj)
 {
 	store_batch_put(b, kind, obj);

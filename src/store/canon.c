@@ -167,10 +167,20 @@ static void add_integer(struct strbuf *sb, json_int_t v)
 	strbuf_add(sb, p, (size_t)(buf + sizeof(buf) - p));
 }
 
-static bool add_value(struct strbuf *sb, const json_t *v, int depth)
+/* Whether key (klen bytes) may follow prev (plen bytes) in a canonical
+ * object: strictly after it in JSON_SORT_KEYS's order. */
+static bool key_follows(const char *prev, size_t plen, const char *key, size_t klen)
 {
-	const char *k;
-	size_t klen, i;
+	int c = memcmp(prev, key, plen < klen ? plen : klen);
+	return c < 0 || (c == 0 && plen < klen);
+}
+
+/* Writes v to sb.  strict: v must already be canonical (canon_encode_canonical),
+ * else false. */
+static bool add_value(struct strbuf *sb, const json_t *v, int depth, bool strict)
+{
+	const char *k, *prev = NULL;
+	size_t klen, plen = 0, i;
 	json_t *x;
 	bool first = true;
 
@@ -180,13 +190,20 @@ static bool add_value(struct strbuf *sb, const json_t *v, int depth)
 	case JSON_OBJECT:
 		strbuf_addch(sb, '{');
 		json_object_keylen_foreach((json_t *)v, k, klen, x) {
+			/* in order, and without the store's indexes at the top */
+			if (strict && ((prev && !key_follows(prev, plen, k, klen)) ||
+				       (depth == 0 && (!strcmp(k, "create_index") ||
+						       !strcmp(k, "modify_index")))))
+				return false;
+			prev = k;
+			plen = klen;
 			if (!first)
 				strbuf_addch(sb, ',');
 			first = false;
 			if (!add_string(sb, k, klen))
 				return false;
 			strbuf_addch(sb, ':');
-			if (!add_value(sb, x, depth + 1))
+			if (!add_value(sb, x, depth + 1, strict))
 				return false;
 		}
 		strbuf_addch(sb, '}');
@@ -196,12 +213,14 @@ static bool add_value(struct strbuf *sb, const json_t *v, int depth)
 		json_array_foreach(v, i, x) {
 			if (i)
 				strbuf_addch(sb, ',');
-			if (!add_value(sb, x, depth + 1))
+			if (!add_value(sb, x, depth + 1, strict))
 				return false;
 		}
 		strbuf_addch(sb, ']');
 		return true;
 	case JSON_STRING:
+		if (strict && memchr(json_string_value(v), 0, json_string_length(v)))
+			return false; /* canon_copy declines it too */
 		return add_string(sb, json_string_value(v), json_string_length(v));
 	case JSON_INTEGER:
 		add_integer(sb, json_integer_value(v));
@@ -221,14 +240,14 @@ static bool add_value(struct strbuf *sb, const json_t *v, int depth)
 	return false;
 }
 
-char *canon_encode(const json_t *v, size_t *len)
+static char *encode(const json_t *v, size_t *len, bool strict)
 {
 	struct strbuf sb;
 	size_t n;
 	char *out;
 
 	strbuf_init(&sb, 1024);
-	if (!v || !add_value(&sb, v, 0)) {
+	if (!v || !add_value(&sb, v, 0, strict)) {
 		strbuf_release(&sb);
 		return NULL;
 	}
@@ -236,4 +255,14 @@ char *canon_encode(const json_t *v, size_t *len)
 	if (len)
 		*len = n;
 	return out;
+}
+
+char *canon_encode(const json_t *v, size_t *len)
+{
+	return encode(v, len, false);
+}
+
+char *canon_encode_canonical(const json_t *v, size_t *len)
+{
+	return json_is_object(v) ? encode(v, len, true) : NULL;
 }

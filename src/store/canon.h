@@ -29,4 +29,11 @@ json_t *canon_copy(json_t *v, bool top);
  * UTF-8). */
 char *canon_encode(const json_t *v, size_t *len);
 
+/* canon_encode of an object that is already what canon_copy(v, true)
+ * would make: every object's keys in canonical order, none of the store's
+ * indexes at the top, no string value holding NUL.  NULL when v is not
+ * (or cannot be encoded): the caller then copies it the usual way.  This
+ * lets a put whose object the store may keep skip the copy. */
+char *canon_encode_canonical(const json_t *v, size_t *len);
+
 #endif

@@ -111,9 +111,11 @@ static int object_string(const struct store_kind_desc *kd, json_t *obj, const ch
 
 /* Fills row from a put of obj: key, lookup columns, canonical object and
  * body (same: the row of the batch just before, a put of the same object,
- * whose encoding row shares, or NULL). */
+ * whose encoding row shares, or NULL; owned: obj may be kept as the
+ * canonical object when it is one, see store_batch_put_owned). */
 static int prepare_put(const struct store_kind_desc *kd, json_t *obj,
-		       const struct store_row *same, struct store_row *row, struct herd_err *err)
+		       const struct store_row *same, bool owned, struct store_row *row,
+		       struct herd_err *err)
 {
 	json_t *copy;
 	int rc;
@@ -146,6 +148,12 @@ static int prepare_put(const struct store_kind_desc *kd, json_t *obj,
 		row->body_len = same->body_len;
 		/* its own top level, for its own indexes in the cache */
 		row->canon = same->canon ? json_copy(same->canon) : NULL;
+		return 0;
+	}
+	/* An owned object already in canonical form is its own canonical
+	 * object: its text, checked in the same walk, and no copy. */
+	if (owned && (row->body = canon_encode_canonical(obj, &row->body_len))) {
+		row->canon = json_incref(obj);
 		return 0;
 	}
 	/* The canonical object (sorted, without the indexes, which are the
@@ -593,12 +601,18 @@ int store_commit(struct store *s, const struct store_batch *b, uint64_t *out_ind
 			goto out;
 		}
 		const struct store_row *same = NULL;
+		bool owned = w->op == STORE_OP_PUT && w->owned;
 		/* one object put as two kinds one after the other (a job and
 		 * its version): one encoding, shared */
 		if (i > 0 && w->op == STORE_OP_PUT && b->w[i - 1].op == STORE_OP_PUT &&
 		    b->w[i - 1].obj == w->obj)
 			same = &rows[i - 1];
-		rc = w->op == STORE_OP_PUT ? prepare_put(kd, w->obj, same, &rows[i], err)
+		/* an owned object put again further on is copied: each row's
+		 * canonical object gets its own indexes */
+		for (size_t j = 0; owned && !same && j < i; j++)
+			if (b->w[j].obj == w->obj)
+				owned = false;
+		rc = w->op == STORE_OP_PUT ? prepare_put(kd, w->obj, same, owned, &rows[i], err)
 					   : prepare_delete(kd, w, &rows[i], err);
 		if (rc)
 			goto out;

@@ -248,6 +248,7 @@ struct store_write {
 	char *ns, *id;        /* delete: the key, owned by the batch */
 	int64_t version;
 	bool report;          /* put: a report, not a server change (store_batch_put_report) */
+	bool owned;           /* put: the store may keep obj itself (store_batch_put_owned) */
 };
 
 struct store_cond {
@@ -281,6 +282,17 @@ void store_batch_release(struct store_batch *b);
  * allocation this is a server change: its alloc_modify_index becomes the
  * commit's index (see store_filter.server_changes). */
 void store_batch_put(struct store_batch *b, enum store_kind kind, json_t *obj);
+/* Queues a put of an object nobody changes any more: the batch takes over
+ * the caller's reference (the caller keeps none unless it took one more).
+ * When every object in it already has its keys in the store's canonical
+ * order (sorted as JSON_SORT_KEYS sorts; job_to_json_sorted writes jobs so)
+ * and it holds no create_index or modify_index at the top, the store keeps
+ * obj itself as the record it caches, adding those two indexes to it at
+ * commit, instead of a sorted copy: the caller may read obj after the
+ * commit but never change it or anything in it.  Otherwise the same as
+ * store_batch_put.  One object may be put owned twice only in consecutive
+ * puts (a job and its version). */
+void store_batch_put_owned(struct store_batch *b, enum store_kind kind, json_t *obj);
 /* Queues a put that records what an allocation's agent reported (its
  * client status): like store_batch_put (modify_index and every group index
  * move as usual, so schedulers see freed capacity) except that an existing

@@ -324,6 +324,50 @@ static void test_round_trip(void **state)
 	job_free(b);
 }
 
+/* job_to_json_sorted: the same job as job_to_json, every object's keys
+ * (the job's, maps', a task config's) in sorted order, as JSON_SORT_KEYS
+ * writes them. */
+static void test_sorted_form(void **state)
+{
+	char *diags, *text1, *text2;
+	struct job *a = decode_text(full_job, &diags);
+	json_t *j1, *j2;
+
+	(void)state;
+	assert_non_null(a);
+	free(diags);
+	/* a config and a map whose keys come out of order */
+	json_object_set_new(a->groups[0].tasks[0].config, "args", json_pack("{s:i, s:i}", "z", 1, "a", 2));
+	json_object_set_new(a->groups[0].tasks[0].config, "Alpha", json_true());
+	j1 = job_to_json(a);
+	j2 = job_to_json_sorted(a);
+	assert_true(json_equal(j1, j2));
+	text1 = json_dumps(j1, JSON_COMPACT | JSON_SORT_KEYS);
+	text2 = json_dumps(j2, JSON_COMPACT);
+	assert_string_equal(text1, text2);
+	/* table order is not sorted order, so the test sees a difference */
+	free(text2);
+	text2 = json_dumps(j1, JSON_COMPACT);
+	assert_string_not_equal(text1, text2);
+	free(text1);
+	free(text2);
+	json_decref(j1);
+	json_decref(j2);
+	job_free(a);
+
+	/* a map written out of order */
+	a = decode_text("{\"id\":\"m\",\"meta\":{\"z\":\"1\",\"b\":\"2\",\"a\":\"3\"},"
+			"\"groups\":[" MIN_GROUP "]}", &diags);
+	assert_non_null(a);
+	free(diags);
+	j2 = job_to_json_sorted(a);
+	text2 = json_dumps(json_object_get(j2, "meta"), JSON_COMPACT);
+	assert_string_equal(text2, "{\"a\":\"3\",\"b\":\"2\",\"z\":\"1\"}");
+	free(text2);
+	json_decref(j2);
+	job_free(a);
+}
+
 static void test_compute_from_percent(void **state)
 {
 	assert_int_equal(job_compute_from_percent(25), 250);
@@ -349,6 +393,7 @@ int main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_not_an_object),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_sorted_form),
 		cmocka_unit_test(test_compute_from_percent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

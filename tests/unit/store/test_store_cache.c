@@ -193,6 +193,66 @@ static void test_commit_caches_what_it_wrote(void **state)
 	json_decref(cached);
 }
 
+/* An owned put of a canonical object: the store keeps that very object
+ * (its indexes added), and writes the text a plain put writes; one not in
+ * order is copied as usual. */
+static void test_owned_put(void **state)
+{
+	struct tmpstore *t = *state;
+	struct store_batch b = STORE_BATCH_INIT;
+	struct store_key k = { "default", "own", 0 }, vk = { "default", "own", 0 };
+	json_t *o, *v, *cached, *fresh = NULL, *plain;
+	char *x, *y;
+
+	o = json_pack("{s:s, s:{s:[i, s], s:s}, s:s, s:i}", "id", "own", "m", "a", 1, "x", "b",
+		      "y", "namespace", "default", "version", 0);
+	store_batch_put_owned(&b, STORE_JOB, json_incref(o));
+	store_batch_put_owned(&b, STORE_JOB_VERSION, json_incref(o));
+	assert_int_equal(store_commit(t->s, &b, NULL, NULL), 0);
+	store_batch_release(&b);
+	cached = get_shared_ok(t->s, STORE_JOB, "default", "own");
+	assert_ptr_equal(cached, o);
+	assert_true(json_integer_value(json_object_get(o, "modify_index")) > 0);
+	json_decref(cached);
+	/* the version has its own top level (its own create_index) */
+	assert_int_equal(store_get_shared(t->s, STORE_JOB_VERSION, &vk, &v, NULL), 0);
+	assert_ptr_not_equal(v, o);
+	assert_ptr_equal(json_object_get(v, "m"), json_object_get(o, "m"));
+	json_decref(v);
+	/* what is stored reads back the same, as the cache holds it */
+	store_cache_limit(t->s, 0, 0);
+	store_cache_limit(t->s, STORE_CACHE_ENTRIES, STORE_CACHE_BYTES);
+	assert_int_equal(store_get(t->s, STORE_JOB, &k, &fresh, NULL), 0);
+	x = json_dumps(o, JSON_COMPACT);
+	y = json_dumps(fresh, JSON_COMPACT);
+	assert_string_equal(x, y);
+	free(x);
+	free(y);
+	json_decref(fresh);
+	json_decref(o);
+
+	/* out of order: a copy is cached, the text is a plain put's */
+	o = json_pack("{s:s, s:s, s:{s:i, s:i}}", "namespace", "default", "id", "own",
+		      "m", "z", 1, "a", 2);
+	plain = json_deep_copy(o);
+	store_batch_put_owned(&b, STORE_JOB, json_incref(o));
+	assert_int_equal(store_commit(t->s, &b, NULL, NULL), 0);
+	store_batch_release(&b);
+	cached = get_shared_ok(t->s, STORE_JOB, "default", "own");
+	assert_ptr_not_equal(cached, o);
+	assert_null(json_object_get(o, "modify_index"));
+	x = json_dumps(cached, JSON_COMPACT | JSON_SORT_KEYS);
+	json_object_set_new(plain, "create_index", json_incref(json_object_get(cached, "create_index")));
+	json_object_set_new(plain, "modify_index", json_incref(json_object_get(cached, "modify_index")));
+	y = json_dumps(plain, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(x, y);
+	free(x);
+	free(y);
+	json_decref(cached);
+	json_decref(plain);
+	json_decref(o);
+}
+
 /* A string with NUL is stored as \u0000, which the store's decoder
  * refuses: the commit does not cache an object a read could not make. */
 static void test_undecodable_not_cached(void **state)
@@ -578,6 +638,7 @@ int main(void)
 						tmpstore_teardown),
 		cmocka_unit_test_setup_teardown(test_commit_caches_what_it_wrote, tmpstore_setup,
 						tmpstore_teardown),
+		cmocka_unit_test_setup_teardown(test_owned_put, tmpstore_setup, tmpstore_teardown),
 		cmocka_unit_test_setup_teardown(test_undecodable_not_cached, tmpstore_setup,
 						tmpstore_teardown),
 		cmocka_unit_test_setup_teardown(test_list_shared, tmpstore_setup, tmpstore_teardown),

@@ -43,6 +43,17 @@ static void assert_canon(json_t *v)
 	assert_non_null(got);
 	assert_string_equal(got, want);
 	assert_int_equal(len, strlen(want));
+	/* the copy is canonical: the checked encoder takes it as it is */
+	a = canon_encode_canonical(c, &len);
+	assert_non_null(a);
+	assert_string_equal(a, want);
+	assert_int_equal(len, strlen(want));
+	free(a);
+	/* v itself only when it already is: then the same text */
+	a = canon_encode_canonical(v, NULL);
+	if (a)
+		assert_string_equal(a, want);
+	free(a);
 	back = json_loads(got, JSON_DECODE_ANY, NULL);
 	assert_non_null(back);
 	a = json_dumps(back, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -129,6 +140,45 @@ static void test_declined(void **state)
 	json_decref(nul);
 }
 
+/* canon_encode_canonical takes only objects in canonical order, without
+ * the store's indexes at the top, with no string holding NUL. */
+static void test_canonical_check(void **state)
+{
+	json_t *o;
+	char *t;
+	(void)state;
+
+	o = json_pack("{s:i, s:{s:i, s:i}, s:i, s:i}", "a", 1, "b", "create_index", 1, "x", 2,
+		      "b\x01", 3, "ba", 4);
+	t = canon_encode_canonical(o, NULL);
+	assert_string_equal(t, "{\"a\":1,\"b\":{\"create_index\":1,\"x\":2},\"b\\u0001\":3,\"ba\":4}");
+	free(t);
+	json_decref(o);
+
+	/* a key out of order, at the top or inside */
+	o = json_pack("{s:i, s:i}", "ab", 1, "a", 2);
+	assert_null(canon_encode_canonical(o, NULL));
+	json_decref(o);
+	o = json_pack("{s:[{s:i, s:i}]}", "a", "z", 1, "y", 2);
+	assert_null(canon_encode_canonical(o, NULL));
+	json_decref(o);
+	/* the store's indexes at the top, even in order */
+	o = json_pack("{s:i, s:i}", "a", 1, "create_index", 2);
+	assert_null(canon_encode_canonical(o, NULL));
+	json_decref(o);
+	o = json_pack("{s:i, s:i}", "modify_index", 1, "z", 2);
+	assert_null(canon_encode_canonical(o, NULL));
+	json_decref(o);
+	/* a NUL in a string, which a read could not decode */
+	o = json_pack("{s:s%}", "s", "a\0b", (size_t)3);
+	assert_null(canon_encode_canonical(o, NULL));
+	json_decref(o);
+	/* not an object */
+	o = json_array();
+	assert_null(canon_encode_canonical(o, NULL));
+	json_decref(o);
+}
+
 static uint64_t rng = 88172645463325252ULL;
 static unsigned rnd(unsigned n)
 {
@@ -203,6 +253,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_edge_cases),
 		cmocka_unit_test(test_declined),
+		cmocka_unit_test(test_canonical_check),
 		cmocka_unit_test(test_random_trees),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
