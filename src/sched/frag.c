@@ -111,6 +111,7 @@ struct sched_workload *sched_workload_new(const struct sched_task_class *v, size
 		w->mem_per_milli = gpu > 0 ? mem / gpu : 0;
 	}
 	fill_waste_init(w);
+	pack_value_init(w);
 	w->id = workload_hash(w);
 	return w;
 }
@@ -124,6 +125,8 @@ void sched_workload_free(struct sched_workload *w)
 	free(w->c);
 	free(w->mi);
 	free(w->fill_waste);
+	free(w->pack_value);
+	free(w->pack_k);
 	free(w);
 }
 

@@ -298,17 +298,33 @@ static double fill_cost(const struct sched_snapshot *s, const struct nodeview *v
 	return left_after(s, v, a, pos) + w->fill_waste[left - a->milli] - w->fill_waste[left];
 }
 
-/* herd's key for a fraction on device pos: FGD's bucket of the exact
- * gradient first, then a device already shared (completing it keeps free
- * devices whole for whole-device tasks; without it an equal bucket left the
- * choice to the node order), then the least fill_cost.  Used both for the
- * device inside a node and, through herd_score, between nodes. */
+/* What a fraction on a device with `left` milli left costs the workload's
+ * best packing, in milli: the most value the device could still hold
+ * (w->pack_k) less the task's own value and what the device could hold
+ * after it.  0 when the task is part of a best set for the device: a 470
+ * on a free device (two 470s fill it as well as a packing can), 167 for a
+ * 470 next to a lone 320 when 320s pack three to a device (the 320s' and
+ * 650s' best sets need the room it takes).  Rounded to a milli, so that
+ * equal losses tie and the bucket and the node order still decide. */
+static double pack_loss(const struct sched_workload *w, const struct ask *a, int left)
+{
+	double l = w->pack_k[left] - w->pack_value[a->milli] - w->pack_k[left - a->milli];
+	return l > 0 ? round(l) : 0;
+}
+
+/* herd's key for a fraction on device pos: the least pack_loss first,
+ * then FGD's bucket of the exact gradient (into *bucket), then a device
+ * already shared (completing it keeps free devices whole for whole-device
+ * tasks; without it an equal bucket left the choice to the node order),
+ * then the least fill_cost.  Used both for the device inside a node and,
+ * through herd_score, between nodes. */
 static double frac_key(const struct sched_snapshot *s, const struct nodeview *v,
 		       const struct ask *a, const struct sched_workload *w, double gradient,
-		       int pos)
+		       int pos, double *bucket)
 {
-	double bucket = floor(100.0 * sigmoid(gradient / 1000.0));
-	return bucket * 10000.0 + (v->free[pos] ? 3000.0 : 8000.0) - fill_cost(s, v, a, w, pos);
+	*bucket = floor(100.0 * sigmoid(gradient / 1000.0));
+	return (SCHED_MILLI - pack_loss(w, a, v->left[pos])) * 1e7 + *bucket * 1e4 +
+	       (v->free[pos] ? 3000.0 : 8000.0) - fill_cost(s, v, a, w, pos);
 }
 
 /* herd's tie-break for a fraction, in [0, 1) so that it never crosses a
@@ -326,7 +342,7 @@ static double shared_fit(const struct sched_snapshot *s, const struct nodeview *
 static double herd_score(struct sched_snapshot *s, const struct nodeview *v, const struct ask *a,
 			 const struct sched_workload *w, int *pick)
 {
-	double before = frag_node(s, w, v->node), best = -1e300, bucket;
+	double before = frag_node(s, w, v->node), best = -1e300, bucket = 0;
 
 	if (!a->frac) {
 		if (pick_default(s, v, a, pick))
@@ -336,18 +352,18 @@ static double herd_score(struct sched_snapshot *s, const struct nodeview *v, con
 	} else {
 		for (int i = 0; i < v->n; i++) {
 			int p = i;
-			double k;
+			double k, b;
 			if (v->left[i] < a->milli || v->mleft[i] < a->dmem || seen_before(v, i))
 				continue;
-			k = frac_key(s, v, a, w, before - frag_after(s, v, a, w, &p, false), i);
+			k = frac_key(s, v, a, w, before - frag_after(s, v, a, w, &p, false), i, &b);
 			if (k > best) {
 				best = k;
+				bucket = b;
 				pick[0] = i;
 			}
 		}
 		if (best <= -1e299)
 			return -1e300;
-		bucket = floor(best / 10000.0);
 	}
 	/* FGD's bucket of the gradient; equal buckets stay ties, broken by
 	 * the caller's stable node order (the exact gradient does worse: it
@@ -367,8 +383,15 @@ static double herd_score(struct sched_snapshot *s, const struct nodeview *v, con
 		double was = stranded(w, gpu, (double)v->cpu_left, (double)v->mem_left);
 		double now = stranded(w, gpu - used, (double)(v->cpu_left - a->cpu),
 				      (double)(v->mem_left - a->mem));
-		return (now > was + 0.5 ? 0.0 : 1000.0) + bucket +
-		       (a->frac ? shared_fit(s, v, a, w, pick[0]) : 0.0);
+		double tier = now > was + 0.5 ? 0.0 : 1000.0;
+		if (!a->frac)
+			return tier + bucket;
+		/* a fraction: the rank, then the least pack_loss, then as a
+		 * whole-device task (the loss first, even before the bucket:
+		 * the gradient sees what fits now, the loss what a best packing
+		 * of the workload would do with the room) */
+		return tier * 1000.0 + (SCHED_MILLI - pack_loss(w, a, v->left[pick[0]])) * 200.0 +
+		       bucket + shared_fit(s, v, a, w, pick[0]);
 	}
 }
 

@@ -179,6 +179,13 @@ struct sched_workload {
 	 * the fitting classes of fill_waste[L - share]).  herd's choice
 	 * between shared devices (policy.c, fill_cost). */
 	double *fill_waste;
+	/* pack_value[s]: the share of a device that one task of s milli
+	 * accounts for in the best fractional packing of the workload's
+	 * one-device tasks (the dual of the bin-packing LP, in milli; 0 for a
+	 * share no class has); pack_k[l]: the most pack_value a device with l
+	 * left can still hold.  herd's loss of a fraction s on l left:
+	 * pack_k[l] - pack_value[s] - pack_k[l - s] (packlp.c). */
+	double *pack_value, *pack_k;
 };
 
 /* A node as the scoring functions see it for one request: only the devices
@@ -214,6 +221,9 @@ void rng_seed(struct rng *r, uint64_t seed);
 uint64_t rng_next(struct rng *r);
 /* Uniform in [0, n), n > 0, without modulo bias. */
 uint64_t rng_below(struct rng *r, uint64_t n);
+
+/* packlp.c: fills w->pack_value and w->pack_k. */
+void pack_value_init(struct sched_workload *w);
 
 /* frag.c */
 double frag_node_view(const struct sched_workload *w, int64_t cpu_left, int64_t mem_left,

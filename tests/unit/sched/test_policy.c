@@ -11,7 +11,7 @@
 #include <math.h>
 
 #include "helpers.h"
-#include "sched/sched-int.h" /* the workload's fill_waste table */
+#include "sched/sched-int.h" /* the workload's fill_waste and pack_value tables */
 
 static struct sched_snapshot *setup_node(void)
 {
@@ -84,8 +84,13 @@ static void test_fgd(void **state)
 	 * the 3200 idle; + 0.5 + 0.49 x (2000 - cost) / 3001 because GPU-0 is
 	 * already shared.  Its cost: 200 left, plus the expected idle of 200
 	 * left (no 600 fits: 200) less that of 700 left (a 600 fits, then 100
-	 * stays: 100) = 300, so 0.5 + 0.49 x 1700/3001: 1045.7775741... */
-	assert_true(fabs(score_of(SCHED_HERD, w, &dev) - (1045.5 + 0.49 * 1700.0 / 3001.0)) < 1e-9);
+	 * stays: 100) = 300, so 0.5 + 0.49 x 1700/3001.  Rank 1000, times
+	 * 1000 for a fraction, and (1000 - pack loss) x 200 above the bucket:
+	 * the 600s pack one to a device (value 1000), a 500 is no class and
+	 * counts as no smaller one (value 0), so it costs a 600's room on
+	 * either GPU: loss 1000 - 0 - 0 = 1000, and the bucket decides. */
+	assert_true(fabs(score_of(SCHED_HERD, w, &dev) -
+			 (1000000.0 + 0.0 + 45.5 + 0.49 * 1700.0 / 3001.0)) < 1e-6);
 	assert_int_equal(dev, 0);
 	sched_workload_free(w);
 }
@@ -196,7 +201,9 @@ static void herd_shared_case(bool b_first, const uint32_t *rank, bool scan_all)
 	assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
 	assert_string_equal(sched_node_id(s, p.node), "b");
 	assert_int_equal(p.dev[0].dev, 0);
-	assert_true(fabs(p.score - (1050.5 + 0.49 * 2000.0 / 3001.0)) < 1e-9);
+	/* rank 1000 x 1000, no pack loss either way (two 500s fill a
+	 * device): + 1000 x 200, then the bucket and the tie-break */
+	assert_true(fabs(p.score - (1200050.5 + 0.49 * 2000.0 / 3001.0)) < 1e-6);
 	/* node a alone still takes its free GPU (the tie-break only orders) */
 	assert_int_equal(sched_release(s, &half), 0);
 	half.dev[0].compute = 1000;
@@ -208,7 +215,7 @@ static void herd_shared_case(bool b_first, const uint32_t *rank, bool scan_all)
 	assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
 	assert_string_equal(sched_node_id(s, p.node), "a");
 	assert_int_equal(p.dev[0].dev, 1);
-	assert_true(p.score == 1050);
+	assert_true(p.score == 1200050);
 	sched_snapshot_free(s);
 }
 
@@ -255,6 +262,93 @@ static void test_herd_fill_waste(void **state)
 	sched_workload_free(whole);
 }
 
+/* herd's pack values (w->pack_value, w->pack_k), by hand for shares of
+ * 320 (frequency 1) and 470 (frequency 3) and a whole device (4): the best
+ * fractional packing puts the 470s two to a device and the 320s three
+ * (mixing them, 790, would waste more), so the bin-packing LP's dual gives
+ * a 470 half a device (500) and a 320 a third (333.3); its bound is met:
+ * 3/4 x 1/2 + 1/4 x 1/3 devices per 470-or-320 task either way.  A device
+ * with 680 left can still hold 666.7 (two 320s), with 530 left 500 (a 470),
+ * with 210 nothing.  A 480, no class, counts as a 470 (the largest smaller
+ * share).  CPU-only and multi-device classes take no part. */
+static void test_herd_pack_value(void **state)
+{
+	struct sched_task_class c[] = { { 1000, 0, 320, 1, NULL, 1 }, { 1000, 0, 470, 1, NULL, 3 },
+					{ 1000, 0, 1000, 1, NULL, 4 }, { 4000, 0, 0, 0, NULL, 2 },
+					{ 8000, 0, 1000, 2, NULL, 2 } };
+	struct sched_task_class big[] = { { 1000, 0, 810, 1, NULL, 3 }, { 1000, 0, 160, 1, NULL, 1 } };
+	struct sched_workload *w = sched_workload_new(c, 5);
+
+	assert_true(fabs(w->pack_value[470] - 500.0) < 1e-6);
+	assert_true(fabs(w->pack_value[320] - 1000.0 / 3) < 1e-6);
+	assert_true(fabs(w->pack_value[1000] - 1000.0) < 1e-6);
+	assert_true(fabs(w->pack_value[480] - 500.0) < 1e-6);
+	assert_true(w->pack_value[100] == 0);
+	assert_true(fabs(w->pack_k[1000] - 1000.0) < 1e-6);
+	assert_true(fabs(w->pack_k[680] - 2000.0 / 3) < 1e-6);
+	assert_true(fabs(w->pack_k[530] - 500.0) < 1e-6);
+	assert_true(w->pack_k[210] == 0);
+	sched_workload_free(w);
+	/* three 810s to one 160: each 810 needs a device of its own and the
+	 * 160s all fit beside them, so an 810 is worth a whole device and a
+	 * 160 nothing (the dual's only optimum: 3/4 x 1 against, for example,
+	 * 3/4 x 5/6 + 1/4 x 1/6 with the 160 priced) */
+	w = sched_workload_new(big, 2);
+	assert_true(fabs(w->pack_value[810] - 1000.0) < 1e-6);
+	assert_true(fabs(w->pack_value[160]) < 1e-6);
+	assert_true(fabs(w->pack_k[190]) < 1e-6);
+	sched_workload_free(w);
+}
+
+/* herd puts a 470 on a free GPU rather than beside a lone 320 (the
+ * workload of test_herd_pack_value).  Node a: one GPU with 320 taken (680
+ * left); node b: one free GPU; 64 cores each, so nothing strands (rank
+ * 1000 on both).  FGD's gradient prefers a: there the whole-device class
+ * (half the tasks) could not use the 680 before and the 210 after, all
+ * classes are short of 210: F = 0.5 x 680 = 340, F' = 210, bucket
+ * int(100 sigmoid(0.13)) = 53; on b, 530 left that the whole-device class
+ * cannot use: F' = 265, bucket int(100 sigmoid(-0.265)) = 43.  The pack
+ * loss: on a 666.7 - 500 - 0 = 167 (rounded), on b 1000 - 500 - 500 = 0,
+ * and it ranks above the bucket: b scores 1e6 + 1000 x 200 + 43, a
+ * 1e6 + 833 x 200 + 53 + its shared tie-break.  Either tie order. */
+static void herd_pack_case(const uint32_t *rank, bool scan_all)
+{
+	struct sched_task_class c[] = { { 1000, 0, 320, 1, NULL, 1 }, { 1000, 0, 470, 1, NULL, 3 },
+					{ 1000, 0, 1000, 1, NULL, 4 } };
+	struct sched_workload *w = sched_workload_new(c, 3);
+	struct sched_snapshot *s = sched_snapshot_new();
+	struct sched_device_request dr = { .name = "gpu", .count = 1, .compute = 470 };
+	struct sched_request req = { .cpu_milli = 1000, .count = 1, .device = &dr };
+	struct sched_options o = { .policy = SCHED_HERD, .workload = w, .tie_rank = rank,
+				   .scan_all = scan_all };
+	struct sched_placement p = { .ndev = 1, .cpu_milli = 1000 };
+	int a = add_node(s, "a", 64000, 65536, 1, "T4", SCHED_TIMESLICE, 0);
+
+	add_node(s, "b", 64000, 65536, 1, "T4", SCHED_TIMESLICE, 0);
+	p.node = a;
+	p.dev[0] = (struct sched_device_share){ .dev = 0, .compute = 320 };
+	assert_int_equal(sched_apply(s, &p), 0);
+	assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
+	assert_string_equal(sched_node_id(s, p.node), "b");
+	assert_true(p.score == 1200043);
+	o.policy = SCHED_FGD;
+	assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
+	assert_string_equal(sched_node_id(s, p.node), "a");
+	assert_true(p.score == 53);
+	sched_snapshot_free(s);
+	sched_workload_free(w);
+}
+
+static void test_herd_pack_loss(void **state)
+{
+	static const uint32_t a_first[2] = { 0, 1 }, b_first[2] = { 1, 0 };
+	for (int scan_all = 0; scan_all < 2; scan_all++) {
+		herd_pack_case(a_first, scan_all);
+		herd_pack_case(b_first, scan_all);
+		herd_pack_case(NULL, scan_all);
+	}
+}
+
 static void test_frag_measure(void **state)
 {
 	struct sched_task_class c[] = { { 1000, 0, 600, 1, NULL, 1 }, { 2000, 0, 0, 0, NULL, 1 },
@@ -296,6 +390,8 @@ int main(void)
 		cmocka_unit_test(test_herd_strands_last),
 		cmocka_unit_test(test_herd_prefers_shared_gpu),
 		cmocka_unit_test(test_herd_fill_waste),
+		cmocka_unit_test(test_herd_pack_value),
+		cmocka_unit_test(test_herd_pack_loss),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -87,16 +87,16 @@ static void test_published_fgd(void **state)
 	assert_true(fabs(fgd42 - 95.23) < 1.0);
 }
 
-/* herd on seed 42: 95.93 when measured (fgd 95.40; docs/scheduling.md);
+/* herd on seed 42: 96.28 when measured (fgd 95.40; docs/scheduling.md);
  * a band of 0.3 for changes that move single tasks, and clearly above fgd
- * (the 10-seed means differ by 0.61 points). */
+ * (the 10-seed means differ by 0.96 points). */
 static void test_herd_vs_fgd(void **state)
 {
 	double herd;
 	if (!tr.nnodes)
 		skip();
 	herd = alloc100(SCHED_HERD, 42);
-	assert_true(fabs(herd - 95.93) < 0.3);
+	assert_true(fabs(herd - 96.28) < 0.3);
 	assert_true(herd >= fgd42 + 0.2);
 }
 
