@@ -124,6 +124,7 @@ void pack_value_init(struct sched_workload *w)
 	int32_t *sz = xcalloc(w->n + 1, sizeof(int32_t));
 	double *n = xcalloc(w->n + 1, sizeof(double)), *y = xcalloc(w->n + 1, sizeof(double));
 	double *A, *K = xcalloc(SCHED_MILLI + 1, sizeof(double));
+	bool any = false;
 	int m = 0, rows = 0, *from = xcalloc(SCHED_MILLI + 1, sizeof(int));
 
 	/* the one-device shares and their demand (GPU classes of one device) */
@@ -132,6 +133,12 @@ void pack_value_init(struct sched_workload *w)
 		int j;
 		if (c->num != 1 || c->milli <= 0 || c->freq <= 0)
 			continue;
+		if (c->milli < SCHED_MILLI) {
+			/* the least CPU and memory a fraction of the workload asks */
+			w->pack_min_cpu = any && w->pack_min_cpu < c->cpu ? w->pack_min_cpu : c->cpu;
+			w->pack_min_mem = any && w->pack_min_mem < c->mem ? w->pack_min_mem : c->mem;
+			any = true;
+		}
 		for (j = 0; j < m && sz[j] != c->milli; j++)
 			;
 		if (j == m)

@@ -304,11 +304,19 @@ static double fill_cost(const struct sched_snapshot *s, const struct nodeview *v
  * after it.  0 when the task is part of a best set for the device: a 470
  * on a free device (two 470s fill it as well as a packing can), 167 for a
  * 470 next to a lone 320 when 320s pack three to a device (the 320s' and
- * 650s' best sets need the room it takes).  Rounded to a milli, so that
- * equal losses tie and the bucket and the node order still decide. */
-static double pack_loss(const struct sched_workload *w, const struct ask *a, int left)
+ * 650s' best sets need the room it takes).  What is left holds nothing
+ * when the node keeps too little CPU or memory for any one-device
+ * fraction of the workload (w->pack_min_cpu, pack_min_mem): that room is
+ * lost with the task.  Rounded to a milli, so that equal losses tie and
+ * the bucket and the node order still decide. */
+static double pack_loss(const struct nodeview *v, const struct ask *a,
+			const struct sched_workload *w, int pos)
 {
-	double l = w->pack_k[left] - w->pack_value[a->milli] - w->pack_k[left - a->milli];
+	int left = v->left[pos];
+	double after = w->pack_k[left - a->milli], l;
+	if (v->cpu_left - a->cpu < w->pack_min_cpu || v->mem_left - a->mem < w->pack_min_mem)
+		after = 0;
+	l = w->pack_k[left] - w->pack_value[a->milli] - after;
 	return l > 0 ? round(l) : 0;
 }
 
@@ -323,7 +331,7 @@ static double frac_key(const struct sched_snapshot *s, const struct nodeview *v,
 		       int pos, double *bucket)
 {
 	*bucket = floor(100.0 * sigmoid(gradient / 1000.0));
-	return (SCHED_MILLI - pack_loss(w, a, v->left[pos])) * 1e7 + *bucket * 1e4 +
+	return (SCHED_MILLI - pack_loss(v, a, w, pos)) * 1e7 + *bucket * 1e4 +
 	       (v->free[pos] ? 3000.0 : 8000.0) - fill_cost(s, v, a, w, pos);
 }
 
@@ -390,7 +398,7 @@ static double herd_score(struct sched_snapshot *s, const struct nodeview *v, con
 		 * whole-device task (the loss first, even before the bucket:
 		 * the gradient sees what fits now, the loss what a best packing
 		 * of the workload would do with the room) */
-		return tier * 1000.0 + (SCHED_MILLI - pack_loss(w, a, v->left[pick[0]])) * 200.0 +
+		return tier * 1000.0 + (SCHED_MILLI - pack_loss(v, a, w, pick[0])) * 200.0 +
 		       bucket + shared_fit(s, v, a, w, pick[0]);
 	}
 }

@@ -184,8 +184,11 @@ struct sched_workload {
 	 * one-device tasks (the dual of the bin-packing LP, in milli; 0 for a
 	 * share no class has); pack_k[l]: the most pack_value a device with l
 	 * left can still hold.  herd's loss of a fraction s on l left:
-	 * pack_k[l] - pack_value[s] - pack_k[l - s] (packlp.c). */
+	 * pack_k[l] - pack_value[s] - pack_k[l - s] (packlp.c), with nothing
+	 * after when the node keeps less CPU (memory) than any one-device
+	 * fraction asks, pack_min_cpu (pack_min_mem). */
 	double *pack_value, *pack_k;
+	int64_t pack_min_cpu, pack_min_mem;
 };
 
 /* A node as the scoring functions see it for one request: only the devices

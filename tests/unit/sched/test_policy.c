@@ -339,6 +339,36 @@ static void herd_pack_case(const uint32_t *rank, bool scan_all)
 	sched_workload_free(w);
 }
 
+/* The same workload: a 320 on a free GPU of a node that keeps 960 cores
+ * after it, less than any fraction of the workload asks (1000).  The GPU
+ * could still hold 666.7 (two 320s) but the node cannot feed them, so the
+ * loss is 1000 - 333.3 - 0 = 667 rather than 0.  Nothing strands (the
+ * classes take 8000 CPU per 5730 GPU milli: 960 cores feed 687 of the 680
+ * idle), so rank 1000; F = 0 before, and after every class lacks CPU: F' =
+ * 680, bucket int(100 sigmoid(-0.68)) = 33.  1e6 + 333 x 200 + 33. */
+static void test_herd_pack_loss_cpu(void **state)
+{
+	struct sched_task_class c[] = { { 1000, 0, 320, 1, NULL, 1 }, { 1000, 0, 470, 1, NULL, 3 },
+					{ 1000, 0, 1000, 1, NULL, 4 } };
+	struct sched_workload *w = sched_workload_new(c, 3);
+	struct sched_snapshot *s = sched_snapshot_new();
+	struct sched_device_request dr = { .name = "gpu", .count = 1, .compute = 320 };
+	struct sched_request req = { .cpu_milli = 1000, .count = 1, .device = &dr };
+	struct sched_options o = { .policy = SCHED_HERD, .workload = w };
+	struct sched_placement p;
+
+	assert_true(w->pack_min_cpu == 1000);
+	add_node(s, "a", 1960, 65536, 1, "T4", SCHED_TIMESLICE, 0);
+	assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
+	assert_true(p.score == 1066633);
+	/* with 1000 cores kept, the loss is 0: 1e6 + 1000 x 200 + bucket */
+	req.cpu_milli = 960;
+	assert_int_equal(sched_place(s, &req, &o, &p, NULL, NULL), 0);
+	assert_true(p.score >= 1200000);
+	sched_snapshot_free(s);
+	sched_workload_free(w);
+}
+
 static void test_herd_pack_loss(void **state)
 {
 	static const uint32_t a_first[2] = { 0, 1 }, b_first[2] = { 1, 0 };
@@ -392,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_herd_fill_waste),
 		cmocka_unit_test(test_herd_pack_value),
 		cmocka_unit_test(test_herd_pack_loss),
+		cmocka_unit_test(test_herd_pack_loss_cpu),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
