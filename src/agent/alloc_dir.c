@@ -544,11 +544,11 @@ static int take_from_pool(const char *root, const char *dir, const struct job_gr
 		alloc_dir_destroy(path);
 		goto out;
 	}
-	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		goto out;
 	/* Names in both sets stay; every new name takes an old name that
-	 * is not wanted, so no rename lands on an existing entry. */
+	 * is not wanted, so no rename lands on an existing entry.  The dir
+	 * is opened for the first rename only (most groups keep their
+	 * task names: a job's next allocation, a batch of one job). */
+	int fd = -1;
 	size_t o = 0;
 	rc = 0;
 	for (size_t t = 0; t < g->ntasks && rc == 0; t++) {
@@ -561,6 +561,10 @@ static int take_from_pool(const char *root, const char *dir, const struct job_gr
 			continue;
 		while (o < g->ntasks && group_has_task(g, old[o]))
 			o++;
+		if (fd < 0 && (fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+			rc = -1;
+			break;
+		}
 		if (o == g->ntasks || renameat2(fd, old[o], fd, want, RENAME_NOREPLACE) < 0) {
 			rc = -1;
 			break;
@@ -573,7 +577,8 @@ static int take_from_pool(const char *root, const char *dir, const struct job_gr
 		free(to);
 		o++;
 	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 out:
 	free(path);
 	alloc_gc_free_names(old, g->ntasks);

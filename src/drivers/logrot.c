@@ -79,15 +79,24 @@ int logrot_open(struct logrot *lr, const char *dir, const char *base, int max_fi
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return herd_errf(err, -errno, "log dir %s: %s", dir, strerror(errno));
+	*lr = (struct logrot){ dfd, xstrdup(base), max_files, max_size, -1, 0, 0, false };
+	return 0;
+}
 
-	/* Continue after the newest existing file. */
+/* The first write's look at the dir: continue after the newest existing
+ * file (opening it makes no inode), or name the next one, which
+ * open_pending makes.  Not at open: most batch tasks never write a
+ * stream, and the listing was a dozen system calls per stream and task
+ * start. */
+static int resume(struct logrot *lr)
+{
 	int64_t newest = -1;
-	int scan = dup(dfd);
+	int scan = openat(lr->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = scan >= 0 ? fdopendir(scan) : NULL;
 	if (d) {
 		struct dirent *de;
 		while ((de = readdir(d))) {
-			int64_t n = index_of(de->d_name, base);
+			int64_t n = index_of(de->d_name, lr->base);
 			if (n > newest)
 				newest = n;
 		}
@@ -95,28 +104,23 @@ int logrot_open(struct logrot *lr, const char *dir, const char *base, int max_fi
 	} else if (scan >= 0) {
 		close(scan);
 	}
-	struct logrot next = { dfd, xstrdup(base), max_files, max_size, -1, 0, 0 };
-	int rc = 0;
-	/* An existing file is continued (opening it makes no inode); a new
-	 * one is only named here and made by the first write (open_pending),
-	 * so that a stream the task never writes to has no file at all. */
-	if (newest >= 0)
-		rc = open_index(&next, (uint64_t)newest, true);
-	if (rc == 0 && newest >= 0 && next.size >= max_size) {
-		close(next.fd);
-		next.fd = -1;
-		next.index++;
-		next.size = 0;
-	}
+	lr->scanned = true;
+	if (newest < 0)
+		return 0;
+	int rc = open_index(lr, (uint64_t)newest, true);
 	if (rc < 0) {
-		herd_errf(err, rc, "log file %s/%s.%" PRIu64 ": %s", dir, base, (uint64_t)newest,
-			  strerror(-rc));
-		logrot_close(&next);
+		/* not continued: the stream starts a file of its own after it */
+		lr->index = (uint64_t)newest + 1;
 		return rc;
 	}
-	if (next.fd >= 0)
-		prune(&next);
-	*lr = next;
+	if (lr->size >= lr->max_size) {
+		close(lr->fd);
+		lr->fd = -1;
+		lr->index++;
+		lr->size = 0;
+	} else {
+		prune(lr);
+	}
 	return 0;
 }
 
@@ -147,6 +151,11 @@ static int write_all(int fd, const char *p, size_t len)
 int logrot_write(struct logrot *lr, const void *buf, size_t len)
 {
 	const char *p = buf;
+	if (!lr->scanned && len) {
+		int rc = resume(lr);
+		if (rc < 0)
+			return rc;
+	}
 	while (len) {
 		if (lr->fd >= 0 && lr->size >= lr->max_size) {
 			close(lr->fd);

@@ -140,8 +140,11 @@ static int clear_exit_file(const char *path)
 		int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 		if (fd >= 0) {
 			struct stat st;
+			/* empty already (the collector's scrub empties it
+			 * in a recycled dir): no truncate, which would
+			 * dirty the inode for nothing */
 			bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
-				  ftruncate(fd, 0) == 0;
+				  (st.st_size == 0 || ftruncate(fd, 0) == 0);
 			close(fd);
 			if (ok)
 				return 0;
