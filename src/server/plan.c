@@ -21,6 +21,12 @@ void plan_init(struct plan *p)
 	p->preempted = json_array();
 }
 
+void plan_no_placements(struct plan *p)
+{
+	json_decref(p->placements);
+	p->placements = NULL;
+}
+
 void plan_release(struct plan *p)
 {
 	if (!p)
@@ -435,10 +441,12 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 		json_array_append(live, alloc);
 		json_array_append(p->allocs, alloc);
 		plan_note_node(p, vn->id);
-		json_array_append_new(p->placements,
-			json_pack("{s:s, s:s, s:s, s:i, s:O}", "task_group", g->name, "node_id", vn->id,
-				  "node_name", jstr(vn->node, "name", vn->id), "index", needs[i].slot,
-				  "devices", json_object_get(json_object_get(alloc, "resources"), "devices")));
+		if (p->placements)
+			json_array_append_new(p->placements,
+				json_pack("{s:s, s:s, s:s, s:i, s:O}", "task_group", g->name, "node_id",
+					  vn->id, "node_name", jstr(vn->node, "name", vn->id), "index",
+					  needs[i].slot, "devices",
+					  json_object_get(json_object_get(alloc, "resources"), "devices")));
 		json_decref(alloc);
 		p->create++;
 	}
@@ -449,6 +457,26 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 		view_snapshot_put(v, &ask, snap, map, reusable);
 	}
 	group_ask_release(&ask);
+}
+
+/* The quota state of namespace ns.  A namespace found without a quota
+ * stays so for the other plans against v (a batch is planned as of one
+ * moment; a quota attached meanwhile counts from the next view on). */
+static int plan_read_quota(struct server *srv, struct sched_view *v, const char *ns,
+			   struct quota_state *q, struct herd_err *err)
+{
+	int rc;
+	if (json_object_get(v->no_quota, ns)) {
+		quota_state_none(q, ns);
+		return 0;
+	}
+	rc = quota_state_read(srv->store, ns, q, err);
+	if (rc == 0 && !q->spec) {
+		if (!v->no_quota)
+			v->no_quota = json_object();
+		json_object_set_new(v->no_quota, ns, json_true());
+	}
+	return rc;
 }
 
 int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
@@ -490,7 +518,7 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 	if (model && r.nplace > 0) {
 		const char *ns = jstr(job, "namespace", "default");
 		p->quota = xcalloc(1, sizeof(*p->quota));
-		rc = quota_state_read(srv->store, ns, p->quota, err);
+		rc = plan_read_quota(srv, v, ns, p->quota, err);
 		if (rc < 0) {
 			free(p->quota);
 			p->quota = NULL;

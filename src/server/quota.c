@@ -25,6 +25,13 @@ void quota_state_release(struct quota_state *q)
 	memset(q, 0, sizeof(*q));
 }
 
+void quota_state_none(struct quota_state *q, const char *ns)
+{
+	memset(q, 0, sizeof(*q));
+	q->ns = xstrdup(ns);
+	q->by_group = json_object();
+}
+
 void quota_state_add(struct quota_state *q, const json_t *alloc, int sign)
 {
 	const json_t *res = json_object_get(alloc, "resources");
@@ -52,10 +59,8 @@ int quota_state_read(struct store *s, const char *ns, struct quota_state *q, str
 	size_t i;
 	int rc;
 
-	memset(q, 0, sizeof(*q));
-	q->ns = xstrdup(ns);
-	q->by_group = json_object();
-	rc = store_get(s, STORE_NAMESPACE, &nk, &nsrec, err);
+	quota_state_none(q, ns);
+	rc = store_get_shared(s, STORE_NAMESPACE, &nk, &nsrec, err);
 	if (rc == 0 && *jstr(nsrec, "quota", "")) {
 		struct store_key qk = { NULL, jstr(nsrec, "quota", ""), 0 };
 		rc = store_get(s, STORE_QUOTA, &qk, &q->spec, err);

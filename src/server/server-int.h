@@ -220,6 +220,10 @@ struct sched_view {
 	/* The engine snapshot the last placement gave back for reuse
 	 * (view_snapshot_take / _put), NULL when none; owned by the view. */
 	struct view_snap *snap;
+	/* {"<namespace>": true} for namespaces a plan against this view found
+	 * without a quota: the plans after it in a batch take that answer
+	 * instead of reading the namespace again */
+	json_t *no_quota;
 };
 
 /* What views read last, reused while the store says it has not changed:
@@ -417,13 +421,15 @@ struct plan {
 	bool fq_held;              /* the fair queue holds the job: another goes first */
 	struct quota_state *quota; /* the namespace's quota as the plan counted it; NULL: none */
 	json_t *failed;            /* {"<group>": {"explanation","nodes_evaluated","missing"}} */
-	json_t *placements;        /* for the plan endpoint */
+	json_t *placements;        /* for the plan endpoint; NULL: not kept */
 	int create, destroy, update, ignore;
 	int64_t followup_at;
 	char **nodes; size_t nnodes, anodes; /* nodes receiving new allocations */
 };
 
 void plan_init(struct plan *p);
+/* Leaves p->placements NULL: a plan that is committed, not shown. */
+void plan_no_placements(struct plan *p);
 void plan_release(struct plan *p);
 
 /* Computes the plan of one evaluation against view v: reconcile, then place
@@ -480,6 +486,9 @@ struct quota_state {
  * nothing reads usage without a quota, and counting parses every
  * allocation of the namespace). */
 int quota_state_read(struct store *s, const char *ns, struct quota_state *q, struct herd_err *err);
+/* The state of namespace ns without a quota (what quota_state_read gives
+ * such a namespace). */
+void quota_state_none(struct quota_state *q, const char *ns);
 void quota_state_release(struct quota_state *q);
 /* Adds (sign 1) or removes (-1) what alloc takes. */
 void quota_state_add(struct quota_state *q, const json_t *alloc, int sign);

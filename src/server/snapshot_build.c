@@ -298,6 +298,7 @@ void sched_view_release(struct sched_view *v)
 	if (!v)
 		return;
 	view_snap_free(v->snap);
+	json_decref(v->no_quota);
 	json_decref(v->job);
 	json_decref(v->job_allocs);
 	json_decref(v->evals_blocked);

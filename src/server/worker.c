@@ -72,6 +72,7 @@ static int process_once(struct server *srv, const json_t *eval, enum eval_outcom
 		return rc;
 	}
 	plan_init(&p);
+	plan_no_placements(&p);
 	rc = plan_compute(srv, &v, v.job, eval_id, &p, err);
 	if (rc < 0)
 		goto out;
@@ -222,7 +223,8 @@ static void entry_finish(struct batch_entry *e)
 {
 	const json_t *eval = e->eval;
 	const char *ns = jstr(eval, "namespace", "default"), *job_id = jstr(eval, "job_id", "");
-	json_t *done = json_deep_copy(eval);
+	/* a shared record: the copy only replaces top-level fields */
+	json_t *done = json_copy((json_t *)eval);
 	if (json_object_size(e->p.failed)) {
 		json_object_set_new(done, "status", json_string("blocked"));
 		json_object_set_new(done, "status_description",
@@ -267,6 +269,7 @@ static size_t plan_entries(struct server *srv, struct sched_view *v, struct batc
 		v->job = e[i].job;
 		v->job_allocs = e[i].allocs;
 		plan_init(&e[i].p);
+		plan_no_placements(&e[i].p);
 		e[i].planned = true;
 		int rc = plan_compute(srv, v, e[i].job, jstr(e[i].eval, "id", ""), &e[i].p, &err);
 		v->job = v->job_allocs = NULL;
@@ -286,33 +289,42 @@ static size_t plan_entries(struct server *srv, struct sched_view *v, struct batc
 	return planned;
 }
 
+#define WORKER_BATCH_MAX 64
+#define WORKER_BATCH_ATTEMPTS 5
+
+/* A worker's batch, allocated once: a batch of small arrays allocated
+ * each time cost more than it held (a request of a few KiB makes glibc's
+ * malloc consolidate its free chunks first). */
+struct batch {
+	struct batch_entry e[WORKER_BATCH_MAX];
+	char *ids[WORKER_BATCH_MAX], *nss[WORKER_BATCH_MAX], *jobs[WORKER_BATCH_MAX];
+	json_t *evals[WORKER_BATCH_MAX], *jrec[WORKER_BATCH_MAX], *allocs[WORKER_BATCH_MAX];
+	struct plan_commit pc[WORKER_BATCH_MAX];
+};
+
 /* One attempt: view, plans, commit.  Returns 0 (the planned entries are
  * committed and done), -ESTALE, or another error. */
-static int batch_attempt(struct server *srv, struct batch_entry *e, size_t n)
+static int batch_attempt(struct server *srv, struct batch *b, size_t n)
 {
 	struct herd_err err = { 0 };
 	struct sched_view v;
-	char **ids = xcalloc(n, sizeof(char *)), **nss = xcalloc(n, sizeof(char *));
-	char **jobs = xcalloc(n, sizeof(char *));
-	json_t **evals = xcalloc(n, sizeof(json_t *)), **jrec = xcalloc(n, sizeof(json_t *));
-	json_t **allocs = xcalloc(n, sizeof(json_t *));
-	struct plan_commit *pc = xcalloc(n, sizeof(*pc));
+	struct batch_entry *e = b->e;
 	size_t m = 0;
 	int rc;
 
 	for (size_t i = 0; i < n; i++) {
-		ids[i] = e[i].it->id;
-		nss[i] = e[i].it->ns;
-		jobs[i] = e[i].it->job_id;
+		b->ids[i] = e[i].it->id;
+		b->nss[i] = e[i].it->ns;
+		b->jobs[i] = e[i].it->job_id;
 	}
-	rc = sched_view_read_batch(srv->store, &srv->view_cache, n, ids, nss, jobs, &v, evals, jrec,
-				   allocs, &err);
+	rc = sched_view_read_batch(srv->store, &srv->view_cache, n, b->ids, b->nss, b->jobs, &v,
+				   b->evals, b->jrec, b->allocs, &err);
 	if (rc < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
-		e[i].eval = evals[i];
-		e[i].job = jrec[i];
-		e[i].allocs = allocs[i];
+		e[i].eval = b->evals[i];
+		e[i].job = b->jrec[i];
+		e[i].allocs = b->allocs[i];
 	}
 	if (plan_entries(srv, &v, e, n) == 0) {
 		rc = 0;
@@ -320,8 +332,8 @@ static int batch_attempt(struct server *srv, struct batch_entry *e, size_t n)
 	}
 	for (size_t i = 0; i < n; i++)
 		if (e[i].planned && !plan_changes_nothing(&e[i].p, e[i].extra, e[i].eval, e[i].final))
-			pc[m++] = (struct plan_commit){ &e[i].p, e[i].job, e[i].final, e[i].extra };
-	rc = m ? plan_apply_batch(srv, &v, pc, m, NULL, &err) : 0;
+			b->pc[m++] = (struct plan_commit){ &e[i].p, e[i].job, e[i].final, e[i].extra };
+	rc = m ? plan_apply_batch(srv, &v, b->pc, m, NULL, &err) : 0;
 	if (rc == 0) {
 		for (size_t i = 0; i < n; i++) {
 			struct batch_entry *x = &e[i];
@@ -339,39 +351,29 @@ release:
 out:
 	for (size_t i = 0; i < n; i++)
 		entry_reset(&e[i]);
-	free(ids);
-	free(nss);
-	free(jobs);
-	free(evals);
-	free(jrec);
-	free(allocs);
-	free(pc);
 	return rc;
 }
 
-#define WORKER_BATCH_MAX 64
-#define WORKER_BATCH_ATTEMPTS 5
-
-static void process_batch(struct server *srv, struct broker_item *items, size_t n)
+static void process_batch(struct server *srv, struct batch *b, struct broker_item *items, size_t n)
 {
-	struct batch_entry *e = xcalloc(n, sizeof(*e));
 	int rc = -ESTALE;
 
+	memset(b->e, 0, n * sizeof(b->e[0]));
 	for (size_t i = 0; i < n; i++)
-		e[i].it = &items[i];
+		b->e[i].it = &items[i];
 	for (int attempt = 0; attempt < WORKER_BATCH_ATTEMPTS && rc == -ESTALE; attempt++)
-		rc = batch_attempt(srv, e, n);
+		rc = batch_attempt(srv, b, n);
 	/* what a batch could not take, or could not commit, goes alone */
 	for (size_t i = 0; i < n; i++)
-		if (!e[i].done)
+		if (!b->e[i].done)
 			process_eval(srv, &items[i]);
-	free(e);
 }
 
 void *worker_main(void *arg)
 {
 	struct server *srv = arg;
 	struct broker_item items[WORKER_BATCH_MAX];
+	struct batch *b = xcalloc(1, sizeof(*b));
 	size_t n;
 	for (;;) {
 		/* one planner at a time: plans of one cluster mostly compete
@@ -389,12 +391,13 @@ void *worker_main(void *arg)
 		if (n == 1)
 			process_eval(srv, &items[0]);
 		else
-			process_batch(srv, items, n);
+			process_batch(srv, b, items, n);
 		/* done before the next planner takes its batch, so that it may
 		 * take these jobs' next evaluations too */
 		for (size_t i = 0; i < n; i++)
 			broker_done(&srv->broker, &items[i]);
 		pthread_mutex_unlock(&srv->plan_lock);
 	}
+	free(b);
 	return NULL;
 }
