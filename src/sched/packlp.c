@@ -12,8 +12,9 @@
 #define LP_EPS 1e-9
 
 /* Dense simplex for max c.y s.t. A y <= 1, y >= 0 (the origin is feasible,
- * so no phase one).  A is rows x m; y gets the optimum.  Bland's rule: the
- * LP is degenerate (many patterns tie) and must not cycle. */
+ * so no phase one).  A is rows x m; y gets the optimum.  The LP is
+ * degenerate (many sets tie): Dantzig's rule for speed, then Bland's, which
+ * cannot cycle. */
 static void simplex(const double *A, int rows, int m, const double *c, double *y)
 {
 	int cols = m + rows + 1, *basis = xcalloc((size_t)rows + 1, sizeof(int));
@@ -31,8 +32,8 @@ static void simplex(const double *A, int rows, int m, const double *c, double *y
 	for (int iter = 0; iter < 100000; iter++) {
 		int e = -1, l = -1;
 		double best = 0;
-		/* Dantzig's rule (most negative reduced cost), Bland's
-		 * (the first negative) after many pivots, which cannot cycle */
+		/* the most negative reduced cost; after 5000 pivots the
+		 * first negative one (Bland) */
 		double most = -LP_EPS;
 		for (int j = 0; j < cols - 1; j++)
 			if (T(rows, j) < most) {
@@ -131,7 +132,7 @@ void pack_value_init(struct sched_workload *w)
 	for (size_t k = 0; k < w->n; k++) {
 		const struct wl_class *c = &w->c[k];
 		int j;
-		if (c->num != 1 || c->milli <= 0 || c->freq <= 0)
+		if (c->num != 1 || c->milli <= 0 || c->milli > SCHED_MILLI || c->freq <= 0)
 			continue;
 		if (c->milli < SCHED_MILLI) {
 			/* the least CPU and memory a fraction of the workload asks */
