@@ -633,7 +633,8 @@ struct sched_snapshot *view_snapshot_take(struct sched_view *v, const struct gro
 	struct sched_snapshot *snap;
 	size_t klen;
 	char *key = snap_key(ask, &klen);
-	bool hit = c && c->gen == v->use_gen && c->klen == klen && !memcmp(c->key, key, klen);
+	bool hit = c && c->snap && c->gen == v->use_gen && c->klen == klen &&
+		   !memcmp(c->key, key, klen);
 
 	free(key);
 	if (hit) {
