@@ -89,9 +89,9 @@ static json_t *assign_ports(const struct job_group *g, const struct view_node *v
 			value = next++;
 		}
 		taken[ntaken++] = value;
-		json_array_append_new(ports, json_pack("{s:s, s:i, s:i}", "label", jp->label,
-						       "value", value, "to",
-						       jp->to > 0 ? (int)jp->to : value));
+		json_array_append_new(ports, json_pack("{s:s, s:i, s:i}", "label", jp->label, "to",
+						       jp->to > 0 ? (int)jp->to : value, "value",
+						       value));
 	}
 	return ports;
 }
@@ -153,22 +153,23 @@ static json_t *alloc_new(const json_t *job, const struct job_group *g, const str
 	}
 	if (need->previous && need->reschedule_attempts > jint(need->previous, "reschedule_attempts", 0))
 		json_array_append_new(events, json_integer(now));
-	out = json_pack("{s:s, s:s, s:s, s:O, s:s, s:s, s:i, s:s, s:s, s:s, s:s, s:s,"
-			 " s:s, s:s, s:{s:I, s:I, s:o, s:o}, s:{}, s:s, s:i, s:o, s:I, s:I}",
-			 "id", id, "namespace", jstr(job, "namespace", "default"),
+	/* Keys in the store's canonical (sorted) order: it keeps the record
+	 * as it is instead of a sorted copy (store_batch_put_owned). */
+	out = json_pack("{s:b, s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:i, s:s, s:O, s:I,"
+			 " s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:o,"
+			 " s:{s:I, s:o, s:I, s:o, s:o}, s:s, s:{}}",
+			 "borrowed", 0, "client_description", "", "client_status", "pending",
+			 "create_time", (json_int_t)now, "desired_description", "",
+			 "desired_status", "run", "eval_id", eval_id, "id", id, "index", need->slot,
 			 "job_id", jstr(job, "id", ""), "job_version", json_object_get(job, "version"),
-			 "task_group", g->name, "name", name,
-			 "index", need->slot, "node_id", vn->id, "node_name", jstr(vn->node, "name", vn->id),
-			 "eval_id", eval_id, "desired_status", "run", "desired_description", "",
-			 "client_status", "pending", "client_description", "",
-			 "resources", "cpu_milli", (json_int_t)pl->cpu_milli, "memory_mib",
-			 (json_int_t)pl->memory_mib, "devices", devs, "ports", ports, "task_states",
-			 "previous_allocation", prev, "reschedule_attempts", need->reschedule_attempts,
-			 "reschedule_events", events, "create_time", (json_int_t)now, "modify_time",
-			 (json_int_t)now);
-	json_object_set_new(json_object_get(out, "resources"), "tasks", tasks);
-	json_object_set_new(out, "priority", json_integer(jint(job, "priority", 50)));
-	json_object_set_new(out, "borrowed", json_false());
+			 "modify_time", (json_int_t)now, "name", name,
+			 "namespace", jstr(job, "namespace", "default"), "node_id", vn->id,
+			 "node_name", jstr(vn->node, "name", vn->id), "previous_allocation", prev,
+			 "priority", (json_int_t)jint(job, "priority", 50),
+			 "reschedule_attempts", need->reschedule_attempts, "reschedule_events", events,
+			 "resources", "cpu_milli", (json_int_t)pl->cpu_milli, "devices", devs,
+			 "memory_mib", (json_int_t)pl->memory_mib, "ports", ports, "tasks", tasks,
+			 "task_group", g->name, "task_states");
 	free(name);
 	return out;
 }

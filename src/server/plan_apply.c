@@ -104,13 +104,16 @@ static void batch_add_plan(struct store_batch *b, const struct sched_view *v,
 	size_t i;
 	json_t *x;
 
+	/* Nothing changes a plan's records once it is committed: the store
+	 * may keep those already in its canonical key order (new allocations,
+	 * evaluations) as its cached records instead of a sorted copy. */
 	json_array_foreach(p->allocs, i, x)
-		store_batch_put(b, STORE_ALLOC, x);
-	store_batch_put(b, STORE_EVAL, pc->eval);
+		store_batch_put_owned(b, STORE_ALLOC, json_incref(x));
+	store_batch_put_owned(b, STORE_EVAL, json_incref(pc->eval));
 	json_array_foreach(pc->extra_evals, i, x)
-		store_batch_put(b, STORE_EVAL, x);
+		store_batch_put_owned(b, STORE_EVAL, json_incref(x));
 	json_array_foreach(p->extra_evals, i, x)
-		store_batch_put(b, STORE_EVAL, x);
+		store_batch_put_owned(b, STORE_EVAL, json_incref(x));
 	/* preempted allocations of other jobs: as read, or plan again */
 	json_array_foreach(p->preempted, i, x) {
 		struct store_key ak = { NULL, jstr(x, "id", ""), 0 };

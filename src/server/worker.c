@@ -77,6 +77,9 @@ static int process_once(struct server *srv, const json_t *eval, enum eval_outcom
 	if (rc < 0)
 		goto out;
 	done = json_deep_copy(eval);
+	/* the store's to set: without them the record may be kept as it is */
+	json_object_del(done, "create_index");
+	json_object_del(done, "modify_index");
 	if (json_object_size(p.failed)) {
 		json_object_set_new(done, "status", json_string(p.queued ? "queued" : "blocked"));
 		json_object_set_new(done, "status_description",
@@ -223,8 +226,12 @@ static void entry_finish(struct batch_entry *e)
 {
 	const json_t *eval = e->eval;
 	const char *ns = jstr(eval, "namespace", "default"), *job_id = jstr(eval, "job_id", "");
-	/* a shared record: the copy only replaces top-level fields */
+	/* a shared record: the copy only replaces top-level fields; without
+	 * the store's indexes, which it sets again, it is in the store's key
+	 * order and kept as it is */
 	json_t *done = json_copy((json_t *)eval);
+	json_object_del(done, "create_index");
+	json_object_del(done, "modify_index");
 	if (json_object_size(e->p.failed)) {
 		json_object_set_new(done, "status", json_string("blocked"));
 		json_object_set_new(done, "status_description",
