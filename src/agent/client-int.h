@@ -14,7 +14,6 @@
 #include "agent/client.h"
 #include "agent/config.h"
 #include "agent/fingerprint.h"
-#include "agent/runner_thread.h"
 #include "agent/state.h"
 #include "agent/taskenv.h"
 #include "common/httpc.h"
@@ -179,7 +178,7 @@ struct task_runner {
 	int exit_code;
 	json_t *events;               /* [{"type","time","message"}] */
 	bool kill;                    /* stop this task (sidecars after main) */
-	struct runner_thread thread;
+	pthread_t thread;
 	bool thread_started;
 	/* Runs on the allocation runner's thread (the group's only task):
 	 * reports its own changes through alloc_runner_progress, as no
@@ -213,7 +212,7 @@ struct alloc_runner {
 	json_t *job_json;             /* the job version this allocation runs */
 	struct client_fp *fp;         /* ${attr.*} of the tasks; may be NULL */
 	bool state_saved;             /* its row exists (state.c); under lock */
-	struct runner_thread thread;
+	pthread_t thread;
 };
 
 /* alloc_runner.c */
