@@ -20,7 +20,8 @@
  * (status_sync.h: batched PUT /v1/node/:id/allocations/status).
  * Each task runs on a thread of its own (task_runner.c), but for a group
  * of one main task and nothing else (most batch jobs), which runs on the
- * allocation's thread (run_single). */
+ * allocation's thread (run_single).  These threads come from a pool that
+ * keeps a few for the next runner (runner_thread.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,7 @@ struct alloc_runner *alloc_runner_new(struct client *c, json_t *alloc)
 	snprintf(ar->client_status, sizeof(ar->client_status), "pending");
 	pthread_mutex_init(&ar->lock, NULL);
 	pthread_cond_init(&ar->cond, NULL);
+	runner_thread_init(&ar->thread);
 	return ar;
 }
 
@@ -144,26 +146,6 @@ static void set_status(struct alloc_runner *ar, const char *status, const char *
 	pthread_mutex_unlock(&ar->lock);
 }
 
-/* The stack of an allocation's and a task's thread.  glibc keeps the
- * stacks of ended threads for reuse up to 40 MiB in all: at the default
- * 8 MiB that is 5, so with hundreds of allocations a second nearly every
- * thread's stack was mapped and unmapped again (munmap at join: page
- * tables torn down, TLBs flushed).  These threads need far less: JSON,
- * libcurl for artifacts, the driver's spawn. */
-#define RUNNER_STACK_SIZE (512 * 1024)
-
-static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	pthread_attr_t a;
-	int rc;
-
-	pthread_attr_init(&a);
-	pthread_attr_setstacksize(&a, RUNNER_STACK_SIZE);
-	rc = pthread_create(t, &a, fn, arg);
-	pthread_attr_destroy(&a);
-	return rc;
-}
-
 static void *task_thread(void *arg)
 {
 	struct alloc_runner *ar = ((struct task_runner *)arg)->ar;
@@ -187,7 +169,7 @@ static void start_task(struct task_runner *tr)
 {
 	if (tr->thread_started)
 		return;
-	if (start_thread(&tr->thread, task_thread, tr))
+	if (runner_thread_start(&tr->thread, task_thread, tr) < 0)
 		abort();   /* no threads left: nothing sensible remains */
 	tr->thread_started = true;
 }
@@ -336,6 +318,7 @@ static void setup_tasks(struct alloc_runner *ar)
 		json_t *saved = json_object_get(ar->saved, t->name);
 		tr->ar = ar;
 		tr->task = t;
+		runner_thread_init(&tr->thread);
 		tr->dir = xasprintf("%s/%s", ar->dir, t->name);
 		tr->events = json_array();
 		snprintf(tr->state, sizeof(tr->state), "pending");
@@ -588,7 +571,7 @@ int alloc_runner_start(struct alloc_runner *ar)
 	if (ar->saved == NULL && ar->job_json == NULL)
 		log_info("client: alloc %.8s (%s): received", ar->id,
 			 json_string_value(json_object_get(ar->alloc, "name")) ?: "");
-	if (start_thread(&ar->thread, alloc_main, ar))
+	if (runner_thread_start(&ar->thread, alloc_main, ar) < 0)
 		return -EAGAIN;
 	return 0;
 }
@@ -601,10 +584,9 @@ void alloc_runner_free(struct alloc_runner *ar, bool detach)
 	ar->detach = detach;
 	pthread_cond_broadcast(&ar->cond);
 	pthread_mutex_unlock(&ar->lock);
-	pthread_join(ar->thread, NULL);
+	runner_thread_join(&ar->thread);
 	for (size_t i = 0; i < ar->ntasks; i++)
-		if (ar->tasks[i].thread_started)
-			pthread_join(ar->tasks[i].thread, NULL);
+		runner_thread_join(&ar->tasks[i].thread);
 	/* Its latest state, written by the status sync before it stops
 	 * (client_stop), after every row handed over before. */
 	if (detach && ar->tasks) {
@@ -620,6 +602,7 @@ void alloc_runner_free(struct alloc_runner *ar, bool detach)
 		taskenv_free(tr->te);
 		free(tr->dir);
 		json_decref(tr->events);
+		runner_thread_destroy(&tr->thread);
 	}
 	free(ar->tasks);
 	job_free(ar->job);
@@ -630,5 +613,6 @@ void alloc_runner_free(struct alloc_runner *ar, bool detach)
 	free(ar->dir);
 	pthread_mutex_destroy(&ar->lock);
 	pthread_cond_destroy(&ar->cond);
+	runner_thread_destroy(&ar->thread);
 	free(ar);
 }

@@ -14,6 +14,7 @@
 #include "agent/client.h"
 #include "agent/config.h"
 #include "agent/fingerprint.h"
+#include "agent/runner_thread.h"
 #include "agent/state.h"
 #include "agent/taskenv.h"
 #include "common/httpc.h"
@@ -178,7 +179,7 @@ struct task_runner {
 	int exit_code;
 	json_t *events;               /* [{"type","time","message"}] */
 	bool kill;                    /* stop this task (sidecars after main) */
-	pthread_t thread;
+	struct runner_thread thread;
 	bool thread_started;
 	/* Runs on the allocation runner's thread (the group's only task):
 	 * reports its own changes through alloc_runner_progress, as no
@@ -212,7 +213,7 @@ struct alloc_runner {
 	json_t *job_json;             /* the job version this allocation runs */
 	struct client_fp *fp;         /* ${attr.*} of the tasks; may be NULL */
 	bool state_saved;             /* its row exists (state.c); under lock */
-	pthread_t thread;
+	struct runner_thread thread;
 };
 
 /* alloc_runner.c */
