@@ -142,3 +142,13 @@ void runner_thread_join(struct runner_thread *rt)
 		pthread_cond_wait(&rt->cond, &pool_lock);
 	pthread_mutex_unlock(&pool_lock);
 }
+
+unsigned runner_thread_idle(void)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&pool_lock);
+	n = nidle;
+	pthread_mutex_unlock(&pool_lock);
+	return n;
+}

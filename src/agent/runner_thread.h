@@ -40,4 +40,7 @@ void runner_thread_join(struct runner_thread *rt);
 /* After runner_thread_join (or without a start). */
 void runner_thread_destroy(struct runner_thread *rt);
 
+/* How many threads are parked now (tests). */
+unsigned runner_thread_idle(void);
+
 #endif
