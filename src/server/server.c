@@ -109,7 +109,9 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	 * several threads; with glibc's default trim threshold (128 KiB,
 	 * adjusted as it goes) each thread's arena handed its top back to the
 	 * kernel (madvise) and took it again many times a second: 2-3% of the
-	 * server's CPU under load.  Keep up to 16 MiB free per arena. */
+	 * server's CPU under load.  Keep up to 16 MiB free per arena.  (The
+	 * herd program links jemalloc where it is built with it, which this
+	 * does not touch: src/cli/meson.build.) */
 	mallopt(M_TRIM_THRESHOLD, 16 << 20);
 	srv = xcalloc(1, sizeof(*srv));
 	srv->cfg = *cfg;
