@@ -1,7 +1,7 @@
 """`herd gpu list` against the simulated NVML (src/gpu/sim, docs/gpu-sim.md).
 
 HERD_NVML_SIM_LIB names the simulator; the default is the one next to the
-binary's build (HERD_BUILD, default build/)."""
+binary's build (HERD_BUILD, else the folder HERD_BIN was built in, else build/)."""
 import json
 import os
 import pathlib
