@@ -56,6 +56,42 @@ static bool plan_changes_nothing(const struct plan *p, const json_t *extra, cons
 	return true;
 }
 
+/* eval's record once plan p is done with it: its status, why, and what
+ * could not be placed.  A shallow copy (only top-level fields change, so
+ * eval may be a shared record) without the store's indexes, which it sets
+ * again: the record is then in the store's key order and kept as it is. */
+static json_t *eval_final(const json_t *eval, const struct plan *p, enum eval_outcome *outcome)
+{
+	json_t *done = json_copy((json_t *)eval);
+
+	json_object_del(done, "create_index");
+	json_object_del(done, "modify_index");
+	if (json_object_size(p->failed)) {
+		json_object_set_new(done, "status", json_string(p->queued ? "queued" : "blocked"));
+		json_object_set_new(done, "status_description",
+				    json_string(p->queued ? p->queued : "some allocations could not be placed"));
+		json_object_set(done, "failed_placements", p->failed);
+		*outcome = EVAL_BLOCKED;
+	} else {
+		json_object_set_new(done, "status", json_string("complete"));
+		json_object_set_new(done, "status_description", json_string(""));
+		json_object_set_new(done, "failed_placements", json_object());
+		*outcome = EVAL_DONE;
+	}
+	json_object_set_new(done, "modify_time", json_integer(now_ns()));
+	return done;
+}
+
+/* The evaluation that looks at eval's job again at p->followup_at. */
+static json_t *eval_followup(const json_t *eval, const struct plan *p)
+{
+	json_t *f = eval_new(jstr(eval, "namespace", "default"), jstr(eval, "job_id", ""),
+			     "reschedule", NULL);
+	json_object_set_new(f, "wait_until", json_integer(p->followup_at));
+	json_object_set_new(f, "previous_eval", json_string(jstr(eval, "id", "")));
+	return f;
+}
+
 static int process_once(struct server *srv, const json_t *eval, enum eval_outcome *outcome,
 			bool *fq_held, bool *queue_held, json_t **followups, struct herd_err *err)
 {
@@ -76,29 +112,9 @@ static int process_once(struct server *srv, const json_t *eval, enum eval_outcom
 	rc = plan_compute(srv, &v, v.job, eval_id, &p, err);
 	if (rc < 0)
 		goto out;
-	done = json_deep_copy(eval);
-	/* the store's to set: without them the record may be kept as it is */
-	json_object_del(done, "create_index");
-	json_object_del(done, "modify_index");
-	if (json_object_size(p.failed)) {
-		json_object_set_new(done, "status", json_string(p.queued ? "queued" : "blocked"));
-		json_object_set_new(done, "status_description",
-				    json_string(p.queued ? p.queued : "some allocations could not be placed"));
-		json_object_set(done, "failed_placements", p.failed);
-		*outcome = EVAL_BLOCKED;
-	} else {
-		json_object_set_new(done, "status", json_string("complete"));
-		json_object_set_new(done, "status_description", json_string(""));
-		json_object_set_new(done, "failed_placements", json_object());
-		*outcome = EVAL_DONE;
-	}
-	json_object_set_new(done, "modify_time", json_integer(now_ns()));
-	if (p.followup_at) {
-		json_t *f = eval_new(ns, job_id, "reschedule", NULL);
-		json_object_set_new(f, "wait_until", json_integer(p.followup_at));
-		json_object_set_new(f, "previous_eval", json_string(eval_id));
-		json_array_append_new(extra, f);
-	}
+	done = eval_final(eval, &p, outcome);
+	if (p.followup_at)
+		json_array_append_new(extra, eval_followup(eval, &p));
 	json_array_extend(extra, p.extra_evals);
 	json_array_clear(p.extra_evals);
 	if (!plan_changes_nothing(&p, extra, eval, done))
@@ -224,35 +240,10 @@ static void entry_reset(struct batch_entry *e)
 /* The evaluation's final record and follow-ups for plan p (as process_once). */
 static void entry_finish(struct batch_entry *e)
 {
-	const json_t *eval = e->eval;
-	const char *ns = jstr(eval, "namespace", "default"), *job_id = jstr(eval, "job_id", "");
-	/* a shared record: the copy only replaces top-level fields; without
-	 * the store's indexes, which it sets again, it is in the store's key
-	 * order and kept as it is */
-	json_t *done = json_copy((json_t *)eval);
-	json_object_del(done, "create_index");
-	json_object_del(done, "modify_index");
-	if (json_object_size(e->p.failed)) {
-		json_object_set_new(done, "status", json_string("blocked"));
-		json_object_set_new(done, "status_description",
-				    json_string("some allocations could not be placed"));
-		json_object_set(done, "failed_placements", e->p.failed);
-		e->outcome = EVAL_BLOCKED;
-	} else {
-		json_object_set_new(done, "status", json_string("complete"));
-		json_object_set_new(done, "status_description", json_string(""));
-		json_object_set_new(done, "failed_placements", json_object());
-		e->outcome = EVAL_DONE;
-	}
-	json_object_set_new(done, "modify_time", json_integer(now_ns()));
+	e->final = eval_final(e->eval, &e->p, &e->outcome);
 	e->extra = json_array();
-	if (e->p.followup_at) {
-		json_t *f = eval_new(ns, job_id, "reschedule", NULL);
-		json_object_set_new(f, "wait_until", json_integer(e->p.followup_at));
-		json_object_set_new(f, "previous_eval", json_string(jstr(eval, "id", "")));
-		json_array_append_new(e->extra, f);
-	}
-	e->final = done;
+	if (e->p.followup_at)
+		json_array_append_new(e->extra, eval_followup(e->eval, &e->p));
 }
 
 /* Plans every entry that may go in a batch against v; returns how many
