@@ -31,6 +31,9 @@ struct client {
 	const struct agent_config *cfg;
 	char node_id[64];
 	char *server_addr;            /* "host:port" currently used */
+	/* The server in this process, when server_addr is it (client_start):
+	 * every connection then goes through it without a socket. */
+	const struct httpc_local *local_transport;
 	char **servers;               /* all known */
 	size_t nr_servers;
 	struct driver_env driver_env;

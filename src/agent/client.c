@@ -377,7 +377,8 @@ static void start_mps(struct client *c)
 }
 
 int client_start(const struct agent_config *cfg, const char *local_server,
-		 const char *const *shim_argv, struct client **out, struct herd_err *err)
+		 const struct httpc_local *local_transport, const char *const *shim_argv,
+		 struct client **out, struct herd_err *err)
 {
 	struct client *c = xcalloc(1, sizeof(*c));
 	int rc;
@@ -400,6 +401,8 @@ int client_start(const struct agent_config *cfg, const char *local_server,
 		rc = herd_errf(err, -EINVAL, "client: no server address (client { servers = [...] })");
 		goto fail;
 	}
+	if (local_server && !strcmp(c->server_addr, local_server))
+		c->local_transport = local_transport;
 	if ((rc = mkdir_p(cfg->client.state_dir, 0700)) < 0) {
 		rc = herd_errf(err, rc, "client: cannot make %s: %s", cfg->client.state_dir,
 			       strerror(-rc));
@@ -439,7 +442,8 @@ int client_start(const struct agent_config *cfg, const char *local_server,
 	if (cfg->docker.gc_dangling &&
 	    pthread_create(&c->docker_sweep_thread, NULL, client_docker_sweep_main, c) == 0)
 		c->docker_sweep_started = true;
-	log_info("client: started, node id %s, server %s", c->node_id, c->server_addr);
+	log_info("client: started, node id %s, server %s%s", c->node_id, c->server_addr,
+		 c->local_transport ? " (in this process: no socket)" : "");
 	*out = c;
 	return 0;
 fail:

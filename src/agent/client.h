@@ -29,12 +29,17 @@ struct client;
 /* Starts the client for cfg (finished by agent_config_finish; borrowed and
  * must outlive the client).  local_server, when not NULL, is the address
  * ("127.0.0.1:4646") of a server in the same process, used when
- * cfg->client.servers is empty.  shim_argv is the command that runs the
- * task shim (driver.h), borrowed.  Returns 0 with *out, or -errno with err
- * (state dir not writable, no server address); registration failures are
- * not fatal (retried in the background). */
+ * cfg->client.servers is empty; local_transport (may be NULL) reaches that
+ * server without a socket (server_local_transport) and is used whenever
+ * the client's server is local_server; it must outlive the client.
+ * shim_argv is the command that runs the task shim (driver.h), borrowed.
+ * Returns 0 with *out, or -errno with err (state dir not writable, no
+ * server address); registration failures are not fatal (retried in the
+ * background). */
+struct httpc_local;
 int client_start(const struct agent_config *cfg, const char *local_server,
-		 const char *const *shim_argv, struct client **out, struct herd_err *err);
+		 const struct httpc_local *local_transport, const char *const *shim_argv,
+		 struct client **out, struct herd_err *err);
 
 /* The node id (valid while the client lives). */
 const char *client_node_id(const struct client *c);

@@ -63,6 +63,7 @@ void client_httpc_init(struct client *c, struct httpc *h)
 	const char *token = c->cfg->client.token;
 
 	httpc_init(h, c->server_addr);
+	h->local = c->local_transport;
 	if (token && *token) {
 		free(h->token);
 		h->token = xstrdup(token);

@@ -341,7 +341,10 @@ int cmd_agent(int argc, char **argv)
 			shim_argv[1] = "task-shim";
 			shim_argv[2] = NULL;
 		}
-		if (client_start(&cfg, local, shim_argv, &cl, &err) < 0) {
+		/* A client of the server in this process reaches it without a
+		 * socket (http_local.c says what that saves). */
+		if (client_start(&cfg, local, srv ? server_local_transport(srv) : NULL, shim_argv,
+				 &cl, &err) < 0) {
 			log_error("%s", err.msg);
 			goto stop;
 		}

@@ -146,8 +146,9 @@ static int status_errno(long status)
 	}
 }
 
-/* Fills resp->error_code and err from an error body, or a generic line. */
-static int decode_error(struct httpc_response *resp, const struct recv *r, struct herd_err *err)
+/* Fills resp->error_code and err from an error body, or a generic line
+ * quoting raw (the body as received; NULL when it came as JSON). */
+static int decode_error(struct httpc_response *resp, const char *raw, struct herd_err *err)
 {
 	json_t *e = resp->body ? json_object_get(resp->body, "error") : NULL;
 	const char *code = json_string_value(json_object_get(e, "code"));
@@ -159,7 +160,24 @@ static int decode_error(struct httpc_response *resp, const struct recv *r, struc
 		return herd_errf(err, rc, "server: %s: %s", code, msg ? msg : "");
 	}
 	return herd_errf(err, rc, "server: http %ld: %.200s", resp->status,
-			 r->body.len ? r->body.buf : "no body");
+			 raw && *raw ? raw : "no body");
+}
+
+/* The request through the in-process server: the same answers and errors
+ * as over HTTP. */
+static int perform_local(struct httpc *c, const char *method, const char *path,
+			 const json_t *body, struct httpc_response *resp, struct herd_err *err)
+{
+	int rc;
+
+	memset(resp, 0, sizeof(*resp));
+	rc = c->local->call(c->local->arg, method, path, body, c->token, c->abort_cb,
+			    c->abort_arg, resp, err);
+	if (rc < 0)
+		return rc;
+	if (resp->status < 200 || resp->status >= 300)
+		return decode_error(resp, NULL, err);
+	return 0;
 }
 
 static int perform(struct httpc *c, const char *method, const char *url, const json_t *body,
@@ -244,7 +262,7 @@ static int perform(struct httpc *c, const char *method, const char *url, const j
 		resp->body = json_loadb(r.body.buf, r.body.len, JSON_DECODE_ANY, &je);
 	}
 	if (resp->status < 200 || resp->status >= 300) {
-		rc = decode_error(resp, &r, err);
+		rc = decode_error(resp, r.body.buf, err);
 		goto out;
 	}
 	if (r.body.len && !resp->body)
@@ -259,6 +277,8 @@ out:
 int httpc_request(struct httpc *c, const char *method, const char *path, const json_t *body,
 		  struct httpc_response *resp, struct herd_err *err)
 {
+	if (c->local)
+		return perform_local(c, method, path, body, resp, err);
 	char *url = xasprintf("%s%s", c->base, path);
 	int rc = perform(c, method, url, body, c->timeout_ms, resp, err);
 
@@ -269,12 +289,19 @@ int httpc_request(struct httpc *c, const char *method, const char *path, const j
 int httpc_get_blocking(struct httpc *c, const char *path, uint64_t index, long wait_ms,
 		       struct httpc_response *resp, struct herd_err *err)
 {
-	char *url = xasprintf("%s%s%cindex=%llu&wait=%ldms", c->base, path,
-			      strchr(path, '?') ? '&' : '?', (unsigned long long)index, wait_ms);
-	/* The server may answer up to wait later (plus its jitter): allow
-	 * that and the ordinary limit on top. */
-	int rc = perform(c, "GET", url, NULL, wait_ms + c->timeout_ms, resp, err);
+	char *query = xasprintf("%s%cindex=%llu&wait=%ldms", path, strchr(path, '?') ? '&' : '?',
+				(unsigned long long)index, wait_ms);
+	int rc;
 
-	free(url);
+	if (c->local) {
+		rc = perform_local(c, "GET", query, NULL, resp, err);
+	} else {
+		char *url = xasprintf("%s%s", c->base, query);
+		/* The server may answer up to wait later (plus its jitter):
+		 * allow that and the ordinary limit on top. */
+		rc = perform(c, "GET", url, NULL, wait_ms + c->timeout_ms, resp, err);
+		free(url);
+	}
+	free(query);
 	return rc;
 }

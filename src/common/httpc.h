@@ -25,6 +25,25 @@
 #define HTTPC_DEFAULT_TIMEOUT_MS 30000
 #define HTTPC_MAX_BODY (64 * 1024 * 1024)
 
+struct httpc_response;
+
+/* A server in this process (server_local_transport): requests go to its
+ * handlers on the calling thread, with no socket, no HTTP encoding and no
+ * hand-off to the server's threads.  call serves method + path (with its
+ * query, percent-encoded as on the wire) and body (only read; NULL: none)
+ * as the server would over HTTP, with token as X-Herd-Token (NULL: none),
+ * blocking queries included (abort_cb, when set, is asked about four times
+ * a second while one waits).  It fills resp's status, body (a new
+ * reference the caller may change) and index, and returns 0; or, without
+ * an answer, -ECANCELED (abort_cb said stop) or -ECONNREFUSED (the server
+ * is stopping) with err. */
+struct httpc_local {
+	int (*call)(void *arg, const char *method, const char *path, const json_t *body,
+		    const char *token, int (*abort_cb)(void *arg), void *abort_arg,
+		    struct httpc_response *resp, struct herd_err *err);
+	void *arg;
+};
+
 struct httpc {
 	char *base;          /* "http://host:port", no trailing slash */
 	char *token;         /* X-Herd-Token, or NULL */
@@ -36,6 +55,9 @@ struct httpc {
 	 * that it should stop. */
 	int (*abort_cb)(void *arg);
 	void *abort_arg;
+	/* When set, requests go to this in-process server instead of base
+	 * (the timeouts do not apply: nothing can be lost on the way). */
+	const struct httpc_local *local;
 };
 
 struct httpc_response {

@@ -71,6 +71,16 @@ int http_request_should_wait(const struct http_request_state *st, uint64_t curre
 void http_request_run(struct http_request_state *st, uint64_t current,
 		      struct http_response *resp);
 
+/* The in-process transport of a server (http_local.c): requests served on
+ * the caller's thread through router, with the watch's blocking queries
+ * and the limits' max_wait.  http_local_free ends waiting calls (they
+ * answer at once), waits for running ones and refuses new ones. */
+struct http_local;
+struct http_local *http_local_new(const struct http_router *router, struct index_watch *watch,
+				  const struct http_limits *limits);
+const struct httpc_local *http_local_transport(struct http_local *l);
+void http_local_free(struct http_local *l);
+
 /* Writes the response body as text (compact JSON and a newline); the
  * caller frees it.  *len receives its length. */
 char *http_response_text(const struct http_response *resp, size_t *len);

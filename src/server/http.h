@@ -137,6 +137,11 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 		      struct herd_err *err);
 /* The port the server listens on (the chosen one when asked for 0). */
 uint16_t http_server_port(const struct http_server *srv);
+/* Requests of a client in this process without a socket (httpc.h, struct
+ * httpc_local; http_local.c says what differs): valid until
+ * http_server_stop, which answers the waiting ones. */
+struct httpc_local;
+const struct httpc_local *http_server_local(struct http_server *srv);
 /* Ends held blocking queries (they answer at once), stops, frees.  Accepts
  * NULL. */
 void http_server_stop(struct http_server *srv);

@@ -313,7 +313,8 @@ int http_request_prepare(struct http_request_state *st, const struct http_router
 			return http_error(resp, 400, "invalid_json",
 					  "request body: %s (line %d, column %d)", jerr.text,
 					  jerr.line, jerr.column) + 1;
-	} else if (st->route->flags & HTTP_ROUTE_BODY) {
+	} else if (!st->req.body && (st->route->flags & HTTP_ROUTE_BODY)) {
+		/* (a body handed over as JSON, http_local.c, is not text) */
 		return http_error(resp, 400, "missing_body", "%s %s needs a JSON body",
 				  st->method, st->path) + 1;
 	}

@@ -54,6 +54,7 @@ struct http_server {
 	int writers_stop;
 	pthread_t *writers;
 	unsigned nwriters;
+	struct http_local *local; /* this process's own client's requests */
 };
 
 /* CONN_RUNNING: a write suspended on a writer thread's queue or running
@@ -516,6 +517,7 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 	}
 	info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	srv->port = info ? info->port : cfg->port;
+	srv->local = http_local_new(srv->router, srv->watch, &srv->limits);
 	if (index_watch_listen(srv->watch, on_index, srv)) {
 		srv->watch = cfg->watch;
 		http_server_stop_unlistened(srv);
@@ -530,6 +532,11 @@ uint16_t http_server_port(const struct http_server *srv)
 	return srv->port;
 }
 
+const struct httpc_local *http_server_local(struct http_server *srv)
+{
+	return http_local_transport(srv->local);
+}
+
 void http_server_stop(struct http_server *srv)
 {
 	if (!srv)
@@ -540,6 +547,7 @@ void http_server_stop(struct http_server *srv)
 
 static void http_server_stop_unlistened(struct http_server *srv)
 {
+	http_local_free(srv->local);
 	/* The waker resumes every held request before it ends; they answer
 	 * with the state as it is, and no new one is held. */
 	pthread_mutex_lock(&srv->lock);

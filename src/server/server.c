@@ -213,6 +213,11 @@ uint16_t server_port(const struct server *srv)
 	return http_server_port(srv->http);
 }
 
+const struct httpc_local *server_local_transport(struct server *srv)
+{
+	return http_server_local(srv->http);
+}
+
 void server_set_self_node_id(struct server *srv, const char *id)
 {
 	char *copy = xstrdup(id ? id : "");

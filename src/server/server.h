@@ -83,6 +83,11 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 /* The HTTP port the server listens on (the chosen one when asked for 0). */
 uint16_t server_port(const struct server *srv);
 
+/* The transport through which a client in this process reaches the server
+ * without a socket (httpc.h, struct httpc_local); valid until server_stop. */
+struct httpc_local;
+const struct httpc_local *server_local_transport(struct server *srv);
+
 /* Sets the node id shown by GET /v1/agent/self (a dev agent learns it once
  * its client has registered).  Thread-safe; copies id. */
 void server_set_self_node_id(struct server *srv, const char *id);

@@ -1,6 +1,9 @@
 /* Unit tests of the HTTP layer: a real server on 127.0.0.1, an ephemeral
  * port, talked to with libcurl.  Routes, parameters, errors, limits,
- * X-Herd-Index, blocking queries. */
+ * X-Herd-Index, blocking queries.  The tests that do not depend on the
+ * wire run a second time through the server's in-process transport
+ * (http_server_local, with httpc as the agent's client uses it): the same
+ * answers either way. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/httpc.h"
 #include "common/strbuf.h"
 #include "server/http.h"
 
@@ -84,6 +88,11 @@ static void count_error(const char *method, const char *path, int rc, void *arg)
 	__atomic_add_fetch(&f->errors_logged, 1, __ATOMIC_SEQ_CST);
 }
 
+/* The server of the test running, and whether requests go to it through
+ * its in-process transport (the second group) rather than over HTTP. */
+static struct http_server *local_srv;
+static int via_local;
+
 static int start(struct fixture *f, size_t max_body, int64_t max_wait_ns)
 {
 	struct http_server_config cfg = { 0 };
@@ -99,6 +108,7 @@ static int start(struct fixture *f, size_t max_body, int64_t max_wait_ns)
 		return -1;
 	}
 	f->port = http_server_port(f->srv);
+	local_srv = f->srv;
 	return 0;
 }
 
@@ -139,9 +149,22 @@ static int setup_small(void **state)
 	return setup_with(state, 1024, 500 * MS);
 }
 
+static int setup_local(void **state)
+{
+	via_local = 1;
+	return setup(state);
+}
+
+static int setup_small_local(void **state)
+{
+	via_local = 1;
+	return setup_small(state);
+}
+
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
+	via_local = 0;
 	http_server_stop(f->srv);
 	http_router_free(f->router);
 	index_watch_release(&f->watch);
@@ -188,6 +211,54 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* request() through the in-process transport: the body must be JSON (it
+ * is handed over as such) and the only header it can send is the token. */
+static void request_local(const char *method, const char *path, const char *body, size_t len,
+			  const char *header, struct reply *r)
+{
+	struct httpc c;
+	struct httpc_response resp;
+	struct herd_err err = { 0 };
+	json_t *jb = NULL;
+	struct timespec t0;
+
+	httpc_init(&c, "127.0.0.1:9"); /* never dialled */
+	c.local = http_server_local(local_srv);
+	if (header && !strncmp(header, "X-Herd-Token: ", 14)) {
+		free(c.token);
+		c.token = strdup(header + 14);
+	} else if (header) {
+		fail_msg("header \"%s\" cannot go in-process", header);
+	}
+	if (body && len)
+		assert_non_null(jb = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int rc = httpc_request(&c, method, path, jb, &resp, &err);
+	r->seconds = seconds_since(&t0);
+	if (rc < 0 && !resp.status)
+		fail_msg("%s %s: %s", method, path, err.msg);
+	/* the httpc result agrees with the status */
+	assert_true((rc == 0) == (resp.status >= 200 && resp.status < 300));
+	r->status = resp.status;
+	snprintf(r->index, sizeof(r->index), "%llu", (unsigned long long)resp.index);
+	if (resp.body) {
+		char *text = json_dumps(resp.body, JSON_COMPACT | JSON_ENCODE_ANY);
+		strbuf_adds(&r->body, text);
+		free(text);
+		r->json = json_incref(resp.body);
+	}
+	httpc_response_release(&resp);
+	json_decref(jb);
+	httpc_release(&c);
+}
+
 /* Sends a request; body may be NULL; chunked sends it without a length. */
 static void request(uint16_t port, const char *method, const char *path, const char *body,
 		    size_t len, const char *header, int chunked, struct reply *r)
@@ -195,10 +266,15 @@ static void request(uint16_t port, const char *method, const char *path, const c
 	CURL *c = curl_easy_init();
 	struct curl_slist *hdrs = NULL;
 	char url[4096];
-	struct timespec t0, t1;
+	struct timespec t0;
 
 	memset(r, 0, sizeof(*r));
 	strbuf_init(&r->body, 0);
+	if (via_local) {
+		assert_false(chunked);
+		request_local(method, path, body, len, header, r);
+		return;
+	}
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
@@ -219,8 +295,7 @@ static void request(uint16_t port, const char *method, const char *path, const c
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	CURLcode rc = curl_easy_perform(c);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	r->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	r->seconds = seconds_since(&t0);
 	if (rc != CURLE_OK)
 		fail_msg("%s %s: %s", method, path, curl_easy_strerror(rc));
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
@@ -283,6 +358,8 @@ static void test_params_query_token(void **state)
 	assert_string_equal(json_string_value(json_object_get(r.json, "token")), "s3cret");
 	reply_release(&r);
 
+	if (via_local)
+		return; /* the agent's client sends its token as X-Herd-Token */
 	request(f->port, "GET", "/v1/jobs/web", NULL, 0, "Authorization: Bearer tok-1", 0, &r);
 	assert_string_equal(json_string_value(json_object_get(r.json, "token")), "tok-1");
 	assert_string_equal(json_string_value(json_object_get(r.json, "route")), "job");
@@ -320,7 +397,8 @@ static void test_not_found_and_method(void **state)
 	request(f->port, "PUT", "/v1/jobs/web", "{}", 2, NULL, 0, &r);
 	assert_int_equal(r.status, 405);
 	assert_string_equal(error_code(&r), "method_not_allowed");
-	assert_string_equal(r.allow, "GET, DELETE");
+	if (!via_local) /* (httpc reports no headers) */
+		assert_string_equal(r.allow, "GET, DELETE");
 	reply_release(&r);
 }
 
@@ -337,7 +415,8 @@ static void test_json_bodies(void **state)
 
 	const char *bad[] = { "{\"a\": 1, \"a\": 2}", "{\"a\": ", "[1, 2,]", "\"just a string\"",
 			      "{} {}" };
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+	/* (in-process bodies are JSON already: no text to be bad) */
+	for (size_t i = 0; !via_local && i < sizeof(bad) / sizeof(bad[0]); i++) {
 		request(f->port, "POST", "/v1/things", bad[i], strlen(bad[i]), NULL, 0, &r);
 		assert_int_equal(r.status, 400);
 		assert_string_equal(error_code(&r), "invalid_json");
@@ -690,15 +769,93 @@ static void test_fds_close_on_exec(void **state)
 	assert_true(sockets >= 1); /* the listening socket at least */
 }
 
+/* Escapes decoded alike over HTTP and in-process; a '%' without two hex
+ * digits after it stays as it is. */
+static void test_escapes(void **state)
+{
+	struct fixture *f = *state;
+	struct reply r;
+	get(f, "/v1/echo/a%3Ab/x/%zz?k=%41%2&%6B2=%e2%82%ac", &r);
+	assert_int_equal(r.status, 200);
+	json_t *p = json_object_get(r.json, "params"), *q = json_object_get(r.json, "query");
+	assert_string_equal(json_string_value(json_object_get(p, "a")), "a:b");
+	assert_string_equal(json_string_value(json_object_get(p, "b")), "%zz");
+	assert_string_equal(json_string_value(json_object_get(q, "k")), "A%2");
+	assert_string_equal(json_string_value(json_object_get(q, "k2")), "\xe2\x82\xac");
+	reply_release(&r);
+}
+
+/* In-process: neither side shares objects with the other (the server's
+ * answers hold records of its cache, read only). */
+static void test_local_bodies_are_copies(void **state)
+{
+	struct fixture *f = *state;
+	struct httpc c;
+	struct httpc_response resp;
+	struct herd_err err = { 0 };
+	json_t *body = json_pack("{s:{s:s}}", "job", "id", "web");
+
+	httpc_init(&c, NULL);
+	c.local = http_server_local(f->srv);
+	assert_int_equal(httpc_request(&c, "POST", "/v1/jobs/parse", body, &resp, &err), 0);
+	json_t *echoed = json_object_get(resp.body, "body");
+	assert_true(json_equal(echoed, body));
+	assert_ptr_not_equal(echoed, body);
+	assert_ptr_not_equal(json_object_get(echoed, "job"), json_object_get(body, "job"));
+	assert_int_equal(body->refcount, 1);
+	httpc_response_release(&resp);
+	json_decref(body);
+	httpc_release(&c);
+}
+
+static int abort_now(void *arg)
+{
+	return ++*(int *)arg >= 2;
+}
+
+/* A waiting in-process request asks its caller whether to go on, and ends
+ * with -ECANCELED when told to stop: how an agent's threads stop. */
+static void test_local_wait_abandoned(void **state)
+{
+	struct fixture *f = *state;
+	struct httpc c;
+	struct httpc_response resp;
+	struct herd_err err = { 0 };
+	struct timespec t0;
+	int asked = 0;
+
+	httpc_init(&c, NULL);
+	c.local = http_server_local(f->srv);
+	c.abort_cb = abort_now;
+	c.abort_arg = &asked;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(httpc_get_blocking(&c, "/v1/status/index", 5, 30000, &resp, &err),
+			 -ECANCELED);
+	assert_int_equal(asked, 2);
+	assert_true(seconds_since(&t0) < 5);
+	assert_int_equal(resp.status, 0);
+	httpc_response_release(&resp);
+	/* a route the client gets wrong: the same error as over HTTP */
+	c.abort_cb = NULL;
+	assert_int_equal(httpc_request(&c, "GET", "/v1/nope", NULL, &resp, &err), -ENOENT);
+	assert_string_equal(resp.error_code, "not_found");
+	assert_non_null(strstr(err.msg, "not_found"));
+	httpc_response_release(&resp);
+	httpc_release(&c);
+}
+
 int main(void)
 {
 	note_inherited_fds();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 #define S(fn) cmocka_unit_test_setup_teardown(fn, setup_small, teardown)
+#define L(fn) { "in-process " #fn, fn, setup_local, teardown, NULL }
+#define LS(fn) { "in-process " #fn, fn, setup_small_local, teardown, NULL }
 	const struct CMUnitTest tests[] = {
 		T(test_health_and_index),
 		T(test_params_query_token),
+		T(test_escapes),
 		T(test_literal_beats_param),
 		T(test_not_found_and_method),
 		T(test_json_bodies),
@@ -717,6 +874,26 @@ int main(void)
 		T(test_bad_bind_address),
 		cmocka_unit_test(test_router_patterns),
 		T(test_fds_close_on_exec),
+		/* the same again through the in-process transport, less
+		 * what only the wire has (body limits, chunks, sockets) */
+		L(test_health_and_index),
+		L(test_params_query_token),
+		L(test_escapes),
+		L(test_literal_beats_param),
+		L(test_not_found_and_method),
+		L(test_json_bodies),
+		L(test_internal_errors_do_not_leak),
+		L(test_write_sets_index),
+		L(test_blocking_wakes_on_change),
+		L(test_blocking_times_out),
+		L(test_blocking_nothing_new_keeps_waiting),
+		L(test_blocking_nothing_new_until_timeout),
+		LS(test_blocking_wait_capped),
+		L(test_blocking_bad_arguments),
+		L(test_many_waiters_one_change),
+		L(test_stop_releases_waiters),
+		L(test_local_bodies_are_copies),
+		L(test_local_wait_abandoned),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	curl_global_cleanup();

@@ -1,0 +1,239 @@
+/* http_local.c: requests from this process's own client, served without a
+ * socket (http.h, http_server_local; httpc.h, struct httpc_local).
+ *
+ * An agent that runs the server and a client in one process (`herd agent
+ * -dev`, a single-machine farm) would otherwise send every watch, status
+ * report and heartbeat through curl, the loopback, libmicrohttpd and a
+ * hand-off to an MHD or writer thread and back: a third of the requests a
+ * batch job causes, each with four thread switches.  Here the request goes
+ * through the same core as one read from the wire (http-int.h: route,
+ * query, headers, blocking-query limits, ACL token), and its handler runs
+ * on the caller's thread.  What differs: the body is handed over as JSON,
+ * not text (a deep copy each way, so that neither side shares objects with
+ * the other: the server's answers hold records of the store's cache, read
+ * only), and no body-size limit applies (the client's own bodies are
+ * small). */
+#include "server/http-int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/httpc.h"
+#include "common/units.h"
+#include "common/xalloc.h"
+
+/* How often a waiting request asks its caller whether to stop. */
+#define LOCAL_POLL_NS (NS_PER_SEC / 4)
+
+struct http_local {
+	struct httpc_local transport;
+	const struct http_router *router;
+	struct index_watch *watch;
+	struct http_limits limits;
+
+	pthread_mutex_t lock; /* guards what follows */
+	pthread_cond_t idle;  /* ncalls reached 0 */
+	unsigned ncalls;      /* calls running */
+	int stopping;
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Decodes %XX in s[0..len) as libmicrohttpd does for paths and query
+ * arguments (a '%' not followed by two hex digits stays as it is). */
+static char *unescape(const char *s, size_t len)
+{
+	char *out = xmalloc(len + 1), *o = out;
+
+	for (size_t i = 0; i < len; i++) {
+		int hi, lo;
+		if (s[i] == '%' && i + 2 < len &&
+		    (hi = hexval(s[i + 1])) >= 0 && (lo = hexval(s[i + 2])) >= 0) {
+			*o++ = (char)(hi * 16 + lo);
+			i += 2;
+		} else {
+			*o++ = s[i];
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Adds the arguments of query ("a=1&b=x%20y") to st, decoded. */
+static void add_query(struct http_request_state *st, const char *query)
+{
+	while (*query) {
+		size_t len = strcspn(query, "&");
+		const char *eq = memchr(query, '=', len);
+		if (len) {
+			size_t klen = eq ? (size_t)(eq - query) : len;
+			char *key = unescape(query, klen);
+			char *value = eq ? unescape(eq + 1, len - klen - 1) : NULL;
+			http_request_add_query(st, key, value);
+			free(key);
+			free(value);
+		}
+		query += len;
+		if (*query == '&')
+			query++;
+	}
+}
+
+/* Waits until the watched index passes after, deadline_ns (CLOCK_MONOTONIC)
+ * comes, the caller gives up or the server stops.  Returns 0, or
+ * -ECANCELED when the caller gave up. */
+static int wait_index(struct http_local *l, uint64_t after, int64_t deadline_ns,
+		      int (*abort_cb)(void *), void *abort_arg)
+{
+	for (;;) {
+		int64_t left = deadline_ns - mono_ns();
+		int stopping;
+		if (left <= 0)
+			return 0;
+		if (index_watch_wait(l->watch, after, left < LOCAL_POLL_NS ? left : LOCAL_POLL_NS,
+				     NULL) == 0)
+			return 0;
+		if (abort_cb && abort_cb(abort_arg))
+			return -ECANCELED;
+		pthread_mutex_lock(&l->lock);
+		stopping = l->stopping;
+		pthread_mutex_unlock(&l->lock);
+		if (stopping)
+			return 0; /* answered at once, as the server's held requests are */
+	}
+}
+
+/* Prepares, waits when the request asks to, runs; fills resp and *index
+ * (the X-Herd-Index of the answer).  Returns 0 or -ECANCELED. */
+static int serve(struct http_local *l, struct http_request_state *st, int (*abort_cb)(void *),
+		 void *abort_arg, struct http_response *resp, uint64_t *index)
+{
+	int64_t deadline_ns;
+	int rc;
+
+	*index = index_watch_current(l->watch);
+	if (http_request_prepare(st, l->router, &l->limits, resp))
+		return 0;
+	deadline_ns = mono_ns() + st->req.wait_ns;
+	if (http_request_should_wait(st, *index) &&
+	    (rc = wait_index(l, st->req.wait_index, deadline_ns, abort_cb, abort_arg)))
+		return rc;
+	for (;;) {
+		*index = index_watch_current(l->watch);
+		http_request_run(st, *index, resp);
+		/* nothing new for this client: wait for the next change (http.h) */
+		if (!(resp->nothing_new && st->req.has_index && st->req.wait_ns > 0 &&
+		      mono_ns() < deadline_ns))
+			break;
+		http_response_release(resp);
+		if ((rc = wait_index(l, *index, deadline_ns, abort_cb, abort_arg)))
+			return rc;
+	}
+	if (resp->has_index)
+		*index = resp->index;
+	return 0;
+}
+
+static int local_call(void *arg, const char *method, const char *path, const json_t *body,
+		      const char *token, int (*abort_cb)(void *), void *abort_arg,
+		      struct httpc_response *out, struct herd_err *err)
+{
+	struct http_local *l = arg;
+	struct http_request_state st;
+	struct http_response resp = { 0 };
+	const char *q = strchr(path, '?');
+	char *decoded = unescape(path, q ? (size_t)(q - path) : strlen(path));
+	uint64_t index;
+	int rc;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->stopping) {
+		pthread_mutex_unlock(&l->lock);
+		free(decoded);
+		return herd_errf(err, -ECONNREFUSED, "the server in this process is stopping");
+	}
+	l->ncalls++;
+	pthread_mutex_unlock(&l->lock);
+
+	http_request_state_init(&st, method, decoded);
+	free(decoded);
+	if (q)
+		add_query(&st, q + 1);
+	http_request_add_header(&st, "Accept", "application/json");
+	if (token)
+		http_request_add_header(&st, "X-Herd-Token", token);
+	if (body) {
+		http_request_add_header(&st, "Content-Type", "application/json");
+		st.req.body = json_deep_copy(body);
+	}
+	rc = serve(l, &st, abort_cb, abort_arg, &resp, &index);
+	if (rc == 0) {
+		out->status = resp.status;
+		out->index = index;
+		out->body = resp.body ? json_deep_copy(resp.body) : NULL;
+	} else {
+		herd_errf(err, rc, "request abandoned");
+	}
+	http_response_release(&resp);
+	http_request_state_release(&st);
+
+	pthread_mutex_lock(&l->lock);
+	if (--l->ncalls == 0)
+		pthread_cond_broadcast(&l->idle);
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
+struct http_local *http_local_new(const struct http_router *router, struct index_watch *watch,
+				  const struct http_limits *limits)
+{
+	struct http_local *l = xcalloc(1, sizeof(*l));
+
+	l->transport.call = local_call;
+	l->transport.arg = l;
+	l->router = router;
+	l->watch = watch;
+	l->limits = *limits;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->idle, NULL);
+	return l;
+}
+
+const struct httpc_local *http_local_transport(struct http_local *l)
+{
+	return &l->transport;
+}
+
+void http_local_free(struct http_local *l)
+{
+	if (!l)
+		return;
+	/* Waiting calls answer at once (within LOCAL_POLL_NS); new ones are
+	 * refused; the ones running finish before the router goes. */
+	pthread_mutex_lock(&l->lock);
+	l->stopping = 1;
+	while (l->ncalls)
+		pthread_cond_wait(&l->idle, &l->lock);
+	pthread_mutex_unlock(&l->lock);
+	pthread_cond_destroy(&l->idle);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
