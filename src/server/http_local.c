@@ -9,10 +9,10 @@
  * through the same core as one read from the wire (http-int.h: route,
  * query, headers, blocking-query limits, ACL token), and its handler runs
  * on the caller's thread.  What differs: the body is handed over as JSON,
- * not text (a deep copy each way, so that neither side shares objects with
- * the other: the server's answers hold records of the store's cache, read
- * only), and no body-size limit applies (the client's own bodies are
- * small). */
+ * not text (copied each way, so that neither side shares an object or array
+ * with the other: the server's answers hold records of the store's cache,
+ * read only, and the client changes what it is given), and no body-size
+ * limit applies (the client's own bodies are small). */
 #include "server/http-int.h"
 
 #include <errno.h>
@@ -75,6 +75,36 @@ static char *unescape(const char *s, size_t len)
 	}
 	*o = '\0';
 	return out;
+}
+
+/* A copy of v with new objects and arrays and v's own strings, numbers,
+ * booleans and nulls (a reference each).  Sharing those is safe: herd
+ * changes no string or number in place except in a deep copy of its own
+ * (task_prepare.c), and jansson counts references atomically.  Most of a
+ * record's values are strings, so this allocates far less than
+ * json_deep_copy.  NULL for NULL. */
+static json_t *copy_containers(json_t *v)
+{
+	json_t *out, *x;
+	const char *key;
+	size_t i, klen;
+
+	if (!v)
+		return NULL;
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		out = json_object();
+		json_object_keylen_foreach(v, key, klen, x)
+			json_object_setn_new_nocheck(out, key, klen, copy_containers(x));
+		return out;
+	case JSON_ARRAY:
+		out = json_array();
+		json_array_foreach(v, i, x)
+			json_array_append_new(out, copy_containers(x));
+		return out;
+	default:
+		return json_incref(v);
+	}
 }
 
 /* Adds the arguments of query ("a=1&b=x%20y") to st, decoded. */
@@ -182,13 +212,13 @@ static int local_call(void *arg, const char *method, const char *path, const jso
 		http_request_add_header(&st, "X-Herd-Token", token);
 	if (body) {
 		http_request_add_header(&st, "Content-Type", "application/json");
-		st.req.body = json_deep_copy(body);
+		st.req.body = copy_containers((json_t *)body);
 	}
 	rc = serve(l, &st, abort_cb, abort_arg, &resp, &index);
 	if (rc == 0) {
 		out->status = resp.status;
 		out->index = index;
-		out->body = resp.body ? json_deep_copy(resp.body) : NULL;
+		out->body = copy_containers(resp.body);
 	} else {
 		herd_errf(err, rc, "request abandoned");
 	}
