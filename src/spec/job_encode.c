@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json_sorted.h"
 #include "common/xalloc.h"
 #include "spec/job-int.h"
 #include "spec/spec.h"
@@ -71,48 +72,15 @@ static const struct field *const *sorted_fields(const struct schema *schema)
 struct sorted_kv {
 	const char *key;
 	size_t len;
-	const void *value;
+	const char *value;
 };
 
-/* Bytewise over the common length, then shorter first: the store's order
- * (JSON_SORT_KEYS). */
+/* A job_map's keys in the order of the task configs' sorted copies and of
+ * the store's canonical form (json_sorted.h). */
 static int kv_cmp(const void *a, const void *b)
 {
 	const struct sorted_kv *x = a, *y = b;
-	int c = memcmp(x->key, y->key, x->len < y->len ? x->len : y->len);
-	return c ? c : (x->len > y->len) - (x->len < y->len);
-}
-
-/* A deep copy of a task's config with every object's keys sorted. */
-static json_t *sorted_copy(json_t *v)
-{
-	struct sorted_kv stack[16], *kv;
-	const char *k;
-	size_t n, m = 0, klen, i;
-	json_t *out, *x;
-
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		n = json_object_size(v);
-		kv = n <= 16 ? stack : xcalloc(n, sizeof(*kv));
-		json_object_keylen_foreach(v, k, klen, x)
-			kv[m++] = (struct sorted_kv){ k, klen, x };
-		qsort(kv, m, sizeof(*kv), kv_cmp);
-		out = json_object();
-		for (i = 0; i < m; i++)
-			json_object_setn_new_nocheck(out, kv[i].key, kv[i].len,
-						     sorted_copy((json_t *)kv[i].value));
-		if (kv != stack)
-			free(kv);
-		return out;
-	case JSON_ARRAY:
-		out = json_array();
-		json_array_foreach(v, i, x)
-			json_array_append_new(out, sorted_copy(x));
-		return out;
-	default:
-		return json_deep_copy(v);
-	}
+	return json_sorted_keycmp(x->key, x->len, y->key, y->len);
 }
 
 /* A job_map as an object, its keys sorted. */
@@ -176,7 +144,8 @@ static json_t *encode_field(const struct field *f, const void *obj, bool sorted)
 	case F_CONFIG:
 		if (!*(json_t *const *)p)
 			return json_object();
-		return sorted ? sorted_copy(*(json_t *const *)p) : json_deep_copy(*(json_t *const *)p);
+		return sorted ? json_sorted_copy(*(json_t *const *)p, NULL)
+			      : json_deep_copy(*(json_t *const *)p);
 	case F_OBJECT:
 		return encode_object(f->schema, p, sorted);
 	case F_OBJECT_PTR:

@@ -4,93 +4,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json_sorted.h"
 #include "common/strbuf.h"
-#include "common/xalloc.h"
 
 /* Deeper than any record herd writes; a deeper object is stored the old
  * way (json_dumps) and not cached. */
 #define CANON_MAX_DEPTH 256
 
-struct sorted_key {
-	const char *key;
-	size_t len;
-	json_t *value;
-};
-
-/* JSON_SORT_KEYS's order: bytewise over the common length, then shorter
- * first. */
-static int sorted_key_cmp(const void *a, const void *b)
-{
-	const struct sorted_key *x = a, *y = b;
-	int c = memcmp(x->key, y->key, x->len < y->len ? x->len : y->len);
-	return c ? c : (x->len > y->len) - (x->len < y->len);
-}
-
-static json_t *copy_at(json_t *v, bool top, int depth);
-
-static json_t *copy_object(json_t *v, bool top, int depth)
-{
-	size_t n = json_object_size(v), m = 0;
-	struct sorted_key stack[32], *keys = n <= 32 ? stack : xcalloc(n, sizeof(*keys));
-	json_t *out = json_object(), *x;
-	const char *k;
-	size_t klen;
-
-	json_object_keylen_foreach(v, k, klen, x) {
-		/* the store's to say, added back on read */
-		if (top && (!strcmp(k, "create_index") || !strcmp(k, "modify_index")))
-			continue;
-		keys[m++] = (struct sorted_key){ k, klen, x };
-	}
-	qsort(keys, m, sizeof(*keys), sorted_key_cmp);
-	for (size_t i = 0; i < m && out; i++) {
-		json_t *c = copy_at(keys[i].value, false, depth + 1);
-		if (!c || json_object_setn_new_nocheck(out, keys[i].key, keys[i].len, c)) {
-			json_decref(out);
-			out = NULL;
-		}
-	}
-	if (keys != stack)
-		free(keys);
-	return out;
-}
-
-static json_t *copy_at(json_t *v, bool top, int depth)
-{
-	json_t *out, *x;
-	size_t i;
-
-	if (depth > CANON_MAX_DEPTH)
-		return NULL;
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return copy_object(v, top, depth);
-	case JSON_ARRAY:
-		out = json_array();
-		json_array_foreach(v, i, x) {
-			json_t *c = copy_at(x, false, depth + 1);
-			if (!c || json_array_append_new(out, c)) {
-				json_decref(out);
-				return NULL;
-			}
-		}
-		return out;
-	case JSON_STRING:
-		if (memchr(json_string_value(v), 0, json_string_length(v)))
-			return NULL;
-		return json_stringn_nocheck(json_string_value(v), json_string_length(v));
-	case JSON_INTEGER:
-		return json_integer(json_integer_value(v));
-	case JSON_REAL:
-		return json_real(json_real_value(v));
-	default: /* true, false, null: jansson's constants */
-		return json_incref(v);
-	}
-}
+/* The store's indexes: its own to say, added back on read. */
+static const char *const store_indexes[] = { "create_index", "modify_index", NULL };
 
 json_t *canon_copy(json_t *v, bool top)
 {
-	return v ? copy_at(v, top, 0) : NULL;
+	const struct json_sorted_rules rules = {
+		.drop_top = top ? store_indexes : NULL,
+		.max_depth = CANON_MAX_DEPTH,
+		/* json_loads refuses \u0000: the text would not load back */
+		.refuse_nul = true,
+	};
+	return json_sorted_copy(v, &rules);
 }
 
 /* What jansson writes for v (a real, or a string beyond ASCII): its own
@@ -171,8 +103,7 @@ static void add_integer(struct strbuf *sb, json_int_t v)
  * object: strictly after it in JSON_SORT_KEYS's order. */
 static bool key_follows(const char *prev, size_t plen, const char *key, size_t klen)
 {
-	int c = memcmp(prev, key, plen < klen ? plen : klen);
-	return c < 0 || (c == 0 && plen < klen);
+	return json_sorted_keycmp(prev, plen, key, klen) < 0;
 }
 
 /* Writes v to sb.  strict: v must already be canonical (canon_encode_canonical),

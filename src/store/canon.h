@@ -16,7 +16,8 @@
 #include <stddef.h>
 
 /* A new deep copy of v with every object's keys inserted in canonical
- * order (top: without create_index and modify_index), or NULL when its
+ * order (json_sorted_copy, common/json_sorted.h, with the store's rules:
+ * top, without create_index and modify_index), or NULL when its
  * text would not load back as the same object (a string holding NUL,
  * which json_loads refuses as \u0000) or v nests deeper than json_loads
  * accepts (or loops back on itself). */
