@@ -81,8 +81,9 @@ struct http_local *http_local_new(const struct http_router *router, struct index
 const struct httpc_local *http_local_transport(struct http_local *l);
 void http_local_free(struct http_local *l);
 
-/* Writes the response body as text (compact JSON and a newline); the
- * caller frees it.  *len receives its length. */
+/* Writes the response body as text (compact JSON and a newline; a text
+ * answer's text as it is); the caller frees it.  *len receives its
+ * length. */
 char *http_response_text(const struct http_response *resp, size_t *len);
 
 #endif

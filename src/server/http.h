@@ -5,7 +5,9 @@
  * (GNU libmicrohttpd, a small thread pool, epoll) reads each request, checks
  * it (404 unknown path, 405 wrong method, 413 body over the limit, 400 bad
  * JSON or bad query values), hands the handler a parsed request and sends
- * what the handler answers, always with an X-Herd-Index header.
+ * what the handler answers, always with an X-Herd-Index header.  Answers
+ * are JSON, except where a handler answers text with a content type of its
+ * own (http_reply_text: GET /v1/metrics, the Prometheus text format).
  *
  * Blocking queries: a GET on a route marked HTTP_ROUTE_BLOCKING with
  * ?index=N (and optionally &wait=30s) is held, without a thread, until the
@@ -65,10 +67,20 @@ const char *http_param(const struct http_request *req, const char *name);
 const char *http_query(const struct http_request *req, const char *name);
 const char *http_header(const struct http_request *req, const char *name);
 
-/* What a handler answers. */
+/* What a handler answers: a JSON body, or a text (one or the other). */
 struct http_response {
 	int status;
 	json_t *body;      /* owned by the response */
+	/* A text answer, sent as it is (no newline added) with content_type
+	 * instead of JSON, for formats other programs read (the Prometheus
+	 * text format).  text is owned by the response (a NUL-terminated
+	 * string of malloc); content_type is borrowed and must outlive the
+	 * response (a string literal).  Both NULL for a JSON answer.  The
+	 * in-process transport (http_local.c) hands a text answer to its
+	 * caller as the status and a NULL body: the in-process client
+	 * speaks JSON only. */
+	char *text;
+	const char *content_type;
 	int has_index;     /* set by a write: X-Herd-Index is this index */
 	uint64_t index;
 	char allow[64];    /* the Allow header of a 405; empty otherwise */
@@ -82,8 +94,14 @@ struct http_response {
 	int nothing_new;
 };
 
-/* Sets status and body (taking the reference to body). */
+/* Sets status and body (taking the reference to body); drops a text set
+ * before. */
 void http_reply(struct http_response *resp, int status, json_t *body);
+/* Sets status and a text answer (taking text, a string of malloc; NULL is
+ * an answer of nothing, a 500) with content_type (borrowed: a literal);
+ * drops a JSON body set before. */
+void http_reply_text(struct http_response *resp, int status, const char *content_type,
+		     char *text);
 /* Sets an error answer: status and {"error": {"code", "message"}}.
  * Returns 0, so that handlers can `return http_error(...)`. */
 int http_error(struct http_response *resp, int status, const char *code, const char *fmt, ...)

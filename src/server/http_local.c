@@ -11,8 +11,10 @@
  * on the caller's thread.  What differs: the body is handed over as JSON,
  * not text (copied each way, so that neither side shares an object or array
  * with the other: the server's answers hold records of the store's cache,
- * read only, and the client changes what it is given), and no body-size
- * limit applies (the client's own bodies are small). */
+ * read only, and the client changes what it is given), no body-size
+ * limit applies (the client's own bodies are small), and a text answer
+ * (http_reply_text: GET /v1/metrics) reaches the caller as its status and
+ * a NULL body, since httpc's callers read JSON only. */
 #include "server/http-int.h"
 
 #include <errno.h>
@@ -218,7 +220,7 @@ static int local_call(void *arg, const char *method, const char *path, const jso
 	if (rc == 0) {
 		out->status = resp.status;
 		out->index = index;
-		out->body = copy_containers(resp.body);
+		out->body = copy_containers(resp.body); /* NULL for a text answer */
 	} else {
 		herd_errf(err, rc, "request abandoned");
 	}

@@ -111,8 +111,22 @@ const char *http_header(const struct http_request *req, const char *name)
 void http_reply(struct http_response *resp, int status, json_t *body)
 {
 	json_decref(resp->body);
+	free(resp->text);
+	resp->text = NULL;
+	resp->content_type = NULL;
 	resp->status = status;
 	resp->body = body;
+}
+
+void http_reply_text(struct http_response *resp, int status, const char *content_type,
+		     char *text)
+{
+	json_decref(resp->body);
+	resp->body = NULL;
+	free(resp->text);
+	resp->status = status;
+	resp->text = text;
+	resp->content_type = content_type;
 }
 
 /* A JSON string of msg; messages quote what the client sent (a path), which
@@ -145,6 +159,7 @@ void http_response_release(struct http_response *resp)
 	if (!resp)
 		return;
 	json_decref(resp->body);
+	free(resp->text);
 	memset(resp, 0, sizeof(*resp));
 }
 
@@ -334,7 +349,8 @@ void http_request_run(struct http_request_state *st, uint64_t current,
 
 	st->req.index = current;
 	rc = st->route->fn(&st->req, resp, st->route->ctx);
-	if (rc >= 0 && resp->status >= 100 && resp->status <= 599 && resp->body)
+	if (rc >= 0 && resp->status >= 100 && resp->status <= 599 &&
+	    (resp->body || (resp->text && resp->content_type)))
 		return;
 	if (st->router && st->router->on_error)
 		st->router->on_error(st->method, st->path, rc < 0 ? rc : -EPROTO,
@@ -358,6 +374,10 @@ char *http_response_text(const struct http_response *resp, size_t *len)
 	 * a string of its own for us to copy. */
 	struct strbuf sb;
 
+	if (resp->text) {
+		*len = strlen(resp->text);
+		return xstrndup(resp->text, *len);
+	}
 	strbuf_init(&sb, 512);
 	if (!resp->body || json_dump_callback(resp->body, dump_to_strbuf, &sb, JSON_COMPACT)) {
 		/* a body jansson cannot encode (NaN): a handler bug */

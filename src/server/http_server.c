@@ -281,8 +281,17 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct http_re
 	enum MHD_Result ret;
 	char idx[32];
 	size_t len;
-	char *text = http_response_text(resp, &len);
+	const char *type = resp->text ? resp->content_type : "application/json";
+	char *text;
 
+	/* a text answer goes as it is, without a copy: MHD takes it */
+	if (resp->text) {
+		text = resp->text;
+		len = strlen(text);
+		resp->text = NULL;
+	} else {
+		text = http_response_text(resp, &len);
+	}
 	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(text);
@@ -291,7 +300,7 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct http_re
 	}
 	snprintf(idx, sizeof(idx), "%llu",
 		 (unsigned long long)(resp->has_index ? resp->index : index));
-	MHD_add_response_header(r, "Content-Type", "application/json");
+	MHD_add_response_header(r, "Content-Type", type);
 	MHD_add_response_header(r, "Cache-Control", "no-store");
 	MHD_add_response_header(r, "X-Herd-Index", idx);
 	if (resp->allow[0])

@@ -82,6 +82,32 @@ static int news_from_8(struct http_request *req, struct http_response *resp, voi
 	return 0;
 }
 
+#define TEXT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define TEXT_BODY "# TYPE a gauge\na 1\nb{x=\"y\\\"z\"} 2\n"
+
+/* A text answer with a content type of its own, as GET /v1/metrics gives. */
+static int text_answer(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	http_reply_text(resp, 200, TEXT_TYPE, strdup(TEXT_BODY));
+	return 0;
+}
+
+/* A text answer, then a failure: the client gets the JSON 500, not the
+ * text (nor a leak). */
+static int text_then_fail(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	http_reply_text(resp, 200, TEXT_TYPE, strdup("half"));
+	return -EIO;
+}
+
+/* A JSON body replaced by a text: only the text goes. */
+static int json_then_text(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	http_reply(resp, 200, json_pack("{s:b}", "json", 1));
+	http_reply_text(resp, 202, "text/csv", strdup("a,b\n"));
+	return 0;
+}
+
 static void count_error(const char *method, const char *path, int rc, void *arg)
 {
 	struct fixture *f = arg;
@@ -130,6 +156,9 @@ static int setup_with(void **state, size_t max_body, int64_t max_wait_ns)
 	    http_router_add(f->router, "GET", "/v1/fail", failing, 0, NULL, &err) ||
 	    http_router_add(f->router, "GET", "/v1/nothing", answer_nothing, 0, NULL, &err) ||
 	    http_router_add(f->router, "PUT", "/v1/write", write_at, 0, NULL, &err) ||
+	    http_router_add(f->router, "GET", "/v1/text", text_answer, 0, NULL, &err) ||
+	    http_router_add(f->router, "GET", "/v1/text-fail", text_then_fail, 0, NULL, &err) ||
+	    http_router_add(f->router, "GET", "/v1/json-text", json_then_text, 0, NULL, &err) ||
 	    http_router_add(f->router, "GET", "/v1/news", news_from_8, HTTP_ROUTE_BLOCKING, f,
 			    &err)) {
 		fprintf(stderr, "%s\n", err.msg);
@@ -179,6 +208,7 @@ struct reply {
 	struct strbuf body;
 	char index[32];
 	char allow[64];
+	char type[128]; /* Content-Type (over HTTP only) */
 	json_t *json;
 	double seconds;
 };
@@ -208,6 +238,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	struct reply *r = arg;
 	header_value(p, size * n, "X-Herd-Index", r->index, sizeof(r->index));
 	header_value(p, size * n, "Allow", r->allow, sizeof(r->allow));
+	header_value(p, size * n, "Content-Type", r->type, sizeof(r->type));
 	return size * n;
 }
 
@@ -785,6 +816,43 @@ static void test_escapes(void **state)
 	reply_release(&r);
 }
 
+/* A text answer goes as it is, with its content type and X-Herd-Index;
+ * in-process it is its status and no body.  A failure after a text set is
+ * the JSON 500; a text set after a JSON body replaces it. */
+static void test_text_answers(void **state)
+{
+	struct fixture *f = *state;
+	struct reply r;
+
+	get(f, "/v1/text", &r);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.index, "5");
+	if (via_local) {
+		assert_int_equal(r.body.len, 0);
+		assert_null(r.json);
+	} else {
+		assert_string_equal(r.type, TEXT_TYPE);
+		assert_int_equal(r.body.len, strlen(TEXT_BODY));
+		assert_memory_equal(r.body.buf, TEXT_BODY, r.body.len);
+	}
+	reply_release(&r);
+	get(f, "/v1/text-fail", &r);
+	assert_int_equal(r.status, 500);
+	assert_string_equal(error_code(&r), "internal");
+	if (!via_local)
+		assert_string_equal(r.type, "application/json");
+	reply_release(&r);
+	get(f, "/v1/json-text", &r);
+	assert_int_equal(r.status, 202);
+	assert_null(r.json);
+	if (!via_local) {
+		assert_string_equal(r.type, "text/csv");
+		assert_string_equal(r.body.buf, "a,b\n");
+	}
+	reply_release(&r);
+	assert_int_equal(f->errors_logged, 1);
+}
+
 /* In-process: neither side shares objects with the other (the server's
  * answers hold records of its cache, read only). */
 static void test_local_bodies_are_copies(void **state)
@@ -861,6 +929,7 @@ int main(void)
 		T(test_json_bodies),
 		T(test_internal_errors_do_not_leak),
 		T(test_write_sets_index),
+		T(test_text_answers),
 		T(test_body_limit_default),
 		S(test_body_limit_chunked),
 		T(test_blocking_wakes_on_change),
@@ -884,6 +953,7 @@ int main(void)
 		L(test_json_bodies),
 		L(test_internal_errors_do_not_leak),
 		L(test_write_sets_index),
+		L(test_text_answers),
 		L(test_blocking_wakes_on_change),
 		L(test_blocking_times_out),
 		L(test_blocking_nothing_new_keeps_waiting),
