@@ -49,7 +49,9 @@
  * before the COMMIT that carries it has returned, so the durability
  * argument above holds unchanged.  While the leader commits, new writers
  * queue up for the next group; a writer alone commits at once, paying no
- * extra latency. */
+ * extra latency.  Each waiting writer sleeps on a condition of its own: a
+ * commit wakes its group and the first writer queued since (who leads
+ * next), not every writer waiting. */
 #include "store/store-int.h"
 
 #include <errno.h>
@@ -109,7 +111,6 @@ struct sqlite_store {
 
 	/* group commit: guarded by q_lock */
 	pthread_mutex_t q_lock;
-	pthread_cond_t q_done;
 	struct commit_req *q_head, **q_tail;
 	bool leading;          /* a leader is committing a group */
 	uint64_t groups, changes; /* counters for benchmarks */
@@ -127,6 +128,12 @@ struct commit_req {
 	uint64_t index;
 	int rc;
 	bool done;
+	/* Signalled when done, or when this writer is first in the queue and
+	 * the group before has committed (it leads next).  One per writer, so
+	 * that a commit wakes exactly its group and the next leader; with one
+	 * condition for all, every commit woke every waiting writer, and those
+	 * queued for the next group went back to sleep. */
+	pthread_cond_t wake;
 	struct commit_req *next;
 };
 
@@ -978,7 +985,8 @@ static int sqlite_commit(struct store *s, struct store_row *rows, size_t nrows,
 	struct sqlite_store *ss = ss_of(s);
 	struct herd_err scratch = { 0 };
 	struct commit_req req = { rows, nrows, conds, nconds, check, check_arg,
-				  err ? err : &scratch, 0, 0, false, NULL };
+				  err ? err : &scratch, 0, 0, false, PTHREAD_COND_INITIALIZER,
+				  NULL };
 
 	if (thread_conn)
 		return herd_errf(err, -EDEADLK, "store: a write inside a check or view");
@@ -989,7 +997,7 @@ static int sqlite_commit(struct store *s, struct store_row *rows, size_t nrows,
 		struct commit_req *group, *r;
 		size_t n = 0;
 		if (ss->leading) {
-			pthread_cond_wait(&ss->q_done, &ss->q_lock);
+			pthread_cond_wait(&req.wake, &ss->q_lock);
 			continue;
 		}
 		/* lead: take everything queued (this writer's change among it) */
@@ -1000,16 +1008,23 @@ static int sqlite_commit(struct store *s, struct store_row *rows, size_t nrows,
 		pthread_mutex_unlock(&ss->q_lock);
 		commit_group(ss, group);
 		pthread_mutex_lock(&ss->q_lock);
-		for (r = group; r; r = r->next, n++)
+		/* Wakes the group's writers (each returns once it has q_lock,
+		 * after we let go: its condition, on its stack, is not touched
+		 * after that) and the first of those queued meanwhile, which
+		 * leads the next group. */
+		for (r = group; r; r = r->next, n++) {
 			r->done = true;
+			if (r != &req)
+				pthread_cond_signal(&r->wake);
+		}
 		ss->groups++;
 		ss->changes += n;
 		ss->leading = false;
-		/* wakes the group's writers, and one of those queued meanwhile
-		 * leads the next group */
-		pthread_cond_broadcast(&ss->q_done);
+		if (ss->q_head)
+			pthread_cond_signal(&ss->q_head->wake);
 	}
 	pthread_mutex_unlock(&ss->q_lock);
+	pthread_cond_destroy(&req.wake);
 	if (req.rc == 0)
 		*out_index = req.index;
 	return req.rc;
@@ -1067,7 +1082,6 @@ static void sqlite_close(struct store *s)
 	pthread_mutex_destroy(&ss->r_lock);
 	pthread_cond_destroy(&ss->r_free);
 	pthread_mutex_destroy(&ss->q_lock);
-	pthread_cond_destroy(&ss->q_done);
 	store_base_release(s);
 	free(ss->path);
 	free(ss);
@@ -1204,7 +1218,6 @@ int store_open_sqlite(const char *path, struct store **out, struct herd_err *err
 	pthread_mutex_init(&ss->r_lock, NULL);
 	pthread_cond_init(&ss->r_free, NULL);
 	pthread_mutex_init(&ss->q_lock, NULL);
-	pthread_cond_init(&ss->q_done, NULL);
 	ss->q_tail = &ss->q_head;
 	rc = sqlite3_open_v2(path, &ss->w.db,
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXRESCODE |
@@ -1233,7 +1246,6 @@ fail:
 	pthread_mutex_destroy(&ss->r_lock);
 	pthread_cond_destroy(&ss->r_free);
 	pthread_mutex_destroy(&ss->q_lock);
-	pthread_cond_destroy(&ss->q_done);
 	free(ss);
 	return rc;
 }
