@@ -21,7 +21,9 @@
 
 #include "agent/artifact.h"
 #include "agent/confined.h"
+#include "common/httpc.h"
 #include "common/strbuf.h"
+#include "common/units.h"
 #include "common/xalloc.h"
 
 #define MAX_ENTRIES 100000
@@ -102,12 +104,12 @@ static int parse_checksum(struct fetch *f)
 		return herd_errf(f->err, -EINVAL, "artifact %s: %s checksum needs %u hex digits",
 				 f->a->source, f->hash->name, 2 * f->hash->digest_size);
 	for (unsigned i = 0; i < f->hash->digest_size; i++) {
-		unsigned v;
-		if (sscanf(hex + 2 * i, "%2x", &v) != 1 || !strchr("0123456789abcdefABCDEF", hex[2 * i]) ||
-		    !strchr("0123456789abcdefABCDEF", hex[2 * i + 1]))
+		int hi = hex_digit((unsigned char)hex[2 * i]);
+		int lo = hi >= 0 ? hex_digit((unsigned char)hex[2 * i + 1]) : -1;
+		if (lo < 0)
 			return herd_errf(f->err, -EINVAL, "artifact %s: checksum: bad hex digit",
 					 f->a->source);
-		f->want[i] = (uint8_t)v;
+		f->want[i] = (uint8_t)(hi * 16 + lo);
 	}
 	return 0;
 }
@@ -181,26 +183,6 @@ static int http_once(struct fetch *f, struct sink *s, bool *retry)
 	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(c);
 	return rc;
-}
-
-static int percent_decode(const char *s, char **out)
-{
-	struct strbuf sb = STRBUF_INIT;
-	for (; *s; s++) {
-		unsigned v;
-		if (*s == '%') {
-			if (sscanf(s + 1, "%2x", &v) != 1 || !v || !s[1] || !s[2]) {
-				strbuf_release(&sb);
-				return -EINVAL;
-			}
-			strbuf_addch(&sb, (int)v);
-			s += 2;
-		} else {
-			strbuf_addch(&sb, *s);
-		}
-	}
-	*out = strbuf_detach(&sb, NULL);
-	return 0;
 }
 
 /* A file source: checked against the roots, then copied. */
@@ -611,7 +593,7 @@ int artifact_fetch(const char *task_dir, const struct artifact_spec *a,
 	} else {
 		const char *path = a->source;
 		if (file_url) {
-			if (a->source[7] != '/' || percent_decode(a->source + 7, &decoded) < 0) {
+			if (a->source[7] != '/' || httpc_unescape(a->source + 7, strlen(a->source + 7), true, &decoded) < 0) {
 				rc = herd_errf(err, -EINVAL, "artifact %s: expected file:///absolute/path",
 					       a->source);
 				goto out_tmp;

@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 
 #include "common/strbuf.h"
+#include "common/units.h"
 #include "common/xalloc.h"
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -88,6 +89,28 @@ char *httpc_escape(const char *s)
 			strbuf_addf(&sb, "%%%02X", ch);
 	}
 	return strbuf_detach(&sb, NULL);
+}
+
+int httpc_unescape(const char *s, size_t len, bool strict, char **out)
+{
+	char *buf = xmalloc(len + 1), *o = buf;
+
+	for (size_t i = 0; i < len; i++) {
+		int hi = i + 2 < len && s[i] == '%' ? hex_digit((unsigned char)s[i + 1]) : -1;
+		int lo = hi >= 0 ? hex_digit((unsigned char)s[i + 2]) : -1;
+		if (s[i] == '%' && lo >= 0 && (hi || lo || !strict)) {
+			*o++ = (char)(hi * 16 + lo);
+			i += 2;
+		} else if (s[i] == '%' && strict) {
+			free(buf);
+			return -EINVAL;
+		} else {
+			*o++ = s[i];
+		}
+	}
+	*o = '\0';
+	*out = buf;
+	return 0;
 }
 
 struct recv {

@@ -15,6 +15,8 @@
 #ifndef HERD_COMMON_HTTPC_H
 #define HERD_COMMON_HTTPC_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -105,5 +107,12 @@ void httpc_response_release(struct httpc_response *resp);
 
 /* Percent-encodes s for a path segment or query value; caller frees. */
 char *httpc_escape(const char *s);
+
+/* Decodes the %XX escapes of s[0..len) into a new string (*out; free it).
+ * strict: a '%' without two hex digits after it, or an escape of NUL, is
+ * -EINVAL; otherwise such a '%' stays as it is, which is how
+ * libmicrohttpd decodes paths and query arguments.  Returns 0 or -EINVAL
+ * (then *out is untouched). */
+int httpc_unescape(const char *s, size_t len, bool strict, char **out);
 
 #endif

@@ -128,6 +128,17 @@ bad:
 			 "expected a size such as \"512MB\" or \"2 GiB\", got \"%s\"", s);
 }
 
+int hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 char *format_duration(int64_t ns, char *buf, size_t size)
 {
 	static const struct { const char *name; int64_t ns; } parts[] = {

@@ -22,6 +22,9 @@ int parse_duration(const char *s, int64_t *out_ns, struct herd_err *err);
 int parse_size(const char *s, int64_t *out_bytes, struct herd_err *err);
 int parse_int64(const char *s, int64_t min, int64_t max, int64_t *out, struct herd_err *err);
 
+/* The value of the hex digit c (0-9, a-f, A-F), or -1 for anything else. */
+int hex_digit(int c);
+
 /* Writes a duration the way parse_duration reads it ("1h30m", "250ms", "0s")
  * into buf; returns buf. */
 char *format_duration(int64_t ns, char *buf, size_t size);

@@ -48,37 +48,6 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Decodes %XX in s[0..len) as libmicrohttpd does for paths and query
- * arguments (a '%' not followed by two hex digits stays as it is). */
-static char *unescape(const char *s, size_t len)
-{
-	char *out = xmalloc(len + 1), *o = out;
-
-	for (size_t i = 0; i < len; i++) {
-		int hi, lo;
-		if (s[i] == '%' && i + 2 < len &&
-		    (hi = hexval(s[i + 1])) >= 0 && (lo = hexval(s[i + 2])) >= 0) {
-			*o++ = (char)(hi * 16 + lo);
-			i += 2;
-		} else {
-			*o++ = s[i];
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
 /* A copy of v with new objects and arrays and v's own strings, numbers,
  * booleans and nulls (a reference each).  Sharing those is safe: herd
  * changes no string or number in place except in a deep copy of its own
@@ -117,8 +86,10 @@ static void add_query(struct http_request_state *st, const char *query)
 		const char *eq = memchr(query, '=', len);
 		if (len) {
 			size_t klen = eq ? (size_t)(eq - query) : len;
-			char *key = unescape(query, klen);
-			char *value = eq ? unescape(eq + 1, len - klen - 1) : NULL;
+			char *key, *value = NULL;
+			httpc_unescape(query, klen, false, &key);
+			if (eq)
+				httpc_unescape(eq + 1, len - klen - 1, false, &value);
 			http_request_add_query(st, key, value);
 			free(key);
 			free(value);
@@ -192,19 +163,20 @@ static int local_call(void *arg, const char *method, const char *path, const jso
 	struct http_request_state st;
 	struct http_response resp = { 0 };
 	const char *q = strchr(path, '?');
-	char *decoded = unescape(path, q ? (size_t)(q - path) : strlen(path));
+	char *decoded;
 	uint64_t index;
 	int rc;
 
 	pthread_mutex_lock(&l->lock);
 	if (l->stopping) {
 		pthread_mutex_unlock(&l->lock);
-		free(decoded);
 		return herd_errf(err, -ECONNREFUSED, "the server in this process is stopping");
 	}
 	l->ncalls++;
 	pthread_mutex_unlock(&l->lock);
 
+	/* escapes decoded as libmicrohttpd decodes them (never fails) */
+	httpc_unescape(path, q ? (size_t)(q - path) : strlen(path), false, &decoded);
 	http_request_state_init(&st, method, decoded);
 	free(decoded);
 	if (q)

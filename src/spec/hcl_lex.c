@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/units.h"
 #include "common/xalloc.h"
 
 static struct hcl_pos pos_at(const struct hcl_lexer *lx, const char *p)
@@ -122,17 +123,6 @@ static bool is_ident_start(int c)
 static bool is_ident_char(int c)
 {
 	return has_class(c, C_IDCHAR);
-}
-
-static int hex_value(int c)
-{
-	if (is_digit(c))
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is not one
@@ -282,7 +272,7 @@ static long read_hex(const char *p, const char *end, int ndigits)
 {
 	long v = 0;
 	for (int i = 0; i < ndigits; i++) {
-		int h = p + i < end ? hex_value((unsigned char)p[i]) : -1;
+		int h = p + i < end ? hex_digit((unsigned char)p[i]) : -1;
 		if (h < 0)
 			return -1;
 		v = v * 16 + h;
@@ -313,7 +303,7 @@ static const char *lex_unicode_escape(struct hcl_lexer *lx, const char *p, struc
 
 	if (cp < 0) {
 		size_t n = 2;
-		while (n < (size_t)ndigits + 2 && p + n < end && hex_value((unsigned char)p[n]) >= 0)
+		while (n < (size_t)ndigits + 2 && p + n < end && hex_digit((unsigned char)p[n]) >= 0)
 			n++;
 		show_escape(p, end, n, shown, sizeof(shown));
 		lex_error(lx, pos_at(lx, p), "invalid escape \"%s\" in string; expected %d hex digits",

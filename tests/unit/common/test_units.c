@@ -4,9 +4,59 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/httpc.h"
 #include "common/units.h"
+
+static void test_hex_digit(void **state)
+{
+	const char *digits = "0123456789abcdef", *upper = "ABCDEF";
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(hex_digit(digits[i]), i);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(hex_digit(upper[i]), 10 + i);
+	for (int c = 0; c < 256; c++)
+		if (!strchr("0123456789abcdefABCDEF", c) || c == 0)
+			assert_int_equal(hex_digit(c), -1);
+}
+
+/* Decodes s with httpc_unescape; "ERR" when it refuses. */
+static char *unescaped(const char *s, bool strict)
+{
+	char *out = NULL;
+	if (httpc_unescape(s, strlen(s), strict, &out) < 0)
+		return strdup("ERR");
+	return out;
+}
+
+static void test_unescape(void **state)
+{
+	static const struct { const char *in, *lenient, *strict; } cases[] = {
+		{ "plain", "plain", "plain" },
+		{ "a%20b%2Fc%2f", "a b/c/", "a b/c/" },
+		{ "%e2%82%AC", "\xe2\x82\xac", "\xe2\x82\xac" },
+		{ "100%", "100%", "ERR" },         /* '%' at the end */
+		{ "%4", "%4", "ERR" },             /* one digit */
+		{ "%4g", "%4g", "ERR" },           /* second not hex */
+		{ "% 4x", "% 4x", "ERR" },         /* no skipping of spaces */
+		{ "x%00y", "x", "ERR" },           /* NUL: cut lenient, refused strict */
+		{ "%%41", "%A", "ERR" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *l = unescaped(cases[i].in, false), *st = unescaped(cases[i].in, true);
+		assert_string_equal(l, cases[i].lenient);
+		assert_string_equal(st, cases[i].strict);
+		free(l);
+		free(st);
+	}
+	/* only the first len bytes count */
+	char *out = NULL;
+	assert_int_equal(httpc_unescape("ab%41cd", 5, true, &out), 0);
+	assert_string_equal(out, "abA");
+	free(out);
+}
 
 static void test_durations(void **state)
 {
@@ -113,6 +163,8 @@ static void test_deadline_after(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hex_digit),
+		cmocka_unit_test(test_unescape),
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_bad_durations),
 		cmocka_unit_test(test_sizes),
