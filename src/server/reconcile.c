@@ -14,6 +14,10 @@
  *     within interval, delay); if the delay has not passed, a follow-up is
  *     due then; attempts exhausted: the slot stays failed;
  *   - current lost: replaced at once.
+ * A slot whose allocation a user stopped (reconcile_user_stop: desired
+ * stop, waiting for a replacement) has no current allocation: it is
+ * placed again, linked to the stopped one, whatever the client status
+ * (the stop route refuses an allocation that ended).
  * Allocations of removed groups or of slots past count are stopped. */
 #include <errno.h>
 #include <stdio.h>
@@ -49,6 +53,20 @@ static void stop_alloc(struct reconcile_result *r, const json_t *alloc, const ch
 	if (replaced_attempts >= 0)
 		json_object_set_new(c, "replacement_attempts", json_integer(replaced_attempts));
 	json_array_append_new(r->stops, c);
+}
+
+json_t *reconcile_user_stop(const json_t *alloc, int64_t now)
+{
+	struct reconcile_result r = { 0 };
+	json_t *c;
+
+	r.stops = json_array();
+	/* the attempts it had, not one more: a user's stop is no failure and
+	 * uses up nothing of the group's reschedule policy */
+	stop_alloc(&r, alloc, RECONCILE_USER_STOP, now, (int)jint(alloc, "reschedule_attempts", 0));
+	c = json_incref(json_array_get(r.stops, 0));
+	json_decref(r.stops);
+	return c;
 }
 
 static void add_place(struct reconcile_result *r, int group, int slot, const json_t *previous,

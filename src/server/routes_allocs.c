@@ -1,5 +1,5 @@
-/* routes_allocs: allocations (read, and the status agents report),
- * evaluations (read), and what the agent says about itself. */
+/* routes_allocs: allocations (read, the status agents report, a user's
+ * stop), evaluations (read), and what the agent says about itself. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 #include "server/server-int.h"
 
 #define STATUS_ATTEMPTS 20
+#define STOP_ATTEMPTS 20
 
 static int get_list(struct http_request *req, struct http_response *resp, struct server *srv,
 		    enum store_kind kind)
@@ -25,12 +26,26 @@ static int get_list(struct http_request *req, struct http_response *resp, struct
 	return 0;
 }
 
+/* The level ?acl= asks of the token on the record's namespace: read (the
+ * default), or submit for a node's client API that authorizes a change
+ * (client_http.c: restart, signal) by asking this route.  -1 for anything
+ * else. */
+static int acl_query_level(const struct http_request *req)
+{
+	const char *v = http_query(req, "acl");
+	if (!v || !strcmp(v, "read"))
+		return ACL_READ;
+	return !strcmp(v, "submit") ? ACL_SUBMIT : -1;
+}
+
 static int get_one(struct http_request *req, struct http_response *resp, struct server *srv,
 		   enum store_kind kind, const char *code, const char *what)
 {
 	struct store_key key = { NULL, http_param(req, "id"), 0 };
 	json_t *obj = NULL;
-	int rc;
+	int rc, acl_level = acl_query_level(req);
+	if (acl_level < 0)
+		return http_error(resp, 400, "invalid_argument", "acl must be read or submit");
 	if (!valid_id(key.id))
 		return http_error(resp, 404, code, "no %s %s", what, key.id);
 	rc = store_get(srv->store, kind, &key, &obj, NULL);
@@ -44,6 +59,10 @@ static int get_one(struct http_request *req, struct http_response *resp, struct 
 		return http_error(resp, 404, code, "no %s %s", what, key.id);
 	if (rc < 0)
 		return rc;
+	if (acl_level > ACL_READ && !acl_allows_ns(req, jstr(obj, "namespace", "default"), acl_level)) {
+		json_decref(obj);
+		return acl_deny(resp);
+	}
 	if (kind == STORE_ALLOC) {
 		/* Where the allocation's logs are served (the node's client
 		 * API): a reader of the namespace may lack node read. */
@@ -340,6 +359,104 @@ out:
 	return rc;
 }
 
+/* Whether s has the shape of an allocation id: a UUID as new_id writes it
+ * (36 characters, hex digits and dashes at 8, 13, 18, 23). */
+static bool alloc_id_shaped(const char *s)
+{
+	size_t n = 0;
+	for (; s[n]; n++) {
+		bool dash = n == 8 || n == 13 || n == 18 || n == 23;
+		if (n >= ID_LEN - 1 || (dash ? s[n] != '-' : !strchr("0123456789abcdefABCDEF", s[n])))
+			return false;
+	}
+	return n == ID_LEN - 1;
+}
+
+/* Why alloc cannot be stopped by a user (a message into why), or NULL
+ * when it can: it must still be meant to run and not have ended. */
+static const char *stop_refusal(const json_t *alloc, char *why, size_t size)
+{
+	const char *id = jstr(alloc, "id", "");
+	if (strcmp(jstr(alloc, "desired_status", "run"), "run")) {
+		snprintf(why, size, "allocation %s is being stopped already (%s): nothing to stop", id,
+			 jstr(alloc, "desired_description", "stop"));
+		return why;
+	}
+	if (alloc_client_terminal(alloc)) {
+		snprintf(why, size, "allocation %s is %s already: nothing to stop", id,
+			 jstr(alloc, "client_status", ""));
+		return why;
+	}
+	return NULL;
+}
+
+/* POST /v1/allocation/:id/stop: stops one allocation and has it replaced
+ * ("migrate"): its desired status becomes stop (reconcile_user_stop) and
+ * an alloc-stop evaluation places the replacement, on any node that fits.
+ * One that ended or is being stopped already is refused (409) rather than
+ * answered as a no-op: a caller that meant to move a running instance
+ * learns that nothing moved. */
+static int post_alloc_stop(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	struct herd_err err = { 0 };
+	int rc = 0;
+
+	if (!alloc_id_shaped(http_param(req, "id")))
+		return http_error(resp, 400, "invalid_argument",
+				  "\"%.64s\" is not an allocation id (a UUID)", http_param(req, "id"));
+	for (int attempt = 0; attempt < STOP_ATTEMPTS; attempt++) {
+		struct store_key key = { NULL, http_param(req, "id"), 0 };
+		struct store_batch b = STORE_BATCH_INIT;
+		json_t *alloc = NULL, *stopped, *eval;
+		const char *ns;
+		char why[320];
+		uint64_t idx = 0;
+
+		rc = store_get(srv->store, STORE_ALLOC, &key, &alloc, &err);
+		/* as the reads: one answer whether absent or not readable */
+		if (rc == 0 && !acl_allows_ns(req, jstr(alloc, "namespace", "default"), ACL_READ)) {
+			json_decref(alloc);
+			rc = -ENOENT;
+		}
+		if (rc == -ENOENT)
+			return http_error(resp, 404, "alloc_not_found", "no allocation %s", key.id);
+		if (rc < 0)
+			return rc;
+		ns = jstr(alloc, "namespace", "default");
+		if (!acl_allows_ns(req, ns, ACL_SUBMIT)) {
+			json_decref(alloc);
+			return acl_deny(resp);
+		}
+		if (stop_refusal(alloc, why, sizeof(why))) {
+			json_decref(alloc);
+			return http_error(resp, 409, "invalid_transition", "%s", why);
+		}
+		stopped = reconcile_user_stop(alloc, now_ns());
+		eval = eval_new(ns, jstr(alloc, "job_id", ""), "alloc-stop", NULL);
+		store_batch_init(&b);
+		/* a server-side change: the node's watch hears of it */
+		store_batch_put(&b, STORE_ALLOC, stopped);
+		store_batch_require_index(&b, STORE_ALLOC, &key, (uint64_t)jint(alloc, "modify_index", 0));
+		store_batch_put(&b, STORE_EVAL, eval);
+		rc = store_commit(srv->store, &b, &idx, &err);
+		store_batch_release(&b);
+		if (rc == 0) {
+			broker_enqueue(&srv->broker, jstr(eval, "id", ""), ns, jstr(eval, "job_id", ""), 0);
+			reply_written(resp, idx, json_pack("{s:s, s:I}", "eval_id", jstr(eval, "id", ""),
+							   "index", (json_int_t)idx));
+		}
+		json_decref(eval);
+		json_decref(stopped);
+		json_decref(alloc);
+		if (rc != -ESTALE)
+			break;
+	}
+	if (rc == -ESTALE)
+		return http_error(resp, 409, "conflict", "allocation kept changing; try again");
+	return rc;
+}
+
 static int get_self(struct http_request *req, struct http_response *resp, void *ctx)
 {
 	struct server *srv = ctx;
@@ -360,6 +477,7 @@ int routes_allocs(struct server *srv, struct herd_err *err)
 		{ "GET", "/v1/allocations", get_allocs, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },
 		{ "GET", "/v1/allocation/:id", get_alloc, HTTP_ROUTE_BLOCKING, ACL_NEED_TOKEN },
 		{ "PUT", "/v1/allocation/:id/status", put_alloc_status, HTTP_ROUTE_BODY, ACL_NEED_NODE_WRITE },
+		{ "POST", "/v1/allocation/:id/stop", post_alloc_stop, 0, ACL_NEED_TOKEN },
 		{ "PUT", "/v1/node/:id/allocations/status", put_node_allocs_status, HTTP_ROUTE_BODY,
 		  ACL_NEED_NODE_WRITE },
 		{ "GET", "/v1/evaluations", get_evals, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },

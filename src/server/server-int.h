@@ -401,6 +401,14 @@ struct reconcile_result {
 };
 
 void reconcile_result_release(struct reconcile_result *r);
+/* The desired_description of an allocation a user stopped. */
+#define RECONCILE_USER_STOP "stopped by user; replaced"
+/* alloc as a user's stop (POST /v1/allocation/:id/stop) leaves it: desired
+ * status stop with RECONCILE_USER_STOP, waiting for a replacement with the
+ * reschedule attempts it had (a stop is no failure: the group's reschedule
+ * policy is not used up).  reconcile then finds its slot empty and places
+ * the replacement, whose previous_allocation names it.  A new object. */
+json_t *reconcile_user_stop(const json_t *alloc, int64_t now);
 /* Decides what job needs given its allocations and the nodes of v.
  * job_model is NULL when the job is gone or stopped: then every allocation
  * stops. */
