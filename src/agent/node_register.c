@@ -50,6 +50,15 @@ static void nvlink_groups(const struct gpu_host *h, int *group_of_dev)
 	}
 }
 
+/* Sets key to v when NVML gave it (v >= 0).  What NVML could not tell (a
+ * MIG instance has no utilization of its own) is left out, not sent as 0:
+ * readers (GET /v1/metrics) must not take it for an idle GPU. */
+static void set_known(json_t *o, const char *key, int64_t v)
+{
+	if (v >= 0)
+		json_object_set_new(o, key, json_integer(v));
+}
+
 static json_t *stats_json(struct gpu_host *h, size_t i)
 {
 	struct gpu_stats st;
@@ -58,14 +67,11 @@ static json_t *stats_json(struct gpu_host *h, size_t i)
 	memset(&st, 0, sizeof(st));
 	st.memory_total_mib = st.gpu_util = -1;
 	if (gpu_host_sample(h, i, &st, NULL) == 0) {
-		json_object_set_new(o, "utilization_gpu", json_integer(st.gpu_util < 0 ? 0 : st.gpu_util));
-		json_object_set_new(o, "utilization_memory",
-				    json_integer(st.memory_util < 0 ? 0 : st.memory_util));
-		json_object_set_new(o, "memory_used_mib",
-				    json_integer(st.memory_used_mib < 0 ? 0 : st.memory_used_mib));
-		json_object_set_new(o, "temperature_c",
-				    json_integer(st.temperature_c < 0 ? 0 : st.temperature_c));
-		json_object_set_new(o, "power_w", json_integer(st.power_mw < 0 ? 0 : st.power_mw / 1000));
+		set_known(o, "utilization_gpu", st.gpu_util);
+		set_known(o, "utilization_memory", st.memory_util);
+		set_known(o, "memory_used_mib", st.memory_used_mib);
+		set_known(o, "temperature_c", st.temperature_c);
+		set_known(o, "power_w", st.power_mw < 0 ? -1 : st.power_mw / 1000);
 	}
 	json_object_set_new(o, "sampled_at", json_integer(now_unix_ns()));
 	return o;
