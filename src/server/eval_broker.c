@@ -250,6 +250,23 @@ int broker_wait_idle(struct eval_broker *b, int64_t timeout_ns)
 	return rc;
 }
 
+void broker_counts(struct eval_broker *b, struct broker_counts *out)
+{
+	int64_t now = now_ns();
+	size_t due = 0;
+
+	pthread_mutex_lock(&b->lock);
+	/* a delay that has passed counts as ready, as the next worker to look
+	 * would find it (looking moves nothing: a reader changes no list) */
+	for (size_t i = 0; i < b->ndelayed; i++)
+		due += b->delayed[i].wait_until <= now;
+	out->ready = b->nready + due;
+	out->delayed = b->ndelayed - due;
+	out->blocked = b->nblocked;
+	out->in_progress = b->ninflight;
+	pthread_mutex_unlock(&b->lock);
+}
+
 void broker_stop(struct eval_broker *b)
 {
 	pthread_mutex_lock(&b->lock);

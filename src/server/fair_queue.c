@@ -377,6 +377,21 @@ bool fair_queue_admit(struct server *srv, const char *ns, const char *job_id, in
 	return mine;
 }
 
+json_t *fair_queue_waiting(struct fair_queue *q, size_t *parked)
+{
+	json_t *out = json_object();
+
+	*parked = 0;
+	pthread_mutex_lock(&q->lock);
+	for (size_t i = 0; i < q->n; i++) {
+		const char *ns = q->v[i].ns;
+		json_object_set_new(out, ns, json_integer(jint(out, ns, 0) + 1));
+		*parked += q->v[i].eval_id != NULL;
+	}
+	pthread_mutex_unlock(&q->lock);
+	return out;
+}
+
 json_t *fair_queue_status(struct server *srv)
 {
 	struct fair_queue *q = &srv->fq;

@@ -1,8 +1,10 @@
 /* job_status: what readers see of a job: its status and a summary per
  * group, derived from its allocations at read time (so they are never out
  * of step with them), and the evaluation records the routes create. */
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/xalloc.h"
 #include "server/server-int.h"
 
 json_t *eval_new(const char *ns, const char *job_id, const char *trigger, const char *node_id)
@@ -43,6 +45,32 @@ const char *job_status(const json_t *job, const json_t *allocs)
 	if (batch && want > 0 && complete >= want)
 		return "dead";
 	return running ? "running" : "pending";
+}
+
+json_t *allocs_by_job(const json_t *allocs)
+{
+	json_t *byjob = json_object(), *x;
+	size_t i;
+
+	json_array_foreach(allocs, i, x) {
+		char *k = xasprintf("%s\x1f%s", jstr(x, "namespace", ""), jstr(x, "job_id", ""));
+		json_t *a = json_object_get(byjob, k);
+		if (!a) {
+			a = json_array();
+			json_object_set_new(byjob, k, a);
+		}
+		json_array_append(a, x);
+		free(k);
+	}
+	return byjob;
+}
+
+json_t *job_allocs_of(const json_t *byjob, const json_t *job)
+{
+	char *k = xasprintf("%s\x1f%s", jstr(job, "namespace", ""), jstr(job, "id", ""));
+	json_t *a = json_object_get(byjob, k);
+	free(k);
+	return a;
 }
 
 json_t *job_summary(const json_t *job, const json_t *allocs)

@@ -346,29 +346,15 @@ static int get_jobs(struct http_request *req, struct http_response *resp, void *
 			goto out;
 		goto reply;
 	}
-	byjob = json_object();
 	/* shared records, only read (job_line) */
 	rc = store_list_shared(srv->store, STORE_JOB, &f, &jobs, NULL);
 	if (!rc)
 		rc = store_list_shared(srv->store, STORE_ALLOC, &f, &allocs, NULL);
 	if (rc < 0)
 		goto out;
-	json_array_foreach(allocs, i, x) {
-		char *k = xasprintf("%s\x1f%s", jstr(x, "namespace", ""), jstr(x, "job_id", ""));
-		json_t *a = json_object_get(byjob, k);
-		if (!a) {
-			a = json_array();
-			json_object_set_new(byjob, k, a);
-		}
-		json_array_append(a, x);
-		free(k);
-	}
-	json_array_foreach(jobs, i, x) {
-		char *k = xasprintf("%s\x1f%s", jstr(x, "namespace", ""), jstr(x, "id", ""));
-		json_t *a = json_object_get(byjob, k);
-		free(k);
-		json_array_append_new(out, job_line(x, a));
-	}
+	byjob = allocs_by_job(allocs);
+	json_array_foreach(jobs, i, x)
+		json_array_append_new(out, job_line(x, job_allocs_of(byjob, x)));
 reply:
 	acl_filter_list(req, out);
 	resp->nothing_new = since > 0 && json_array_size(out) == 0 &&

@@ -366,54 +366,65 @@ static int post_eligibility(struct http_request *req, struct http_response *resp
 	return set_node_flags(req, resp, ctx, false);
 }
 
+/* One entry of GET /v1/gpus: device d of node n and who holds it among
+ * allocs. */
+static json_t *gpu_entry(const json_t *n, json_t *d, const json_t *allocs)
+{
+	json_t *holders = json_array(), *al;
+	int64_t compute = 0, mem = 0;
+	size_t k;
+
+	json_array_foreach(allocs, k, al) {
+		size_t m;
+		json_t *ad;
+		if (!alloc_takes_capacity(al) || strcmp(jstr(al, "node_id", ""), jstr(n, "id", "")))
+			continue;
+		json_array_foreach(json_object_get(json_object_get(al, "resources"), "devices"), m, ad) {
+			if (strcmp(jstr(ad, "id", ""), jstr(d, "id", "")))
+				continue;
+			compute += jint(ad, "compute_milli", 0);
+			mem += jint(ad, "memory_mib", 0);
+			json_array_append_new(holders, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:b}",
+				"alloc_id", jstr(al, "id", ""), "job_id", jstr(al, "job_id", ""),
+				"namespace", jstr(al, "namespace", ""), "task_group", jstr(al, "task_group", ""),
+				"compute_milli", (json_int_t)jint(ad, "compute_milli", 0), "memory_mib",
+				(json_int_t)jint(ad, "memory_mib", 0), "whole", jbool(ad, "whole", false)));
+		}
+	}
+	/* sharing and replicas (most tenants at once, 0: no
+	 * limit) repeated from the device next to the counts. */
+	return json_pack("{s:s, s:s, s:s, s:O, s:o, s:I, s:I, s:I, s:s, s:I}",
+		"node_id", jstr(n, "id", ""), "node_name", jstr(n, "name", ""),
+		"node_status", jstr(n, "status", ""), "device", d, "allocations", holders,
+		"compute_used_milli", (json_int_t)compute, "memory_used_mib", (json_int_t)mem,
+		"tenants", (json_int_t)json_array_size(holders),
+		"sharing", jstr(d, "sharing", "exclusive"),
+		"replicas", (json_int_t)jint(d, "replicas", 1));
+}
+
+json_t *gpus_list(struct server *srv, json_t *nodes, const json_t *allocs)
+{
+	json_t *out = json_array(), *n, *d;
+	size_t i, j;
+
+	json_array_foreach(nodes, i, n) {
+		heartbeat_decorate(srv, n);
+		json_array_foreach(json_object_get(n, "devices"), j, d)
+			json_array_append_new(out, gpu_entry(n, d, allocs));
+	}
+	return out;
+}
+
 /* GET /v1/gpus: every device of every node, who holds it and how much. */
 static int get_gpus(struct http_request *req, struct http_response *resp, void *ctx)
 {
 	struct server *srv = ctx;
-	json_t *nodes = NULL, *allocs = NULL, *out = json_array(), *n, *d, *al;
-	size_t i, j, k;
+	json_t *nodes = NULL, *allocs = NULL;
 	int rc = store_list(srv->store, STORE_NODE, NULL, &nodes, NULL);
 	if (!rc)
 		rc = store_list(srv->store, STORE_ALLOC, NULL, &allocs, NULL);
-	if (rc < 0)
-		goto out;
-	json_array_foreach(nodes, i, n) {
-		heartbeat_decorate(srv, n);
-		json_array_foreach(json_object_get(n, "devices"), j, d) {
-			json_t *holders = json_array();
-			int64_t compute = 0, mem = 0;
-			json_array_foreach(allocs, k, al) {
-				size_t m;
-				json_t *ad;
-				if (!alloc_takes_capacity(al) || strcmp(jstr(al, "node_id", ""), jstr(n, "id", "")))
-					continue;
-				json_array_foreach(json_object_get(json_object_get(al, "resources"), "devices"), m, ad) {
-					if (strcmp(jstr(ad, "id", ""), jstr(d, "id", "")))
-						continue;
-					compute += jint(ad, "compute_milli", 0);
-					mem += jint(ad, "memory_mib", 0);
-					json_array_append_new(holders, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:b}",
-						"alloc_id", jstr(al, "id", ""), "job_id", jstr(al, "job_id", ""),
-						"namespace", jstr(al, "namespace", ""), "task_group", jstr(al, "task_group", ""),
-						"compute_milli", (json_int_t)jint(ad, "compute_milli", 0), "memory_mib",
-						(json_int_t)jint(ad, "memory_mib", 0), "whole", jbool(ad, "whole", false)));
-				}
-			}
-			/* sharing and replicas (most tenants at once, 0: no
-			 * limit) repeated from the device next to the counts. */
-			json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:O, s:o, s:I, s:I, s:I, s:s, s:I}",
-				"node_id", jstr(n, "id", ""), "node_name", jstr(n, "name", ""),
-				"node_status", jstr(n, "status", ""), "device", d, "allocations", holders,
-				"compute_used_milli", (json_int_t)compute, "memory_used_mib", (json_int_t)mem,
-				"tenants", (json_int_t)json_array_size(holders),
-				"sharing", jstr(d, "sharing", "exclusive"),
-				"replicas", (json_int_t)jint(d, "replicas", 1)));
-		}
-	}
-	http_reply(resp, 200, out);
-	out = NULL;
-out:
-	json_decref(out);
+	if (!rc)
+		http_reply(resp, 200, gpus_list(srv, nodes, allocs));
 	json_decref(nodes);
 	json_decref(allocs);
 	return rc;

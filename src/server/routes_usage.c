@@ -37,10 +37,12 @@ static int64_t parse_time(const char *s)
 	return (int64_t)timegm(&tm) * 1000000000LL;
 }
 
-/* Adds hours and allocations to job (ns, job) in by_ns. */
-static void add_usage(json_t *by_ns, const char *ns, const char *job, double hours, int64_t allocs)
+/* Adds GPU-seconds and allocations to job (ns, job) in by_ns (a
+ * usage_sum_fn). */
+static void add_usage(const char *ns, const char *job, double seconds, int64_t allocs, void *arg)
 {
-	json_t *n = json_object_get(by_ns, ns), *j;
+	json_t *by_ns = arg, *n = json_object_get(by_ns, ns), *j;
+	double hours = seconds / 3600.0;
 	if (!n) {
 		n = json_pack("{s:s, s:f, s:{}}", "namespace", ns, "gpu_hours", 0.0, "jobs");
 		json_object_set_new(by_ns, ns, n);
@@ -82,10 +84,9 @@ static int get_usage(struct http_request *req, struct http_response *resp, void 
 	int64_t now = now_ns(), since = sa ? parse_time(sa) : 0, until = ua ? parse_time(ua) : now;
 	struct store_filter f = { .ns = ns && *ns && strcmp(ns, "*") ? ns : NULL };
 	struct usage_read r = { &f, NULL, NULL };
-	json_t *by_ns, *al, *out, *list;
+	json_t *by_ns, *out, *list;
 	const char *k;
 	json_t *v;
-	size_t i;
 	int rc;
 
 	if (since < 0 || until < 0)
@@ -105,20 +106,7 @@ static int get_usage(struct http_request *req, struct http_response *resp, void 
 	by_ns = json_object();
 	acl_filter_list(req, r.allocs);
 	acl_filter_list(req, r.ledger);
-	json_array_foreach(r.allocs, i, al) {
-		int64_t start = floor_hour(usage_alloc_start(al));
-		add_usage(by_ns, jstr(al, "namespace", "default"), jstr(al, "job_id", ""),
-			  usage_alloc_gpu_seconds(al, since, until, now) / 3600.0,
-			  start >= since && start < until);
-	}
-	json_array_foreach(r.ledger, i, al) {
-		int64_t hour = jint(al, "version", 0) * 1000000000LL;
-		if (hour < since || hour >= until)
-			continue;
-		add_usage(by_ns, jstr(al, "namespace", "default"), jstr(al, "job_id", ""),
-			  json_real_value(json_object_get(al, "gpu_seconds")) / 3600.0,
-			  jint(al, "allocations", 0));
-	}
+	usage_sum(r.allocs, r.ledger, since, until, now, add_usage, by_ns);
 	list = json_array();
 	json_object_foreach(by_ns, k, v) {
 		json_t *jobs = json_array(), *jv;

@@ -171,6 +171,11 @@ void broker_block(struct eval_broker *b, const struct broker_item *it);
 void broker_unblock_all(struct eval_broker *b);
 /* Waits until nothing is ready or in progress; 0 or -ETIMEDOUT. */
 int broker_wait_idle(struct eval_broker *b, int64_t timeout_ns);
+/* How many evaluations the broker holds now, by list (GET /v1/metrics). */
+struct broker_counts {
+	size_t ready, delayed, blocked, in_progress;
+};
+void broker_counts(struct eval_broker *b, struct broker_counts *out);
 void broker_stop(struct eval_broker *b);
 
 /* ---- usage / snapshot_build.c ------------------------------------------ */
@@ -566,6 +571,10 @@ uint64_t fair_queue_gen(struct server *srv);
 void fair_queue_wake(void *srv);
 /* Removes the job's entry; true when it had one (others may go now). */
 bool fair_queue_remove(struct fair_queue *q, const char *ns, const char *job_id);
+/* The jobs in the queue per namespace, {"<ns>": count} (a new object),
+ * and in *parked how many evaluations it holds parked until their turn
+ * (GET /v1/metrics).  Reads the queue only: no store. */
+json_t *fair_queue_waiting(struct fair_queue *q, size_t *parked);
 /* The namespaces' weights and GPU usage as the queue orders them, for
  * GET /v1/quotas/queue: [{"namespace","weight","gpu_used","waiting"}]. */
 json_t *fair_queue_status(struct server *srv);
@@ -633,6 +642,7 @@ struct server {
 	bool acl_enabled;
 	void **guards; size_t nguards, aguards; /* acl.c's route wrappers */
 	struct gc *gc;         /* gc.c's timer */
+	struct metrics_seen *metrics_seen; /* routes_metrics.c's memory of its counters */
 };
 
 void server_log(struct server *srv, const char *level, const char *fmt, ...)
@@ -645,6 +655,11 @@ void server_queue_evals(struct server *srv, const json_t *evals);
 /* Job status derived from its allocations. */
 const char *job_status(const json_t *job, const json_t *allocs);
 json_t *job_summary(const json_t *job, const json_t *allocs);
+/* allocs (an array) grouped by job: {"<ns>\x1f<job id>": [allocations]}, a
+ * new object holding references to allocs' elements; job_allocs_of reads
+ * it for a job record (NULL: the job has none). */
+json_t *allocs_by_job(const json_t *allocs);
+json_t *job_allocs_of(const json_t *byjob, const json_t *job);
 /* Job JSON as readers see it: stored fields with status derived. */
 json_t *job_for_reader(struct server *srv, const json_t *stored, struct herd_err *err);
 
@@ -665,6 +680,12 @@ void gc_stop(struct server *srv);
 
 /* ---- routes ------------------------------------------------------------- */
 
+/* The entries of GET /v1/gpus (routes_nodes.c): every device of every node
+ * of nodes (node records of the caller's own, decorated here with their
+ * heartbeats' stats), each with who holds it among allocs (only read:
+ * shared records will do).  A new array. */
+json_t *gpus_list(struct server *srv, json_t *nodes, const json_t *allocs);
+
 int routes_jobs(struct server *srv, struct herd_err *err);
 int routes_nodes(struct server *srv, struct herd_err *err);
 int routes_allocs(struct server *srv, struct herd_err *err);
@@ -673,6 +694,14 @@ int routes_quotas(struct server *srv, struct herd_err *err);
 int routes_acl(struct server *srv, struct herd_err *err);
 int routes_usage(struct server *srv, struct herd_err *err);
 int routes_system(struct server *srv, struct herd_err *err); /* gc.c */
+/* GET /v1/metrics (routes_metrics.c); routes_metrics_release frees what
+ * it keeps between scrapes (at server stop). */
+int routes_metrics(struct server *srv, struct herd_err *err);
+void routes_metrics_release(struct server *srv);
+/* Adds the process_* families of this process, read from /proc/self
+ * (metrics_process.c); what cannot be read is left out. */
+struct metrics;
+void metrics_add_process(struct metrics *m);
 /* Creates the namespace "default" when the store has none. */
 int namespace_default_ensure(struct server *srv, struct herd_err *err);
 

@@ -80,6 +80,7 @@ static void server_free(struct server *srv)
 	store_close(srv->store);
 	http_router_free(srv->router);
 	server_routes_release(srv);
+	routes_metrics_release(srv);
 	for (size_t i = 0; i < srv->nlive; i++) {
 		free(srv->live[i].id);
 		json_decref(srv->live[i].stats);
@@ -172,6 +173,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 		rc = routes_usage(srv, err);
 	if (!rc)
 		rc = routes_system(srv, err);
+	if (!rc)
+		rc = routes_metrics(srv, err);
 	if (!rc)
 		rc = namespace_default_ensure(srv, err);
 	if (!rc)

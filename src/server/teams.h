@@ -93,6 +93,19 @@ double usage_alloc_gpu_seconds(const json_t *alloc, int64_t since, int64_t until
 /* The start of the allocation's run (unix ns), as above. */
 int64_t usage_alloc_start(const json_t *alloc);
 
+/* What one allocation or ledger record adds to a job's GPU-time: seconds
+ * within the window, and allocations counted (see usage_sum). */
+typedef void usage_sum_fn(const char *ns, const char *job_id, double gpu_seconds,
+			  int64_t allocations, void *arg);
+/* GET /v1/usage's sum: calls fn for each of allocs (stored allocations)
+ * with its GPU-seconds within [since, until) (one still running counts up
+ * to now) and 1 allocation when the hour it started in lies in the window,
+ * and for each record of ledger (STORE_USAGE records) whose hour lies in
+ * the window with what it holds.  since and until are whole hours (unix
+ * ns) for the ledger's sake; since 0 and until now sum everything. */
+void usage_sum(const json_t *allocs, const json_t *ledger, int64_t since, int64_t until,
+	       int64_t now, usage_sum_fn *fn, void *arg);
+
 /* Adds the GPU-time of `allocs` (a JSON array of allocations whose client
  * ended, all of job (ns, job_id)) to the job's ledger records in batch b:
  * reads each record touched from s, queues a put of the sum and requires

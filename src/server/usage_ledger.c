@@ -48,6 +48,28 @@ double usage_alloc_gpu_seconds(const json_t *al, int64_t since, int64_t until, i
 	return (double)milli / 1000.0 * (double)(end - start) / (double)NS_PER_SEC;
 }
 
+void usage_sum(const json_t *allocs, const json_t *ledger, int64_t since, int64_t until,
+	       int64_t now, usage_sum_fn *fn, void *arg)
+{
+	json_t *al;
+	size_t i;
+
+	json_array_foreach(allocs, i, al) {
+		int64_t start = usage_alloc_start(al);
+		start -= start % USAGE_BUCKET_NS;
+		fn(jstr(al, "namespace", "default"), jstr(al, "job_id", ""),
+		   usage_alloc_gpu_seconds(al, since, until, now), start >= since && start < until,
+		   arg);
+	}
+	json_array_foreach(ledger, i, al) {
+		int64_t hour = jint(al, "version", 0) * NS_PER_SEC;
+		if (hour < since || hour >= until)
+			continue;
+		fn(jstr(al, "namespace", "default"), jstr(al, "job_id", ""),
+		   json_real_value(json_object_get(al, "gpu_seconds")), jint(al, "allocations", 0), arg);
+	}
+}
+
 static int64_t bucket_of(int64_t t)
 {
 	int64_t b = t - t % USAGE_BUCKET_NS;

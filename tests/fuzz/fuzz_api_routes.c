@@ -1,7 +1,8 @@
 /* Fuzz target: the agents' and the bench's read routes of a running server
  * (with its store), by their query arguments: GET /v1/node/:id/allocations
- * (since, include, index), GET /v1/jobs (since, namespace) and
- * GET /v1/job/:id/version/:version; and the batch status route
+ * (since, include, index), GET /v1/jobs (since, namespace),
+ * GET /v1/job/:id/version/:version and GET /v1/metrics (format: a text
+ * answer or JSON); and the batch status route
  * PUT /v1/node/:id/allocations/status by its body.  One server, started
  * once with a node, a batch job placed on it and its allocations, answers
  * every input through its router (no sockets).
@@ -66,7 +67,7 @@ static int call(const char *method, const char *path, char *query, const char *b
 		http_request_run(&st, 1000000, &resp);
 	}
 	status = resp.status;
-	if (status < 100 || status > 599 || !resp.body)
+	if (status < 100 || status > 599 || (!resp.body && !resp.text))
 		abort(); /* every request gets an answer */
 	free(http_response_text(&resp, &tlen));
 	http_response_release(&resp);
@@ -115,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rest = strndup((const char *)data + 1, size - 1);
 	if (!rest)
 		abort();
-	switch (data[0] % 4) {
+	switch (data[0] % 5) {
 	case 0:
 		call("GET", "/v1/node/n1/allocations", rest, NULL, 0);
 		break;
@@ -130,9 +131,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		call("GET", path, NULL, NULL, 0);
 		free(path);
 		break;
-	default:
+	case 3:
 		call("PUT", "/v1/node/n1/allocations/status", NULL, (const char *)data + 1,
 		     size - 1);
+		break;
+	default:
+		call("GET", "/v1/metrics", rest, NULL, 0);
 		break;
 	}
 	free(rest);
