@@ -213,7 +213,8 @@ static void family_sort(struct metrics_family *f)
 
 	if (f->sorted)
 		return;
-	qsort(f->v, f->n, sizeof(*f->v), sample_cmp);
+	if (f->n > 1) /* (an empty family has no array: qsort must not see NULL) */
+		qsort(f->v, f->n, sizeof(*f->v), sample_cmp);
 	for (size_t i = 0; i < f->n; i++) {
 		if (j && !strcmp(f->v[j - 1].key, f->v[i].key)) {
 			f->v[j - 1].value += f->v[i].value;
@@ -228,7 +229,8 @@ static void family_sort(struct metrics_family *f)
 
 static void metrics_sort(struct metrics *m)
 {
-	qsort(m->v, m->n, sizeof(*m->v), family_cmp);
+	if (m->n > 1)
+		qsort(m->v, m->n, sizeof(*m->v), family_cmp);
 	for (size_t i = 0; i < m->n; i++)
 		family_sort(m->v[i]);
 }
