@@ -87,14 +87,21 @@ out:
 	return rc;
 }
 
+/* The names a signal is written with, "SIG" left out; the first of two
+ * names of one number (IO, POLL) is the one driver_signal_name gives. */
+static const struct { const char *name; int sig; } signal_names[] = {
+	{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "ILL", SIGILL },
+	{ "TRAP", SIGTRAP }, { "ABRT", SIGABRT }, { "BUS", SIGBUS }, { "FPE", SIGFPE },
+	{ "KILL", SIGKILL }, { "USR1", SIGUSR1 }, { "SEGV", SIGSEGV }, { "USR2", SIGUSR2 },
+	{ "PIPE", SIGPIPE }, { "ALRM", SIGALRM }, { "TERM", SIGTERM }, { "CHLD", SIGCHLD },
+	{ "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN },
+	{ "TTOU", SIGTTOU }, { "URG", SIGURG }, { "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ },
+	{ "VTALRM", SIGVTALRM }, { "PROF", SIGPROF }, { "WINCH", SIGWINCH }, { "IO", SIGIO },
+	{ "POLL", SIGPOLL }, { "PWR", SIGPWR }, { "SYS", SIGSYS },
+};
+
 int driver_signal_parse(const char *s)
 {
-	static const struct { const char *name; int sig; } names[] = {
-		{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "KILL", SIGKILL },
-		{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "ALRM", SIGALRM },
-		{ "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "WINCH", SIGWINCH },
-		{ "ABRT", SIGABRT },
-	};
 	int64_t v;
 	if (!s || !*s)
 		return -EINVAL;
@@ -102,10 +109,21 @@ int driver_signal_parse(const char *s)
 		return (int)v;
 	if (!strncasecmp(s, "SIG", 3))
 		s += 3;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcasecmp(s, names[i].name))
-			return names[i].sig;
+	for (size_t i = 0; i < sizeof(signal_names) / sizeof(signal_names[0]); i++)
+		if (!strcasecmp(s, signal_names[i].name))
+			return signal_names[i].sig;
 	return -EINVAL;
+}
+
+const char *driver_signal_name(int sig, char buf[DRIVER_SIGNAL_NAME_MAX])
+{
+	for (size_t i = 0; i < sizeof(signal_names) / sizeof(signal_names[0]); i++)
+		if (signal_names[i].sig == sig) {
+			snprintf(buf, DRIVER_SIGNAL_NAME_MAX, "SIG%s", signal_names[i].name);
+			return buf;
+		}
+	snprintf(buf, DRIVER_SIGNAL_NAME_MAX, "signal %d", sig);
+	return buf;
 }
 
 double driver_stats_cpu_percent(const struct driver_stats *prev, const struct driver_stats *cur)

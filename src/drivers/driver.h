@@ -185,8 +185,13 @@ struct driver_ops {
 	int (*wait)(struct driver_handle *h, int timeout_ms, struct driver_exit *exit,
 		    struct herd_err *err);
 
-	/* Sends sig to the task's whole process group.  Returns 0, -ESRCH when
-	 * the task has ended, -errno otherwise. */
+	/* Sends sig to the task's whole process group (raw_exec: kill of the
+	 * group; exec: to its init, which passes it on to the task's group;
+	 * docker: the Engine API's kill with the signal).  Used by stop and
+	 * for a user's `herd alloc signal`, from the thread that uses the
+	 * handle.  Returns 0, -ESRCH when the task has ended, -ENOTSUP when the
+	 * driver cannot deliver that signal (exec: one its init does not pass
+	 * on), -errno otherwise (docker: the engine's refusal or absence). */
 	int (*signal)(struct driver_handle *h, int sig);
 
 	/* Stops the task: kill_signal to its process group, then SIGKILL to
@@ -238,9 +243,13 @@ int driver_handle_fd(const struct driver_handle *h);
 char *driver_state_to_json(const struct driver_state *s);
 int driver_state_from_json(const char *text, struct driver_state *out, struct herd_err *err);
 
-/* Signal names as job files write kill_signal: "SIGTERM", "TERM", "15".
- * Returns the number, or -EINVAL. */
+/* Signal names as job files write kill_signal (and `herd alloc signal
+ * -s`): "SIGTERM", "TERM", "term", "15" (1..NSIG-1).  Returns the number,
+ * or -EINVAL. */
 int driver_signal_parse(const char *s);
+/* "SIGUSR1" for a signal with a name, else "signal 40"; into buf. */
+#define DRIVER_SIGNAL_NAME_MAX 24
+const char *driver_signal_name(int sig, char buf[DRIVER_SIGNAL_NAME_MAX]);
 
 /* ---- for driver implementations ---------------------------------------- */
 

@@ -217,6 +217,16 @@ static void exec_kill_tree(struct driver_handle *h)
 		cgroup_kill(h->cg, STOP_SIGKILL_WAIT_MS, NULL);
 }
 
+/* A signal for the task goes to its init, which passes on only some
+ * (isolate.h); any other would be dropped without a word, so it is
+ * refused instead.  SIGKILL ends the init and with it the namespace. */
+static int exec_signal(struct driver_handle *h, int sig)
+{
+	if (sig != SIGKILL && !isolate_forwards(sig))
+		return -ENOTSUP;
+	return shim_signal(h, sig);
+}
+
 static int exec_stop(struct driver_handle *h, int kill_signal, int64_t kill_timeout_ns,
 		     struct driver_exit *exit, struct herd_err *err)
 {
@@ -325,7 +335,7 @@ const struct driver_ops exec_ops = {
 	.fingerprint = exec_fingerprint,
 	.start = exec_start,
 	.wait = exec_wait,
-	.signal = shim_signal,
+	.signal = exec_signal,
 	.stop = exec_stop,
 	.destroy = exec_destroy,
 	.recover = exec_recover,

@@ -26,6 +26,14 @@ extern char **environ;
 static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
 				 SIGWINCH, SIGALRM };
 
+bool isolate_forwards(int sig)
+{
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		if (forwarded[i] == sig)
+			return true;
+	return false;
+}
+
 /* Reports a setup failure through the pipe and ends the init. */
 static void __attribute__((noreturn, format(printf, 3, 4)))
 die(int rep, int code, const char *fmt, ...)

@@ -30,6 +30,7 @@
 #ifndef HERD_DRIVERS_ISOLATE_H
 #define HERD_DRIVERS_ISOLATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -48,6 +49,12 @@ struct isolate_spec {
 	gid_t gid;
 	const char *hostname;                      /* NULL: keep the host's */
 };
+
+/* Whether the init passes sig on to the task (the list of 6. above).
+ * Another signal sent to the init from outside its namespace is dropped
+ * (it has no handler), except SIGKILL and SIGSTOP, which the kernel
+ * applies to the init itself. */
+bool isolate_forwards(int sig);
 
 /* Starts argv (PATH lookup in the caller's environ) isolated as above, with
  * fds in/out/err as its stdin/stdout/stderr.  Returns 0 with *init_pid

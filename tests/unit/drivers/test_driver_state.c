@@ -52,6 +52,32 @@ static void test_signals_and_registry(void **state)
 	assert_int_equal(driver_signal_parse("SIGNOPE"), -EINVAL);
 	assert_int_equal(driver_signal_parse("0"), -EINVAL);
 	assert_int_equal(driver_signal_parse(""), -EINVAL);
+	assert_int_equal(driver_signal_parse(NULL), -EINVAL);
+	/* every name a user may give herd alloc signal -s */
+	assert_int_equal(driver_signal_parse("SIGUSR1"), SIGUSR1);
+	assert_int_equal(driver_signal_parse("usr2"), SIGUSR2);
+	assert_int_equal(driver_signal_parse("SigHup"), SIGHUP);
+	assert_int_equal(driver_signal_parse("SIGWINCH"), SIGWINCH);
+	assert_int_equal(driver_signal_parse("PIPE"), SIGPIPE);
+	assert_int_equal(driver_signal_parse("SIGPOLL"), SIGIO);
+	assert_int_equal(driver_signal_parse("10"), 10);
+	assert_int_equal(driver_signal_parse("64"), NSIG - 1 == 64 ? 64 : -EINVAL);
+	assert_int_equal(driver_signal_parse("65"), -EINVAL);
+	assert_int_equal(driver_signal_parse("-9"), -EINVAL);
+	assert_int_equal(driver_signal_parse("9x"), -EINVAL);
+	assert_int_equal(driver_signal_parse("SIG"), -EINVAL);
+	assert_int_equal(driver_signal_parse("SIGSIGTERM"), -EINVAL);
+	assert_int_equal(driver_signal_parse("USR1 "), -EINVAL);
+	{
+		char buf[DRIVER_SIGNAL_NAME_MAX];
+		assert_string_equal(driver_signal_name(SIGUSR1, buf), "SIGUSR1");
+		assert_string_equal(driver_signal_name(SIGIO, buf), "SIGIO");
+		assert_string_equal(driver_signal_name(40, buf), "signal 40");
+		/* a name gives back its number */
+		for (int sig = 1; sig < 32; sig++)
+			if (strncmp(driver_signal_name(sig, buf), "signal ", 7))
+				assert_int_equal(driver_signal_parse(buf), sig);
+	}
 	assert_non_null(driver_find("raw_exec"));
 	assert_string_equal(driver_find("raw_exec")->name, "raw_exec");
 	assert_null(driver_find("no_such_driver"));

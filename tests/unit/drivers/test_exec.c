@@ -246,6 +246,34 @@ static void test_recover(void **state)
 	assert_int_equal(d->recover(&denv, &other, &h, &err), -EINVAL);
 }
 
+/* A user's signal reaches the task through its init when the init passes
+ * it on; another is refused (-ENOTSUP) instead of dropped, and the task
+ * keeps running. */
+static void test_user_signal(void **state)
+{
+	NEED_ROOT();
+	struct driver_handle *h = NULL;
+	struct herd_err err = { 0 };
+	struct driver_exit ex;
+	struct driver_task t = sh_task("sig", "trap 'echo got-usr1' USR1; echo ready; "
+				       "while true; do sleep 0.1; done");
+	assert_int_equal(d->start(&denv, &t, &h, &err), 0);
+	for (int i = 0; i < 100 && !strstr(read_log("sig.stdout.0"), "ready"); i++)
+		usleep(50000);
+	assert_int_equal(d->signal(h, SIGPIPE), -ENOTSUP);
+	assert_int_equal(d->signal(h, SIGSTOP), -ENOTSUP);
+	assert_int_equal(d->signal(h, SIGUSR1), 0);
+	for (int i = 0; i < 100 && !strstr(read_log("sig.stdout.0"), "got-usr1"); i++)
+		usleep(50000);
+	assert_non_null(strstr(read_log("sig.stdout.0"), "got-usr1"));
+	assert_int_equal(d->wait(h, 0, &ex, &err), 0);   /* still running */
+	assert_int_equal(d->signal(h, SIGKILL), 0);
+	assert_int_equal(d->wait(h, 30000, &ex, &err), 1);
+	assert_int_equal(d->signal(h, SIGUSR1), -ESRCH);
+	assert_int_equal(d->stop(h, SIGTERM, 100000000LL, &ex, &err), 0);
+	d->destroy(h);
+}
+
 static void test_fingerprint(void **state)
 {
 	struct driver_fingerprint fp;
@@ -300,6 +328,7 @@ int main(void)
 		cmocka_unit_test(test_failed_exec_and_bad_user),
 		cmocka_unit_test(test_stop),
 		cmocka_unit_test(test_recover),
+		cmocka_unit_test(test_user_signal),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
