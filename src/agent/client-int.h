@@ -1,6 +1,6 @@
 /* client-int: the client's internals, shared by client.c, node_register.c,
- * heartbeat.c, alloc_runner.c, task_runner.c, alloc_dir.c, state.c,
- * status_sync.c. */
+ * heartbeat.c, alloc_runner.c, task_runner.c, task_control.c, alloc_dir.c,
+ * state.c, status_sync.c. */
 #ifndef HERD_AGENT_CLIENT_INT_H
 #define HERD_AGENT_CLIENT_INT_H
 
@@ -161,6 +161,20 @@ void client_httpc_init(struct client *c, struct httpc *h);
 
 enum task_phase { PHASE_PRESTART, PHASE_MAIN, PHASE_POSTSTART, PHASE_POSTSTOP };
 
+/* A user's request to a running task (client_alloc_task_op, through the
+ * client API).  Only the task's runner uses its driver handle, so the
+ * request is handed to it: posted by the caller, carried out by the runner
+ * in its wait loop, answered (done, rc, msg), then cleared by the caller.
+ * Under ar->lock; answers are broadcast on ar->cond. */
+enum task_request_kind { TASK_REQ_NONE, TASK_REQ_SIGNAL, TASK_REQ_RESTART };
+struct task_request {
+	enum task_request_kind kind;  /* TASK_REQ_NONE: no request */
+	int sig;                      /* TASK_REQ_SIGNAL */
+	bool done;                    /* answered */
+	int rc;                       /* 0, or -errno with msg */
+	char msg[256];
+};
+
 struct task_runner {
 	struct alloc_runner *ar;
 	const struct job_task *task;  /* in ar->job */
@@ -188,6 +202,7 @@ struct task_runner {
 	 * reports its own changes through alloc_runner_progress, as no
 	 * runner thread waits for them. */
 	bool on_runner_thread;
+	struct task_request req;      /* a user's, under ar->lock */
 };
 
 struct alloc_runner {
@@ -216,6 +231,9 @@ struct alloc_runner {
 	json_t *job_json;             /* the job version this allocation runs */
 	struct client_fp *fp;         /* ${attr.*} of the tasks; may be NULL */
 	bool state_saved;             /* its row exists (state.c); under lock */
+	/* client_alloc_task_op calls that hold the runner (client_runner_hold;
+	 * under lock): client_collect_runners does not free it meanwhile. */
+	unsigned holds;
 	struct runner_thread thread;
 };
 
@@ -234,8 +252,17 @@ void task_event(struct task_runner *tr, const char *type, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* task_runner.c: runs one task to its end (restarts included); returns
- * when it is dead or a stop was requested and carried out. */
+ * when it is dead or a stop was requested and carried out.  While the task
+ * runs it carries out a user's request (tr->req) within a wait slice. */
 void task_runner_run(struct task_runner *tr);
+
+/* task_control.c / client.c: a user's request to a running allocation.
+ * client_runner_hold finds the runner of alloc_id under runners_lock and
+ * holds it (NULL when this client has none, or is shutting down);
+ * client_runner_release lets it be collected again.  client_stop frees
+ * runners whatever their holds: stop the client API first. */
+struct alloc_runner *client_runner_hold(struct client *c, const char *alloc_id);
+void client_runner_release(struct alloc_runner *ar);
 
 /* alloc_dir.c: makes <dir>/alloc/{logs,tmp,data} and <dir>/<task>/{local,
  * secrets,tmp}.  0 or -errno with err. */

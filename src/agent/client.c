@@ -165,7 +165,7 @@ static void collect_runners_locked(struct client *c)
 		json_t *pos = json_object_get(c->runner_pos, ar->id);
 		bool over;
 		pthread_mutex_lock(&ar->lock);
-		over = ar->done && !ar->dirty && !ar->detach &&
+		over = ar->done && !ar->dirty && !ar->detach && !ar->holds &&
 		       status_sync_settled(c->sync, ar->id);
 		pthread_mutex_unlock(&ar->lock);
 		/* not yet among the runners (recovery adds them after they
@@ -213,6 +213,33 @@ void client_collect_runners(struct client *c)
 	if (!stopping)   /* else client_stop frees every runner itself */
 		collect_runners_locked(c);
 	pthread_mutex_unlock(&c->runners_lock);
+}
+
+struct alloc_runner *client_runner_hold(struct client *c, const char *alloc_id)
+{
+	struct alloc_runner *ar = NULL;
+	bool stopping;
+
+	pthread_mutex_lock(&c->runners_lock);
+	pthread_mutex_lock(&c->lock);
+	stopping = c->shutting_down;
+	pthread_mutex_unlock(&c->lock);
+	if (!stopping && (ar = find_runner(c, alloc_id))) {
+		pthread_mutex_lock(&ar->lock);
+		ar->holds++;
+		pthread_mutex_unlock(&ar->lock);
+	}
+	pthread_mutex_unlock(&c->runners_lock);
+	return ar;
+}
+
+void client_runner_release(struct alloc_runner *ar)
+{
+	/* collect_runners looks at a finished runner again at its next call
+	 * (it stays on the finished list), so nothing to wake */
+	pthread_mutex_lock(&ar->lock);
+	ar->holds--;
+	pthread_mutex_unlock(&ar->lock);
 }
 
 static int watch_should_abort(void *arg)

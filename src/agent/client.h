@@ -44,6 +44,31 @@ int client_start(const struct agent_config *cfg, const char *local_server,
 /* The node id (valid while the client lives). */
 const char *client_node_id(const struct client *c);
 
+/* What a user may ask of a running allocation's tasks on this node (herd
+ * alloc restart | signal, through the client API, client_http.h), in
+ * place: nothing is rescheduled. */
+struct client_task_op {
+	bool restart;          /* restart the task(s); else send signal */
+	int signal;            /* a valid signal number (driver_signal_parse) */
+	const char *task;      /* the task; NULL: every task that runs */
+};
+
+/* Carries out op on allocation alloc_id's tasks and waits for them to
+ * take it (a signal sent, a restart begun: the task's runner stops and
+ * starts it again after the answer; about 100 ms).  Returns 0 with *tasks
+ * (a new array of the names of the tasks reached), or -errno with err:
+ * -ENOENT (this client does not run the allocation, or it has no such
+ * task), -ESRCH (the task, or every task, is not running; the allocation
+ * is stopping or has ended), -EBUSY (another request to the task is being
+ * carried out), -ENOTSUP (the driver cannot deliver that signal),
+ * -ETIMEDOUT (a runner did not take it within 10 s), another -errno from
+ * the driver.  Every task is checked before any is asked; a failure of
+ * one of several tasks afterwards leaves the others done.  Thread-safe;
+ * not to be called once client_stop has begun. */
+struct json_t;
+int client_alloc_task_op(struct client *c, const char *alloc_id, const struct client_task_op *op,
+			 struct json_t **tasks, struct herd_err *err);
+
 /* Stops the client's threads.  stop_tasks: stop every running task first
  * (-dev shutdown); otherwise tasks keep running for the next client to
  * recover.  Frees c; accepts NULL. */

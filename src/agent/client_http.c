@@ -1,9 +1,11 @@
-/* The client's HTTP API: task log streams; see client_http.h. */
+/* The client's HTTP API: task log streams, stats, and a user's restart or
+ * signal of running tasks; see client_http.h. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,15 +16,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <jansson.h>
 
 #include "agent/alloc_gc.h"
+#include "agent/client.h"
 #include "agent/client_http.h"
 #include "agent/logs.h"
 #include "agent/state.h"
 #include "drivers/docker.h"
 #include "drivers/driver.h"
 #include "common/httpc.h"
+#include "common/strbuf.h"
 #include "common/xalloc.h"
 
 #define LOGS_PREFIX "/v1/client/fs/logs/"
@@ -32,6 +38,9 @@
 #define IDLE_SLEEP_NS (100 * 1000000L)
 #define DEAD_CHECK_NS (500 * 1000000LL)
 #define CHUNK 65536
+/* The largest body a POST may send: {"signal": "...", "task": "..."}
+ * needs well under 1 KiB. */
+#define MAX_BODY 16384
 
 struct client_http {
 	struct MHD_Daemon *mhd;
@@ -41,6 +50,14 @@ struct client_http {
 	char *docker_socket;  /* the docker engine's; NULL: its default */
 	atomic_bool stopping;
 	uint16_t port;
+	pthread_mutex_t client_lock;
+	struct client *client; /* restarts and signals go to it; NULL: none (under client_lock) */
+};
+
+/* One connection's request as it arrives: a POST's body, bounded. */
+struct request {
+	struct strbuf body;
+	bool too_big;         /* more than MAX_BODY came: read on, dropped, 413 */
 };
 
 struct stream {
@@ -130,10 +147,9 @@ static void stream_free(void *cls)
 	free(s);
 }
 
-static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned status,
-				   const char *code, const char *msg)
+/* Answers status with j (taken) as JSON. */
+static enum MHD_Result reply_json(struct MHD_Connection *conn, unsigned status, json_t *j)
 {
-	json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
 	char *text = json_dumps(j, JSON_COMPACT);
 	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
 								 MHD_RESPMEM_MUST_FREE);
@@ -141,9 +157,17 @@ static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned status,
 
 	json_decref(j);
 	MHD_add_response_header(r, "Content-Type", "application/json");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
 	rc = MHD_queue_response(conn, status, r);
 	MHD_destroy_response(r);
 	return rc;
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned status,
+				   const char *code, const char *msg)
+{
+	return reply_json(conn, status,
+			  json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg));
 }
 
 static bool is_dir(const char *path)
@@ -164,18 +188,20 @@ static const char *caller_token(struct MHD_Connection *conn)
 	return NULL;
 }
 
-/* Whether the caller may read alloc_id: the server answers GET
- * /v1/allocation/:id with the caller's token only when that token may read
- * the allocation's namespace (with ACL off, to anyone).  Returns 0, or
- * queues the refusal and returns 1 (*rc set). */
+/* Whether the caller may read alloc_id (submit: may also change it): the
+ * server answers GET /v1/allocation/:id (?acl=submit) with the caller's
+ * token only when that token may read (submit in) the allocation's
+ * namespace (with ACL off, to anyone).  Returns 0, or queues the refusal
+ * and returns 1 (*rc set). */
 static int authorize(struct client_http *h, struct MHD_Connection *conn, const char *alloc_id,
-		     enum MHD_Result *rc)
+		     bool submit, enum MHD_Result *rc)
 {
 	struct httpc c;
 	struct httpc_response resp = { 0 };
 	struct herd_err err = { 0, "" };
 	const char *token = caller_token(conn);
-	char *id = httpc_escape(alloc_id), *path = xasprintf("/v1/allocation/%s", id);
+	char *id = httpc_escape(alloc_id);
+	char *path = xasprintf("/v1/allocation/%s%s", id, submit ? "?acl=submit" : "");
 	int r;
 
 	if (!h->auth_server) {
@@ -199,7 +225,9 @@ static int authorize(struct client_http *h, struct MHD_Connection *conn, const c
 				  "no such allocation, or the token may not read its namespace");
 	else if (r == -EACCES)
 		*rc = reply_error(conn, MHD_HTTP_FORBIDDEN, "permission_denied",
-				  "the token may not read this allocation's namespace");
+				  submit ? "permission denied: the token may not submit to this "
+					   "allocation's namespace"
+					 : "the token may not read this allocation's namespace");
 	else {
 		char *msg = xasprintf("cannot check the token with a server: %s", err.msg);
 		*rc = reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "server_unavailable", msg);
@@ -247,7 +275,7 @@ static enum MHD_Result serve_logs(struct client_http *h, struct MHD_Connection *
 			return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 					   "offset must be a byte count");
 	}
-	if (authorize(h, conn, alloc_id, &rc))
+	if (authorize(h, conn, alloc_id, false, &rc))
 		return rc;
 	dir = xasprintf("%s/%s/%s", h->alloc_dir, alloc_id, task);
 	if (!is_dir(dir)) {
@@ -339,7 +367,7 @@ static enum MHD_Result serve_stats(struct client_http *h, struct MHD_Connection 
 	if (!logs_valid_name(alloc_id))
 		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "allocation id must be letters, digits, '-', '_' or '.'");
-	if (authorize(h, conn, alloc_id, &rc))
+	if (authorize(h, conn, alloc_id, false, &rc))
 		return rc;
 	st = state_read_alloc(h->state_dir, alloc_id);
 	if (!st)
@@ -399,40 +427,211 @@ static enum MHD_Result serve_stats(struct client_http *h, struct MHD_Connection 
 	return rc;
 }
 
+/* A user's restart or signal, as the body asks it: {"task": "<name>"}
+ * (optional: every running task) and for a signal {"signal": "SIGUSR1" |
+ * "USR1" | "10" | 10}.  Returns 0 with *op (op->task points into body), or
+ * -EINVAL with why (nothing else in the body is accepted). */
+static int task_op_from_body(const json_t *body, bool restart, struct client_task_op *op,
+			     char *why, size_t size)
+{
+	const json_t *task = json_object_get(body, "task"), *sig = json_object_get(body, "signal");
+	const char *key;
+	json_t *v;
+
+	memset(op, 0, sizeof(*op));
+	op->restart = restart;
+	json_object_foreach((json_t *)body, key, v)
+		if (strcmp(key, "task") && (restart || strcmp(key, "signal"))) {
+			snprintf(why, size, "unknown field \"%.64s\" (%s)", key,
+				 restart ? "a restart takes only task" : "a signal takes signal and task");
+			return -EINVAL;
+		}
+	if (task && !json_is_null(task)) {
+		if (!json_is_string(task) || !logs_valid_name(json_string_value(task))) {
+			snprintf(why, size, "task must be a task name (letters, digits, '-', '_', '.')");
+			return -EINVAL;
+		}
+		op->task = json_string_value(task);
+	}
+	if (restart)
+		return 0;
+	if (json_is_integer(sig)) {
+		char num[32];
+		snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(sig));
+		op->signal = driver_signal_parse(num);
+	} else {
+		op->signal = json_is_string(sig) ? driver_signal_parse(json_string_value(sig)) : -EINVAL;
+	}
+	if (op->signal < 0) {
+		if (!sig)
+			snprintf(why, size, "signal is required (a name such as SIGUSR1, or a number)");
+		else if (json_is_string(sig))
+			snprintf(why, size, "unknown signal \"%.32s\" (a name such as SIGUSR1, or a "
+				 "number from 1 to %d)", json_string_value(sig), NSIG - 1);
+		else
+			snprintf(why, size, "signal must be a name such as SIGUSR1, or a number from 1 "
+				 "to %d", NSIG - 1);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The HTTP answer to client_alloc_task_op's failure rc. */
+static enum MHD_Result reply_task_op_error(struct MHD_Connection *conn, int rc, const char *msg)
+{
+	switch (rc) {
+	case -ENOENT:
+		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", msg);
+	case -ESRCH:
+		return reply_error(conn, MHD_HTTP_CONFLICT, "not_running", msg);
+	case -EBUSY:
+		return reply_error(conn, MHD_HTTP_CONFLICT, "busy", msg);
+	case -ENOTSUP:
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "signal_not_supported", msg);
+	case -ETIMEDOUT:
+		return reply_error(conn, MHD_HTTP_GATEWAY_TIMEOUT, "timeout", msg);
+	default:
+		return reply_error(conn, MHD_HTTP_BAD_GATEWAY, "driver_error", msg);
+	}
+}
+
+/* POST /v1/client/allocation/:id/restart and /signal: checked (id, body,
+ * signal), authorized (submit on the allocation's namespace), then handed
+ * to the client's runners (client_alloc_task_op). */
+static enum MHD_Result serve_task_op(struct client_http *h, struct MHD_Connection *conn,
+				     const char *alloc_id, bool restart, const struct request *rq)
+{
+	struct client_task_op op;
+	struct herd_err err = { 0, "" };
+	json_error_t jerr;
+	json_t *body = NULL, *tasks = NULL, *out;
+	struct client *cl;
+	enum MHD_Result rc;
+	char why[256];
+	int r;
+
+	if (!logs_valid_name(alloc_id))
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+				   "allocation id must be letters, digits, '-', '_' or '.'");
+	if (rq->body.len) {
+		body = json_loadb(rq->body.buf, rq->body.len, JSON_REJECT_DUPLICATES, &jerr);
+		if (!json_is_object(body)) {
+			json_decref(body);
+			return reply_error(conn, MHD_HTTP_BAD_REQUEST, "invalid_json",
+					   "the body must be a JSON object");
+		}
+	} else {
+		body = json_object();
+	}
+	if (task_op_from_body(body, restart, &op, why, sizeof(why)) < 0) {
+		json_decref(body);
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", why);
+	}
+	if (authorize(h, conn, alloc_id, true, &rc)) {
+		json_decref(body);
+		return rc;
+	}
+	pthread_mutex_lock(&h->client_lock);
+	cl = h->client;
+	pthread_mutex_unlock(&h->client_lock);
+	r = cl ? client_alloc_task_op(cl, alloc_id, &op, &tasks, &err)
+	       : herd_errf(&err, -ENOENT, "allocation %s does not run on this node", alloc_id);
+	json_decref(body);
+	if (r < 0)
+		return reply_task_op_error(conn, r, err.msg);
+	out = json_pack("{s:o}", "tasks", tasks);
+	if (!restart) {
+		char name[DRIVER_SIGNAL_NAME_MAX];
+		json_object_set_new(out, "signal", json_string(driver_signal_name(op.signal, name)));
+	}
+	return reply_json(conn, MHD_HTTP_OK, out);
+}
+
+/* Reads a request's body into rq (at most MAX_BODY kept); true while more
+ * is to come. */
+static bool read_body(struct request *rq, const char *data, size_t *size)
+{
+	if (!*size)
+		return false;
+	if (rq->too_big || rq->body.len + *size > MAX_BODY)
+		rq->too_big = true;
+	else
+		strbuf_add(&rq->body, data, *size);
+	*size = 0;
+	return true;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_size, void **con_cls)
 {
 	struct client_http *h = cls;
+	struct request *rq = *con_cls;
+	bool logs = !strncmp(url, LOGS_PREFIX, strlen(LOGS_PREFIX)), post = !strcmp(method, "POST");
+	const char *id = url + strlen(ALLOC_PREFIX), *op = NULL;
+	char alloc[LOGS_NAME_MAX + 1];
 
 	(void)version;
-	(void)upload_data;
 	/* The first call only announces the request (headers read). */
-	if (!*con_cls) {
-		*con_cls = h;
+	if (!rq) {
+		rq = xcalloc(1, sizeof(*rq));
+		strbuf_init(&rq->body, 0);
+		*con_cls = rq;
 		return MHD_YES;
 	}
+	if (post && read_body(rq, upload_data, upload_size))
+		return MHD_YES;
 	if (*upload_size)
 		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", "no body expected");
-	bool logs = !strncmp(url, LOGS_PREFIX, strlen(LOGS_PREFIX));
-	const char *id = url + strlen(ALLOC_PREFIX), *slash = NULL;
-	char alloc[LOGS_NAME_MAX + 1];
 	if (!logs) {
-		/* /v1/client/allocation/:id/stats */
-		slash = strncmp(url, ALLOC_PREFIX, strlen(ALLOC_PREFIX)) ? NULL : strrchr(id, '/');
-		if (!slash || strcmp(slash, "/stats"))
+		/* /v1/client/allocation/:id/{stats,restart,signal}; the id is
+		 * all before the last '/', checked by the handler ("../x": 400) */
+		op = strncmp(url, ALLOC_PREFIX, strlen(ALLOC_PREFIX)) ? NULL : strrchr(id, '/');
+		if (!op || (strcmp(op, "/stats") && strcmp(op, "/restart") && strcmp(op, "/signal")))
 			return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", "no such path");
 	}
-	if (strcmp(method, "GET"))
-		return reply_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed",
-				   "only GET");
+	if (strcmp(method, (logs || !strcmp(op, "/stats")) ? "GET" : "POST")) {
+		struct MHD_Response *r;
+		json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", "method_not_allowed",
+				      "message", post ? "only GET" : "only POST");
+		char *text = json_dumps(j, JSON_COMPACT);
+		enum MHD_Result rc;
+		json_decref(j);
+		r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+		MHD_add_response_header(r, "Content-Type", "application/json");
+		MHD_add_response_header(r, "Allow", post ? "GET" : "POST");
+		rc = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+		MHD_destroy_response(r);
+		return rc;
+	}
+	if (rq->too_big)
+		return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, "body_too_large",
+				   "the body is larger than 16 KiB");
 	if (logs)
 		return serve_logs(h, conn, url + strlen(LOGS_PREFIX));
-	if ((size_t)(slash - id) > LOGS_NAME_MAX)
+	if ((size_t)(op - id) > LOGS_NAME_MAX)
 		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "allocation id too long");
-	snprintf(alloc, sizeof(alloc), "%.*s", (int)(slash - id), id);
-	return serve_stats(h, conn, alloc);
+	snprintf(alloc, sizeof(alloc), "%.*s", (int)(op - id), id);
+	if (!strcmp(op, "/stats"))
+		return serve_stats(h, conn, alloc);
+	return serve_task_op(h, conn, alloc, !strcmp(op, "/restart"), rq);
+}
+
+/* The end of a request: its state goes. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct request *rq = *con_cls;
+
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (rq) {
+		strbuf_release(&rq->body);
+		free(rq);
+		*con_cls = NULL;
+	}
 }
 
 int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_dir,
@@ -464,9 +663,11 @@ int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_di
 	h->alloc_dir = xstrdup(alloc_dir);
 	h->state_dir = xstrdup(state_dir);
 	atomic_init(&h->stopping, false);
+	pthread_mutex_init(&h->client_lock, NULL);
 	errno = 0;
 	h->mhd = MHD_start_daemon(flags, port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, sa,
-				  MHD_OPTION_CONNECTION_LIMIT, 256U, MHD_OPTION_END);
+				  MHD_OPTION_CONNECTION_LIMIT, 256U,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
 	if (!h->mhd) {
 		int e = errno ? errno : EIO;
 		client_http_stop(h);
@@ -496,7 +697,15 @@ void client_http_stop(struct client_http *h)
 	free(h->auth_server);
 	free(h->cgroup_parent);
 	free(h->docker_socket);
+	pthread_mutex_destroy(&h->client_lock);
 	free(h);
+}
+
+void client_http_set_client(struct client_http *h, struct client *c)
+{
+	pthread_mutex_lock(&h->client_lock);
+	h->client = c;
+	pthread_mutex_unlock(&h->client_lock);
 }
 
 void client_http_set_auth_server(struct client_http *h, const char *server)

@@ -22,9 +22,21 @@
  * failed), 400 for a bad id, 404 for an allocation this node does not
  * have.  Both paths are authorized the same way (set_auth_server).
  *
- * It reads only files (alloc_dir, state_dir; the stats of the task handles
- * persisted there), never the runners' memory,
- * so it needs no lock of the client and works while the client recovers.
+ *   POST /v1/client/allocation/:id/restart   {"task": "T"} (optional)
+ *   POST /v1/client/allocation/:id/signal    {"signal": "SIGUSR1", "task": "T"}
+ *
+ * restart the allocation's running task T (all of them without task) in
+ * place, or send them a signal (a name or a number; unknown: 400), through
+ * the client (client_http_set_client, client_alloc_task_op): {"tasks":
+ * [...]} (and "signal") once the tasks' runners took it.  These change
+ * things, so they ask the server for more than a read: the submit right
+ * on the allocation's namespace.  A body is JSON, an object of those
+ * fields only, at most 16 KiB (413); anything else is 400, and nothing is
+ * done before the body and the caller are checked.
+ *
+ * The reads read only files (alloc_dir, state_dir; the stats of the task
+ * handles persisted there), never the runners' memory, so they need no
+ * lock of the client and work while the client recovers.
  * One thread per connection (a log stream sleeps between reads). */
 #ifndef HERD_AGENT_CLIENT_HTTP_H
 #define HERD_AGENT_CLIENT_HTTP_H
@@ -41,13 +53,14 @@ struct client_http;
 int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_dir,
 		      const char *state_dir, struct client_http **out, struct herd_err *err);
 
-/* Makes every log request ask a server ("host:port", copied; NULL: none)
+/* Makes every request ask a server ("host:port", copied; NULL: none)
  * whether the caller may read the allocation: GET /v1/allocation/:id with
  * the caller's X-Herd-Token / Authorization: Bearer, which the server
  * answers only when the token may read the allocation's namespace (to
- * anyone with ACL off).  Refusals: 404 (no such allocation, or not
- * readable: the server does not tell them apart), 403, 503 when no server
- * answers.  Call before the address is published (not thread-safe with
+ * anyone with ACL off); a restart or signal asks ?acl=submit, answered
+ * only when the token may also submit there.  Refusals: 404 (no such
+ * allocation, or not readable: the server does not tell them apart), 403,
+ * 503 when no server answers.  Call before the address is published (not thread-safe with
  * requests in flight). */
 void client_http_set_auth_server(struct client_http *h, const char *server);
 
@@ -56,6 +69,12 @@ void client_http_set_auth_server(struct client_http *h, const char *server);
  * defaults).  Call before the address is published. */
 void client_http_set_drivers(struct client_http *h, const char *cgroup_parent,
 			     const char *docker_socket);
+
+/* Where restarts and signals go: the client of this agent (NULL: none;
+ * they answer 404 then).  Stop the API (client_http_stop) before the
+ * client: a request in progress holds one of its runners. */
+struct client;
+void client_http_set_client(struct client_http *h, struct client *c);
 
 /* The port it listens on. */
 uint16_t client_http_port(const struct client_http *h);

@@ -11,10 +11,16 @@
  *   interval and starts a new window.  The window is part of the persisted
  *   state: an agent restart does not grant new attempts.
  *
+ * A user's request (tr->req: herd alloc signal | restart, through the
+ * client API) is carried out here, on the one thread that uses the task's
+ * handle, at the next wait slice: a signal through the driver; a restart
+ * stops the task as a stop does and starts it again at once, counted in
+ * `restarts` but not in the restart policy's window.
+ *
  * Events (Nomad's names): Received, Task Setup, Downloading Artifacts,
  * Failed Artifact Download, Setup Failure, Driver (progress such as
  * "Downloading Image"), Started, Terminated, Restarting, Not Restarting,
- * Killing, Killed, Driver Failure. */
+ * Killing, Killed, Driver Failure, Signaling, Restart Signaled. */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -311,6 +317,64 @@ static void kill_task(struct task_runner *tr, const struct driver_ops *d, struct
 	}
 }
 
+/* Answers the user's request, if one is waiting, with rc (and why). */
+static void answer_request(struct task_runner *tr, int rc, const char *why)
+{
+	struct alloc_runner *ar = tr->ar;
+	pthread_mutex_lock(&ar->lock);
+	if (tr->req.kind != TASK_REQ_NONE && !tr->req.done) {
+		tr->req.done = true;
+		tr->req.rc = rc;
+		snprintf(tr->req.msg, sizeof(tr->req.msg), "%s", why ? why : "");
+		pthread_cond_broadcast(&ar->cond);
+	}
+	pthread_mutex_unlock(&ar->lock);
+}
+
+/* The driver's refusal of a user's signal, in words. */
+static const char *signal_refusal(const struct driver_ops *d, int rc, char *buf, size_t size)
+{
+	if (rc == -ESRCH)
+		snprintf(buf, size, "the task has ended");
+	else if (rc == -ENOTSUP)
+		snprintf(buf, size, "the %s driver cannot deliver this signal to the task%s", d->name,
+			 strcmp(d->name, "exec") ? ""
+			 : " (its init passes on only TERM, INT, HUP, QUIT, USR1, USR2, WINCH, ALRM; KILL ends it)");
+	else
+		snprintf(buf, size, "the %s driver could not send it: %s", d->name, strerror(-rc));
+	return buf;
+}
+
+/* Carries out a user's request waiting for this running task: a signal is
+ * sent and answered; a restart is answered (accepted) and true returned,
+ * the caller then stops and starts the task again. */
+static bool serve_request(struct task_runner *tr, const struct driver_ops *d)
+{
+	struct alloc_runner *ar = tr->ar;
+	enum task_request_kind kind;
+	char name[DRIVER_SIGNAL_NAME_MAX], why[256];
+	int sig, rc;
+
+	pthread_mutex_lock(&ar->lock);
+	kind = tr->req.done ? TASK_REQ_NONE : tr->req.kind;
+	sig = tr->req.sig;
+	pthread_mutex_unlock(&ar->lock);
+	if (kind == TASK_REQ_RESTART) {
+		answer_request(tr, 0, NULL);
+		task_event(tr, "Restart Signaled", "restarted by user");
+		return true;
+	}
+	if (kind != TASK_REQ_SIGNAL)
+		return false;
+	driver_signal_name(sig, name);
+	rc = tr->handle ? d->signal(tr->handle, sig) : -ESRCH;
+	if (rc == 0)
+		task_event(tr, "Signaling", "task being sent %s by user", name);
+	answer_request(tr, rc, rc ? signal_refusal(d, rc, why, sizeof(why)) : NULL);
+	progress(tr);
+	return false;
+}
+
 void task_runner_run(struct task_runner *tr)
 {
 	struct alloc_runner *ar = tr->ar;
@@ -326,7 +390,7 @@ void task_runner_run(struct task_runner *tr)
 	for (;;) {
 		struct herd_err err = { 0, "" };
 		struct driver_exit ex;
-		bool stopped = false, ok;
+		bool stopped = false, restart = false, ok;
 		int rc;
 
 		memset(&ex, 0, sizeof(ex));
@@ -367,15 +431,24 @@ void task_runner_run(struct task_runner *tr)
 				ex.exit_code = -1;
 				break;
 			}
-			if (should_detach(tr))
+			if (should_detach(tr)) {
+				answer_request(tr, -ESRCH, "the client is shutting down");
 				return;   /* the handle stays; the next client recovers it */
+			}
 			progress(tr);   /* what changed meanwhile (events) */
 			if (should_stop(tr)) {
 				kill_task(tr, d, &ex);
 				stopped = true;
 				break;
 			}
+			if (serve_request(tr, d)) {
+				kill_task(tr, d, &ex);
+				restart = true;
+				break;
+			}
 		}
+		/* a request that came as the task ended finds nothing to act on */
+		answer_request(tr, -ESRCH, "the task has ended");
 		pthread_mutex_lock(&ar->lock);
 		d->destroy(tr->handle);
 		tr->handle = NULL;
@@ -392,6 +465,17 @@ ended:
 			task_event(tr, "Killed", "task stopped");
 			set_dead(tr, false);
 			return;
+		}
+		if (restart) {
+			/* not next_restart: the policy's window is for failures */
+			task_event(tr, "Restarting", "restarted by user (not counted against the "
+				   "restart policy)");
+			pthread_mutex_lock(&ar->lock);
+			tr->restarts++;
+			pthread_mutex_unlock(&ar->lock);
+			set_state(tr, "pending");
+			progress(tr);
+			continue;
 		}
 		ok = !ex.lost && !ex.signal && !ex.oom_killed && ex.exit_code == 0;
 		if (ok && run_once) {

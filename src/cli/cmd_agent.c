@@ -350,6 +350,9 @@ int cmd_agent(int argc, char **argv)
 		}
 		if (srv)
 			server_set_self_node_id(srv, client_node_id(cl));
+		/* restarts and signals of its tasks through the client API */
+		if (chttp)
+			client_http_set_client(chttp, cl);
 	}
 	if (cfg.dev)
 		log_info("agent: dev mode: data in %s (removed on exit); try "
@@ -361,8 +364,10 @@ int cmd_agent(int argc, char **argv)
 	log_info("agent: %s: shutting down", sig == SIGINT ? "interrupt" : "terminated");
 	rc = 0;
 stop:
-	client_stop(cl, cfg.dev);
+	/* The API first: a restart or signal in progress holds one of the
+	 * client's runners, which client_stop frees. */
 	client_http_stop(chttp);
+	client_stop(cl, cfg.dev);
 	server_stop(srv);
 	if (cfg.data_dir_is_temp)
 		agent_config_remove_temp_data_dir(&cfg);
