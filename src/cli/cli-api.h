@@ -1,7 +1,7 @@
 /* cli-api: what the commands that talk to a server share (cmd_job remote
- * parts, cmd_alloc, cmd_node, cmd_gpu status, the team commands): calling
- * the API with the error printed once, reading fields of JSON answers,
- * aligned tables, list/apply/delete commands. */
+ * parts, cmd_alloc with its logs and ops, cmd_node, cmd_gpu status, the
+ * team commands): calling the API with the error printed once, reading
+ * fields of JSON answers, aligned tables, list/apply/delete commands. */
 #ifndef HERD_CLI_API_H
 #define HERD_CLI_API_H
 
@@ -85,6 +85,15 @@ int job_status_cmd(int argc, char **argv);
 int job_stop_cmd(int argc, char **argv);
 /* `herd job inspect ID`: the stored job of namespace ns as JSON. */
 int job_inspect_remote(const char *cmd, const char *id, const char *ns);
+
+/* Follows evaluation eval_id with blocking queries until it is no longer
+ * pending.  Returns the evaluation (new reference) or NULL after printing
+ * why.  In cmd_job_remote.c. */
+json_t *api_follow_eval(const char *cmd, const char *eval_id);
+/* herd alloc stop | restart | signal (cmd_alloc_ops.c). */
+int alloc_stop_cmd(int argc, char **argv);
+int alloc_restart_cmd(int argc, char **argv);
+int alloc_signal_cmd(int argc, char **argv);
 
 /* Prints the failed placements of an evaluation or plan ({"<group>":
  * {"explanation","nodes_evaluated","missing"}}) to f. */

@@ -1,5 +1,7 @@
 /* herd alloc status: one allocation, its tasks, their events and devices.
- * The id may be a prefix (as long as it matches one allocation). */
+ * The id may be a prefix (as long as it matches one allocation).  The
+ * group's other commands: logs (cmd_alloc_logs.c), stop, restart, signal
+ * (cmd_alloc_ops.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,10 +80,11 @@ static void print_alloc(const json_t *a, const json_t *usage)
 	char buf[64];
 
 	printf("%-20s %s\n%-20s %s\n%-20s %s\n%-20s %s\n%-20s %s (%s)\n%-20s %lld\n"
-	       "%-20s %s\n%-20s %s%s%s\n%-20s %s\n",
+	       "%-20s %s%s%s\n%-20s %s%s%s\n%-20s %s\n",
 	       "ID", js(a, "id"), "Name", js(a, "name"), "Node", js(a, "node_name"), "Node ID",
 	       js(a, "node_id"), "Job", js(a, "job_id"), js(a, "namespace"), "Job Version",
 	       (long long)ji(a, "job_version"), "Desired Status", js(a, "desired_status"),
+	       *js(a, "desired_description") ? ": " : "", js(a, "desired_description"),
 	       "Client Status", js(a, "client_status"), *js(a, "client_description") ? ": " : "",
 	       js(a, "client_description"), "Created",
 	       format_ago(ji(a, "create_time"), buf, sizeof(buf)));
@@ -190,6 +193,9 @@ int cmd_alloc(int argc, char **argv)
 	static const struct subcommand cmds[] = {
 		{ "status", alloc_status_cmd, "show an allocation and its tasks" },
 		{ "logs", alloc_logs_cmd, "print or follow a task's log" },
+		{ "stop", alloc_stop_cmd, "stop an allocation and have it replaced" },
+		{ "restart", alloc_restart_cmd, "restart an allocation's tasks in place" },
+		{ "signal", alloc_signal_cmd, "send a signal to an allocation's tasks" },
 		{ NULL, NULL, NULL },
 	};
 	return dispatch(argv[0], cmds, argc, argv);

@@ -99,9 +99,7 @@ static int place_job(const char *cmd, struct job *job, const char *ns_flag)
 	return 0;
 }
 
-/* Follows the evaluation until it is no longer pending.  Returns the
- * evaluation (new reference) or NULL after printing why. */
-static json_t *follow_eval(const char *cmd, const char *eval_id)
+json_t *api_follow_eval(const char *cmd, const char *eval_id)
 {
 	char *e = httpc_escape(eval_id);
 	char *path = xasprintf("/v1/evaluation/%s", e);
@@ -305,7 +303,7 @@ int job_run_cmd(int argc, char **argv)
 		return 0;
 	}
 	fflush(stdout);
-	ev = follow_eval(argv[0], eval_id);
+	ev = api_follow_eval(argv[0], eval_id);
 	httpc_response_release(&r);
 	if (!ev)
 		goto out;
