@@ -110,7 +110,7 @@ static int token_create(int argc, char **argv)
 		{ "name", FLAG_STRING, &name, "a name for people" },
 		{ "policy", FLAG_STRING, &policies, "policies, comma-separated" },
 		{ "type", FLAG_STRING, &type, "client (default) or management" },
-		{ NULL },
+		{ 0 },
 	};
 	const struct command_help help = {
 		"herd acl token create -name NAME -policy P1[,P2...] [-type client|management]",

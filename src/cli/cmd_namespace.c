@@ -13,7 +13,7 @@ static int ns_apply(int argc, char **argv)
 		{ "description", FLAG_STRING, &desc, "what the namespace is for" },
 		{ "quota", FLAG_STRING, &quota, "the quota to attach (\"\" detaches)" },
 		{ "weight", FLAG_INT, &weight, "fair-share weight in GPUs (default: the quota's GPU limit)" },
-		{ NULL },
+		{ 0 },
 	};
 	const struct command_help help = {
 		"herd namespace apply [-description TEXT] [-quota NAME] [-weight GPUS] NAME",

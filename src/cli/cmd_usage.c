@@ -18,7 +18,7 @@ int cmd_usage(int argc, char **argv)
 		{ "until", FLAG_STRING, &until, "count to (default: now)" },
 		{ "json", FLAG_BOOL, &as_json, "print JSON" },
 		{ "csv", FLAG_BOOL, &as_csv, "print CSV: namespace,job_id,allocations,gpu_hours" },
-		{ NULL },
+		{ 0 },
 	};
 	const struct command_help help = {
 		"herd usage [-namespace N] [-since T] [-until T] [-json|-csv]",
