@@ -323,7 +323,7 @@ int api_list_cmd(int argc, char **argv, const char *usage, const char *summary, 
 		 size_t ncols, const char *const *heads, void (*row)(struct table *t, const json_t *x))
 {
 	bool as_json = false;
-	const struct flag flags[] = { { "json", FLAG_BOOL, &as_json, "print JSON" }, { NULL } };
+	const struct flag flags[] = { { "json", FLAG_BOOL, &as_json, "print JSON" }, { 0 } };
 	const struct command_help help = { usage, summary, flags };
 	struct httpc_response r;
 	struct table t;

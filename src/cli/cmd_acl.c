@@ -56,7 +56,7 @@ static int acl_bootstrap(int argc, char **argv)
 static int policy_apply(int argc, char **argv)
 {
 	const char *desc = "";
-	const struct flag flags[] = { { "description", FLAG_STRING, &desc, "what the policy is for" }, { NULL } };
+	const struct flag flags[] = { { "description", FLAG_STRING, &desc, "what the policy is for" }, { 0 } };
 	const struct command_help help = {
 		"herd acl policy apply [-description TEXT] NAME FILE",
 		"Creates or updates policy NAME from FILE (HCL: namespace \"team-a\" { policy = \"submit\" } "

@@ -154,7 +154,7 @@ static int quota_list(int argc, char **argv)
 static int quota_one(int argc, char **argv, const char *suffix, const char *usage, const char *summary)
 {
 	bool as_json = false;
-	const struct flag flags[] = { { "json", FLAG_BOOL, &as_json, "print JSON" }, { NULL } };
+	const struct flag flags[] = { { "json", FLAG_BOOL, &as_json, "print JSON" }, { 0 } };
 	const struct command_help help = { usage, summary, flags };
 	struct httpc_response r;
 	char *pos[1], *name, *path;
