@@ -54,7 +54,8 @@ struct client_http {
 	struct client *client; /* restarts and signals go to it; NULL: none (under client_lock) */
 };
 
-/* One connection's request as it arrives: a POST's body, bounded. */
+/* One connection's request as it arrives: its body, bounded (only a POST
+ * may have one). */
 struct request {
 	struct strbuf body;
 	bool too_big;         /* more than MAX_BODY came: read on, dropped, 413 */
@@ -561,6 +562,25 @@ static bool read_body(struct request *rq, const char *data, size_t *size)
 	return true;
 }
 
+/* 405 with Allow: allowed (one method). */
+static enum MHD_Result reply_method_not_allowed(struct MHD_Connection *conn, const char *allowed)
+{
+	char *msg = xasprintf("only %s", allowed);
+	json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", "method_not_allowed", "message", msg);
+	char *text = json_dumps(j, JSON_COMPACT);
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
+								 MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result rc;
+
+	free(msg);
+	json_decref(j);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	MHD_add_response_header(r, "Allow", allowed);
+	rc = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_size, void **con_cls)
@@ -568,7 +588,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct client_http *h = cls;
 	struct request *rq = *con_cls;
 	bool logs = !strncmp(url, LOGS_PREFIX, strlen(LOGS_PREFIX)), post = !strcmp(method, "POST");
-	const char *id = url + strlen(ALLOC_PREFIX), *op = NULL;
+	const char *id = NULL, *op = NULL, *allowed;
 	char alloc[LOGS_NAME_MAX + 1];
 
 	(void)version;
@@ -579,34 +599,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*con_cls = rq;
 		return MHD_YES;
 	}
-	if (post && read_body(rq, upload_data, upload_size))
+	/* Every body is read to its end (bounded) before the answer: one
+	 * queued while the client still sends makes MHD drop the connection */
+	if (read_body(rq, upload_data, upload_size))
 		return MHD_YES;
-	if (*upload_size)
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", "no body expected");
 	if (!logs) {
 		/* /v1/client/allocation/:id/{stats,restart,signal}; the id is
 		 * all before the last '/', checked by the handler ("../x": 400) */
-		op = strncmp(url, ALLOC_PREFIX, strlen(ALLOC_PREFIX)) ? NULL : strrchr(id, '/');
+		if (!strncmp(url, ALLOC_PREFIX, strlen(ALLOC_PREFIX))) {
+			id = url + strlen(ALLOC_PREFIX);
+			op = strrchr(id, '/');
+		}
 		if (!op || (strcmp(op, "/stats") && strcmp(op, "/restart") && strcmp(op, "/signal")))
 			return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", "no such path");
 	}
-	if (strcmp(method, (logs || !strcmp(op, "/stats")) ? "GET" : "POST")) {
-		struct MHD_Response *r;
-		json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", "method_not_allowed",
-				      "message", post ? "only GET" : "only POST");
-		char *text = json_dumps(j, JSON_COMPACT);
-		enum MHD_Result rc;
-		json_decref(j);
-		r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-		MHD_add_response_header(r, "Content-Type", "application/json");
-		MHD_add_response_header(r, "Allow", post ? "GET" : "POST");
-		rc = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, r);
-		MHD_destroy_response(r);
-		return rc;
-	}
+	allowed = logs || !strcmp(op, "/stats") ? "GET" : "POST";
+	if (strcmp(method, allowed))
+		return reply_method_not_allowed(conn, allowed);
 	if (rq->too_big)
 		return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, "body_too_large",
 				   "the body is larger than 16 KiB");
+	if (!post && rq->body.len)
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", "no body expected");
 	if (logs)
 		return serve_logs(h, conn, url + strlen(LOGS_PREFIX));
 	if ((size_t)(op - id) > LOGS_NAME_MAX)

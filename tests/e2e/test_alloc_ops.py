@@ -194,10 +194,17 @@ def test_restart_and_signal_in_place(agents, tmp_path):
     assert r.returncode == 1 and 'no task "nope"' in r.stderr, r.stderr
     r = cli(dev.port, 'alloc', 'restart', '-task', 'no/pe', aid)
     assert r.returncode == 1 and 'task must be a task name' in r.stderr, r.stderr
-    status, body = call(the_alloc(dev.port, aid)['node_http_addr'],
-                        f'/v1/client/allocation/{aid}/signal', method='POST',
+    node_api = the_alloc(dev.port, aid)['node_http_addr']
+    status, body = call(node_api, f'/v1/client/allocation/{aid}/signal', method='POST',
                         body={'signal': 'USR1', 'extra': 1})
     assert status == 400 and 'unknown field' in body['error']['message'], body
+    status, body = call(node_api, f'/v1/client/allocation/{aid}/restart', method='POST',
+                        body={'task': 'x' * 20000})
+    assert status == 413, body
+    status, body = call(node_api, f'/v1/client/allocation/{aid}/restart')
+    assert status == 405 and body['error']['message'] == 'only POST', body
+    status, body = call(node_api, f'/v1/client/allocation/{aid}/stats', method='PUT', body={})
+    assert status == 405 and body['error']['message'] == 'only GET', body
     assert usr1.read_text() == 'usr1\nusr1\n'
     assert pid_of(d) == pid4 and alive(pid4)
     cur = the_alloc(dev.port, aid)
