@@ -340,6 +340,9 @@ static const char *signal_refusal(const struct driver_ops *d, int rc, char *buf,
 		snprintf(buf, size, "the %s driver cannot deliver this signal to the task%s", d->name,
 			 strcmp(d->name, "exec") ? ""
 			 : " (its init passes on only TERM, INT, HUP, QUIT, USR1, USR2, WINCH, ALRM; KILL ends it)");
+	else if (!strcmp(d->name, "docker"))
+		snprintf(buf, size, "the docker engine did not deliver it (its kill refused the "
+			 "signal, or the engine cannot be reached): %s", strerror(-rc));
 	else
 		snprintf(buf, size, "the %s driver could not send it: %s", d->name, strerror(-rc));
 	return buf;
