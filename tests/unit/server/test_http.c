@@ -294,7 +294,7 @@ static void request_local(const char *method, const char *path, const char *body
 static void request(uint16_t port, const char *method, const char *path, const char *body,
 		    size_t len, const char *header, int chunked, struct reply *r)
 {
-	CURL *c = curl_easy_init();
+	CURL *c;
 	struct curl_slist *hdrs = NULL;
 	char url[4096];
 	struct timespec t0;
@@ -306,6 +306,7 @@ static void request(uint16_t port, const char *method, const char *path, const c
 		request_local(method, path, body, len, header, r);
 		return;
 	}
+	c = curl_easy_init();
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
