@@ -1,4 +1,5 @@
-/* routes_jobs: register, parse, plan, read, stop and purge jobs. */
+/* routes_jobs: register, parse, plan, read, revert, scale, stop and purge
+ * jobs. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,15 +59,28 @@ static json_t *stored_from_canon(const json_t *canon, int64_t version)
 	return o;
 }
 
+/* The fields the server adds to a stored job (stored_from_canon, the
+ * store's indexes): without them a stored job is its canonical job. */
+static const char *const server_fields[] = { "version", "stop", "status", "submit_time",
+					     "create_index", "modify_index", "job_modify_index",
+					     NULL };
+
+/* A copy of a stored job without the server's fields (new reference). */
+static json_t *canon_of_stored(const json_t *stored)
+{
+	json_t *a = json_deep_copy(stored);
+	for (int i = 0; server_fields[i]; i++)
+		json_object_del(a, server_fields[i]);
+	return a;
+}
+
 /* Whether a stored job holds the same canonical job (and is not stopped). */
 static bool same_job(const json_t *old, const json_t *canon)
 {
 	json_t *a = json_copy((json_t *)old);
-	static const char *const fields[] = { "version", "stop", "status", "submit_time",
-					      "create_index", "modify_index", "job_modify_index", NULL };
 	bool same;
-	for (int i = 0; fields[i]; i++)
-		json_object_del(a, fields[i]);
+	for (int i = 0; server_fields[i]; i++)
+		json_object_del(a, server_fields[i]);
 	same = json_equal(a, (json_t *)canon) && !jbool(old, "stop", false);
 	json_decref(a);
 	return same;
@@ -93,6 +107,105 @@ static int read_for_register(struct store *s, void *arg, struct herd_err *err)
 	return rc == -ENOENT ? 0 : rc;
 }
 
+/* A registration: what POST /v1/jobs, revert and scale share.  build
+ * makes the canonical job to store from the job as stored now (old, NULL
+ * when there is none; only read): a new reference, or NULL after it
+ * answered resp (a refusal: nothing is stored).  It runs again on every
+ * attempt, so that a job changed meanwhile is built from afresh. */
+struct registration {
+	const char *ns, *id;
+	const char *trigger;             /* the evaluation's triggered_by */
+	json_t *(*build)(const json_t *old, void *arg, struct http_response *resp);
+	void *arg;
+	const struct diag_list *dl;      /* the warnings the answer carries */
+};
+
+/* The warnings of an answer: dl's, or none (NULL: no job was decoded). */
+static json_t *answer_warnings(const struct diag_list *dl)
+{
+	return dl ? job_warnings(dl) : json_array();
+}
+
+/* Stores rg's job as a new version with an evaluation, on condition that
+ * the job and its namespace did not change since they were read (else
+ * reads and builds again); an unchanged job stores nothing.  Answers resp
+ * ({"eval_id", "job_modify_index", "index", "warnings"}).  0 (resp
+ * answered) or -errno with err. */
+static int register_job(struct server *srv, struct http_request *req, struct http_response *resp,
+			const struct registration *rg, struct herd_err *err)
+{
+	int rc = 0;
+
+	for (int attempt = 0; attempt < REGISTER_ATTEMPTS; attempt++) {
+		struct store_key key = { rg->ns, rg->id, 0 };
+		struct store_key nk = { NULL, rg->ns, 0 };
+		struct store_batch b = STORE_BATCH_INIT;
+		struct register_read rd = { rg->ns, rg->id, 0, NULL };
+		json_t *old, *stored, *eval, *canon;
+		uint64_t idx = 0;
+
+		rc = store_view(srv->store, read_for_register, &rd, err);
+		if (rc < 0)
+			return rc;
+		old = rd.old;
+		if (!rd.ns_index) {
+			json_decref(old);
+			return http_error(resp, 400, "namespace_not_found",
+					  "namespace %s does not exist; create it with herd namespace apply %s",
+					  rg->ns, rg->ns);
+		}
+		canon = rg->build(old, rg->arg, resp);
+		if (!canon) {
+			json_decref(old);
+			return 0;
+		}
+		if (old && same_job(old, canon)) {
+			http_reply(resp, 200, json_pack("{s:s, s:I, s:I, s:o}", "eval_id", "",
+							"job_modify_index", (json_int_t)jint(old, "modify_index", 0),
+							"index", (json_int_t)req->index, "warnings", answer_warnings(rg->dl)));
+			json_decref(old);
+			json_decref(canon);
+			return 0;
+		}
+		stored = stored_from_canon(canon, old ? jint(old, "version", 0) + 1 : 0);
+		json_decref(canon);
+		eval = eval_new(rg->ns, rg->id, rg->trigger, NULL);
+		store_batch_init(&b);
+		/* the batch takes stored's references and one of eval's: the
+		 * store keeps them as they are (both are in canonical order) */
+		store_batch_put_owned(&b, STORE_JOB, json_incref(stored));
+		store_batch_put_owned(&b, STORE_JOB_VERSION, stored);
+		store_batch_put_owned(&b, STORE_EVAL, json_incref(eval));
+		store_batch_require_index(&b, STORE_JOB, &key, old ? (uint64_t)jint(old, "modify_index", 0) : 0);
+		/* the namespace as read: one deleted meanwhile (its delete checks
+		 * for jobs inside its own commit) fails this, and the retry says so */
+		store_batch_require_index(&b, STORE_NAMESPACE, &nk, rd.ns_index);
+		rc = store_commit(srv->store, &b, &idx, err);
+		store_batch_release(&b);
+		json_decref(old);
+		if (rc == 0) {
+			/* eval is the store's cached record now: only read */
+			broker_enqueue(&srv->broker, jstr(eval, "id", ""), rg->ns, rg->id, 0);
+			reply_written(resp, idx,
+				      json_pack("{s:s, s:I, s:I, s:o}", "eval_id", jstr(eval, "id", ""),
+						"job_modify_index", (json_int_t)idx, "index", (json_int_t)idx,
+						"warnings", answer_warnings(rg->dl)));
+		}
+		json_decref(eval);
+		if (rc != -ESTALE)
+			return rc;
+	}
+	return http_error(resp, 409, "conflict", "job %s kept changing; try again", rg->id);
+}
+
+/* POST /v1/jobs: the job of the body, whatever is stored. */
+static json_t *build_submitted(const json_t *old, void *arg, struct http_response *resp)
+{
+	(void)old;
+	(void)resp;
+	return json_incref(arg);
+}
+
 static int post_jobs(struct http_request *req, struct http_response *resp, void *ctx)
 {
 	struct server *srv = ctx;
@@ -111,62 +224,9 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 		goto out;
 	}
 	canon = job_to_json_sorted(job);
-	for (int attempt = 0; attempt < REGISTER_ATTEMPTS; attempt++) {
-		struct store_key key = { job->namespace, job->id, 0 };
-		struct store_key nk = { NULL, job->namespace, 0 };
-		struct store_batch b = STORE_BATCH_INIT;
-		struct register_read rd = { job->namespace, job->id, 0, NULL };
-		json_t *old, *stored, *eval;
-		uint64_t idx = 0;
-
-		rc = store_view(srv->store, read_for_register, &rd, &err);
-		if (rc < 0)
-			goto out;
-		old = rd.old;
-		if (!rd.ns_index) {
-			json_decref(old);
-			rc = http_error(resp, 400, "namespace_not_found",
-					"namespace %s does not exist; create it with herd namespace apply %s",
-					job->namespace, job->namespace);
-			goto out;
-		}
-		if (old && same_job(old, canon)) {
-			http_reply(resp, 200, json_pack("{s:s, s:I, s:I, s:o}", "eval_id", "",
-							"job_modify_index", (json_int_t)jint(old, "modify_index", 0),
-							"index", (json_int_t)req->index, "warnings", job_warnings(&dl)));
-			json_decref(old);
-			rc = 0;
-			goto out;
-		}
-		stored = stored_from_canon(canon, old ? jint(old, "version", 0) + 1 : 0);
-		eval = eval_new(job->namespace, job->id, "job-register", NULL);
-		store_batch_init(&b);
-		/* the batch takes stored's references and one of eval's: the
-		 * store keeps them as they are (both are in canonical order) */
-		store_batch_put_owned(&b, STORE_JOB, json_incref(stored));
-		store_batch_put_owned(&b, STORE_JOB_VERSION, stored);
-		store_batch_put_owned(&b, STORE_EVAL, json_incref(eval));
-		store_batch_require_index(&b, STORE_JOB, &key, old ? (uint64_t)jint(old, "modify_index", 0) : 0);
-		/* the namespace as read: one deleted meanwhile (its delete checks
-		 * for jobs inside its own commit) fails this, and the retry says so */
-		store_batch_require_index(&b, STORE_NAMESPACE, &nk, rd.ns_index);
-		rc = store_commit(srv->store, &b, &idx, &err);
-		store_batch_release(&b);
-		json_decref(old);
-		if (rc == 0) {
-			/* eval is the store's cached record now: only read */
-			broker_enqueue(&srv->broker, jstr(eval, "id", ""), job->namespace, job->id, 0);
-			reply_written(resp, idx,
-				      json_pack("{s:s, s:I, s:I, s:o}", "eval_id", jstr(eval, "id", ""),
-						"job_modify_index", (json_int_t)idx, "index", (json_int_t)idx,
-						"warnings", job_warnings(&dl)));
-		}
-		json_decref(eval);
-		if (rc != -ESTALE)
-			break;
-	}
-	if (rc == -ESTALE)
-		rc = http_error(resp, 409, "conflict", "job %s kept changing; try again", job->id);
+	struct registration rg = { job->namespace, job->id, "job-register", build_submitted,
+				   canon, &dl };
+	rc = register_job(srv, req, resp, &rg, &err);
 out:
 	if (rc < 0)
 		server_log(srv, "error", "register job: %s", err.msg);
@@ -458,6 +518,224 @@ static int get_job_evals(struct http_request *req, struct http_response *resp, v
 	return get_job_list(req, resp, ctx, STORE_EVAL);
 }
 
+/* Whether every key of body is one of known (NULL-terminated); else
+ * answers 400 naming the first unknown one.  A body that is no object is
+ * refused too. */
+static bool body_keys_known(const json_t *body, const char *const *known,
+			    struct http_response *resp)
+{
+	const char *k;
+	json_t *v;
+
+	if (!json_is_object(body)) {
+		http_error(resp, 400, "invalid_argument", "the body must be a JSON object");
+		return false;
+	}
+	json_object_foreach((json_t *)body, k, v) {
+		int i = 0;
+		while (known[i] && strcmp(known[i], k))
+			i++;
+		if (!known[i]) {
+			http_error(resp, 400, "invalid_argument", "unknown field \"%s\"", k);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The integer field key of body into *out (absent or null: *out = dflt),
+ * or false after a 400 when it is not an integer >= 0. */
+static bool body_index(const json_t *body, const char *key, int64_t dflt, int64_t *out,
+		       struct http_response *resp)
+{
+	const json_t *v = json_object_get(body, key);
+	*out = dflt;
+	if (!v || json_is_null(v))
+		return true;
+	if (!json_is_integer(v) || json_integer_value(v) < 0) {
+		http_error(resp, 400, "invalid_argument", "%s must be an integer >= 0", key);
+		return false;
+	}
+	*out = json_integer_value(v);
+	return true;
+}
+
+/* The canonical job a stored job (a version, or the job with a change
+ * made) holds, decoded and validated again as a submitted one: a new
+ * reference, or NULL after a 400 invalid_job with its diagnostics (say,
+ * a count past the schema's bounds). */
+static json_t *canon_revalidated(const json_t *canon, struct http_response *resp)
+{
+	struct diag_list dl;
+	struct job *job;
+	json_t *out = NULL;
+
+	diag_list_init(&dl);
+	job = job_from_json(canon, NULL, &dl);
+	if (job)
+		out = job_to_json_sorted(job);
+	else
+		invalid_job(resp, &dl, NULL);
+	job_free(job);
+	diag_list_release(&dl);
+	return out;
+}
+
+/* POST /v1/job/:id/revert: version's canonical job, checked against the
+ * job as stored now (enforce >= 0: its version must be that). */
+struct revert {
+	const char *id;
+	json_t *canon;    /* the version's canonical job (owned) */
+	int64_t enforce;  /* -1: no check */
+};
+
+static json_t *build_revert(const json_t *old, void *arg, struct http_response *resp)
+{
+	struct revert *rv = arg;
+	if (!old) { /* purged since the version was read */
+		http_error(resp, 404, "job_not_found", "no job %s", rv->id);
+		return NULL;
+	}
+	if (rv->enforce >= 0 && jint(old, "version", 0) != rv->enforce) {
+		http_error(resp, 409, "version_mismatch",
+			   "job %s is at version %lld, not %lld (enforce_prior_version)", rv->id,
+			   (long long)jint(old, "version", 0), (long long)rv->enforce);
+		return NULL;
+	}
+	return json_incref(rv->canon);
+}
+
+static int post_job_revert(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	static const char *const known[] = { "version", "enforce_prior_version", NULL };
+	struct server *srv = ctx;
+	struct store_key key = { req_namespace(req), http_param(req, "id"), 0 };
+	struct revert rv = { key.id, NULL, -1 };
+	struct herd_err err = { 0 };
+	json_t *stored = NULL, *canon;
+	int rc;
+
+	if (!acl_allows_ns(req, key.ns, ACL_SUBMIT))
+		return acl_deny(resp);
+	if (!body_keys_known(req->body, known, resp) ||
+	    !body_index(req->body, "enforce_prior_version", -1, &rv.enforce, resp) ||
+	    !body_index(req->body, "version", -1, &key.version, resp))
+		return 0;
+	if (key.version < 0)
+		return http_error(resp, 400, "invalid_argument",
+				  "body must be {\"version\": N[, \"enforce_prior_version\": M]}");
+	if (!valid_id(key.id))
+		return http_error(resp, 404, "job_not_found", "no job %s", key.id);
+	rc = store_get(srv->store, STORE_JOB_VERSION, &key, &stored, &err);
+	if (rc == -ENOENT)
+		return http_error(resp, 404, "job_not_found", "no version %lld of job %s in namespace %s",
+				  (long long)key.version, key.id, key.ns);
+	if (rc < 0)
+		return rc;
+	canon = canon_of_stored(stored);
+	json_decref(stored);
+	rv.canon = canon_revalidated(canon, resp);
+	json_decref(canon);
+	if (!rv.canon)
+		return 0;
+	struct registration rg = { key.ns, key.id, "job-revert", build_revert, &rv, NULL };
+	rc = register_job(srv, req, resp, &rg, &err);
+	if (rc < 0)
+		server_log(srv, "error", "revert job: %s", err.msg);
+	json_decref(rv.canon);
+	return rc;
+}
+
+/* POST /v1/job/:id/scale: the job as stored now with one group's count
+ * changed. */
+struct scale {
+	const char *id;
+	const char *group;  /* NULL: the job's only group */
+	int64_t count;
+};
+
+/* The group of job named name (NULL: the only one), or NULL after a 404
+ * (no such group) or a 400 (no name, and more than one group). */
+static json_t *scale_group(const json_t *job, const struct scale *sc, struct http_response *resp)
+{
+	json_t *groups = json_object_get(job, "groups"), *g;
+	size_t i;
+
+	if (!sc->group) {
+		if (json_array_size(groups) == 1)
+			return json_array_get(groups, 0);
+		http_error(resp, 400, "invalid_argument",
+			   "job %s has %zu groups: name the one to scale (\"group\")", sc->id,
+			   json_array_size(groups));
+		return NULL;
+	}
+	json_array_foreach(groups, i, g)
+		if (!strcmp(jstr(g, "name", ""), sc->group))
+			return g;
+	http_error(resp, 404, "group_not_found", "job %s has no group \"%s\"", sc->id, sc->group);
+	return NULL;
+}
+
+static json_t *build_scale(const json_t *old, void *arg, struct http_response *resp)
+{
+	struct scale *sc = arg;
+	json_t *canon, *g, *out = NULL;
+
+	if (!old) {
+		http_error(resp, 404, "job_not_found", "no job %s", sc->id);
+		return NULL;
+	}
+	/* scaling a stopped job would start it again: that is a run's or a
+	 * revert's to do */
+	if (jbool(old, "stop", false)) {
+		http_error(resp, 409, "job_stopped", "job %s is stopped; run it to start it again",
+			   sc->id);
+		return NULL;
+	}
+	canon = canon_of_stored(old);
+	g = scale_group(canon, sc, resp);
+	if (g) {
+		json_object_set_new(g, "count", json_integer(sc->count));
+		/* the spec's own checks: the count's bounds (job_schema.c) and
+		 * whatever depends on it */
+		out = canon_revalidated(canon, resp);
+	}
+	json_decref(canon);
+	return out;
+}
+
+static int post_job_scale(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	static const char *const known[] = { "group", "count", NULL };
+	struct server *srv = ctx;
+	const char *ns = req_namespace(req);
+	const json_t *count, *group;
+	struct scale sc = { http_param(req, "id"), NULL, 0 };
+	struct herd_err err = { 0 };
+	int rc;
+
+	if (!acl_allows_ns(req, ns, ACL_SUBMIT))
+		return acl_deny(resp);
+	if (!body_keys_known(req->body, known, resp))
+		return 0;
+	count = json_object_get(req->body, "count");
+	group = json_object_get(req->body, "group");
+	if (!json_is_integer(count))
+		return http_error(resp, 400, "invalid_argument",
+				  "body must be {\"count\": N[, \"group\": \"name\"]}");
+	if (group && !json_is_null(group) && !json_is_string(group))
+		return http_error(resp, 400, "invalid_argument", "group must be a string");
+	sc.count = json_integer_value(count);
+	sc.group = json_string_value(group);
+	if (!valid_id(sc.id))
+		return http_error(resp, 404, "job_not_found", "no job %s", sc.id);
+	struct registration rg = { ns, sc.id, "job-scaling", build_scale, &sc, NULL };
+	rc = register_job(srv, req, resp, &rg, &err);
+	if (rc < 0)
+		server_log(srv, "error", "scale job: %s", err.msg);
+	return rc;
+}
+
 /* DELETE /v1/job/:id[?purge=true]: stop (the job stays, marked stopped) or
  * purge (the job and its versions go); either way an evaluation stops the
  * allocations, whose records stay until their clients report them ended. */
@@ -523,6 +801,8 @@ int routes_jobs(struct server *srv, struct herd_err *err)
 		/* clients fetch the job of an allocation with their node token */
 		{ "GET", "/v1/job/:id", get_job, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ_OR_NODE_WRITE },
 		{ "DELETE", "/v1/job/:id", delete_job, 0, ACL_NEED_NS_SUBMIT },
+		{ "POST", "/v1/job/:id/revert", post_job_revert, HTTP_ROUTE_BODY, ACL_NEED_NS_SUBMIT },
+		{ "POST", "/v1/job/:id/scale", post_job_scale, HTTP_ROUTE_BODY, ACL_NEED_NS_SUBMIT },
 		{ "GET", "/v1/job/:id/versions", get_job_versions, 0, ACL_NEED_NS_READ_OR_NODE_WRITE },
 		{ "GET", "/v1/job/:id/version/:version", get_job_version, 0,
 		  ACL_NEED_NS_READ_OR_NODE_WRITE },
