@@ -90,6 +90,17 @@ int job_inspect_remote(const char *cmd, const char *id, const char *ns);
  * pending.  Returns the evaluation (new reference) or NULL after printing
  * why.  In cmd_job_remote.c. */
 json_t *api_follow_eval(const char *cmd, const char *eval_id);
+/* What `herd job run` does once a registration answered eval_id: follows
+ * the evaluation, then the job's allocations until want of them run (or
+ * completed, for batch), printing each change.  Returns the exit status: 1
+ * when something could not be placed, the evaluation failed or an
+ * allocation failed.  In cmd_job_remote.c. */
+int job_follow(const char *cmd, const char *eval_id, const char *job_id, const char *ns,
+	       bool batch, int64_t want);
+/* herd job history | revert | scale (cmd_job_versions.c). */
+int job_history_cmd(int argc, char **argv);
+int job_revert_cmd(int argc, char **argv);
+int job_scale_cmd(int argc, char **argv);
 /* herd alloc stop | restart | signal (cmd_alloc_ops.c). */
 int alloc_stop_cmd(int argc, char **argv);
 int alloc_restart_cmd(int argc, char **argv);

@@ -216,6 +216,9 @@ int cmd_job(int argc, char **argv)
 		{ "status", job_status_cmd, "list jobs, or show one job and its allocations" },
 		{ "stop", job_stop_cmd, "stop a job (and purge it with -purge)" },
 		{ "inspect", job_inspect_cmd, "print a job file with every default filled, or a job" },
+		{ "history", job_history_cmd, "list a job's versions and what changed between them" },
+		{ "revert", job_revert_cmd, "register an earlier version of a job again" },
+		{ "scale", job_scale_cmd, "change the count of a job's group" },
 		{ NULL, NULL, NULL },
 	};
 	return dispatch(argv[0], cmds, argc, argv);

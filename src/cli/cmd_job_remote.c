@@ -254,12 +254,10 @@ int job_run_cmd(int argc, char **argv)
 	};
 	char *pos[1], *path;
 	struct job *job;
-	json_t *body, *ev, *failed;
+	json_t *body;
 	struct httpc_response r;
 	const char *eval_id;
 	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc = 1;
-	int64_t want, missing = 0;
-	bool batch;
 
 	if (n < 0)
 		return n == -1 ? 0 : EXIT_USAGE;
@@ -303,41 +301,42 @@ int job_run_cmd(int argc, char **argv)
 		return 0;
 	}
 	fflush(stdout);
-	ev = api_follow_eval(argv[0], eval_id);
+	rc = job_follow(argv[0], eval_id, job->id, job->namespace, !strcmp(job->type, "batch"),
+			total_count(job));
 	httpc_response_release(&r);
+	job_free(job);
+	return rc;
+}
+
+int job_follow(const char *cmd, const char *eval_id, const char *job_id, const char *ns,
+	       bool batch, int64_t want)
+{
+	json_t *ev = api_follow_eval(cmd, eval_id), *failed;
+
 	if (!ev)
-		goto out;
+		return 1;
 	printf("==> evaluation %s\n", js(ev, "status"));
 	failed = json_object_get(ev, "failed_placements");
 	if (!strcmp(js(ev, "status"), "queued")) {
 		/* Held by the quota or waiting its turn in the fair queue: not
 		 * a failure, it starts by itself. */
-		printf("==> job \"%s\" waits: %s\n", job->id, js(ev, "status_description"));
+		printf("==> job \"%s\" waits: %s\n", job_id, js(ev, "status_description"));
 		printf("==> it starts by itself when that frees; following (Ctrl-C leaves it "
 		       "queued)\n");
 		fflush(stdout);
 	} else if (json_object_size(failed)) {
-		const char *g;
-		json_t *fp;
-		json_object_foreach(failed, g, fp)
-			missing += ji(fp, "missing");
 		print_failed_placements(stdout, failed);
-		printf("==> job \"%s\" stays pending: it is placed when capacity appears\n", job->id);
+		printf("==> job \"%s\" stays pending: it is placed when capacity appears\n", job_id);
 		json_decref(ev);
-		goto out;
+		return 1;
 	}
 	if (!strcmp(js(ev, "status"), "failed")) {
-		fprintf(stderr, "%s: evaluation failed: %s\n", argv[0], js(ev, "status_description"));
+		fprintf(stderr, "%s: evaluation failed: %s\n", cmd, js(ev, "status_description"));
 		json_decref(ev);
-		goto out;
+		return 1;
 	}
 	json_decref(ev);
-	batch = !strcmp(job->type, "batch");
-	want = total_count(job) - missing;
-	rc = follow_allocs(argv[0], job->id, job->namespace, batch, want);
-out:
-	job_free(job);
-	return rc;
+	return follow_allocs(cmd, job_id, ns, batch, want);
 }
 
 int job_plan_cmd(int argc, char **argv)
