@@ -3,7 +3,8 @@
  * (since, include, index), GET /v1/jobs (since, namespace),
  * GET /v1/job/:id/version/:version and GET /v1/metrics (format: a text
  * answer or JSON); and the batch status route
- * PUT /v1/node/:id/allocations/status by its body.  One server, started
+ * PUT /v1/node/:id/allocations/status and the job version routes
+ * POST /v1/job/:id/revert and /scale by their bodies.  One server, started
  * once with a node, a batch job placed on it and its allocations, answers
  * every input through its router (no sockets).
  *
@@ -12,6 +13,7 @@
  * version path segment, or the body.  Every request gets an answer. */
 #define _XOPEN_SOURCE 700
 #include <ftw.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +46,18 @@ static void add_query(struct http_request_state *st, char *qs)
 			*eq++ = '\0';
 		http_request_add_query(st, kv, eq ? eq : "");
 	}
+}
+
+/* Whether a scale body asks for more instances than the fuzzer lets the
+ * job have: a count of thousands makes every later input plan them all,
+ * which tests the scheduler's speed, not the route. */
+static bool scale_too_big(const uint8_t *data, size_t size)
+{
+	json_t *b = json_loadb((const char *)data, size, 0, NULL);
+	json_t *c = json_object_get(b, "count");
+	bool big = json_is_integer(c) && json_integer_value(c) > 16;
+	json_decref(b);
+	return big;
 }
 
 /* Runs one request; returns its status. */
@@ -116,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rest = strndup((const char *)data + 1, size - 1);
 	if (!rest)
 		abort();
-	switch (data[0] % 5) {
+	switch (data[0] % 7) {
 	case 0:
 		call("GET", "/v1/node/n1/allocations", rest, NULL, 0);
 		break;
@@ -134,6 +148,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 3:
 		call("PUT", "/v1/node/n1/allocations/status", NULL, (const char *)data + 1,
 		     size - 1);
+		break;
+	case 5:
+		call("POST", "/v1/job/a/revert", NULL, (const char *)data + 1, size - 1);
+		break;
+	case 6:
+		if (!scale_too_big(data + 1, size - 1))
+			call("POST", "/v1/job/a/scale", NULL, (const char *)data + 1, size - 1);
 		break;
 	default:
 		call("GET", "/v1/metrics", rest, NULL, 0);

@@ -213,9 +213,79 @@ static void test_scale_refusals_store_nothing(void **state)
 	fx_free(f);
 }
 
+/* A token of one policy with rules (as test_acl.c makes them); caller
+ * frees. */
+static char *token_for(struct fx *f, const char *policy, const char *rules)
+{
+	char path[128], *b = NULL, *secret;
+	json_t *r;
+	snprintf(path, sizeof(path), "/v1/acl/policy/%s", policy);
+	assert_true(asprintf(&b, "{\"policy\": {\"rules\": %s}}", rules) > 0);
+	json_decref(fx_ok(f, "POST", path, b));
+	free(b);
+	assert_true(asprintf(&b, "{\"token\": {\"name\": \"%s\", \"policies\": [\"%s\"]}}",
+			     policy, policy) > 0);
+	r = fx_ok(f, "POST", "/v1/acl/tokens", b);
+	free(b);
+	secret = strdup(fx_s(r, "secret_id"));
+	json_decref(r);
+	return secret;
+}
+
+/* revert and scale need submit on the job's namespace, as a registration
+ * does: a reader of it, and a team that cannot see it, get 403 and change
+ * nothing. */
+static void test_acl_needs_submit(void **state)
+{
+	struct fx *f = fx_new_teams(0, 1);
+	json_t *r;
+	char *mgmt, *reader, *other, *writer;
+	(void)state;
+	r = fx_ok(f, "POST", "/v1/acl/bootstrap", NULL);
+	mgmt = strdup(fx_s(r, "secret_id"));
+	json_decref(r);
+	f->token = mgmt;
+	json_decref(fx_ok(f, "POST", "/v1/namespaces", "{\"namespace\": {\"name\": \"a\"}}"));
+	reader = token_for(f, "reader", "{\"namespace\": {\"a\": \"read\"}}");
+	other = token_for(f, "other", "{\"namespace\": {\"b\": \"submit\"}}");
+	writer = token_for(f, "writer", "{\"namespace\": {\"a\": \"submit\"}}");
+	f->token = writer;
+	json_decref(fx_ok(f, "POST", "/v1/jobs?namespace=a",
+		"{\"job\": {\"id\": \"j\", \"namespace\": \"a\", \"type\": \"service\", \"groups\": "
+		"[{\"name\": \"g\", \"tasks\": [{\"name\": \"t\", \"driver\": \"raw_exec\","
+		" \"config\": {\"command\": \"/bin/true\"}}]}]}}"));
+	json_decref(fx_ok(f, "POST", "/v1/job/j/scale?namespace=a", "{\"count\": 2}"));
+	for (int i = 0; i < 2; i++) {
+		f->token = i ? other : reader;
+		assert_int_equal(fx_status(f, "POST", "/v1/job/j/revert?namespace=a",
+					   "{\"version\": 0}"), 403);
+		assert_int_equal(fx_status(f, "POST", "/v1/job/j/scale?namespace=a",
+					   "{\"count\": 3}"), 403);
+		assert_int_equal(fx_status(f, "POST", "/v1/job/none/scale?namespace=a",
+					   "{\"count\": 3}"), 403);
+	}
+	f->token = writer;
+	assert_int_equal(fx_status(f, "GET", "/v1/job/j/version/2?namespace=a", NULL), 404);
+	r = fx_ok(f, "POST", "/v1/job/j/revert?namespace=a", "{\"version\": 0}");
+	assert_true(strlen(fx_s(r, "eval_id")) > 0);
+	json_decref(r);
+	r = fx_get(f, "/v1/job/j?namespace=%s", "a");
+	assert_int_equal(fx_i(r, "version"), 2);
+	assert_int_equal(fx_i(json_array_get(json_object_get(r, "groups"), 0), "count"), 1);
+	json_decref(r);
+	fx_idle(f);
+	f->token = NULL;
+	free(mgmt);
+	free(reader);
+	free(other);
+	free(writer);
+	fx_free(f);
+}
+
 fx_main(cmocka_unit_test(test_revert_registers_old_spec_as_new_version),
 	cmocka_unit_test(test_revert_enforce_prior_version),
 	cmocka_unit_test(test_revert_refusals_store_nothing),
 	cmocka_unit_test(test_scale_changes_only_that_group),
 	cmocka_unit_test(test_scale_only_group_and_zero),
-	cmocka_unit_test(test_scale_refusals_store_nothing))
+	cmocka_unit_test(test_scale_refusals_store_nothing),
+	cmocka_unit_test(test_acl_needs_submit))
