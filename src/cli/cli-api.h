@@ -61,6 +61,14 @@ const char *format_ago(int64_t unix_ns, char *buf, size_t size);
 char *api_resolve_prefix(const char *cmd, const char *list_path, const char *what,
 			 const char *prefix);
 
+/* /v1/job/<id, escaped><suffix> in namespace ns; caller frees.  In
+ * cmd_job_remote.c, as the next. */
+char *api_job_path(const char *id, const char *suffix, const char *ns);
+/* -namespace (ns_flag) for a command that changes something: one
+ * namespace into *ns; "*" is a usage error (printed; returns EXIT_USAGE),
+ * else 0. */
+int api_write_namespace(const char *cmd, const char *ns_flag, const char **ns);
+
 /* The namespace of job id for a read given "*": the one namespace (of
  * those the token may read) that holds a job with that id.  Prints why and
  * returns NULL when none or several do; else the namespace (caller

@@ -57,8 +57,7 @@ static int64_t total_count(const struct job *job)
 	return n;
 }
 
-/* /v1/job/<id><suffix> in namespace ns. */
-static char *job_path(const char *id, const char *suffix, const char *ns)
+char *api_job_path(const char *id, const char *suffix, const char *ns)
 {
 	char *e = httpc_escape(id);
 	char *p = xasprintf("/v1/job/%s%s", e, suffix);
@@ -68,8 +67,7 @@ static char *job_path(const char *id, const char *suffix, const char *ns)
 	return full;
 }
 
-/* -namespace for a command that changes something: one namespace. */
-static int write_namespace(const char *cmd, const char *ns_flag, const char **ns)
+int api_write_namespace(const char *cmd, const char *ns_flag, const char **ns)
 {
 	*ns = cli_namespace(ns_flag);
 	if (!strcmp(*ns, "*"))
@@ -84,7 +82,7 @@ static int write_namespace(const char *cmd, const char *ns_flag, const char **ns
 static int place_job(const char *cmd, struct job *job, const char *ns_flag)
 {
 	const char *ns;
-	int rc = write_namespace(cmd, ns_flag, &ns);
+	int rc = api_write_namespace(cmd, ns_flag, &ns);
 
 	if (rc)
 		return rc;
@@ -149,7 +147,7 @@ static int64_t now_ms(void)
 static int follow_allocs(const char *cmd, const char *job_id, const char *ns, bool batch,
 			 int64_t want)
 {
-	char *path = job_path(job_id, "/allocations", ns);
+	char *path = api_job_path(job_id, "/allocations", ns);
 	uint64_t index = 0;
 	json_t *seen = json_object();   /* alloc id -> last printed status */
 	int64_t running_since = -1;
@@ -376,7 +374,7 @@ int job_plan_cmd(int argc, char **argv)
 		return rc;
 	}
 	body = wrap_job(job);
-	path = job_path(job->id, "/plan", job->namespace);
+	path = api_job_path(job->id, "/plan", job->namespace);
 	rc = api_call(argv[0], "POST", path, body, &r);
 	free(path);
 	json_decref(body);
@@ -483,7 +481,7 @@ void print_allocs_table(const json_t *allocs, bool show_node)
  * list could not be read: the caller shows the job without it). */
 static json_t *latest_eval(const char *cmd, const char *id, const char *ns)
 {
-	char *epath = job_path(id, "/evaluations", ns);
+	char *epath = api_job_path(id, "/evaluations", ns);
 	struct httpc_response re;
 	json_t *best = NULL, *ev;
 	size_t i;
@@ -511,8 +509,8 @@ static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as
 
 	if (!ns)
 		return 1;
-	path = job_path(id, "", ns);
-	apath = job_path(id, "/allocations", ns);
+	path = api_job_path(id, "", ns);
+	apath = api_job_path(id, "/allocations", ns);
 	if (api_call(cmd, "GET", path, NULL, &r) < 0)
 		goto out;
 	if (api_call(cmd, "GET", apath, NULL, &ra) < 0) {
@@ -661,9 +659,9 @@ int job_stop_cmd(int argc, char **argv)
 		return n == -1 ? 0 : EXIT_USAGE;
 	if (n < 1)
 		return usage_error(argv[0], "missing job id");
-	if ((rc = write_namespace(argv[0], ns_flag, &ns)) != 0)
+	if ((rc = api_write_namespace(argv[0], ns_flag, &ns)) != 0)
 		return rc;
-	p = job_path(pos[0], purge ? "?purge=true" : "", ns);
+	p = api_job_path(pos[0], purge ? "?purge=true" : "", ns);
 	path = p;
 	rc = api_call(argv[0], "DELETE", path, NULL, &r);
 	free(p);
@@ -684,7 +682,7 @@ int job_inspect_remote(const char *cmd, const char *id, const char *ns_arg)
 
 	if (!ns)
 		return 1;
-	path = job_path(id, "", ns);
+	path = api_job_path(id, "", ns);
 	rc = api_call(cmd, "GET", path, NULL, &r);
 	free(path);
 	free(ns);

@@ -4,7 +4,6 @@
  * adds what changed from the version before, a diff of the canonical job
  * JSON by path.  revert and scale ask the server for a new version
  * (POST /v1/job/:id/revert, /scale) and then follow it as `job run` does. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,17 +12,6 @@
 #include "common/strbuf.h"
 #include "common/units.h"
 #include "common/xalloc.h"
-
-/* /v1/job/<id><suffix> in namespace ns; caller frees. */
-static char *job_path(const char *id, const char *suffix, const char *ns)
-{
-	char *e = httpc_escape(id);
-	char *p = xasprintf("/v1/job/%s%s", e, suffix);
-	char *full = api_ns_path(p, ns);
-	free(e);
-	free(p);
-	return full;
-}
 
 /* ---- diff of two canonical jobs --------------------------------------- */
 
@@ -215,7 +203,7 @@ int job_history_cmd(int argc, char **argv)
 	ns = api_job_namespace(argv[0], pos[0], cli_namespace(ns_flag));
 	if (!ns)
 		return 1;
-	path = job_path(pos[0], "/versions", ns);
+	path = api_job_path(pos[0], "/versions", ns);
 	rc = api_call(argv[0], "GET", path, NULL, &r);
 	free(path);
 	free(ns);
@@ -233,15 +221,6 @@ int job_history_cmd(int argc, char **argv)
 
 /* ---- revert and scale --------------------------------------------------- */
 
-/* -namespace for a command that changes a job: one namespace. */
-static int write_namespace(const char *cmd, const char *ns_flag, const char **ns)
-{
-	*ns = cli_namespace(ns_flag);
-	if (!strcmp(*ns, "*"))
-		return usage_error(cmd, "-namespace *: name one namespace (\"*\" is for lists)");
-	return 0;
-}
-
 static int64_t total_count(const json_t *job)
 {
 	int64_t n = 0;
@@ -255,7 +234,7 @@ static int64_t total_count(const json_t *job)
 /* The job as stored now (new reference), or NULL after printing why. */
 static json_t *get_job(const char *cmd, const char *id, const char *ns)
 {
-	char *path = job_path(id, "", ns);
+	char *path = api_job_path(id, "", ns);
 	struct httpc_response r;
 	json_t *job = NULL;
 	if (api_call(cmd, "GET", path, NULL, &r) == 0) {
@@ -320,10 +299,10 @@ int job_revert_cmd(int argc, char **argv)
 	if (parse_int64(pos[1], 0, INT64_MAX, &version, NULL) < 0)
 		return usage_error(argv[0], "version \"%s\" is not a version number (0, 1, ...)",
 				   pos[1]);
-	if ((rc = write_namespace(argv[0], ns_flag, &ns)) != 0)
+	if ((rc = api_write_namespace(argv[0], ns_flag, &ns)) != 0)
 		return rc;
 	body = json_pack("{s:I}", "version", (json_int_t)version);
-	path = job_path(pos[0], "/revert", ns);
+	path = api_job_path(pos[0], "/revert", ns);
 	rc = api_call(argv[0], "POST", path, body, &r);
 	free(path);
 	json_decref(body);
@@ -373,12 +352,12 @@ int job_scale_cmd(int argc, char **argv)
 	/* the range is the server's (the job spec's) to check */
 	if (parse_int64(pos[n - 1], INT64_MIN, INT64_MAX, &count, NULL) < 0)
 		return usage_error(argv[0], "count \"%s\" is not a number", pos[n - 1]);
-	if ((rc = write_namespace(argv[0], ns_flag, &ns)) != 0)
+	if ((rc = api_write_namespace(argv[0], ns_flag, &ns)) != 0)
 		return rc;
 	body = json_pack("{s:I}", "count", (json_int_t)count);
 	if (group)
 		json_object_set_new(body, "group", json_string(group));
-	path = job_path(pos[0], "/scale", ns);
+	path = api_job_path(pos[0], "/scale", ns);
 	rc = api_call(argv[0], "POST", path, body, &r);
 	free(path);
 	json_decref(body);
