@@ -101,8 +101,9 @@ static void add_query(struct http_request_state *st, const char *query)
 }
 
 /* Waits until the watched index passes after, deadline_ns (CLOCK_MONOTONIC)
- * comes, the caller gives up or the server stops.  Returns 0, or
- * -ECANCELED when the caller gave up. */
+ * comes, the caller gives up or the server stops.  Returns 0, 1 when the
+ * server stops (the request is then answered at once, as the server's held
+ * requests are), or -ECANCELED when the caller gave up. */
 static int wait_index(struct http_local *l, uint64_t after, int64_t deadline_ns,
 		      int (*abort_cb)(void *), void *abort_arg)
 {
@@ -120,7 +121,7 @@ static int wait_index(struct http_local *l, uint64_t after, int64_t deadline_ns,
 		stopping = l->stopping;
 		pthread_mutex_unlock(&l->lock);
 		if (stopping)
-			return 0; /* answered at once, as the server's held requests are */
+			return 1;
 	}
 }
 
@@ -130,24 +131,25 @@ static int serve(struct http_local *l, struct http_request_state *st, int (*abor
 		 void *abort_arg, struct http_response *resp, uint64_t *index)
 {
 	int64_t deadline_ns;
-	int rc;
+	int rc = 0;
 
 	*index = index_watch_current(l->watch);
 	if (http_request_prepare(st, l->router, &l->limits, resp))
 		return 0;
 	deadline_ns = mono_ns() + st->req.wait_ns;
 	if (http_request_should_wait(st, *index) &&
-	    (rc = wait_index(l, st->req.wait_index, deadline_ns, abort_cb, abort_arg)))
+	    (rc = wait_index(l, st->req.wait_index, deadline_ns, abort_cb, abort_arg)) < 0)
 		return rc;
 	for (;;) {
 		*index = index_watch_current(l->watch);
 		http_request_run(st, *index, resp);
-		/* nothing new for this client: wait for the next change (http.h) */
-		if (!(resp->nothing_new && st->req.has_index && st->req.wait_ns > 0 &&
-		      mono_ns() < deadline_ns))
+		/* nothing new for this client: wait for the next change
+		 * (http.h), unless the server stops (rc 1): then as it is */
+		if (rc == 1 || !(resp->nothing_new && st->req.has_index && st->req.wait_ns > 0 &&
+				 mono_ns() < deadline_ns))
 			break;
 		http_response_release(resp);
-		if ((rc = wait_index(l, *index, deadline_ns, abort_cb, abort_arg)))
+		if ((rc = wait_index(l, *index, deadline_ns, abort_cb, abort_arg)) < 0)
 			return rc;
 	}
 	if (resp->has_index)

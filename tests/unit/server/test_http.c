@@ -710,6 +710,35 @@ static void *stop_later(void *arg)
 	return NULL;
 }
 
+/* A held request with nothing new for its client is answered at stop too,
+ * as it is (the in-process transport sent it back to wait until its
+ * deadline, and the stop waited for it). */
+static void *blocking_news(void *arg)
+{
+	struct waiter_arg *a = arg;
+	get(a->f, "/v1/news?index=5&wait=60s", &a->r);
+	return NULL;
+}
+
+static void test_stop_releases_nothing_new(void **state)
+{
+	struct fixture *f = *state;
+	struct later l6 = { &f->watch, 6, 100 };
+	struct waiter_arg a;
+	pthread_t th, pub;
+	memset(&a, 0, sizeof(a));
+	a.f = f;
+	pthread_create(&pub, NULL, publish_later, &l6);
+	pthread_create(&th, NULL, stop_later, f);
+	blocking_news(&a);
+	pthread_join(th, NULL);
+	pthread_join(pub, NULL);
+	assert_true(a.r.seconds < 30);
+	assert_int_equal(a.r.status, 200);
+	assert_int_equal(json_integer_value(json_object_get(a.r.json, "index")), 6);
+	reply_release(&a.r);
+}
+
 static void test_stop_releases_waiters(void **state)
 {
 	struct fixture *f = *state;
@@ -941,6 +970,7 @@ int main(void)
 		T(test_blocking_bad_arguments),
 		T(test_many_waiters_one_change),
 		T(test_stop_releases_waiters),
+		T(test_stop_releases_nothing_new),
 		T(test_bad_bind_address),
 		cmocka_unit_test(test_router_patterns),
 		T(test_fds_close_on_exec),
@@ -963,6 +993,7 @@ int main(void)
 		L(test_blocking_bad_arguments),
 		L(test_many_waiters_one_change),
 		L(test_stop_releases_waiters),
+		L(test_stop_releases_nothing_new),
 		L(test_local_bodies_are_copies),
 		L(test_local_wait_abandoned),
 	};
