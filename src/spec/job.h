@@ -197,6 +197,25 @@ struct job_strv {
 	size_t n;
 };
 
+/* periodic { crons prohibit_overlap time_zone enabled }: a batch job that
+ * is not placed itself; the server launches a child job on each cron time
+ * (docs/jobspec.md, "Periodic jobs").  Validation moves Nomad's single
+ * `cron` into crons and checks every expression (spec/cron.h). */
+struct job_periodic {
+	struct hcl_pos pos;
+	struct job_strv crons;  /* at least one; 5-field expressions or @descriptors */
+	char *cron;             /* Nomad's one-expression form; NULL once validated */
+	bool prohibit_overlap;  /* skip a launch while an earlier child is not dead */
+	char *time_zone;        /* "UTC" (default) or "Local" (the server's) */
+	bool enabled;           /* default true */
+	int enabled_set;        /* decoder bookkeeping: 1 when the file set it */
+};
+
+/* A periodic job's children are "<id>-periodic-<unix seconds>": its id
+ * leaves room for the suffix within JOB_MAX_ID. */
+#define JOB_PERIODIC_SUFFIX_MAX 21
+#define JOB_PERIODIC_MAX_ID (JOB_MAX_ID - JOB_PERIODIC_SUFFIX_MAX)
+
 struct job {
 	struct hcl_pos pos;
 	char *id;               /* required */
@@ -211,6 +230,7 @@ struct job {
 	struct job_rules affinities;
 	struct job_group *groups;
 	size_t ngroups;
+	struct job_periodic *periodic; /* NULL: not periodic */
 };
 
 /* Checks the rules that span fields (docs/jobspec.md, "Validation") and

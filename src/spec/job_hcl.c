@@ -63,6 +63,7 @@ static const struct block_rule rules_group[] = {
 static const struct block_rule rules_job[] = {
 	CONSTRAINT_RULES,
 	{ "group", "groups", true, "name", rules_group },
+	{ "periodic", "periodic", false, NULL, rules_none },
 	RULE_END,
 };
 

@@ -308,6 +308,26 @@ static const struct schema group_schema = {
 	"group", sizeof(struct job_group), init_group, group_fields, group_ignored,
 };
 
+/* --- periodic --- */
+
+static void init_periodic(void *obj)
+{
+	((struct job_periodic *)obj)->enabled = true;
+}
+
+static const struct field periodic_fields[] = {
+	MAP("crons", F_STRV, struct job_periodic, crons, 64),
+	STR("cron", struct job_periodic, cron, 256),
+	FIELD("prohibit_overlap", F_BOOL, struct job_periodic, prohibit_overlap),
+	STR("time_zone", struct job_periodic, time_zone, 64),
+	{ .key = "enabled", .kind = F_BOOL, .off = offsetof(struct job_periodic, enabled),
+	  .set_off = offsetof(struct job_periodic, enabled_set) },
+	END,
+};
+static const struct schema periodic_schema = {
+	"periodic", sizeof(struct job_periodic), init_periodic, periodic_fields, NULL,
+};
+
 /* --- job --- */
 
 static void init_job(void *obj)
@@ -331,6 +351,7 @@ static const struct field job_fields[] = {
 	RULES(struct job, constraints, constraint_schema),
 	RULES(struct job, affinities, affinity_schema),
 	ARR("groups", struct job, groups, ngroups, group_schema, JOB_MAX_GROUPS),
+	OBJ("periodic", F_OBJECT_PTR, struct job, periodic, periodic_schema),
 	END,
 };
 const struct schema job_schema = {

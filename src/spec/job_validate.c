@@ -12,6 +12,7 @@
 #include "common/strbuf.h"
 #include "common/units.h"
 #include "common/xalloc.h"
+#include "spec/cron.h"
 #include "spec/job-int.h"
 
 struct validator {
@@ -482,6 +483,41 @@ int job_validate(struct job *job, struct diag_list *diags)
 	return job_validate_decoded(job, NULL, diags);
 }
 
+/* periodic: batch only; one or more valid expressions (Nomad's `cron`
+ * becomes crons[0]); a time zone herd can compute in. */
+static void check_periodic(struct validator *v, struct job *job)
+{
+	struct job_periodic *p = job->periodic;
+	size_t old = push(v, "periodic", -1);
+	char err[256];
+
+	if (!v->batch)
+		fail(v, p->pos, "only batch jobs can be periodic (this job's type is \"%s\")",
+		     job->type);
+	if (job->id && strlen(job->id) > JOB_PERIODIC_MAX_ID)
+		fail(v, p->pos, "a periodic job's id is at most %d bytes (its children are "
+			"\"<id>-periodic-<unix seconds>\")", JOB_PERIODIC_MAX_ID);
+	if (p->cron && p->crons.n)
+		fail(v, p->pos, "set cron or crons, not both");
+	else if (p->cron) {
+		p->crons.v = xcalloc(1, sizeof(char *));
+		p->crons.v[p->crons.n++] = p->cron;
+		p->cron = NULL;
+	}
+	if (p->crons.n == 0 && !failed(v, &p->crons) && !failed(v, &p->cron))
+		fail(v, p->pos, "crons (or cron) is required: when to launch the job");
+	for (size_t i = 0; i < p->crons.n; i++) {
+		struct cron c;
+		if (cron_parse(p->crons.v[i], &c, err, sizeof(err)) < 0)
+			fail(v, p->pos, "crons[%zu]: \"%s\": %s", i, p->crons.v[i], err);
+	}
+	default_str(&p->time_zone, "UTC");
+	if (strcmp(p->time_zone, "UTC") && strcmp(p->time_zone, "Local"))
+		fail(v, p->pos, "time_zone \"%s\" is not supported: herd computes launches in "
+			"\"UTC\" or \"Local\" (the server's time zone)", p->time_zone);
+	pop(v, old);
+}
+
 int job_validate_decoded(struct job *job, const struct job_failed *failed_fields,
 			 struct diag_list *diags)
 {
@@ -491,6 +527,8 @@ int job_validate_decoded(struct job *job, const struct job_failed *failed_fields
 	default_str(&job->name, job->id ? job->id : "");
 	default_str(&job->type, "service");
 	v.batch = !strcmp(job->type, "batch");
+	if (job->periodic && !failed(&v, job->periodic))
+		check_periodic(&v, job);
 	default_int(&job->priority, 50);
 	default_str(&job->namespace, "default");
 	if (!is_plain_name(job->namespace))

@@ -85,8 +85,8 @@ static void test_errors_with_positions(void **state)
 	struct job *job = load(
 		"job \"j\" {\n"
 		"  priority = 0\n"
-		"  periodic {\n"
-		"    cron = \"@daily\"\n"
+		"  parameterized {\n"
+		"    payload = \"optional\"\n"
 		"  }\n"
 		"  update {}\n"
 		"  group \"g\" {\n"
@@ -105,7 +105,7 @@ static void test_errors_with_positions(void **state)
 	assert_null(job);
 	assert_string_equal(diags,
 		"E 2:14 priority: must be between 1 and 100, got 0\n"
-		"E 3:3 job: unknown job block \"periodic\"\n"
+		"E 3:3 job: unknown job block \"parameterized\"\n"
 		"W 6:3 update: not supported by herd; ignored\n"
 		"E 11:28 groups[0].tasks[0].resources.memory: expected a size such as \"512MB\" or "
 		"\"2 GiB\", got \"a lot\"\n"
@@ -291,7 +291,7 @@ static void test_examples_validate(void **state)
 	static const char *const names[] = {
 		"gpu-batch.hcl", "service-port.hcl", "pipeline.hcl", "mig.hcl", "fractional.hcl",
 		"nomad-raw-exec-template-t4.hcl", "nomad-docker-nvidia-smi.hcl",
-		"nomad-pip-artifact-poststop.hcl",
+		"nomad-pip-artifact-poststop.hcl", "nightly-eval.hcl",
 	};
 	const char *root = getenv("HERD_SOURCE_ROOT");
 
@@ -317,6 +317,53 @@ static void test_examples_validate(void **state)
 	}
 }
 
+/* periodic { } in HCL: Nomad's form, with positions in its messages. */
+static void test_periodic_block(void **state)
+{
+	char *diags;
+	struct job *job = load("job \"nightly\" {\n"
+			       "  type = \"batch\"\n"
+			       "  periodic {\n"
+			       "    crons = [\"0 3 * * *\", \"@weekly\"]\n"
+			       "    prohibit_overlap = true\n"
+			       "    time_zone = \"UTC\"\n"
+			       "  }\n"
+			       "  group \"g\" {\n"
+			       "    task \"t\" {\n"
+			       "      driver = \"raw_exec\"\n"
+			       "      config { command = \"x\" }\n"
+			       "    }\n"
+			       "  }\n"
+			       "}\n", &diags);
+
+	(void)state;
+	assert_string_equal(diags, "");
+	assert_non_null(job->periodic);
+	assert_int_equal(job->periodic->crons.n, 2);
+	assert_string_equal(job->periodic->crons.v[1], "@weekly");
+	assert_true(job->periodic->prohibit_overlap);
+	assert_int_equal(job->periodic->pos.line, 3);
+	job_free(job);
+	free(diags);
+	assert_null(load("job \"n\" {\n"
+			 "  periodic {\n"
+			 "    cron = \"0 3 * * * *\"\n"
+			 "  }\n"
+			 "  periodic { cron = \"@daily\" }\n"
+			 "  group \"g\" {\n"
+			 "    task \"t\" {\n"
+			 "      driver = \"raw_exec\"\n"
+			 "      config { command = \"x\" }\n"
+			 "    }\n"
+			 "  }\n"
+			 "}\n", &diags));
+	assert_string_equal(diags,
+		"E 2:3 periodic: only batch jobs can be periodic (this job's type is \"service\")\n"
+		"E 2:3 periodic: crons[0]: \"0 3 * * * *\": column 11: more than 5 fields\n"
+		"E 5:3 block \"periodic\" is repeated; only one is allowed here\n");
+	free(diags);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -329,6 +376,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_names_point_at_the_key),
 		cmocka_unit_test(test_type_error_reported_once),
 		cmocka_unit_test(test_edit_distance),
+		cmocka_unit_test(test_periodic_block),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

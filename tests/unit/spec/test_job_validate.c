@@ -241,6 +241,85 @@ static void test_restart_fits_interval(void **state)
 	free(diags);
 }
 
+/* periodic { }: batch only, valid expressions with their column, the
+ * supported time zones, and cron folded into crons. */
+#define PERIODIC_JOB(type, periodic) \
+	"{\"id\":\"p\",\"type\":\"" type "\",\"groups\":[" MIN_GROUP "],\"periodic\":" periodic "}"
+
+static void test_periodic_rules(void **state)
+{
+	char *diags;
+	struct job *job;
+
+	(void)state;
+	job = decode_text(PERIODIC_JOB("batch", "{\"cron\":\"0 3 * * *\"}"), &diags);
+	assert_string_equal(diags, "");
+	assert_non_null(job->periodic);
+	assert_int_equal(job->periodic->crons.n, 1);
+	assert_string_equal(job->periodic->crons.v[0], "0 3 * * *");
+	assert_null(job->periodic->cron);
+	assert_string_equal(job->periodic->time_zone, "UTC");
+	assert_true(job->periodic->enabled);
+	assert_false(job->periodic->prohibit_overlap);
+	job_free(job);
+	free(diags);
+
+	expect_job(PERIODIC_JOB("service", "{\"crons\":[\"@daily\"]}"),
+		   "E 0:0 periodic: only batch jobs can be periodic (this job's type is \"service\")\n");
+	expect_job(PERIODIC_JOB("batch", "{\"crons\":[\"@daily\", \"0 25 * * *\"]}"),
+		   "E 0:0 periodic: crons[1]: \"0 25 * * *\": column 3 (hour): 25 is out of range 0-23\n");
+	expect_job(PERIODIC_JOB("batch", "{\"crons\":[\"@daily\"],\"cron\":\"@hourly\"}"),
+		   "E 0:0 periodic: set cron or crons, not both\n");
+	expect_job(PERIODIC_JOB("batch", "{\"enabled\":false}"),
+		   "E 0:0 periodic: crons (or cron) is required: when to launch the job\n");
+	expect_job(PERIODIC_JOB("batch", "{\"cron\":\"@daily\",\"time_zone\":\"Europe/Paris\"}"),
+		   "E 0:0 periodic: time_zone \"Europe/Paris\" is not supported: herd computes "
+		   "launches in \"UTC\" or \"Local\" (the server's time zone)\n");
+	expect_job(PERIODIC_JOB("batch", "{\"cron\":\"@daily\",\"time_zone\":\"Local\"}"), "");
+	expect_job(PERIODIC_JOB("batch", "{\"cron\":\"@daily\",\"crons\":null,\"bogus\":1}"),
+		   "E 0:0 periodic: unknown periodic field \"bogus\"\n");
+	expect_job("{\"id\":\"p\",\"type\":\"batch\",\"groups\":[" MIN_GROUP "],"
+		   "\"parameterized\":{}}",
+		   "E 0:0 job: unknown job field \"parameterized\"\n");
+}
+
+/* The canonical JSON of a periodic job decodes to the same job. */
+static void test_periodic_round_trip(void **state)
+{
+	char *diags, *a, *b;
+	struct job *job = decode_text(PERIODIC_JOB("batch", "{\"crons\":[\"@daily\",\"*/5 * * * *\"],"
+						   "\"prohibit_overlap\":true,\"enabled\":false}"),
+				      &diags), *again;
+	json_t *ja, *jb;
+
+	(void)state;
+	assert_string_equal(diags, "");
+	free(diags);
+	ja = job_to_json_sorted(job);
+	a = json_dumps(ja, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_non_null(strstr(a, "\"periodic\":{\"cron\":null,\"crons\":[\"@daily\",\"*/5 * * * *\"],"
+				  "\"enabled\":false,\"prohibit_overlap\":true,\"time_zone\":\"UTC\"}"));
+	again = decode_text(a, &diags);
+	assert_string_equal(diags, "");
+	jb = job_to_json_sorted(again);
+	b = json_dumps(jb, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(a, b);
+	free(diags);
+	free(a);
+	free(b);
+	json_decref(ja);
+	json_decref(jb);
+	job_free(job);
+	job_free(again);
+	/* a job that is not periodic says so */
+	job = decode_text("{\"id\":\"p\",\"groups\":[" MIN_GROUP "]}", &diags);
+	ja = job_to_json(job);
+	assert_true(json_is_null(json_object_get(ja, "periodic")));
+	json_decref(ja);
+	job_free(job);
+	free(diags);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -254,6 +333,8 @@ int main(void)
 		cmocka_unit_test(test_affinity_rules),
 		cmocka_unit_test(test_network_and_policy_rules),
 		cmocka_unit_test(test_restart_fits_interval),
+		cmocka_unit_test(test_periodic_rules),
+		cmocka_unit_test(test_periodic_round_trip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
