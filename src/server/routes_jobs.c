@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/units.h"
 #include "common/xalloc.h"
@@ -34,13 +35,17 @@ static struct job *decode_job(struct http_request *req, struct http_response *re
  * canon's order with the server's merged in, so that a canon with sorted
  * keys gives a stored job with sorted keys, which the store keeps without
  * copying it (store_batch_put_owned). */
-static json_t *stored_from_canon(const json_t *canon, int64_t version)
+static json_t *stored_from_canon(const json_t *canon, int64_t version, const char *parent_id)
 {
-	/* the server's fields, sorted */
-	static const char *const keys[] = { "status", "stop", "submit_time", "version" };
-	json_t *vals[] = { json_string("pending"), json_false(), json_integer(now_ns()),
-			   json_integer(version) };
-	const size_t nk = sizeof(keys) / sizeof(keys[0]);
+	/* the server's fields, sorted; parent_id only on a periodic job's
+	 * children (none: the list starts after it) */
+	static const char *const all_keys[] = { "parent_id", "status", "stop", "submit_time",
+						"version" };
+	json_t *all_vals[] = { parent_id ? json_string(parent_id) : NULL, json_string("pending"),
+			       json_false(), json_integer(now_ns()), json_integer(version) };
+	const char *const *keys = parent_id ? all_keys : all_keys + 1;
+	json_t **vals = parent_id ? all_vals : all_vals + 1;
+	const size_t nk = sizeof(all_keys) / sizeof(all_keys[0]) - (parent_id ? 0 : 1);
 	json_t *o = json_object(), *v;
 	const char *k;
 	size_t e = 0;
@@ -63,7 +68,7 @@ static json_t *stored_from_canon(const json_t *canon, int64_t version)
  * store's indexes): without them a stored job is its canonical job. */
 static const char *const server_fields[] = { "version", "stop", "status", "submit_time",
 					     "create_index", "modify_index", "job_modify_index",
-					     NULL };
+					     "parent_id", NULL };
 
 /* A copy of a stored job without the server's fields (new reference). */
 static json_t *canon_of_stored(const json_t *stored)
@@ -118,6 +123,7 @@ struct registration {
 	json_t *(*build)(const json_t *old, void *arg, struct http_response *resp);
 	void *arg;
 	const struct diag_list *dl;      /* the warnings the answer carries */
+	const char *parent_id;           /* a periodic job's child: its parent; else NULL */
 };
 
 /* The warnings of an answer: dl's, or none (NULL: no job was decoded). */
@@ -167,7 +173,10 @@ static int register_job(struct server *srv, struct http_request *req, struct htt
 			json_decref(canon);
 			return 0;
 		}
-		stored = stored_from_canon(canon, old ? jint(old, "version", 0) + 1 : 0);
+		/* the launcher reads periodic jobs again when one changes */
+		bool periodic = job_is_periodic(canon) || job_is_periodic(old);
+		stored = stored_from_canon(canon, old ? jint(old, "version", 0) + 1 : 0,
+					   rg->parent_id);
 		json_decref(canon);
 		eval = eval_new(rg->ns, rg->id, rg->trigger, NULL);
 		store_batch_init(&b);
@@ -186,6 +195,8 @@ static int register_job(struct server *srv, struct http_request *req, struct htt
 		if (rc == 0) {
 			/* eval is the store's cached record now: only read */
 			broker_enqueue(&srv->broker, jstr(eval, "id", ""), rg->ns, rg->id, 0);
+			if (periodic)
+				periodic_wake(srv);
 			reply_written(resp, idx,
 				      json_pack("{s:s, s:I, s:I, s:o}", "eval_id", jstr(eval, "id", ""),
 						"job_modify_index", (json_int_t)idx, "index", (json_int_t)idx,
@@ -225,7 +236,7 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 	}
 	canon = job_to_json_sorted(job);
 	struct registration rg = { job->namespace, job->id, "job-register", build_submitted,
-				   canon, &dl };
+				   canon, &dl, NULL };
 	rc = register_job(srv, req, resp, &rg, &err);
 out:
 	if (rc < 0)
@@ -293,7 +304,8 @@ static int post_plan(struct http_request *req, struct http_response *resp, void 
 		json_decref(cand);
 		cand = json_incref(v.job);
 	} else {
-		json_t *st = stored_from_canon(cand, v.job ? jint(v.job, "version", 0) + 1 : 0);
+		json_t *st = stored_from_canon(cand, v.job ? jint(v.job, "version", 0) + 1 : 0,
+					       NULL);
 		json_decref(cand);
 		cand = st;
 	}
@@ -313,9 +325,21 @@ out_job:
 	return rc;
 }
 
+static json_t *job_line_base(const json_t *x, const json_t *a);
+
 /* One job's line of GET /v1/jobs, its status derived from allocs (an
  * array of the job's allocations, or NULL: none). */
 static json_t *job_line(const json_t *x, const json_t *a)
+{
+	json_t *line = job_line_base(x, a);
+	/* a periodic parent says so; its children name it */
+	json_object_set_new(line, "periodic", json_boolean(job_is_periodic(x)));
+	if (json_is_string(json_object_get(x, "parent_id")))
+		json_object_set(line, "parent_id", json_object_get(x, "parent_id"));
+	return line;
+}
+
+static json_t *job_line_base(const json_t *x, const json_t *a)
 {
 	return json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:b, s:I, s:o, s:I, s:I}",
 		"id", jstr(x, "id", ""), "namespace", jstr(x, "namespace", ""),
@@ -442,6 +466,24 @@ static int load_job(struct server *srv, struct http_request *req, struct http_re
 	return rc;
 }
 
+/* A periodic parent as readers see it: its periodic block with the next
+ * launch (unix seconds; null when stopped, disabled or never) and the last
+ * launch skipped under prohibit_overlap (0: none). */
+static void periodic_decorate(struct server *srv, json_t *job)
+{
+	json_t *p = json_object_get(job, "periodic");
+	int64_t next = -1;
+
+	if (!json_is_object(p))
+		return;
+	if (!jbool(job, "stop", false) && jbool(p, "enabled", true))
+		next = periodic_next_launch(job, (int64_t)time(NULL));
+	json_object_set_new(p, "next_launch", next >= 0 ? json_integer(next) : json_null());
+	json_object_set_new(p, "last_skipped",
+			    json_integer(periodic_last_skipped(srv, jstr(job, "namespace", ""),
+							       jstr(job, "id", ""))));
+}
+
 static int get_job(struct http_request *req, struct http_response *resp, void *ctx)
 {
 	struct server *srv = ctx;
@@ -453,6 +495,7 @@ static int get_job(struct http_request *req, struct http_response *resp, void *c
 	json_decref(job);
 	if (!out)
 		return -EIO;
+	periodic_decorate(srv, out);
 	http_reply(resp, 200, out);
 	return 0;
 }
@@ -638,7 +681,7 @@ static int post_job_revert(struct http_request *req, struct http_response *resp,
 	json_decref(canon);
 	if (!rv.canon)
 		return 0;
-	struct registration rg = { key.ns, key.id, "job-revert", build_revert, &rv, NULL };
+	struct registration rg = { key.ns, key.id, "job-revert", build_revert, &rv, NULL, NULL };
 	rc = register_job(srv, req, resp, &rg, &err);
 	if (rc < 0)
 		server_log(srv, "error", "revert job: %s", err.msg);
@@ -729,7 +772,7 @@ static int post_job_scale(struct http_request *req, struct http_response *resp, 
 	sc.group = json_string_value(group);
 	if (!valid_id(sc.id))
 		return http_error(resp, 404, "job_not_found", "no job %s", sc.id);
-	struct registration rg = { ns, sc.id, "job-scaling", build_scale, &sc, NULL };
+	struct registration rg = { ns, sc.id, "job-scaling", build_scale, &sc, NULL, NULL };
 	rc = register_job(srv, req, resp, &rg, &err);
 	if (rc < 0)
 		server_log(srv, "error", "scale job: %s", err.msg);
@@ -779,6 +822,9 @@ static int delete_job(struct http_request *req, struct http_response *resp, void
 			broker_enqueue(&srv->broker, jstr(eval, "id", ""), key.ns, key.id, 0);
 			reply_written(resp, idx, json_pack("{s:s, s:I}", "eval_id", jstr(eval, "id", ""),
 							   "index", (json_int_t)idx));
+			/* a stopped or purged parent launches nothing more */
+			if (job_is_periodic(job))
+				periodic_wake(srv);
 		}
 		json_decref(eval);
 		json_decref(versions);
@@ -788,6 +834,124 @@ static int delete_job(struct http_request *req, struct http_response *resp, void
 	}
 	if (rc == -ESTALE)
 		return http_error(resp, 409, "conflict", "job kept changing; try again");
+	return rc;
+}
+
+/* --- periodic jobs: children and POST /v1/job/:id/periodic/force --- */
+
+/* Whether a child of parent is not dead, in one view: its jobs are the
+ * namespace's jobs whose parent_id is parent's id.  *child gets the first
+ * such child's id (borrowed from buf). */
+struct children_read {
+	const char *ns, *parent;
+	char busy[160];  /* the id of a child that is not dead; "" none */
+};
+
+static int read_children(struct store *s, void *arg, struct herd_err *err)
+{
+	struct children_read *a = arg;
+	struct store_filter f = { a->ns, NULL, NULL };
+	json_t *jobs = NULL, *x;
+	size_t i;
+	int rc = store_list_shared(s, STORE_JOB, &f, &jobs, err);
+
+	json_array_foreach(jobs, i, x) {
+		struct store_filter jf = { a->ns, jstr(x, "id", ""), NULL };
+		json_t *allocs = NULL;
+		if (rc < 0)
+			break;
+		if (strcmp(jstr(x, "parent_id", ""), a->parent))
+			continue;
+		rc = store_list_shared(s, STORE_ALLOC, &jf, &allocs, err);
+		if (rc == 0 && strcmp(job_status(x, json_array_size(allocs) ? allocs : NULL), "dead")) {
+			snprintf(a->busy, sizeof(a->busy), "%s", jstr(x, "id", ""));
+			json_decref(allocs);
+			break;
+		}
+		json_decref(allocs);
+	}
+	json_decref(jobs);
+	return rc;
+}
+
+/* The child's canonical job: the parent's without periodic, named by the
+ * child's id, validated again as a submitted job. */
+static json_t *build_child(const json_t *old, void *arg, struct http_response *resp)
+{
+	json_t *canon = arg;
+	(void)old;
+	(void)resp;
+	return json_incref(canon);
+}
+
+int periodic_launch(struct server *srv, const json_t *parent, int64_t t, bool check_overlap,
+		    struct http_response *resp, struct herd_err *err)
+{
+	const char *ns = jstr(parent, "namespace", "default"), *pid = jstr(parent, "id", "");
+	char *child_id = xasprintf("%s-periodic-%lld", pid, (long long)t);
+	json_t *canon, *child;
+	int rc = 0;
+
+	if (check_overlap) {
+		struct children_read cr = { ns, pid, "" };
+		rc = store_view(srv->store, read_children, &cr, err);
+		if (rc < 0)
+			goto out;
+		if (cr.busy[0]) {
+			rc = http_error(resp, 409, "periodic_overlap",
+					"job %s prohibits overlap and its child %s is not dead", pid,
+					cr.busy);
+			goto out;
+		}
+	}
+	canon = canon_of_stored(parent);
+	json_object_set_new(canon, "periodic", json_null());
+	json_object_set_new(canon, "id", json_string(child_id));
+	json_object_set_new(canon, "name", json_string(child_id));
+	child = canon_revalidated(canon, resp);
+	json_decref(canon);
+	if (!child)
+		goto out;
+	struct http_request req = { 0 };
+	struct registration rg = { ns, child_id, "periodic-job", build_child, child, NULL, pid };
+	rc = register_job(srv, &req, resp, &rg, err);
+	json_decref(child);
+	if (rc == 0 && resp->status == 200 && json_is_object(resp->body)) {
+		json_object_set_new(resp->body, "job_id", json_string(child_id));
+		json_object_del(resp->body, "warnings");
+		json_object_del(resp->body, "job_modify_index");
+	}
+out:
+	free(child_id);
+	return rc;
+}
+
+static int post_job_periodic_force(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	const char *ns = req_namespace(req);
+	struct herd_err err = { 0 };
+	json_t *job = NULL;
+	int rc;
+
+	if (!acl_allows_ns(req, ns, ACL_SUBMIT))
+		return acl_deny(resp);
+	rc = load_job(srv, req, resp, &job);
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	if (!job_is_periodic(job)) {
+		rc = http_error(resp, 400, "not_periodic", "job %s is not periodic",
+				jstr(job, "id", ""));
+	} else if (jbool(job, "stop", false)) {
+		rc = http_error(resp, 409, "job_stopped",
+				"job %s is stopped; run it again to launch children", jstr(job, "id", ""));
+	} else {
+		bool overlap = jbool(json_object_get(job, "periodic"), "prohibit_overlap", false);
+		rc = periodic_launch(srv, job, (int64_t)time(NULL), overlap, resp, &err);
+		if (rc < 0)
+			server_log(srv, "error", "force periodic job: %s", err.msg);
+	}
+	json_decref(job);
 	return rc;
 }
 
@@ -803,6 +967,8 @@ int routes_jobs(struct server *srv, struct herd_err *err)
 		{ "DELETE", "/v1/job/:id", delete_job, 0, ACL_NEED_NS_SUBMIT },
 		{ "POST", "/v1/job/:id/revert", post_job_revert, HTTP_ROUTE_BODY, ACL_NEED_NS_SUBMIT },
 		{ "POST", "/v1/job/:id/scale", post_job_scale, HTTP_ROUTE_BODY, ACL_NEED_NS_SUBMIT },
+		{ "POST", "/v1/job/:id/periodic/force", post_job_periodic_force, 0,
+		  ACL_NEED_NS_SUBMIT },
 		{ "GET", "/v1/job/:id/versions", get_job_versions, 0, ACL_NEED_NS_READ_OR_NODE_WRITE },
 		{ "GET", "/v1/job/:id/version/:version", get_job_version, 0,
 		  ACL_NEED_NS_READ_OR_NODE_WRITE },

@@ -642,6 +642,7 @@ struct server {
 	bool acl_enabled;
 	void **guards; size_t nguards, aguards; /* acl.c's route wrappers */
 	struct gc *gc;         /* gc.c's timer */
+	struct periodic *periodic; /* periodic.c's launcher */
 	struct metrics_seen *metrics_seen; /* routes_metrics.c's memory of its counters */
 };
 
@@ -677,6 +678,41 @@ int gc_run(struct server *srv, int64_t now, struct gc_counts *out, struct herd_e
 /* Starts and stops the periodic collector (srv->gc). */
 int gc_start(struct server *srv, struct herd_err *err);
 void gc_stop(struct server *srv);
+
+/* ---- periodic.c: the launcher of periodic jobs ---------------------------- */
+
+/* Whether a stored job is a periodic parent (has a periodic block). */
+bool job_is_periodic(const json_t *job);
+/* The first launch of a stored periodic job strictly after t (unix
+ * seconds), the earliest over its crons in its time zone; -1 when none
+ * (never, or not periodic).  Pure: reads neither clock nor store. */
+int64_t periodic_next_launch(const json_t *job, int64_t t);
+/* The launcher: one thread, asleep until the earliest next launch of any
+ * enabled, running periodic job; periodic_wake makes it read the jobs
+ * again (a periodic job registered, changed, stopped or purged).  At
+ * start it computes next launches from now: launches missed while the
+ * server was down are not run. */
+int periodic_start(struct server *srv, struct herd_err *err);
+void periodic_stop(struct server *srv);
+void periodic_wake(struct server *srv);
+/* One pass of the launcher as of now (unix seconds): launches what is
+ * due, skips a launch of a prohibit_overlap job whose earlier child is not
+ * dead.  Returns the earliest next launch, or -1 when none.  Exposed so
+ * that tests can drive it with a clock of their own. */
+int64_t periodic_tick(struct server *srv, int64_t now);
+/* The time of the last launch of job (ns, id) the launcher skipped
+ * (prohibit_overlap), or 0. */
+int64_t periodic_last_skipped(struct server *srv, const char *ns, const char *id);
+
+/* routes_jobs.c: launches a child of the stored periodic job parent for
+ * launch time t (unix seconds): id "<parent>-periodic-<t>", the parent's
+ * job without periodic, registered as POST /v1/jobs registers (an
+ * evaluation, placement, quotas).  With check_overlap, answers 409
+ * periodic_overlap (nothing registered) while an earlier child is not
+ * dead.  resp gets {"eval_id", "job_id", "index"} or the refusal; 0 or
+ * -errno with err. */
+int periodic_launch(struct server *srv, const json_t *parent, int64_t t, bool check_overlap,
+		    struct http_response *resp, struct herd_err *err);
 
 /* ---- routes ------------------------------------------------------------- */
 

@@ -68,6 +68,8 @@ static int make_dir(const char *path, struct herd_err *err)
 static void server_free(struct server *srv)
 {
 	http_server_stop(srv->http);
+	/* the launcher registers jobs: before the broker goes */
+	periodic_stop(srv);
 	broker_stop(&srv->broker);
 	for (unsigned i = 0; i < srv->nworkers; i++)
 		pthread_join(srv->workers[i], NULL);
@@ -183,6 +185,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 		rc = heartbeat_start(srv, err);
 	if (!rc)
 		rc = gc_start(srv, err);
+	if (!rc)
+		rc = periodic_start(srv, err);
 	if (rc < 0)
 		goto fail;
 	srv->nworkers = cfg->workers ? cfg->workers : SERVER_DEFAULT_WORKERS;

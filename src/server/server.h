@@ -61,6 +61,9 @@ struct server_config {
 	int64_t job_gc_threshold_ns;
 	int64_t eval_gc_threshold_ns;
 	int64_t gc_interval_ns;
+	/* Tests: launch periodic jobs only when the test calls periodic_tick
+	 * (server-int.h) with a clock of its own, never on the real clock. */
+	int periodic_manual;
 	server_log_fn *log;        /* may be NULL */
 	void *log_arg;
 };
