@@ -109,6 +109,14 @@ int job_follow(const char *cmd, const char *eval_id, const char *job_id, const c
 int job_history_cmd(int argc, char **argv);
 int job_revert_cmd(int argc, char **argv);
 int job_scale_cmd(int argc, char **argv);
+/* Periodic jobs (cmd_job_periodic.c): herd job periodic force; what job
+ * run prints for a registered periodic job (its first launch, computed
+ * here from its validated crons) and what job status adds for a periodic
+ * parent (stored job as GET /v1/job/:id answers it): its schedule, next
+ * launch and latest children. */
+int job_periodic_cmd(int argc, char **argv);
+void job_run_periodic_note(const struct job *job);
+void job_status_periodic(const char *cmd, const json_t *job);
 /* herd alloc stop | restart | signal (cmd_alloc_ops.c). */
 int alloc_stop_cmd(int argc, char **argv);
 int alloc_restart_cmd(int argc, char **argv);

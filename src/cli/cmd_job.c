@@ -136,6 +136,14 @@ static void print_summary(const struct job *job)
 
 	printf("job %s (%s, priority %lld, namespace %s)\n", job->id, job->type,
 	       (long long)job->priority, job->namespace);
+	if (job->periodic) {
+		const struct job_periodic *p = job->periodic;
+		printf("  periodic");
+		for (size_t i = 0; i < p->crons.n; i++)
+			printf("%s\"%s\"", i ? ", " : " ", p->crons.v[i]);
+		printf(" (%s)%s%s\n", p->time_zone, p->prohibit_overlap ? ", prohibit overlap" : "",
+		       p->enabled ? "" : ", not enabled");
+	}
 	print_rules("  ", "constraint", &job->constraints);
 	for (size_t g = 0; g < job->ngroups; g++) {
 		const struct job_group *gr = &job->groups[g];
@@ -219,6 +227,7 @@ int cmd_job(int argc, char **argv)
 		{ "history", job_history_cmd, "list a job's versions and what changed between them" },
 		{ "revert", job_revert_cmd, "register an earlier version of a job again" },
 		{ "scale", job_scale_cmd, "change the count of a job's group" },
+		{ "periodic", job_periodic_cmd, "launch a periodic job's child now (force)" },
 		{ NULL, NULL, NULL },
 	};
 	return dispatch(argv[0], cmds, argc, argv);

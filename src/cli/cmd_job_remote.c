@@ -291,6 +291,13 @@ int job_run_cmd(int argc, char **argv)
 		job_free(job);
 		return 0;
 	}
+	/* a periodic job is not placed: there is nothing to follow */
+	if (job->periodic) {
+		job_run_periodic_note(job);
+		httpc_response_release(&r);
+		job_free(job);
+		return 0;
+	}
 	printf("==> job \"%s\" submitted to namespace %s, evaluation %s\n", job->id,
 	       job->namespace, eval_id);
 	if (detach) {
@@ -549,6 +556,13 @@ static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as
 		       format_ago(ji(r.body, "submit_time"), buf, sizeof(buf)));
 		if (ev && !strcmp(js(ev, "status"), "queued"))
 			printf("%-12s %s\n", "Waiting", js(ev, "status_description"));
+		if (*js(r.body, "parent_id"))
+			printf("%-12s %s\n", "Parent", js(r.body, "parent_id"));
+		/* a parent places nothing itself: its children are what runs */
+		if (json_is_object(json_object_get(r.body, "periodic"))) {
+			job_status_periodic(cmd, r.body);
+			goto shown;
+		}
 		/* Summary per group, counted from the allocations. */
 		json_array_foreach(json_object_get(r.body, "groups"), i, grp)
 			json_object_set_new(sum, js(grp, "name"),
@@ -586,6 +600,7 @@ static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as
 			print_failed_placements(stdout, json_object_get(ev, "failed_placements"));
 		}
 	}
+shown:
 	httpc_response_release(&r);
 	httpc_response_release(&ra);
 out:
