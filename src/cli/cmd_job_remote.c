@@ -429,26 +429,32 @@ int job_plan_cmd(int argc, char **argv)
 static void print_jobs(const json_t *jobs, bool with_ns)
 {
 	static const char *const heads[] = { "NAMESPACE", "ID", "TYPE", "PRIORITY", "STATUS",
-					     "SUBMITTED" };
+					     "SUBMITTED", "PARENT" };
 	struct table t;
 	size_t i;
 	json_t *j;
 	char buf[64];
+	bool parents = false;
 
 	if (!json_array_size(jobs)) {
 		printf("no jobs\n");
 		return;
 	}
-	table_init(&t, with_ns ? 6 : 5, with_ns ? heads : heads + 1);
+	/* a PARENT column only where a periodic job's children are listed */
+	json_array_foreach(jobs, i, j)
+		parents = parents || *js(j, "parent_id");
+	table_init(&t, (with_ns ? 6 : 5) + parents, with_ns ? heads : heads + 1);
 	json_array_foreach(jobs, i, j) {
 		if (with_ns)
 			table_add(&t, js(j, "namespace"));
 		table_add(&t, js(j, "id"));
-		table_add(&t, js(j, "type"));
+		table_add(&t, jb(j, "periodic") ? "batch/periodic" : js(j, "type"));
 		table_addf(&t, "%lld", (long long)ji(j, "priority"));
 		table_add(&t, jb(j, "stop") && strcmp(js(j, "status"), "dead") ? "stopping"
 								     : js(j, "status"));
 		table_add(&t, format_ago(ji(j, "submit_time"), buf, sizeof(buf)));
+		if (parents)
+			table_add(&t, *js(j, "parent_id") ? js(j, "parent_id") : "-");
 	}
 	table_print(&t, stdout, "");
 	table_release(&t);

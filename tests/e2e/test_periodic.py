@@ -86,6 +86,12 @@ def test_periodic_job_force_overlap_launch_and_stop(agents, tmp_path):
     assert 'Children (1)' in r.stdout and child['id'] in r.stdout
     r = cli(dev.port, 'job', 'status', child['id'])
     assert 'Parent       nightly' in r.stdout
+    # the list: the parent is periodic, the child names it
+    r = cli(dev.port, 'job', 'status')
+    lines = {ln.split()[0]: ln.split() for ln in r.stdout.splitlines()[1:]}
+    assert r.stdout.splitlines()[0].split()[-1] == 'PARENT'
+    assert lines['nightly'][1] == 'batch/periodic' and lines['nightly'][-1] == '-'
+    assert lines[child['id']][-1] == 'nightly'
 
     # the child completes; then the launcher's own launch comes on the
     # next minute (the one wait for the real clock)
