@@ -115,7 +115,7 @@ static void test_force_launches_a_child_and_overlap_is_refused(void **state)
 	json_decref(kids);
 
 	/* a stopped parent launches nothing, and cannot be forced */
-	fx_ok(f, "DELETE", "/v1/job/nightly", NULL);
+	json_decref(fx_ok(f, "DELETE", "/v1/job/nightly", NULL));
 	assert_int_equal(periodic_tick(f->srv, now + 600), -1);
 	assert_int_equal(fx_status(f, "POST", "/v1/job/nightly/periodic/force", NULL), 409);
 	kids = children(f, "nightly");
