@@ -113,6 +113,13 @@ struct job_artifact {
 	struct job_map headers;
 };
 
+/* dispatch_payload { file }: where a dispatched job's payload is written,
+ * relative to the task's local/ directory (validation keeps it there). */
+struct job_dispatch_payload {
+	struct hcl_pos pos;
+	char *file;             /* required */
+};
+
 struct job_lifecycle {
 	struct hcl_pos pos;
 	char *hook;             /* prestart | poststart | poststop */
@@ -144,6 +151,7 @@ struct job_task {
 	char *kill_signal;      /* default "SIGINT" */
 	struct job_logs logs;
 	struct job_map meta;
+	struct job_dispatch_payload *dispatch_payload; /* NULL: the payload is not written */
 };
 
 struct job_restart {
@@ -216,6 +224,20 @@ struct job_periodic {
 #define JOB_PERIODIC_SUFFIX_MAX 21
 #define JOB_PERIODIC_MAX_ID (JOB_MAX_ID - JOB_PERIODIC_SUFFIX_MAX)
 
+/* parameterized { payload meta_required meta_optional }: a batch job that
+ * is not placed itself; each POST /v1/job/:id/dispatch registers a child
+ * job with a payload and meta (docs/jobspec.md, "Parameterized jobs"). */
+struct job_parameterized {
+	struct hcl_pos pos;
+	char *payload;              /* optional (default) | required | forbidden */
+	struct job_strv meta_required;
+	struct job_strv meta_optional;
+};
+
+/* A dispatched job's children are "<id>-dispatch-<unix seconds>-<8 hex>". */
+#define JOB_DISPATCH_SUFFIX_MAX 30
+#define JOB_DISPATCH_MAX_ID (JOB_MAX_ID - JOB_DISPATCH_SUFFIX_MAX)
+
 struct job {
 	struct hcl_pos pos;
 	char *id;               /* required */
@@ -231,6 +253,7 @@ struct job {
 	struct job_group *groups;
 	size_t ngroups;
 	struct job_periodic *periodic; /* NULL: not periodic */
+	struct job_parameterized *parameterized; /* NULL: not parameterized */
 };
 
 /* Checks the rules that span fields (docs/jobspec.md, "Validation") and

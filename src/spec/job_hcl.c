@@ -48,6 +48,7 @@ static const struct block_rule rules_task[] = {
 	{ "lifecycle", "lifecycle", false, NULL, rules_none },
 	{ "resources", "resources", false, NULL, rules_resources },
 	{ "logs", "logs", false, NULL, rules_none },
+	{ "dispatch_payload", "dispatch_payload", false, NULL, rules_none },
 	RULE_END,
 };
 
@@ -64,6 +65,7 @@ static const struct block_rule rules_job[] = {
 	CONSTRAINT_RULES,
 	{ "group", "groups", true, "name", rules_group },
 	{ "periodic", "periodic", false, NULL, rules_none },
+	{ "parameterized", "parameterized", false, NULL, rules_none },
 	RULE_END,
 };
 

@@ -37,6 +37,7 @@ static const char *const delay_functions[] = { "constant", "exponential", "fibon
 static const char *const hooks[] = { "prestart", "poststart", "poststop", NULL };
 static const char *const change_modes[] = { "noop", "restart", "signal", "script", NULL };
 static const char *const artifact_modes[] = { "any", "file", "dir", NULL };
+static const char *const payload_modes[] = { "optional", "required", "forbidden", NULL };
 
 /* --- constraint / affinity --- */
 
@@ -162,6 +163,14 @@ static const struct schema lifecycle_schema = {
 	"lifecycle", sizeof(struct job_lifecycle), NULL, lifecycle_fields, NULL,
 };
 
+static const struct field dispatch_payload_fields[] = {
+	STR("file", struct job_dispatch_payload, file, 1024),
+	END,
+};
+static const struct schema dispatch_payload_schema = {
+	"dispatch_payload", sizeof(struct job_dispatch_payload), NULL, dispatch_payload_fields, NULL,
+};
+
 static void init_logs(void *obj)
 {
 	struct job_logs *l = obj;
@@ -188,7 +197,7 @@ static void init_task(void *obj)
 
 static const char *const task_ignored[] = {
 	"service", "vault", "consul", "volume_mount", "identity", "leader",
-	"shutdown_delay", "restart", "kind", "scaling", "csi_plugin", "dispatch_payload",
+	"shutdown_delay", "restart", "kind", "scaling", "csi_plugin",
 	"action", "schedule", "secret", NULL,
 };
 static const struct field task_fields[] = {
@@ -207,6 +216,8 @@ static const struct field task_fields[] = {
 	STR("kill_signal", struct job_task, kill_signal, 32),
 	OBJ("logs", F_OBJECT, struct job_task, logs, logs_schema),
 	MAP("meta", F_MAP, struct job_task, meta, JOB_MAX_MAP),
+	OBJ("dispatch_payload", F_OBJECT_PTR, struct job_task, dispatch_payload,
+	    dispatch_payload_schema),
 	END,
 };
 static const struct schema task_schema = {
@@ -328,6 +339,18 @@ static const struct schema periodic_schema = {
 	"periodic", sizeof(struct job_periodic), init_periodic, periodic_fields, NULL,
 };
 
+/* --- parameterized --- */
+
+static const struct field parameterized_fields[] = {
+	ENUM("payload", struct job_parameterized, payload, payload_modes),
+	MAP("meta_required", F_STRV, struct job_parameterized, meta_required, JOB_MAX_MAP),
+	MAP("meta_optional", F_STRV, struct job_parameterized, meta_optional, JOB_MAX_MAP),
+	END,
+};
+static const struct schema parameterized_schema = {
+	"parameterized", sizeof(struct job_parameterized), NULL, parameterized_fields, NULL,
+};
+
 /* --- job --- */
 
 static void init_job(void *obj)
@@ -352,6 +375,7 @@ static const struct field job_fields[] = {
 	RULES(struct job, affinities, affinity_schema),
 	ARR("groups", struct job, groups, ngroups, group_schema, JOB_MAX_GROUPS),
 	OBJ("periodic", F_OBJECT_PTR, struct job, periodic, periodic_schema),
+	OBJ("parameterized", F_OBJECT_PTR, struct job, parameterized, parameterized_schema),
 	END,
 };
 const struct schema job_schema = {

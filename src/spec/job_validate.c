@@ -328,6 +328,40 @@ static void check_config(struct validator *v, struct job_task *t)
 	}
 }
 
+/* Whether path, relative, stays below its directory: no component is
+ * "..", it is not absolute and not empty. */
+static bool path_stays_inside(const char *path)
+{
+	const char *p = path;
+
+	if (!*path || *path == '/')
+		return false;
+	while (*p) {
+		size_t n = strcspn(p, "/");
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return false;
+		p += n;
+		p += strspn(p, "/");
+	}
+	return true;
+}
+
+/* dispatch_payload: a file in the task's local/ directory (the client
+ * writes the payload there: it must not reach out of it). */
+static void check_dispatch_payload(struct validator *v, struct job_dispatch_payload *d)
+{
+	size_t old = push(v, "dispatch_payload", -1);
+
+	if (!d->file) {
+		if (!failed(v, &d->file))
+			fail(v, d->pos, "file is required: where in local/ the payload is written");
+	} else if (!path_stays_inside(d->file) || d->file[strlen(d->file) - 1] == '/') {
+		fail(v, d->pos, "file \"%s\" must be a relative file path inside local/ "
+		     "(not absolute, no \"..\")", d->file);
+	}
+	pop(v, old);
+}
+
 static void check_task(struct validator *v, struct job_task *t)
 {
 	check_name(v, t->pos, "task name", &t->name);
@@ -362,6 +396,8 @@ static void check_task(struct validator *v, struct job_task *t)
 			fail(v, t->lifecycle->pos, "sidecar is only allowed with hook prestart or poststart");
 		pop(v, old);
 	}
+	if (t->dispatch_payload && !failed(v, t->dispatch_payload))
+		check_dispatch_payload(v, t->dispatch_payload);
 	size_t old = push(v, "resources", -1);
 	if (!failed(v, &t->resources))
 		check_resources(v, &t->resources);
@@ -518,6 +554,29 @@ static void check_periodic(struct validator *v, struct job *job)
 	pop(v, old);
 }
 
+/* parameterized: batch only, not also periodic; meta keys named once. */
+static void check_parameterized(struct validator *v, struct job *job)
+{
+	struct job_parameterized *p = job->parameterized;
+	size_t old = push(v, "parameterized", -1);
+
+	if (!v->batch)
+		fail(v, p->pos, "only batch jobs can be parameterized (this job's type is \"%s\")",
+		     job->type);
+	if (job->periodic)
+		fail(v, p->pos, "a job cannot be both periodic and parameterized");
+	if (job->id && strlen(job->id) > JOB_DISPATCH_MAX_ID)
+		fail(v, p->pos, "a parameterized job's id is at most %d bytes (its children are "
+			"\"<id>-dispatch-<unix seconds>-<8 hex>\")", JOB_DISPATCH_MAX_ID);
+	default_str(&p->payload, "optional");
+	for (size_t i = 0; i < p->meta_required.n; i++)
+		for (size_t j = 0; j < p->meta_optional.n; j++)
+			if (!strcmp(p->meta_required.v[i], p->meta_optional.v[j]))
+				fail(v, p->pos, "meta key \"%s\" is both required and optional",
+				     p->meta_required.v[i]);
+	pop(v, old);
+}
+
 int job_validate_decoded(struct job *job, const struct job_failed *failed_fields,
 			 struct diag_list *diags)
 {
@@ -529,6 +588,8 @@ int job_validate_decoded(struct job *job, const struct job_failed *failed_fields
 	v.batch = !strcmp(job->type, "batch");
 	if (job->periodic && !failed(&v, job->periodic))
 		check_periodic(&v, job);
+	if (job->parameterized && !failed(&v, job->parameterized))
+		check_parameterized(&v, job);
 	default_int(&job->priority, 50);
 	default_str(&job->namespace, "default");
 	if (!is_plain_name(job->namespace))

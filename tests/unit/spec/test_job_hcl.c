@@ -105,7 +105,7 @@ static void test_errors_with_positions(void **state)
 	assert_null(job);
 	assert_string_equal(diags,
 		"E 2:14 priority: must be between 1 and 100, got 0\n"
-		"E 3:3 job: unknown job block \"parameterized\"\n"
+		"E 3:3 parameterized: only batch jobs can be parameterized (this job's type is \"service\")\n"
 		"W 6:3 update: not supported by herd; ignored\n"
 		"E 11:28 groups[0].tasks[0].resources.memory: expected a size such as \"512MB\" or "
 		"\"2 GiB\", got \"a lot\"\n"
@@ -364,6 +364,55 @@ static void test_periodic_block(void **state)
 	free(diags);
 }
 
+/* parameterized { } and dispatch_payload { } in HCL, as Nomad writes them. */
+static void test_parameterized_block(void **state)
+{
+	char *diags;
+	struct job *job = load("job \"render\" {\n"
+			       "  type = \"batch\"\n"
+			       "  parameterized {\n"
+			       "    payload = \"required\"\n"
+			       "    meta_required = [\"user\"]\n"
+			       "    meta_optional = [\"tag\", \"quality\"]\n"
+			       "  }\n"
+			       "  group \"g\" {\n"
+			       "    task \"t\" {\n"
+			       "      driver = \"raw_exec\"\n"
+			       "      config { command = \"x\" }\n"
+			       "      dispatch_payload { file = \"input.json\" }\n"
+			       "    }\n"
+			       "  }\n"
+			       "}\n", &diags);
+
+	(void)state;
+	assert_string_equal(diags, "");
+	assert_non_null(job->parameterized);
+	assert_string_equal(job->parameterized->payload, "required");
+	assert_int_equal(job->parameterized->meta_optional.n, 2);
+	assert_string_equal(job->parameterized->meta_optional.v[1], "quality");
+	assert_int_equal(job->parameterized->pos.line, 3);
+	assert_non_null(job->groups[0].tasks[0].dispatch_payload);
+	assert_string_equal(job->groups[0].tasks[0].dispatch_payload->file, "input.json");
+	job_free(job);
+	free(diags);
+	assert_null(load("job \"n\" {\n"
+			 "  parameterized { }\n"
+			 "  group \"g\" {\n"
+			 "    task \"t\" {\n"
+			 "      driver = \"raw_exec\"\n"
+			 "      config { command = \"x\" }\n"
+			 "      dispatch_payload { file = \"../x\" }\n"
+			 "    }\n"
+			 "  }\n"
+			 "}\n", &diags));
+	assert_string_equal(diags,
+		"E 2:3 parameterized: only batch jobs can be parameterized (this job's type is "
+		"\"service\")\n"
+		"E 7:7 groups[0].tasks[0].dispatch_payload: file \"../x\" must be a relative file "
+		"path inside local/ (not absolute, no \"..\")\n");
+	free(diags);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -377,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_type_error_reported_once),
 		cmocka_unit_test(test_edit_distance),
 		cmocka_unit_test(test_periodic_block),
+		cmocka_unit_test(test_parameterized_block),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

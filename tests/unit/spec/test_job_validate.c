@@ -278,9 +278,6 @@ static void test_periodic_rules(void **state)
 	expect_job(PERIODIC_JOB("batch", "{\"cron\":\"@daily\",\"time_zone\":\"Local\"}"), "");
 	expect_job(PERIODIC_JOB("batch", "{\"cron\":\"@daily\",\"crons\":null,\"bogus\":1}"),
 		   "E 0:0 periodic: unknown periodic field \"bogus\"\n");
-	expect_job("{\"id\":\"p\",\"type\":\"batch\",\"groups\":[" MIN_GROUP "],"
-		   "\"parameterized\":{}}",
-		   "E 0:0 job: unknown job field \"parameterized\"\n");
 }
 
 /* The canonical JSON of a periodic job decodes to the same job. */
@@ -320,6 +317,94 @@ static void test_periodic_round_trip(void **state)
 	free(diags);
 }
 
+/* parameterized { }: batch only, not periodic too, payload's choices. */
+#define PARAM_JOB(type, extra) \
+	"{\"id\":\"d\",\"type\":\"" type "\",\"groups\":[" MIN_GROUP "]" extra "}"
+
+static void test_parameterized_rules(void **state)
+{
+	char *diags;
+	struct job *job;
+
+	(void)state;
+	job = decode_text(PARAM_JOB("batch", ",\"parameterized\":{\"meta_required\":[\"user\"]}"),
+			  &diags);
+	assert_string_equal(diags, "");
+	assert_non_null(job->parameterized);
+	assert_string_equal(job->parameterized->payload, "optional");
+	assert_int_equal(job->parameterized->meta_required.n, 1);
+	assert_string_equal(job->parameterized->meta_required.v[0], "user");
+	assert_int_equal(job->parameterized->meta_optional.n, 0);
+	job_free(job);
+	free(diags);
+
+	expect_job(PARAM_JOB("service", ",\"parameterized\":{}"),
+		   "E 0:0 parameterized: only batch jobs can be parameterized (this job's type is "
+		   "\"service\")\n");
+	expect_job(PARAM_JOB("batch", ",\"parameterized\":{},\"periodic\":{\"cron\":\"@daily\"}"),
+		   "E 0:0 parameterized: a job cannot be both periodic and parameterized\n");
+	expect_job(PARAM_JOB("batch", ",\"parameterized\":{\"payload\":\"sometimes\"}"),
+		   "E 0:0 parameterized.payload: expected one of \"optional\", \"required\", "
+		   "\"forbidden\", got \"sometimes\"\n");
+	expect_job(PARAM_JOB("batch", ",\"parameterized\":{\"meta_required\":[\"a\"],"
+			     "\"meta_optional\":[\"a\"]}"),
+		   "E 0:0 parameterized: meta key \"a\" is both required and optional\n");
+	expect_job(PARAM_JOB("batch", ",\"parameterized\":{\"payload\":\"required\"}"), "");
+}
+
+/* dispatch_payload { file }: inside local/, required. */
+static void test_dispatch_payload_path(void **state)
+{
+	(void)state;
+	expect_task("\"dispatch_payload\":{\"file\":\"input.json\"}", "");
+	expect_task("\"dispatch_payload\":{\"file\":\"in/sub/x.bin\"}", "");
+	expect_task("\"dispatch_payload\":{\"file\":\"../secrets\"}",
+		    "E 0:0 groups[0].tasks[0].dispatch_payload: file \"../secrets\" must be a "
+		    "relative file path inside local/ (not absolute, no \"..\")\n");
+	expect_task("\"dispatch_payload\":{\"file\":\"a/../../b\"}",
+		    "E 0:0 groups[0].tasks[0].dispatch_payload: file \"a/../../b\" must be a "
+		    "relative file path inside local/ (not absolute, no \"..\")\n");
+	expect_task("\"dispatch_payload\":{\"file\":\"/etc/passwd\"}",
+		    "E 0:0 groups[0].tasks[0].dispatch_payload: file \"/etc/passwd\" must be a "
+		    "relative file path inside local/ (not absolute, no \"..\")\n");
+	expect_task("\"dispatch_payload\":{}",
+		    "E 0:0 groups[0].tasks[0].dispatch_payload: file is required: where in local/ "
+		    "the payload is written\n");
+}
+
+/* The canonical JSON of a parameterized job decodes to the same job. */
+static void test_parameterized_round_trip(void **state)
+{
+	char *diags, *a, *b;
+	struct job *job = decode_text(
+		"{\"id\":\"d\",\"type\":\"batch\",\"parameterized\":{\"payload\":\"required\","
+		"\"meta_required\":[\"user\"],\"meta_optional\":[\"tag\"]},\"groups\":[{\"name\":"
+		"\"g\",\"tasks\":[{\"name\":\"t\",\"driver\":\"raw_exec\",\"config\":{\"command\":"
+		"\"x\"},\"dispatch_payload\":{\"file\":\"in.json\"}}]}]}", &diags), *again;
+	json_t *ja, *jb;
+
+	(void)state;
+	assert_string_equal(diags, "");
+	free(diags);
+	ja = job_to_json_sorted(job);
+	a = json_dumps(ja, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_non_null(strstr(a, "\"parameterized\":{\"meta_optional\":[\"tag\"],"
+				  "\"meta_required\":[\"user\"],\"payload\":\"required\"}"));
+	assert_non_null(strstr(a, "\"dispatch_payload\":{\"file\":\"in.json\"}"));
+	again = decode_text(a, &diags);
+	assert_string_equal(diags, "");
+	jb = job_to_json_sorted(again);
+	b = json_dumps(jb, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(a, b);
+	free(diags);
+	free(a);
+	free(b);
+	json_decref(ja);
+	json_decref(jb);
+	job_free(job);
+	job_free(again);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +420,9 @@ int main(void)
 		cmocka_unit_test(test_restart_fits_interval),
 		cmocka_unit_test(test_periodic_rules),
 		cmocka_unit_test(test_periodic_round_trip),
+		cmocka_unit_test(test_parameterized_rules),
+		cmocka_unit_test(test_dispatch_payload_path),
+		cmocka_unit_test(test_parameterized_round_trip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
