@@ -31,8 +31,9 @@ const char *job_status(const json_t *job, const json_t *allocs)
 
 	if (jbool(job, "stop", false))
 		return "dead";
-	/* a periodic parent places nothing itself: it runs while it launches */
-	if (job_is_periodic(job))
+	/* a periodic or parameterized parent places nothing itself: it runs
+	 * while it launches or can be dispatched */
+	if (job_is_parent(job))
 		return "running";
 	json_array_foreach(json_object_get(job, "groups"), i, x)
 		want += jint(x, "count", 1);

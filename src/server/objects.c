@@ -81,8 +81,18 @@ bool alloc_takes_capacity(const json_t *alloc)
 /* The server's fields on a stored job, which the job decoder does not know. */
 static const char *const server_job_fields[] = {
 	"version", "stop", "status", "submit_time", "create_index", "modify_index",
-	"job_modify_index", "parent_id", NULL,
+	"job_modify_index", "parent_id", "payload", NULL,
 };
+
+bool job_is_parameterized(const json_t *job)
+{
+	return json_is_object(json_object_get(job, "parameterized"));
+}
+
+bool job_is_parent(const json_t *job)
+{
+	return job_is_periodic(job) || job_is_parameterized(job);
+}
 
 struct job *job_from_stored(const json_t *stored)
 {

@@ -490,9 +490,9 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 	size_t i;
 	int rc;
 
-	/* a stopped job, and a periodic parent (its children run, not it),
-	 * want nothing placed */
-	if (job && !jbool(job, "stop", false) && !job_is_periodic(job)) {
+	/* a stopped job, and a periodic or parameterized parent (its
+	 * children run, not it), want nothing placed */
+	if (job && !jbool(job, "stop", false) && !job_is_parent(job)) {
 		model = job_from_stored(job);
 		if (!model)
 			return herd_errf(err, -EINVAL, "stored job %s does not decode", jstr(job, "id", "?"));

@@ -5,6 +5,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/random.h>
+
+#include "common/base64.h"
 #include "common/units.h"
 #include "common/xalloc.h"
 #include "server/acl.h"
@@ -35,17 +38,24 @@ static struct job *decode_job(struct http_request *req, struct http_response *re
  * canon's order with the server's merged in, so that a canon with sorted
  * keys gives a stored job with sorted keys, which the store keeps without
  * copying it (store_batch_put_owned). */
-static json_t *stored_from_canon(const json_t *canon, int64_t version, const char *parent_id)
+static json_t *stored_from_canon(const json_t *canon, int64_t version, const char *parent_id,
+				 const char *payload)
 {
-	/* the server's fields, sorted; parent_id only on a periodic job's
-	 * children (none: the list starts after it) */
-	static const char *const all_keys[] = { "parent_id", "status", "stop", "submit_time",
-						"version" };
-	json_t *all_vals[] = { parent_id ? json_string(parent_id) : NULL, json_string("pending"),
-			       json_false(), json_integer(now_ns()), json_integer(version) };
-	const char *const *keys = parent_id ? all_keys : all_keys + 1;
-	json_t **vals = parent_id ? all_vals : all_vals + 1;
-	const size_t nk = sizeof(all_keys) / sizeof(all_keys[0]) - (parent_id ? 0 : 1);
+	/* the server's fields, sorted; parent_id only on a periodic or
+	 * dispatched job's child, payload only on a dispatched child that
+	 * carries one (base64) */
+	const char *keys[6];
+	json_t *vals[6];
+	size_t nk = 0;
+
+	if (parent_id)
+		keys[nk] = "parent_id", vals[nk++] = json_string(parent_id);
+	if (payload)
+		keys[nk] = "payload", vals[nk++] = json_string(payload);
+	keys[nk] = "status", vals[nk++] = json_string("pending");
+	keys[nk] = "stop", vals[nk++] = json_false();
+	keys[nk] = "submit_time", vals[nk++] = json_integer(now_ns());
+	keys[nk] = "version", vals[nk++] = json_integer(version);
 	json_t *o = json_object(), *v;
 	const char *k;
 	size_t e = 0;
@@ -68,7 +78,7 @@ static json_t *stored_from_canon(const json_t *canon, int64_t version, const cha
  * store's indexes): without them a stored job is its canonical job. */
 static const char *const server_fields[] = { "version", "stop", "status", "submit_time",
 					     "create_index", "modify_index", "job_modify_index",
-					     "parent_id", NULL };
+					     "parent_id", "payload", NULL };
 
 /* A copy of a stored job without the server's fields (new reference). */
 static json_t *canon_of_stored(const json_t *stored)
@@ -123,7 +133,8 @@ struct registration {
 	json_t *(*build)(const json_t *old, void *arg, struct http_response *resp);
 	void *arg;
 	const struct diag_list *dl;      /* the warnings the answer carries */
-	const char *parent_id;           /* a periodic job's child: its parent; else NULL */
+	const char *parent_id;           /* a periodic or dispatched job's child: its parent */
+	const char *payload;             /* a dispatched child's payload (base64); else NULL */
 };
 
 /* The warnings of an answer: dl's, or none (NULL: no job was decoded). */
@@ -176,7 +187,7 @@ static int register_job(struct server *srv, struct http_request *req, struct htt
 		/* the launcher reads periodic jobs again when one changes */
 		bool periodic = job_is_periodic(canon) || job_is_periodic(old);
 		stored = stored_from_canon(canon, old ? jint(old, "version", 0) + 1 : 0,
-					   rg->parent_id);
+					   rg->parent_id, rg->payload);
 		json_decref(canon);
 		eval = eval_new(rg->ns, rg->id, rg->trigger, NULL);
 		store_batch_init(&b);
@@ -236,7 +247,7 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 	}
 	canon = job_to_json_sorted(job);
 	struct registration rg = { job->namespace, job->id, "job-register", build_submitted,
-				   canon, &dl, NULL };
+				   canon, &dl, NULL, NULL };
 	rc = register_job(srv, req, resp, &rg, &err);
 out:
 	if (rc < 0)
@@ -305,7 +316,7 @@ static int post_plan(struct http_request *req, struct http_response *resp, void 
 		cand = json_incref(v.job);
 	} else {
 		json_t *st = stored_from_canon(cand, v.job ? jint(v.job, "version", 0) + 1 : 0,
-					       NULL);
+					       NULL, NULL);
 		json_decref(cand);
 		cand = st;
 	}
@@ -334,6 +345,7 @@ static json_t *job_line(const json_t *x, const json_t *a)
 	json_t *line = job_line_base(x, a);
 	/* a periodic parent says so; its children name it */
 	json_object_set_new(line, "periodic", json_boolean(job_is_periodic(x)));
+	json_object_set_new(line, "parameterized", json_boolean(job_is_parameterized(x)));
 	if (json_is_string(json_object_get(x, "parent_id")))
 		json_object_set(line, "parent_id", json_object_get(x, "parent_id"));
 	return line;
@@ -496,6 +508,13 @@ static int get_job(struct http_request *req, struct http_response *resp, void *c
 	if (!out)
 		return -EIO;
 	periodic_decorate(srv, out);
+	/* a dispatched child's payload is the client's to write, not the
+	 * reader's to see: its size stands for it */
+	if (json_is_string(json_object_get(out, "payload"))) {
+		json_object_set_new(out, "payload_size", json_integer((json_int_t)base64_decoded_len(
+			json_string_value(json_object_get(out, "payload")))));
+		json_object_del(out, "payload");
+	}
 	http_reply(resp, 200, out);
 	return 0;
 }
@@ -681,7 +700,8 @@ static int post_job_revert(struct http_request *req, struct http_response *resp,
 	json_decref(canon);
 	if (!rv.canon)
 		return 0;
-	struct registration rg = { key.ns, key.id, "job-revert", build_revert, &rv, NULL, NULL };
+	struct registration rg = { key.ns, key.id, "job-revert", build_revert, &rv, NULL, NULL,
+				   NULL };
 	rc = register_job(srv, req, resp, &rg, &err);
 	if (rc < 0)
 		server_log(srv, "error", "revert job: %s", err.msg);
@@ -772,7 +792,8 @@ static int post_job_scale(struct http_request *req, struct http_response *resp, 
 	sc.group = json_string_value(group);
 	if (!valid_id(sc.id))
 		return http_error(resp, 404, "job_not_found", "no job %s", sc.id);
-	struct registration rg = { ns, sc.id, "job-scaling", build_scale, &sc, NULL, NULL };
+	struct registration rg = { ns, sc.id, "job-scaling", build_scale, &sc, NULL, NULL,
+				   NULL };
 	rc = register_job(srv, req, resp, &rg, &err);
 	if (rc < 0)
 		server_log(srv, "error", "scale job: %s", err.msg);
@@ -884,12 +905,48 @@ static json_t *build_child(const json_t *old, void *arg, struct http_response *r
 	return json_incref(canon);
 }
 
+/* Registers child_id, a child of the stored parent (a periodic or
+ * parameterized job): the parent's job without its periodic and
+ * parameterized blocks, meta (an object, or NULL) merged over its meta,
+ * validated again as a submitted job, stored with parent_id and payload
+ * (base64, or NULL).  resp gets {"eval_id", "index"} or the refusal. */
+static int register_child(struct server *srv, struct http_request *req, const json_t *parent,
+			  const char *child_id, const char *trigger, const json_t *meta,
+			  const char *payload, struct http_response *resp, struct herd_err *err)
+{
+	json_t *canon = canon_of_stored(parent), *child, *m;
+	int rc;
+
+	json_object_set_new(canon, "periodic", json_null());
+	json_object_set_new(canon, "parameterized", json_null());
+	json_object_set_new(canon, "id", json_string(child_id));
+	json_object_set_new(canon, "name", json_string(child_id));
+	if (meta && json_object_size(meta)) {
+		m = json_object_get(canon, "meta");
+		if (!json_is_object(m))
+			json_object_set_new(canon, "meta", m = json_object());
+		json_object_update(m, (json_t *)meta);
+	}
+	child = canon_revalidated(canon, resp);
+	json_decref(canon);
+	if (!child)
+		return 0;
+	struct registration rg = { jstr(parent, "namespace", "default"), child_id, trigger,
+				   build_child, child, NULL, jstr(parent, "id", ""), payload };
+	rc = register_job(srv, req, resp, &rg, err);
+	json_decref(child);
+	if (rc == 0 && resp->status == 200 && json_is_object(resp->body)) {
+		json_object_del(resp->body, "warnings");
+		json_object_del(resp->body, "job_modify_index");
+	}
+	return rc;
+}
+
 int periodic_launch(struct server *srv, const json_t *parent, int64_t t, bool check_overlap,
 		    struct http_response *resp, struct herd_err *err)
 {
 	const char *ns = jstr(parent, "namespace", "default"), *pid = jstr(parent, "id", "");
 	char *child_id = xasprintf("%s-periodic-%lld", pid, (long long)t);
-	json_t *canon, *child;
 	int rc = 0;
 
 	if (check_overlap) {
@@ -904,23 +961,10 @@ int periodic_launch(struct server *srv, const json_t *parent, int64_t t, bool ch
 			goto out;
 		}
 	}
-	canon = canon_of_stored(parent);
-	json_object_set_new(canon, "periodic", json_null());
-	json_object_set_new(canon, "id", json_string(child_id));
-	json_object_set_new(canon, "name", json_string(child_id));
-	child = canon_revalidated(canon, resp);
-	json_decref(canon);
-	if (!child)
-		goto out;
-	struct http_request req = { 0 };
-	struct registration rg = { ns, child_id, "periodic-job", build_child, child, NULL, pid };
-	rc = register_job(srv, &req, resp, &rg, err);
-	json_decref(child);
-	if (rc == 0 && resp->status == 200 && json_is_object(resp->body)) {
+	rc = register_child(srv, &(struct http_request){ 0 }, parent, child_id, "periodic-job",
+			    NULL, NULL, resp, err);
+	if (rc == 0 && resp->status == 200 && json_is_object(resp->body))
 		json_object_set_new(resp->body, "job_id", json_string(child_id));
-		json_object_del(resp->body, "warnings");
-		json_object_del(resp->body, "job_modify_index");
-	}
 out:
 	free(child_id);
 	return rc;
@@ -955,6 +999,117 @@ static int post_job_periodic_force(struct http_request *req, struct http_respons
 	return rc;
 }
 
+/* --- parameterized jobs: POST /v1/job/:id/dispatch --- */
+
+/* Nomad's limit on a dispatched payload, decoded. */
+#define DISPATCH_PAYLOAD_MAX (16 * 1024)
+
+/* Whether key is in the string array list. */
+static bool listed(const json_t *list, const char *key)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(list, i, x)
+		if (json_is_string(x) && !strcmp(json_string_value(x), key))
+			return true;
+	return false;
+}
+
+/* Checks a dispatch's payload (base64 string or absent) and meta (object
+ * of strings or absent) against the parent's parameterized block; false
+ * after answering 400. */
+static bool dispatch_valid(const json_t *job, const json_t *payload, const json_t *meta,
+			   struct http_response *resp)
+{
+	const json_t *p = json_object_get(job, "parameterized"), *x;
+	const char *mode = jstr(p, "payload", "optional"), *id = jstr(job, "id", ""), *k;
+	bool has = payload && !json_is_null(payload);
+	size_t i, n = 0;
+	unsigned char *bytes;
+
+	if (has && !json_is_string(payload))
+		return http_error(resp, 400, "invalid_argument", "payload must be a base64 string"), false;
+	if (has && !(bytes = base64_decode(json_string_value(payload), &n)))
+		return http_error(resp, 400, "invalid_argument", "payload is not valid base64"), false;
+	if (has)
+		free(bytes);
+	if (has && n > DISPATCH_PAYLOAD_MAX)
+		return http_error(resp, 400, "payload_too_large",
+				  "payload is %zu bytes; a dispatched payload is at most %d bytes "
+				  "(16 KiB) once decoded", n, DISPATCH_PAYLOAD_MAX), false;
+	if (!has && !strcmp(mode, "required"))
+		return http_error(resp, 400, "payload_required", "job %s requires a payload", id),
+		       false;
+	if (has && !strcmp(mode, "forbidden"))
+		return http_error(resp, 400, "payload_forbidden", "job %s forbids a payload", id),
+		       false;
+	if (meta && !json_is_null(meta) && !json_is_object(meta))
+		return http_error(resp, 400, "invalid_argument", "meta must be an object of strings"),
+		       false;
+	json_object_foreach((json_t *)meta, k, x) {
+		if (!json_is_string(x))
+			return http_error(resp, 400, "invalid_argument", "meta \"%s\" must be a string",
+					  k), false;
+		if (!listed(json_object_get(p, "meta_required"), k) &&
+		    !listed(json_object_get(p, "meta_optional"), k))
+			return http_error(resp, 400, "meta_unknown",
+					  "meta key \"%s\" is neither required nor optional in job %s",
+					  k, id), false;
+	}
+	json_array_foreach(json_object_get(p, "meta_required"), i, x)
+		if (!json_object_get(meta, json_string_value(x)))
+			return http_error(resp, 400, "meta_required",
+					  "job %s requires meta key \"%s\"", id, json_string_value(x)),
+			       false;
+	return true;
+}
+
+static int post_job_dispatch(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	static const char *const known[] = { "payload", "meta", NULL };
+	struct server *srv = ctx;
+	const char *ns = req_namespace(req);
+	const json_t *payload = json_object_get(req->body, "payload");
+	const json_t *meta = json_object_get(req->body, "meta");
+	struct herd_err err = { 0 };
+	json_t *job = NULL;
+	uint32_t rnd;
+	char *child_id;
+	int rc;
+
+	if (!acl_allows_ns(req, ns, ACL_SUBMIT))
+		return acl_deny(resp);
+	/* an empty body is a dispatch with neither payload nor meta */
+	if (req->body && !body_keys_known(req->body, known, resp))
+		return 0;
+	rc = load_job(srv, req, resp, &job);
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	if (!job_is_parameterized(job)) {
+		rc = http_error(resp, 400, "not_parameterized", "job %s is not parameterized",
+				jstr(job, "id", ""));
+	} else if (jbool(job, "stop", false)) {
+		rc = http_error(resp, 409, "job_stopped",
+				"job %s is stopped; run it again to dispatch it", jstr(job, "id", ""));
+	} else if (dispatch_valid(job, payload, meta, resp)) {
+		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			rnd = (uint32_t)now_ns();
+		child_id = xasprintf("%s-dispatch-%lld-%08x", jstr(job, "id", ""),
+				     (long long)time(NULL), (unsigned)rnd);
+		rc = register_child(srv, req, job, child_id, "job-dispatch",
+				    json_is_object(meta) ? meta : NULL,
+				    json_is_string(payload) && *json_string_value(payload)
+					    ? json_string_value(payload) : NULL, resp, &err);
+		if (rc == 0 && resp->status == 200 && json_is_object(resp->body))
+			json_object_set_new(resp->body, "dispatched_job_id", json_string(child_id));
+		if (rc < 0)
+			server_log(srv, "error", "dispatch job: %s", err.msg);
+		free(child_id);
+	}
+	json_decref(job);
+	return rc;
+}
+
 int routes_jobs(struct server *srv, struct herd_err *err)
 {
 	static const struct server_route routes[] = {
@@ -968,6 +1123,8 @@ int routes_jobs(struct server *srv, struct herd_err *err)
 		{ "POST", "/v1/job/:id/revert", post_job_revert, HTTP_ROUTE_BODY, ACL_NEED_NS_SUBMIT },
 		{ "POST", "/v1/job/:id/scale", post_job_scale, HTTP_ROUTE_BODY, ACL_NEED_NS_SUBMIT },
 		{ "POST", "/v1/job/:id/periodic/force", post_job_periodic_force, 0,
+		  ACL_NEED_NS_SUBMIT },
+		{ "POST", "/v1/job/:id/dispatch", post_job_dispatch, HTTP_ROUTE_BODY,
 		  ACL_NEED_NS_SUBMIT },
 		{ "GET", "/v1/job/:id/versions", get_job_versions, 0, ACL_NEED_NS_READ_OR_NODE_WRITE },
 		{ "GET", "/v1/job/:id/version/:version", get_job_version, 0,

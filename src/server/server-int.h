@@ -683,6 +683,12 @@ void gc_stop(struct server *srv);
 
 /* Whether a stored job is a periodic parent (has a periodic block). */
 bool job_is_periodic(const json_t *job);
+/* objects.c: whether a stored job is a parameterized parent (has a
+ * parameterized block; dispatched, never placed itself), and whether it
+ * is either kind of parent: a job that places nothing itself, its
+ * children run instead. */
+bool job_is_parameterized(const json_t *job);
+bool job_is_parent(const json_t *job);
 /* The first launch of a stored periodic job strictly after t (unix
  * seconds), the earliest over its crons in its time zone; -1 when none
  * (never, or not periodic).  Pure: reads neither clock nor store. */

@@ -1,0 +1,79 @@
+/* base64 (base64.h). */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/base64.h"
+#include "common/xalloc.h"
+
+static const char alphabet[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *base64_encode(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	char *out = xmalloc((n + 2) / 3 * 4 + 1), *o = out;
+
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)s[i] << 16;
+		if (i + 1 < n)
+			v |= (unsigned)s[i + 1] << 8;
+		if (i + 2 < n)
+			v |= s[i + 2];
+		*o++ = alphabet[v >> 18 & 63];
+		*o++ = alphabet[v >> 12 & 63];
+		*o++ = i + 1 < n ? alphabet[v >> 6 & 63] : '=';
+		*o++ = i + 2 < n ? alphabet[v & 63] : '=';
+	}
+	*o = 0;
+	return out;
+}
+
+static int value(char c)
+{
+	const char *at = c ? strchr(alphabet, c) : NULL;
+	return at ? (int)(at - alphabet) : -1;
+}
+
+size_t base64_decoded_len(const char *text)
+{
+	size_t len = strlen(text), n = len / 4 * 3;
+
+	if (len >= 1 && text[len - 1] == '=')
+		n--;
+	if (len >= 2 && text[len - 2] == '=')
+		n--;
+	return n;
+}
+
+unsigned char *base64_decode(const char *text, size_t *n)
+{
+	size_t len = strlen(text);
+	unsigned char *out, *o;
+
+	if (len % 4)
+		return NULL;
+	out = o = xmalloc(len / 4 * 3 + 1);
+	for (size_t i = 0; i < len; i += 4) {
+		int a = value(text[i]), b = value(text[i + 1]), c = value(text[i + 2]),
+		    d = value(text[i + 3]);
+		bool last = i + 4 == len;
+		/* '=' only in the last group, as its last one or two characters */
+		bool pad2 = last && text[i + 2] == '=' && text[i + 3] == '=';
+		bool pad1 = last && !pad2 && c >= 0 && text[i + 3] == '=';
+		if (a < 0 || b < 0 || (c < 0 && !pad2) || (d < 0 && !pad1 && !pad2)) {
+			free(out);
+			return NULL;
+		}
+		unsigned v = (unsigned)a << 18 | (unsigned)b << 12 | (unsigned)(c < 0 ? 0 : c) << 6 |
+			     (unsigned)(d < 0 ? 0 : d);
+		*o++ = (unsigned char)(v >> 16);
+		if (!pad2)
+			*o++ = (unsigned char)(v >> 8 & 255);
+		if (!pad1 && !pad2)
+			*o++ = (unsigned char)(v & 255);
+	}
+	*o = 0;
+	*n = (size_t)(o - out);
+	return out;
+}
