@@ -276,6 +276,8 @@ void alloc_dir_destroy(const char *dir);
  *   task_prepare_env         builds tr->te (env templates included)
  *   task_fetch_artifacts     artifacts into the task dir
  *   task_render_templates    templates (not env ones) into the task dir
+ *   task_write_payload       a dispatched job's payload into local/<file>
+ *                            of a task with dispatch_payload (none: nothing)
  *   task_interpolate_config  a new copy of config with ${...} replaced
  * task_gpu_ids: the device ids of the allocation that task owns (each
  * device's "task", set by the server; a device without one belongs to
@@ -285,6 +287,7 @@ void alloc_dir_destroy(const char *dir);
 int task_prepare_env(struct task_runner *tr, struct herd_err *err);
 int task_fetch_artifacts(struct task_runner *tr, struct herd_err *err);
 int task_render_templates(struct task_runner *tr, struct herd_err *err);
+int task_write_payload(struct task_runner *tr, struct herd_err *err);
 int task_interpolate_config(struct task_runner *tr, json_t **out, struct herd_err *err);
 const char **task_gpu_ids(const struct alloc_runner *ar, const char *task, size_t *n);
 bool alloc_device_of_task(const json_t *dev, const char *task);

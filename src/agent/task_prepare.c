@@ -15,6 +15,7 @@
 #include "agent/client-int.h"
 #include "agent/taskenv.h"
 #include "agent/template.h"
+#include "common/base64.h"
 #include "common/strbuf.h"
 #include "common/xalloc.h"
 
@@ -275,6 +276,30 @@ int task_render_templates(struct task_runner *tr, struct herd_err *err)
 			return rc;
 	}
 	return 0;
+}
+
+int task_write_payload(struct task_runner *tr, struct herd_err *err)
+{
+	const struct job_dispatch_payload *d = tr->task->dispatch_payload;
+	const json_t *p = json_object_get(tr->ar->job_json, "payload");
+	unsigned char *bytes;
+	size_t n = 0;
+	char *dest;
+	int rc;
+
+	/* a job that was not dispatched with a payload writes nothing */
+	if (!d || !json_is_string(p))
+		return 0;
+	bytes = base64_decode(json_string_value(p), &n);
+	if (!bytes)
+		return herd_errf(err, -EINVAL, "the dispatched payload is not base64");
+	/* validation kept file relative and without ".."; template_write_file
+	 * refuses a path that leaves the task dir all the same */
+	dest = xasprintf("local/%s", d->file);
+	rc = template_write_file(tr->dir, dest, bytes, n, 0644, err);
+	free(dest);
+	free(bytes);
+	return rc;
 }
 
 static const char *map_get(const struct job_map *m, const char *key)

@@ -140,6 +140,11 @@ static int prepare(struct task_runner *tr, struct herd_err *err)
 			return rc;
 		}
 	}
+	/* before templates, as Nomad does: a template may read the payload */
+	if ((rc = task_write_payload(tr, err)) < 0) {
+		task_event(tr, "Setup Failure", "dispatch payload: %s", err->msg);
+		return rc;
+	}
 	if ((rc = task_render_templates(tr, err)) < 0) {
 		task_event(tr, "Setup Failure", "template: %s", err->msg);
 		return rc;
