@@ -115,6 +115,13 @@ int job_scale_cmd(int argc, char **argv);
  * parent (stored job as GET /v1/job/:id answers it): its schedule, next
  * launch and latest children. */
 int job_periodic_cmd(int argc, char **argv);
+/* The latest children of a periodic or parameterized parent in namespace
+ * ns, as a table (in cmd_job_periodic.c). */
+void job_print_children(const char *cmd, const char *parent, const char *ns);
+/* herd job dispatch (cmd_job_dispatch.c); what job status adds for a
+ * parameterized parent (its block and latest children). */
+int job_dispatch_cmd(int argc, char **argv);
+void job_status_parameterized(const char *cmd, const json_t *job);
 void job_run_periodic_note(const struct job *job);
 void job_status_periodic(const char *cmd, const json_t *job);
 /* herd alloc stop | restart | signal (cmd_alloc_ops.c). */

@@ -144,6 +144,15 @@ static void print_summary(const struct job *job)
 		printf(" (%s)%s%s\n", p->time_zone, p->prohibit_overlap ? ", prohibit overlap" : "",
 		       p->enabled ? "" : ", not enabled");
 	}
+	if (job->parameterized) {
+		const struct job_parameterized *p = job->parameterized;
+		printf("  parameterized: payload %s", p->payload);
+		for (size_t i = 0; i < p->meta_required.n; i++)
+			printf("%s%s", i ? ", " : "; meta required ", p->meta_required.v[i]);
+		for (size_t i = 0; i < p->meta_optional.n; i++)
+			printf("%s%s", i ? ", " : "; meta optional ", p->meta_optional.v[i]);
+		printf("\n");
+	}
 	print_rules("  ", "constraint", &job->constraints);
 	for (size_t g = 0; g < job->ngroups; g++) {
 		const struct job_group *gr = &job->groups[g];
@@ -228,6 +237,7 @@ int cmd_job(int argc, char **argv)
 		{ "revert", job_revert_cmd, "register an earlier version of a job again" },
 		{ "scale", job_scale_cmd, "change the count of a job's group" },
 		{ "periodic", job_periodic_cmd, "launch a periodic job's child now (force)" },
+		{ "dispatch", job_dispatch_cmd, "run a parameterized job with a payload and meta" },
 		{ NULL, NULL, NULL },
 	};
 	return dispatch(argv[0], cmds, argc, argv);

@@ -72,8 +72,7 @@ static int cmp_submit_desc(const void *x, const void *y)
 
 #define CHILDREN_SHOWN 5
 
-/* The latest children of parent in namespace ns, as a table. */
-static void print_children(const char *cmd, const char *parent, const char *ns)
+void job_print_children(const char *cmd, const char *parent, const char *ns)
 {
 	static const char *const heads[] = { "ID", "STATUS", "SUBMITTED" };
 	char *path = api_ns_path("/v1/jobs", ns), buf[64];
@@ -137,7 +136,7 @@ void job_status_periodic(const char *cmd, const json_t *job)
 		strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm);
 		printf("%-12s %s (a child was still running)\n", "Last Skipped", buf);
 	}
-	print_children(cmd, js(job, "id"), js(job, "namespace"));
+	job_print_children(cmd, js(job, "id"), js(job, "namespace"));
 }
 
 static int job_periodic_force_cmd(int argc, char **argv)

@@ -291,6 +291,15 @@ int job_run_cmd(int argc, char **argv)
 		job_free(job);
 		return 0;
 	}
+	/* a parameterized job is not placed either: it waits for dispatches */
+	if (job->parameterized) {
+		printf("==> parameterized job \"%s\" registered in namespace %s\n"
+		       "    it runs once per dispatch: herd job dispatch %s [PAYLOAD_FILE]\n",
+		       job->id, job->namespace, job->id);
+		httpc_response_release(&r);
+		job_free(job);
+		return 0;
+	}
 	/* a periodic job is not placed: there is nothing to follow */
 	if (job->periodic) {
 		job_run_periodic_note(job);
@@ -448,7 +457,9 @@ static void print_jobs(const json_t *jobs, bool with_ns)
 		if (with_ns)
 			table_add(&t, js(j, "namespace"));
 		table_add(&t, js(j, "id"));
-		table_add(&t, jb(j, "periodic") ? "batch/periodic" : js(j, "type"));
+		table_add(&t, jb(j, "periodic")        ? "batch/periodic"
+			      : jb(j, "parameterized") ? "batch/parameterized"
+						       : js(j, "type"));
 		table_addf(&t, "%lld", (long long)ji(j, "priority"));
 		table_add(&t, jb(j, "stop") && strcmp(js(j, "status"), "dead") ? "stopping"
 								     : js(j, "status"));
@@ -555,7 +566,10 @@ static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as
 		printf("%-12s %s\n%-12s %s\n%-12s %s\n%-12s %s\n%-12s %lld\n%-12s %lld\n"
 		       "%-12s %s%s\n%-12s %s\n",
 		       "ID", js(r.body, "id"), "Name", js(r.body, "name"), "Namespace",
-		       js(r.body, "namespace"), "Type", js(r.body, "type"),
+		       js(r.body, "namespace"), "Type",
+		       json_is_object(json_object_get(r.body, "parameterized")) ? "batch/parameterized"
+		       : json_is_object(json_object_get(r.body, "periodic"))    ? "batch/periodic"
+										: js(r.body, "type"),
 		       "Priority", (long long)ji(r.body, "priority"), "Version",
 		       (long long)ji(r.body, "version"), "Status", js(r.body, "status"),
 		       jb(r.body, "stop") ? " (stopped)" : "", "Submitted",
@@ -564,9 +578,15 @@ static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as
 			printf("%-12s %s\n", "Waiting", js(ev, "status_description"));
 		if (*js(r.body, "parent_id"))
 			printf("%-12s %s\n", "Parent", js(r.body, "parent_id"));
+		if (json_is_integer(json_object_get(r.body, "payload_size")))
+			printf("%-12s %lld bytes\n", "Payload", (long long)ji(r.body, "payload_size"));
 		/* a parent places nothing itself: its children are what runs */
 		if (json_is_object(json_object_get(r.body, "periodic"))) {
 			job_status_periodic(cmd, r.body);
+			goto shown;
+		}
+		if (json_is_object(json_object_get(r.body, "parameterized"))) {
+			job_status_parameterized(cmd, r.body);
 			goto shown;
 		}
 		/* Summary per group, counted from the allocations. */
