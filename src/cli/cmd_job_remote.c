@@ -583,10 +583,12 @@ static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as
 		/* a parent places nothing itself: its children are what runs */
 		if (json_is_object(json_object_get(r.body, "periodic"))) {
 			job_status_periodic(cmd, r.body);
+			json_decref(sum);
 			goto shown;
 		}
 		if (json_is_object(json_object_get(r.body, "parameterized"))) {
 			job_status_parameterized(cmd, r.body);
+			json_decref(sum);
 			goto shown;
 		}
 		/* Summary per group, counted from the allocations. */
