@@ -75,6 +75,12 @@ int api_write_namespace(const char *cmd, const char *ns_flag, const char **ns);
  * frees).  For any other ns returns a copy of ns. */
 char *api_job_namespace(const char *cmd, const char *id, const char *ns);
 
+/* Reads path ("-": stdin) into out until its end or until out holds more
+ * than limit bytes (then limit + 1: the caller tells a file too large
+ * from one at the limit).  0, or -errno.  In cmd_job.c. */
+struct strbuf;
+int cli_read_file(const char *path, size_t limit, struct strbuf *out);
+
 /* Loads a job file the way `herd job validate` does (diagnostics printed);
  * NULL when it has errors.  In cmd_job.c. */
 struct job *job_load_file(const char *cmd, const char *path);

@@ -15,20 +15,17 @@
 #include "common/units.h"
 #include "spec/spec.h"
 
-/* Reads all of path ("-" for stdin) up to one byte past the parser's limit,
- * so that the parser reports an oversized file in its own words. */
-static int read_input(const char *path, struct strbuf *out)
+int cli_read_file(const char *path, size_t limit, struct strbuf *out)
 {
 	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
 
 	if (fd < 0)
 		return -errno;
-	for (;;) {
+	while (out->len <= limit) {
+		size_t want = limit + 1 - out->len < 65536 ? limit + 1 - out->len : 65536;
 		ssize_t n;
-		if (out->len > HCL_MAX_INPUT)
-			break;
-		strbuf_grow(out, 65536);
-		n = read(fd, out->buf + out->len, 65536);
+		strbuf_grow(out, want);
+		n = read(fd, out->buf + out->len, want);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -54,7 +51,9 @@ struct job *job_load_file(const char *cmd, const char *path)
 	struct diag_list diags;
 	const char *shown = strcmp(path, "-") ? path : "<stdin>";
 	struct job *job;
-	int rc = read_input(path, &text);
+	/* one byte past the parser's limit: it reports an oversized file in
+	 * its own words */
+	int rc = cli_read_file(path, HCL_MAX_INPUT, &text);
 
 	if (rc < 0) {
 		fprintf(stderr, "%s: cannot read %s: %s\n", cmd, shown, strerror(-rc));

@@ -13,37 +13,9 @@
 #include "common/strbuf.h"
 #include "common/xalloc.h"
 
-/* The server refuses more (16 KiB decoded): read one byte past it so that
- * its answer, not a truncation here, says so. */
-#define PAYLOAD_READ_MAX (16 * 1024 + 1)
-
-/* Reads path ("-": stdin) into out, at most PAYLOAD_READ_MAX bytes. */
-static int read_payload(const char *path, struct strbuf *out)
-{
-	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
-
-	if (fd < 0)
-		return -errno;
-	while (out->len < PAYLOAD_READ_MAX) {
-		ssize_t n;
-		strbuf_grow(out, 4096);
-		n = read(fd, out->buf + out->len, 4096);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = -errno;
-			if (fd != STDIN_FILENO)
-				close(fd);
-			return e;
-		}
-		if (n == 0)
-			break;
-		strbuf_setlen(out, out->len + (size_t)n);
-	}
-	if (fd != STDIN_FILENO)
-		close(fd);
-	return 0;
-}
+/* The server refuses more (16 KiB decoded); cli_read_file reads one byte
+ * past it, so that the server's answer, not a truncation here, says so. */
+#define PAYLOAD_MAX (16 * 1024)
 
 /* Takes every "-meta k=v" (also --meta, -meta=k=v) out of argv into meta;
  * the flags parser knows no repeatable flag.  Returns the new argc, or -1
@@ -136,7 +108,7 @@ int job_dispatch_cmd(int argc, char **argv)
 	}
 	body = json_pack("{s:o}", "meta", meta);
 	if (n > 1) {
-		int e = read_payload(pos[1], &payload);
+		int e = cli_read_file(pos[1], PAYLOAD_MAX, &payload);
 		if (e < 0) {
 			fprintf(stderr, "%s: %s: %s\n", argv[0], strcmp(pos[1], "-") ? pos[1] : "<stdin>",
 				strerror(-e));
