@@ -3,10 +3,13 @@
  * (since, include, index), GET /v1/jobs (since, namespace),
  * GET /v1/job/:id/version/:version and GET /v1/metrics (format: a text
  * answer or JSON); and the batch status route
- * PUT /v1/node/:id/allocations/status and the job version routes
- * POST /v1/job/:id/revert and /scale by their bodies.  One server, started
- * once with a node, a batch job placed on it and its allocations, answers
- * every input through its router (no sockets).
+ * PUT /v1/node/:id/allocations/status, the job version routes
+ * POST /v1/job/:id/revert and /scale, and the child launches
+ * POST /v1/job/:id/dispatch and /periodic/force by their bodies.  One
+ * server, started once with a node, a batch job placed on it and its
+ * allocations, a parameterized and a periodic job, answers every input
+ * through its router (no sockets).  A child an input launched is purged
+ * at once, so that the store stays the same size input after input.
  *
  * Input: a first byte picks the route; the rest is the query string
  * ("k=v&k=v", split without percent-decoding as in fuzz_http_request), the
@@ -60,8 +63,10 @@ static bool scale_too_big(const uint8_t *data, size_t size)
 	return big;
 }
 
-/* Runs one request; returns its status. */
-static int call(const char *method, const char *path, char *query, const char *body, size_t len)
+/* Runs one request; returns its status, and its JSON answer in *answer
+ * when answer is not NULL (the caller's reference, or NULL). */
+static int call_answer(const char *method, const char *path, char *query, const char *body,
+		       size_t len, json_t **answer)
 {
 	struct http_limits limits = { 64 * 1024, 1000000000LL };
 	struct http_request_state st;
@@ -84,9 +89,40 @@ static int call(const char *method, const char *path, char *query, const char *b
 	if (status < 100 || status > 599 || (!resp.body && !resp.text))
 		abort(); /* every request gets an answer */
 	free(http_response_text(&resp, &tlen));
+	if (answer)
+		*answer = json_incref(resp.body);
 	http_response_release(&resp);
 	http_request_state_release(&st);
 	return status;
+}
+
+static int call(const char *method, const char *path, char *query, const char *body, size_t len)
+{
+	return call_answer(method, path, query, body, len, NULL);
+}
+
+/* A child launch (dispatch, periodic force) of parent; a child it made is
+ * purged again. */
+static void launch_child(const char *parent, const char *what, const char *body, size_t len)
+{
+	char path[128], query[] = "purge=true";
+	json_t *answer = NULL;
+	const char *child;
+
+	snprintf(path, sizeof(path), "/v1/job/%s/%s", parent, what);
+	if (call_answer("POST", path, NULL, body, len, &answer) != 200) {
+		json_decref(answer);
+		return;
+	}
+	child = json_string_value(json_object_get(answer, "dispatched_job_id"));
+	if (!child)
+		child = json_string_value(json_object_get(answer, "job_id"));
+	if (child && *child) {
+		snprintf(path, sizeof(path), "/v1/job/%s", child);
+		if (call("DELETE", path, query, NULL, 0) != 200)
+			abort(); /* a child just made can be purged */
+	}
+	json_decref(answer);
 }
 
 static void setup(void)
@@ -99,6 +135,18 @@ static void setup(void)
 		" \"count\": 3, \"tasks\": [{\"name\": \"t\", \"driver\": \"raw_exec\","
 		" \"config\": {\"command\": \"/bin/true\"}, \"resources\": {\"cpu\": 100,"
 		" \"memory\": 64}}]}]}}";
+	/* parents whose children place nothing (count 0): what is fuzzed is
+	 * the route, not the scheduler */
+	static const char param[] =
+		"{\"job\": {\"id\": \"p\", \"type\": \"batch\", \"parameterized\":"
+		" {\"payload\": \"optional\", \"meta_optional\": [\"k\"]}, \"groups\":"
+		" [{\"name\": \"g\", \"count\": 0, \"tasks\": [{\"name\": \"t\","
+		" \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"}}]}]}}";
+	static const char cron[] =
+		"{\"job\": {\"id\": \"c\", \"type\": \"batch\", \"periodic\":"
+		" {\"crons\": [\"0 0 1 1 *\"]}, \"groups\": [{\"name\": \"g\", \"count\": 0,"
+		" \"tasks\": [{\"name\": \"t\", \"driver\": \"raw_exec\","
+		" \"config\": {\"command\": \"/bin/true\"}}]}]}}";
 	struct server_config cfg = { 0 };
 	struct herd_err err = { 0 };
 
@@ -112,7 +160,9 @@ static void setup(void)
 		abort();
 	}
 	if (call("POST", "/v1/node/register", NULL, node, strlen(node)) != 200 ||
-	    call("POST", "/v1/jobs", NULL, job, strlen(job)) != 200)
+	    call("POST", "/v1/jobs", NULL, job, strlen(job)) != 200 ||
+	    call("POST", "/v1/jobs", NULL, param, strlen(param)) != 200 ||
+	    call("POST", "/v1/jobs", NULL, cron, strlen(cron)) != 200)
 		abort();
 	if (server_wait_idle(srv, 20 * 1000000000LL) < 0)
 		abort();
@@ -130,7 +180,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rest = strndup((const char *)data + 1, size - 1);
 	if (!rest)
 		abort();
-	switch (data[0] % 7) {
+	switch (data[0] % 9) {
 	case 0:
 		call("GET", "/v1/node/n1/allocations", rest, NULL, 0);
 		break;
@@ -155,6 +205,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 6:
 		if (!scale_too_big(data + 1, size - 1))
 			call("POST", "/v1/job/a/scale", NULL, (const char *)data + 1, size - 1);
+		break;
+	case 7:
+		launch_child("p", "dispatch", (const char *)data + 1, size - 1);
+		break;
+	case 8:
+		launch_child("c", "periodic/force", (const char *)data + 1, size - 1);
 		break;
 	default:
 		call("GET", "/v1/metrics", rest, NULL, 0);
