@@ -383,3 +383,21 @@ json_t *last_eval(struct fx *f, const char *ns, const char *id)
 	json_decref(a);
 	return best;
 }
+
+char *fx_token(struct fx *f, const char *policy, const char *rules)
+{
+	char path[128], *b = NULL, *secret;
+	json_t *r;
+	snprintf(path, sizeof(path), "/v1/acl/policy/%s", policy);
+	assert_true(asprintf(&b, "{\"policy\": {\"rules\": %s}}", rules) > 0);
+	json_decref(fx_ok(f, "POST", path, b));
+	free(b);
+	assert_true(asprintf(&b, "{\"token\": {\"name\": \"%s\", \"policies\": [\"%s\"]}}",
+			     policy, policy) > 0);
+	r = fx_ok(f, "POST", "/v1/acl/tokens", b);
+	free(b);
+	secret = strdup(fx_s(r, "secret_id"));
+	assert_int_equal(strlen(secret), 64);
+	json_decref(r);
+	return secret;
+}

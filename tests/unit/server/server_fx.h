@@ -87,6 +87,9 @@ json_t *fx_running(struct fx *f, const char *id);
 /* The only desired-run allocation of a job (asserts there is one). */
 json_t *fx_the_alloc(struct fx *f, const char *id);
 const char *fx_s(const json_t *o, const char *key);
+/* With ACL on: a policy named policy with rules (HCL-as-JSON object text)
+ * and a token of it; returns the token's secret (caller frees). */
+char *fx_token(struct fx *f, const char *policy, const char *rules);
 long long fx_i(const json_t *o, const char *key);
 /* Reports an allocation's client status as its agent would. */
 void fx_alloc_status(struct fx *f, const json_t *alloc, const char *status);

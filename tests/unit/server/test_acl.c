@@ -17,23 +17,6 @@ static long status_of(struct fx *f, const char *method, const char *path, const 
 	return st;
 }
 
-static char *token_for(struct fx *f, const char *policy, const char *rules)
-{
-	char path[128], *b = NULL, *secret;
-	json_t *r;
-	snprintf(path, sizeof(path), "/v1/acl/policy/%s", policy);
-	assert_true(asprintf(&b, "{\"policy\": {\"rules\": %s}}", rules) > 0);
-	json_decref(fx_ok(f, "POST", path, b));
-	free(b);
-	assert_true(asprintf(&b, "{\"token\": {\"name\": \"%s\", \"policies\": [\"%s\"]}}", policy, policy) > 0);
-	r = fx_ok(f, "POST", "/v1/acl/tokens", b);
-	free(b);
-	secret = strdup(json_string_value(json_object_get(r, "secret_id")));
-	assert_int_equal(strlen(secret), 64);
-	json_decref(r);
-	return secret;
-}
-
 /* Whether the bytes of file path contain s. */
 static bool file_has(const char *path, const char *s)
 {
@@ -83,9 +66,9 @@ static void test_isolation(void **state)
 	f->token = mgmt;
 	json_decref(fx_ok(f, "POST", "/v1/namespaces", "{\"namespace\": {\"name\": \"a\"}}"));
 	json_decref(fx_ok(f, "POST", "/v1/namespaces", "{\"namespace\": {\"name\": \"b\"}}"));
-	ta = token_for(f, "team-a", "{\"namespace\": {\"a\": \"submit\"}}");
-	tb = token_for(f, "team-b", "{\"namespace\": {\"b\": \"submit\"}}");
-	tnode = token_for(f, "node", "{\"node\": \"write\"}");
+	ta = fx_token(f, "team-a", "{\"namespace\": {\"a\": \"submit\"}}");
+	tb = fx_token(f, "team-b", "{\"namespace\": {\"b\": \"submit\"}}");
+	tnode = fx_token(f, "node", "{\"node\": \"write\"}");
 	f->token = tnode;
 	node_add(f, "n1", 4, "H100");
 	/* an agent's node token reads the jobs it runs, and nothing else of a

@@ -235,23 +235,6 @@ static void test_evaluations_as_single_route(void **state)
 	fx_free(f);
 }
 
-static char *token_for(struct fx *f, const char *policy, const char *rules)
-{
-	char path[128], *b = NULL, *secret;
-	json_t *r;
-	snprintf(path, sizeof(path), "/v1/acl/policy/%s", policy);
-	assert_true(asprintf(&b, "{\"policy\": {\"rules\": %s}}", rules) > 0);
-	json_decref(fx_ok(f, "POST", path, b));
-	free(b);
-	assert_true(asprintf(&b, "{\"token\": {\"name\": \"%s\", \"policies\": [\"%s\"]}}", policy,
-			     policy) > 0);
-	r = fx_ok(f, "POST", "/v1/acl/tokens", b);
-	free(b);
-	secret = strdup(json_string_value(json_object_get(r, "secret_id")));
-	json_decref(r);
-	return secret;
-}
-
 static void test_needs_node_write(void **state)
 {
 	struct fx *f = fx_new_teams(0, 1);
@@ -265,8 +248,8 @@ static void test_needs_node_write(void **state)
 	json_decref(r);
 	f->token = mgmt;
 	json_decref(fx_ok(f, "POST", "/v1/namespaces", "{\"namespace\": {\"name\": \"a\"}}"));
-	team = token_for(f, "team-a", "{\"namespace\": {\"a\": \"submit\"}}");
-	node = token_for(f, "node", "{\"node\": \"write\"}");
+	team = fx_token(f, "team-a", "{\"namespace\": {\"a\": \"submit\"}}");
+	node = fx_token(f, "node", "{\"node\": \"write\"}");
 	f->token = node;
 	node_add(f, "n1", 4, "H100");
 	f->token = team;

@@ -175,23 +175,6 @@ static void test_bad_and_unknown_ids(void **state)
 	fx_free(f);
 }
 
-static char *token_for(struct fx *f, const char *policy, const char *rules)
-{
-	char path[128], *b = NULL, *secret;
-	json_t *r;
-	snprintf(path, sizeof(path), "/v1/acl/policy/%s", policy);
-	assert_true(asprintf(&b, "{\"policy\": {\"rules\": %s}}", rules) > 0);
-	json_decref(fx_ok(f, "POST", path, b));
-	free(b);
-	assert_true(asprintf(&b, "{\"token\": {\"name\": \"%s\", \"policies\": [\"%s\"]}}", policy,
-			     policy) > 0);
-	r = fx_ok(f, "POST", "/v1/acl/tokens", b);
-	free(b);
-	secret = strdup(fx_s(r, "secret_id"));
-	json_decref(r);
-	return secret;
-}
-
 /* Stop needs submit on the allocation's namespace: read alone is 403,
  * another team's token gets the 404 of an unknown id.  ?acl=submit on the
  * read route answers the same way. */
@@ -209,9 +192,9 @@ static void test_acl(void **state)
 	f->token = mgmt;
 	json_decref(fx_ok(f, "POST", "/v1/namespaces", "{\"namespace\": {\"name\": \"a\"}}"));
 	json_decref(fx_ok(f, "POST", "/v1/namespaces", "{\"namespace\": {\"name\": \"b\"}}"));
-	submit = token_for(f, "a-submit", "{\"namespace\": {\"a\": \"submit\"}}");
-	reader = token_for(f, "a-read", "{\"namespace\": {\"a\": \"read\"}}");
-	other = token_for(f, "b-submit", "{\"namespace\": {\"b\": \"submit\"}}");
+	submit = fx_token(f, "a-submit", "{\"namespace\": {\"a\": \"submit\"}}");
+	reader = fx_token(f, "a-read", "{\"namespace\": {\"a\": \"read\"}}");
+	other = fx_token(f, "b-submit", "{\"namespace\": {\"b\": \"submit\"}}");
 	node_add(f, "n1", 2, "H100");
 	f->token = submit;
 	submit_gpu(f, "a", "j", 1, 50);

@@ -179,24 +179,6 @@ static void test_dispatch_refusals_store_nothing(void **state)
 	fx_free(f);
 }
 
-/* A token of one policy with rules; caller frees. */
-static char *token_for(struct fx *f, const char *policy, const char *rules)
-{
-	char path[128], *b = NULL, *secret;
-	json_t *r;
-	snprintf(path, sizeof(path), "/v1/acl/policy/%s", policy);
-	assert_true(asprintf(&b, "{\"policy\": {\"rules\": %s}}", rules) > 0);
-	json_decref(fx_ok(f, "POST", path, b));
-	free(b);
-	assert_true(asprintf(&b, "{\"token\": {\"name\": \"%s\", \"policies\": [\"%s\"]}}",
-			     policy, policy) > 0);
-	r = fx_ok(f, "POST", "/v1/acl/tokens", b);
-	free(b);
-	secret = strdup(fx_s(r, "secret_id"));
-	json_decref(r);
-	return secret;
-}
-
 /* dispatch needs submit on the namespace: a reader gets 403 and nothing
  * is stored. */
 static void test_acl_needs_submit(void **state)
@@ -210,8 +192,8 @@ static void test_acl_needs_submit(void **state)
 	json_decref(r);
 	f->token = mgmt;
 	json_decref(fx_ok(f, "POST", "/v1/namespaces", "{\"namespace\": {\"name\": \"a\"}}"));
-	reader = token_for(f, "reader", "{\"namespace\": {\"a\": \"read\"}}");
-	writer = token_for(f, "writer", "{\"namespace\": {\"a\": \"submit\"}}");
+	reader = fx_token(f, "reader", "{\"namespace\": {\"a\": \"read\"}}");
+	writer = fx_token(f, "writer", "{\"namespace\": {\"a\": \"submit\"}}");
 	f->token = writer;
 	json_decref(fx_ok(f, "POST", "/v1/jobs?namespace=a",
 		"{\"job\": {\"id\": \"d\", \"namespace\": \"a\", \"type\": \"batch\", "
