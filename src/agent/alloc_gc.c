@@ -15,6 +15,7 @@
 #include "agent/client-int.h"
 #include "agent/log.h"
 #include "common/xalloc.h"
+#include "common/units.h"
 
 #define ID_MAX 64
 #define GONE_MAX 1024
@@ -61,13 +62,6 @@ static struct alloc_gc *registered;
 static struct alloc_gc *lookup(const char *root)
 {
 	return registered && !strcmp(registered->root, root) ? registered : NULL;
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 void alloc_gc_free_names(char **names, size_t n)

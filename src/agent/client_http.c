@@ -30,6 +30,7 @@
 #include "common/httpc.h"
 #include "common/strbuf.h"
 #include "common/xalloc.h"
+#include "common/units.h"
 
 #define LOGS_PREFIX "/v1/client/fs/logs/"
 #define ALLOC_PREFIX "/v1/client/allocation/"
@@ -73,13 +74,6 @@ struct stream {
 	dev_t log_dev;        /* what it named when the stream opened */
 	ino_t log_ino;
 };
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* Whether the task is dead (or its allocation gone) per the state the
  * client saves (state.h). */

@@ -128,6 +128,13 @@ bad:
 			 "expected a size such as \"512MB\" or \"2 GiB\", got \"%s\"", s);
 }
 
+int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
+}
+
 int hex_digit(int c)
 {
 	if (c >= '0' && c <= '9')

@@ -29,6 +29,9 @@ int hex_digit(int c);
  * into buf; returns buf. */
 char *format_duration(int64_t ns, char *buf, size_t size);
 
+/* CLOCK_MONOTONIC now, in nanoseconds. */
+int64_t mono_ns(void);
+
 /* The instant ns (>= 0) from now on clock: the absolute deadline that
  * pthread_cond_timedwait takes (with a condition variable on that clock). */
 struct timespec deadline_after(clockid_t clock, int64_t ns);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/xalloc.h"
+#include "common/units.h"
 #include "drivers/docker-int.h"
 
 #define DEFAULT_TIMEOUT_MS 30000
@@ -51,13 +52,6 @@ struct call {
 	int64_t last_data_ns;
 	bool idle_expired;
 };
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* Our own socket: close-on-exec (DESIGN.md) and known to the cancel point. */
 static curl_socket_t open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *addr)

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "common/xalloc.h"
+#include "common/units.h"
 #include "drivers/docker-int.h"
 
 #define PROGRESS_EVERY_NS (2LL * 1000000000LL)
@@ -39,13 +40,6 @@ struct progress {
 	docker_event_fn event;
 	void *event_arg;
 };
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void progress_message(struct progress *p, const json_t *m)
 {

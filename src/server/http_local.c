@@ -41,13 +41,6 @@ struct http_local {
 	int stopping;
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
-}
-
 /* A copy of v with new objects and arrays and v's own strings, numbers,
  * booleans and nulls (a reference each).  Sharing those is safe: herd
  * changes no string or number in place except in a deep copy of its own

@@ -75,13 +75,6 @@ struct conn_ctx {
 	struct conn_ctx *next;
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
-}
-
 /* --- the waker -------------------------------------------------------- */
 
 static void *waker_main(void *arg)

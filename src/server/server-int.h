@@ -19,6 +19,7 @@
 
 #include "common/err.h"
 #include "common/strbuf.h"
+#include "common/units.h"   /* mono_ns */
 #include "sched/sched.h"
 #include "server/http.h"
 #include "server/server.h"
@@ -32,8 +33,6 @@
 void new_id(char id[ID_LEN]);
 /* Wall clock in unix nanoseconds. */
 int64_t now_ns(void);
-/* Monotonic clock in nanoseconds. */
-int64_t mono_ns(void);
 /* Field readers that tolerate absence and wrong types. */
 const char *jstr(const json_t *o, const char *key, const char *dflt);
 int64_t jint(const json_t *o, const char *key, int64_t dflt);
