@@ -42,6 +42,7 @@
 #define JOB_MAX_FILES 128         /* templates or artifacts per task */
 #define JOB_MAX_MAP 1024          /* entries of meta, env, options */
 #define JOB_MAX_LIST 1024         /* strings in datacenters */
+#define JOB_MAX_VOLUMES 64        /* volumes per group, volume mounts per task */
 
 /* A string -> string map (meta, env, artifact options), in source order. */
 struct job_kv {
@@ -132,6 +133,16 @@ struct job_logs {
 	int64_t max_file_size;  /* MiB, default 10 */
 };
 
+/* volume_mount { volume destination read_only } of a task: one of the
+ * group's volumes, seen by the task at destination (docs/jobspec.md,
+ * docs/drivers.md says what each driver does with it). */
+struct job_volume_mount {
+	struct hcl_pos pos;
+	char *volume;           /* required: the name of a group volume */
+	char *destination;      /* required; absolute for exec and docker */
+	bool read_only;         /* true: read-only even where the volume is writable */
+};
+
 struct job_task {
 	struct hcl_pos pos;
 	char *name;
@@ -146,6 +157,9 @@ struct job_task {
 	struct job_artifact *artifacts;
 	size_t nartifacts;
 	struct job_lifecycle *lifecycle; /* NULL: a main task */
+	bool leader;            /* its end (for good) stops the group's other tasks */
+	struct job_volume_mount *volume_mounts;
+	size_t nvolume_mounts;
 	struct job_resources resources;
 	int64_t kill_timeout;   /* ns, default 5s */
 	char *kill_signal;      /* default "SIGINT" */
@@ -186,6 +200,17 @@ struct job_network {
 	size_t nports;
 };
 
+/* volume "<name>" { type source read_only } of a group: a host volume the
+ * node must have (client { host_volume "<source>" { } }); the scheduler
+ * places the group only on such nodes. */
+struct job_volume {
+	struct hcl_pos pos;
+	char *name;             /* the label: what a task's volume_mount names */
+	char *type;             /* "host" (default); "csi" is refused */
+	char *source;           /* required: the node's host volume name */
+	bool read_only;         /* true: a read-only host volume will do */
+};
+
 struct job_group {
 	struct hcl_pos pos;
 	char *name;
@@ -195,6 +220,8 @@ struct job_group {
 	struct job_restart restart;
 	struct job_reschedule reschedule;
 	struct job_network network;
+	struct job_volume *volumes;
+	size_t nvolumes;
 	struct job_task *tasks;
 	size_t ntasks;
 	struct job_map meta;

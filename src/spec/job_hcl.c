@@ -46,6 +46,7 @@ static const struct block_rule rules_task[] = {
 	{ "template", "templates", true, NULL, rules_none },
 	{ "artifact", "artifacts", true, NULL, rules_none },
 	{ "lifecycle", "lifecycle", false, NULL, rules_none },
+	{ "volume_mount", "volume_mounts", true, NULL, rules_none },
 	{ "resources", "resources", false, NULL, rules_resources },
 	{ "logs", "logs", false, NULL, rules_none },
 	{ "dispatch_payload", "dispatch_payload", false, NULL, rules_none },
@@ -55,6 +56,7 @@ static const struct block_rule rules_task[] = {
 static const struct block_rule rules_group[] = {
 	CONSTRAINT_RULES,
 	{ "restart", "restart", false, NULL, rules_none },
+	{ "volume", "volumes", true, "name", rules_none },
 	{ "reschedule", "reschedule", false, NULL, rules_none },
 	{ "network", "network", false, NULL, rules_network },
 	{ "task", "tasks", true, "name", rules_task },

@@ -187,6 +187,18 @@ static const struct schema logs_schema = {
 	"logs", sizeof(struct job_logs), init_logs, logs_fields, logs_ignored,
 };
 
+static const struct field volume_mount_fields[] = {
+	STR("volume", struct job_volume_mount, volume, JOB_MAX_ID),
+	STR("destination", struct job_volume_mount, destination, 4096),
+	FIELD("read_only", F_BOOL, struct job_volume_mount, read_only),
+	END,
+};
+static const char *const volume_mount_ignored[] = { "propagation_mode", "selinux_label", NULL };
+static const struct schema volume_mount_schema = {
+	"volume_mount", sizeof(struct job_volume_mount), NULL, volume_mount_fields,
+	volume_mount_ignored,
+};
+
 static void init_task(void *obj)
 {
 	struct job_task *t = obj;
@@ -196,8 +208,7 @@ static void init_task(void *obj)
 }
 
 static const char *const task_ignored[] = {
-	"service", "vault", "consul", "volume_mount", "identity", "leader",
-	"shutdown_delay", "restart", "kind", "scaling", "csi_plugin",
+	"service", "vault", "consul", "identity", "shutdown_delay", "restart", "kind", "scaling", "csi_plugin",
 	"action", "schedule", "secret", NULL,
 };
 static const struct field task_fields[] = {
@@ -211,6 +222,9 @@ static const struct field task_fields[] = {
 	ARR("templates", struct job_task, templates, ntemplates, template_schema, JOB_MAX_FILES),
 	ARR("artifacts", struct job_task, artifacts, nartifacts, artifact_schema, JOB_MAX_FILES),
 	OBJ("lifecycle", F_OBJECT_PTR, struct job_task, lifecycle, lifecycle_schema),
+	FIELD("leader", F_BOOL, struct job_task, leader),
+	ARR("volume_mounts", struct job_task, volume_mounts, nvolume_mounts, volume_mount_schema,
+	    JOB_MAX_VOLUMES),
 	OBJ("resources", F_OBJECT, struct job_task, resources, resources_schema),
 	INT("kill_timeout", F_DURATION, struct job_task, kill_timeout, 0, HOUR),
 	STR("kill_signal", struct job_task, kill_signal, 32),
@@ -290,6 +304,20 @@ static const struct schema network_schema = {
 	"network", sizeof(struct job_network), NULL, network_fields, network_ignored,
 };
 
+static const char *const volume_ignored[] = {
+	"access_mode", "attachment_mode", "per_alloc", "mount_options", "sticky", NULL,
+};
+static const struct field volume_fields[] = {
+	STR("name", struct job_volume, name, JOB_MAX_ID),
+	STR("type", struct job_volume, type, 16),
+	STR("source", struct job_volume, source, JOB_MAX_ID),
+	FIELD("read_only", F_BOOL, struct job_volume, read_only),
+	END,
+};
+static const struct schema volume_schema = {
+	"volume", sizeof(struct job_volume), NULL, volume_fields, volume_ignored,
+};
+
 static void init_group(void *obj)
 {
 	struct job_group *g = obj;
@@ -299,7 +327,7 @@ static void init_group(void *obj)
 }
 
 static const char *const group_ignored[] = {
-	"update", "migrate", "service", "volume", "ephemeral_disk", "scaling", "spread",
+	"update", "migrate", "service", "ephemeral_disk", "scaling", "spread",
 	"consul", "vault", "shutdown_delay", "max_client_disconnect",
 	"stop_after_client_disconnect", "disconnect", "prevent_reschedule_on_lost", NULL,
 };
@@ -311,6 +339,7 @@ static const struct field group_fields[] = {
 	OBJ("restart", F_OBJECT, struct job_group, restart, restart_schema),
 	OBJ("reschedule", F_OBJECT, struct job_group, reschedule, reschedule_schema),
 	OBJ("network", F_OBJECT, struct job_group, network, network_schema),
+	ARR("volumes", struct job_group, volumes, nvolumes, volume_schema, JOB_MAX_VOLUMES),
 	ARR("tasks", struct job_group, tasks, ntasks, task_schema, JOB_MAX_TASKS),
 	MAP("meta", F_MAP, struct job_group, meta, JOB_MAX_MAP),
 	END,

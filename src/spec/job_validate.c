@@ -362,6 +362,106 @@ static void check_dispatch_payload(struct validator *v, struct job_dispatch_payl
 	pop(v, old);
 }
 
+/* A volume name as HERD_VOLUME_<NAME> writes it: upper case, characters
+ * other than [A-Z0-9_] as '_' (the agent's taskenv does the same). */
+static void volume_env_name(const char *name, char *out, size_t size)
+{
+	size_t i = 0;
+	for (; name[i] && i + 1 < size; i++) {
+		unsigned char c = (unsigned char)name[i];
+		out[i] = isalnum(c) ? (char)toupper(c) : '_';
+	}
+	out[i] = '\0';
+}
+
+/* volume "<name>" { type source read_only }: host volumes only; each name
+ * once, and once as an environment name (HERD_VOLUME_<NAME>). */
+static void check_volume(struct validator *v, struct job_group *g, size_t i)
+{
+	struct job_volume *vol = &g->volumes[i];
+	size_t old = push(v, "volumes", (ssize_t)i);
+
+	check_name(v, vol->pos, "volume name", &vol->name);
+	default_str(&vol->type, "host");
+	if (!strcmp(vol->type, "csi"))
+		fail(v, vol->pos, "type \"csi\": CSI volumes are not supported; herd mounts host "
+		     "volumes (type = \"host\", a client's host_volume)");
+	else if (strcmp(vol->type, "host"))
+		fail(v, vol->pos, "type must be \"host\", got \"%s\"", vol->type);
+	if ((!vol->source || !*vol->source) && !failed(v, &vol->source))
+		fail(v, vol->pos, "source is required: the name of a client's host_volume");
+	for (size_t j = 0; vol->name && j < i; j++) {
+		char a[JOB_MAX_ID + 1], b[JOB_MAX_ID + 1];
+		if (!g->volumes[j].name)
+			continue;
+		volume_env_name(vol->name, a, sizeof(a));
+		volume_env_name(g->volumes[j].name, b, sizeof(b));
+		if (!strcmp(vol->name, g->volumes[j].name))
+			fail(v, vol->pos, "volume name \"%s\" is used twice", vol->name);
+		else if (!strcmp(a, b))
+			fail(v, vol->pos, "volumes \"%s\" and \"%s\" would both be HERD_VOLUME_%s",
+			     g->volumes[j].name, vol->name, a);
+	}
+	pop(v, old);
+}
+
+/* Drivers that mount a volume inside the task's own root. */
+static bool driver_mounts(const char *driver)
+{
+	return driver && (!strcmp(driver, "exec") || !strcmp(driver, "docker") ||
+			  !strcmp(driver, "podman"));
+}
+
+/* No ".." component anywhere: a destination never climbs out of the task's
+ * root (exec, docker) or directory (raw_exec). */
+static bool has_dotdot(const char *path)
+{
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, "/");
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return true;
+		p += n;
+		p += strspn(p, "/");
+	}
+	return false;
+}
+
+/* volume_mount { volume destination read_only }: a volume of the group,
+ * mounted once per task at a destination the driver can take. */
+static void check_volume_mount(struct validator *v, const struct job_group *g,
+			       const struct job_task *t, size_t i)
+{
+	struct job_volume_mount *m = &t->volume_mounts[i];
+	size_t old = push(v, "volume_mounts", (ssize_t)i);
+	bool found = false;
+
+	if (!m->volume) {
+		if (!failed(v, &m->volume))
+			fail(v, m->pos, "volume is required: the name of a group volume");
+	} else {
+		for (size_t j = 0; j < g->nvolumes && !found; j++)
+			found = g->volumes[j].name && !strcmp(g->volumes[j].name, m->volume);
+		if (!found)
+			fail(v, m->pos, "volume \"%s\" is not a volume of the group", m->volume);
+		for (size_t j = 0; j < i; j++)
+			if (t->volume_mounts[j].volume && !strcmp(t->volume_mounts[j].volume, m->volume))
+				fail(v, m->pos, "volume \"%s\" is mounted twice", m->volume);
+	}
+	if (!m->destination || !*m->destination) {
+		if (!failed(v, &m->destination))
+			fail(v, m->pos, "destination is required: where the task sees the volume");
+	} else if (has_dotdot(m->destination)) {
+		fail(v, m->pos, "destination \"%s\" must not have a \"..\" component",
+		     m->destination);
+	} else if (driver_mounts(t->driver) && m->destination[0] != '/') {
+		fail(v, m->pos, "destination \"%s\" must be an absolute path inside the task "
+		     "(driver \"%s\")", m->destination, t->driver);
+	} else if (m->destination[strspn(m->destination, "/")] == '\0') {
+		fail(v, m->pos, "destination \"%s\" cannot be the task's root", m->destination);
+	}
+	pop(v, old);
+}
+
 static void check_task(struct validator *v, struct job_task *t)
 {
 	check_name(v, t->pos, "task name", &t->name);
@@ -488,7 +588,7 @@ static void check_network(struct validator *v, struct job_network *n)
 
 static void check_group(struct validator *v, struct job_group *g)
 {
-	size_t mains = 0;
+	size_t mains = 0, leaders = 0;
 
 	check_name(v, g->pos, "group name", &g->name);
 	default_int(&g->count, 1);
@@ -496,6 +596,9 @@ static void check_group(struct validator *v, struct job_group *g)
 	check_rules(v, &g->affinities, "affinities", true);
 	default_policies(v, g);
 	check_network(v, &g->network);
+	for (size_t i = 0; i < g->nvolumes; i++)
+		if (!failed(v, &g->volumes[i]))
+			check_volume(v, g, i);
 	if (g->ntasks == 0 && !failed(v, &g->tasks))
 		fail(v, g->pos, "a group needs at least one task");
 	for (size_t i = 0; i < g->ntasks; i++) {
@@ -508,6 +611,13 @@ static void check_group(struct validator *v, struct job_group *g)
 				fail(v, g->tasks[i].pos, "task name \"%s\" is used twice in the group",
 				     g->tasks[i].name);
 		mains += !g->tasks[i].lifecycle;
+		for (size_t m = 0; m < g->tasks[i].nvolume_mounts; m++)
+			if (!failed(v, &g->tasks[i].volume_mounts[m]))
+				check_volume_mount(v, g, &g->tasks[i], m);
+		if (g->tasks[i].leader && g->tasks[i].lifecycle)
+			fail(v, g->tasks[i].pos, "leader is for main tasks, not lifecycle hooks");
+		else if (g->tasks[i].leader && leaders++)
+			fail(v, g->tasks[i].pos, "a group has at most one leader task");
 		pop(v, old);
 	}
 	if (g->ntasks && !mains)
