@@ -113,4 +113,13 @@ struct job *job_from_expr(const struct hcl_expr *root, struct diag_list *diags);
 int job_validate_decoded(struct job *job, const struct job_failed *failed,
 			 struct diag_list *diags);
 
+/* job_service.c: validates and fills the defaults of n services of group g
+ * (task: the task they belong to, NULL for group services), with messages
+ * under path; returns the number of errors added. */
+int job_services_validate(struct job_service *svcs, size_t n, const char *job_id,
+			  const struct job_group *g, const struct job_task *task,
+			  struct job_path *path, const struct job_failed *failed,
+			  struct diag_list *diags);
+
+
 #endif

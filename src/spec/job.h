@@ -42,6 +42,8 @@
 #define JOB_MAX_FILES 128         /* templates or artifacts per task */
 #define JOB_MAX_MAP 1024          /* entries of meta, env, options */
 #define JOB_MAX_LIST 1024         /* strings in datacenters */
+#define JOB_MAX_SERVICES 32       /* service blocks per group or task */
+#define JOB_MAX_CHECKS 32         /* check blocks per service */
 #define JOB_MAX_VOLUMES 64        /* volumes per group, volume mounts per task */
 
 /* A string -> string map (meta, env, artifact options), in source order. */
@@ -166,6 +168,8 @@ struct job_task {
 	struct job_logs logs;
 	struct job_map meta;
 	struct job_dispatch_payload *dispatch_payload; /* NULL: the payload is not written */
+	struct job_service *services;
+	size_t nservices;
 };
 
 struct job_restart {
@@ -225,11 +229,61 @@ struct job_group {
 	struct job_task *tasks;
 	size_t ntasks;
 	struct job_map meta;
+	struct job_service *services; /* registered while the first main task runs */
+	size_t nservices;
 };
 
 struct job_strv {
 	char **v;
 	size_t n;
+};
+
+/* check_restart { limit grace ignore_warnings }: restart the task after
+ * `limit` consecutive results that are not passing (0: never), ignoring
+ * the results of the first `grace` after each start. */
+struct job_check_restart {
+	struct hcl_pos pos;
+	int64_t limit;          /* default 0: checks never restart the task */
+	int64_t grace;          /* ns, default 1s */
+	bool ignore_warnings;   /* warning counts as passing */
+};
+
+/* check { ... } of a service: run by the agent every `interval`
+ * (docs/jobspec.md, "service").  type http: GET (method) path on the
+ * service's address and port, 2xx passing, 429 warning, else critical;
+ * tcp: a connection; script: command + args in the task's environment,
+ * exit 0 passing, 1 warning, else critical. */
+struct job_check {
+	struct hcl_pos pos;
+	char *name;             /* default "service: \"<service>\" check" */
+	char *type;             /* http | tcp | script; required */
+	char *port;             /* a port label or number; default the service's */
+	char *path;             /* http: required, starts with '/' */
+	char *method;           /* http: default GET */
+	char *protocol;         /* http: http (default) | https */
+	int64_t interval;       /* ns, required, > 0 */
+	int64_t timeout;        /* ns, required, > 0 and <= interval */
+	char *command;          /* script: required */
+	struct job_strv args;
+	struct job_map header;  /* http: request headers */
+	char *initial_status;   /* passing | warning | critical; default critical */
+	struct job_check_restart *check_restart; /* NULL: the service's */
+};
+
+/* service { ... } at group or task level: registered with the server's
+ * service registry while the task (a group's: its first main task) runs. */
+struct job_service {
+	struct hcl_pos pos;
+	char *name;             /* default <job>-<group>[-<task>]; ${...} allowed */
+	char *port;             /* a port label of the group's network, or a number */
+	struct job_strv tags;
+	struct job_map meta;
+	char *provider;         /* herd (default) | nomad: the same registry */
+	char *address_mode;     /* auto (default) | host | driver | alloc */
+	char *address;          /* default: the node's advertised address */
+	struct job_check *checks;
+	size_t nchecks;
+	struct job_check_restart *check_restart; /* NULL: checks never restart */
 };
 
 /* periodic { crons prohibit_overlap time_zone enabled }: a batch job that
@@ -288,6 +342,14 @@ struct job {
  * start with the JSON path of the thing, e.g. "groups[0].tasks[1]: ...").
  * Returns the number of errors added; the job is only fit for use when 0. */
 int job_validate(struct job *job, struct diag_list *diags);
+
+/* job_service.c: whether s is a port number (digits only; *out, may be
+ * NULL, receives it), the port of group g labelled label (NULL: none), and
+ * whether s is a valid service name once interpolated (1..JOB_MAX_ID of
+ * letters, digits, '-', '_', '.', not starting with '-' or '.'). */
+bool job_port_is_number(const char *s, int64_t *out);
+const struct job_port *job_group_port(const struct job_group *g, const char *label);
+bool job_service_name_ok(const char *s);
 
 /* Frees a job and everything it owns; accepts NULL. */
 void job_free(struct job *job);

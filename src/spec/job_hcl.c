@@ -41,6 +41,16 @@ static const struct block_rule rules_network[] = {
 	{ "port", "ports", true, "label", rules_none }, RULE_END,
 };
 
+static const struct block_rule rules_check[] = {
+	{ "check_restart", "check_restart", false, NULL, rules_none }, RULE_END,
+};
+
+static const struct block_rule rules_service[] = {
+	{ "check", "checks", true, NULL, rules_check },
+	{ "check_restart", "check_restart", false, NULL, rules_none },
+	RULE_END,
+};
+
 static const struct block_rule rules_task[] = {
 	CONSTRAINT_RULES,
 	{ "template", "templates", true, NULL, rules_none },
@@ -50,6 +60,7 @@ static const struct block_rule rules_task[] = {
 	{ "resources", "resources", false, NULL, rules_resources },
 	{ "logs", "logs", false, NULL, rules_none },
 	{ "dispatch_payload", "dispatch_payload", false, NULL, rules_none },
+	{ "service", "services", true, NULL, rules_service },
 	RULE_END,
 };
 
@@ -60,6 +71,7 @@ static const struct block_rule rules_group[] = {
 	{ "reschedule", "reschedule", false, NULL, rules_none },
 	{ "network", "network", false, NULL, rules_network },
 	{ "task", "tasks", true, "name", rules_task },
+	{ "service", "services", true, NULL, rules_service },
 	RULE_END,
 };
 

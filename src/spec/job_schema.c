@@ -38,6 +38,10 @@ static const char *const hooks[] = { "prestart", "poststart", "poststop", NULL }
 static const char *const change_modes[] = { "noop", "restart", "signal", "script", NULL };
 static const char *const artifact_modes[] = { "any", "file", "dir", NULL };
 static const char *const payload_modes[] = { "optional", "required", "forbidden", NULL };
+static const char *const check_types[] = { "http", "tcp", "script", NULL };
+static const char *const check_statuses[] = { "passing", "warning", "critical", NULL };
+static const char *const check_protocols[] = { "http", "https", NULL };
+static const char *const address_modes[] = { "auto", "host", "driver", "alloc", NULL };
 
 /* --- constraint / affinity --- */
 
@@ -199,6 +203,80 @@ static const struct schema volume_mount_schema = {
 	volume_mount_ignored,
 };
 
+/* --- service and check (group and task level) --- */
+
+static void init_check_restart(void *obj)
+{
+	struct job_check_restart *r = obj;
+	r->limit = r->grace = JOB_UNSET;
+}
+
+static const struct field check_restart_fields[] = {
+	INT("limit", F_INT, struct job_check_restart, limit, 0, 1000000),
+	INT("grace", F_DURATION, struct job_check_restart, grace, 0, YEAR),
+	FIELD("ignore_warnings", F_BOOL, struct job_check_restart, ignore_warnings),
+	END,
+};
+static const struct schema check_restart_schema = {
+	"check_restart", sizeof(struct job_check_restart), init_check_restart,
+	check_restart_fields, NULL,
+};
+
+static void init_check(void *obj)
+{
+	struct job_check *c = obj;
+	c->interval = c->timeout = JOB_UNSET;
+}
+
+/* Consul-only and Connect fields: read, not acted on. */
+static const char *const check_ignored[] = {
+	"expose", "grpc_service", "grpc_use_tls", "tls_server_name", "tls_skip_verify",
+	"success_before_passing", "failures_before_critical", "failures_before_warning",
+	"on_update", "body", "task", "address_mode", "notes", NULL,
+};
+static const struct field check_fields[] = {
+	STR("name", struct job_check, name, JOB_MAX_ID),
+	ENUM("type", struct job_check, type, check_types),
+	{ .key = "port", .kind = F_SCALAR, .off = offsetof(struct job_check, port), .max = 64,
+	  .set_off = NO_SET_OFF },
+	STR("path", struct job_check, path, 4096),
+	STR("method", struct job_check, method, 16),
+	ENUM("protocol", struct job_check, protocol, check_protocols),
+	INT("interval", F_DURATION, struct job_check, interval, 0, YEAR),
+	INT("timeout", F_DURATION, struct job_check, timeout, 0, YEAR),
+	STR("command", struct job_check, command, 4096),
+	MAP("args", F_STRV, struct job_check, args, JOB_MAX_LIST),
+	MAP("header", F_MAP, struct job_check, header, JOB_MAX_MAP),
+	ENUM("initial_status", struct job_check, initial_status, check_statuses),
+	OBJ("check_restart", F_OBJECT_PTR, struct job_check, check_restart, check_restart_schema),
+	END,
+};
+static const struct schema check_schema = {
+	"check", sizeof(struct job_check), init_check, check_fields, check_ignored,
+};
+
+static const char *const service_ignored[] = {
+	"connect", "canary_tags", "canary_meta", "enable_tag_override", "tagged_addresses",
+	"on_update", "identity", "weights", "cluster", "task", NULL,
+};
+static const struct field service_fields[] = {
+	STR("name", struct job_service, name, JOB_MAX_ID),
+	{ .key = "port", .kind = F_SCALAR, .off = offsetof(struct job_service, port), .max = 64,
+	  .set_off = NO_SET_OFF },
+	MAP("tags", F_STRV, struct job_service, tags, JOB_MAX_RULES),
+	MAP("meta", F_MAP, struct job_service, meta, JOB_MAX_MAP),
+	STR("provider", struct job_service, provider, 32),
+	ENUM("address_mode", struct job_service, address_mode, address_modes),
+	STR("address", struct job_service, address, 256),
+	ARR("checks", struct job_service, checks, nchecks, check_schema, JOB_MAX_CHECKS),
+	OBJ("check_restart", F_OBJECT_PTR, struct job_service, check_restart,
+	    check_restart_schema),
+	END,
+};
+static const struct schema service_schema = {
+	"service", sizeof(struct job_service), NULL, service_fields, service_ignored,
+};
+
 static void init_task(void *obj)
 {
 	struct job_task *t = obj;
@@ -208,7 +286,7 @@ static void init_task(void *obj)
 }
 
 static const char *const task_ignored[] = {
-	"service", "vault", "consul", "identity", "shutdown_delay", "restart", "kind", "scaling", "csi_plugin",
+	"vault", "consul", "identity", "shutdown_delay", "restart", "kind", "scaling", "csi_plugin",
 	"action", "schedule", "secret", NULL,
 };
 static const struct field task_fields[] = {
@@ -232,6 +310,7 @@ static const struct field task_fields[] = {
 	MAP("meta", F_MAP, struct job_task, meta, JOB_MAX_MAP),
 	OBJ("dispatch_payload", F_OBJECT_PTR, struct job_task, dispatch_payload,
 	    dispatch_payload_schema),
+	ARR("services", struct job_task, services, nservices, service_schema, JOB_MAX_SERVICES),
 	END,
 };
 static const struct schema task_schema = {
@@ -327,7 +406,7 @@ static void init_group(void *obj)
 }
 
 static const char *const group_ignored[] = {
-	"update", "migrate", "service", "ephemeral_disk", "scaling", "spread",
+	"update", "migrate", "ephemeral_disk", "scaling", "spread",
 	"consul", "vault", "shutdown_delay", "max_client_disconnect",
 	"stop_after_client_disconnect", "disconnect", "prevent_reschedule_on_lost", NULL,
 };
@@ -342,6 +421,7 @@ static const struct field group_fields[] = {
 	ARR("volumes", struct job_group, volumes, nvolumes, volume_schema, JOB_MAX_VOLUMES),
 	ARR("tasks", struct job_group, tasks, ntasks, task_schema, JOB_MAX_TASKS),
 	MAP("meta", F_MAP, struct job_group, meta, JOB_MAX_MAP),
+	ARR("services", struct job_group, services, nservices, service_schema, JOB_MAX_SERVICES),
 	END,
 };
 static const struct schema group_schema = {

@@ -20,6 +20,8 @@ struct validator {
 	struct job_path path;
 	int errors;
 	bool batch;
+	const char *job_id;            /* for services' default names */
+	const struct job_group *group; /* the group being checked */
 	/* Regular expressions that compiled, borrowed from the job: files repeat
 	 * the same few (one affinity per task), and regcomp is costly. */
 	const char *regex_ok[4];
@@ -509,6 +511,9 @@ static void check_task(struct validator *v, struct job_task *t)
 		     t->kill_signal);
 	default_int(&t->logs.max_files, 10);
 	default_int(&t->logs.max_file_size, 10);
+	if (t->nservices)
+		v->errors += job_services_validate(t->services, t->nservices, v->job_id, v->group, t,
+						   &v->path, v->failed, v->diags);
 }
 
 /* Nomad's defaults for restart and reschedule depend on the job type. */
@@ -596,6 +601,10 @@ static void check_group(struct validator *v, struct job_group *g)
 	check_rules(v, &g->affinities, "affinities", true);
 	default_policies(v, g);
 	check_network(v, &g->network);
+	v->group = g;
+	if (g->nservices)
+		v->errors += job_services_validate(g->services, g->nservices, v->job_id, g, NULL,
+						   &v->path, v->failed, v->diags);
 	for (size_t i = 0; i < g->nvolumes; i++)
 		if (!failed(v, &g->volumes[i]))
 			check_volume(v, g, i);
@@ -696,6 +705,7 @@ int job_validate_decoded(struct job *job, const struct job_failed *failed_fields
 	default_str(&job->name, job->id ? job->id : "");
 	default_str(&job->type, "service");
 	v.batch = !strcmp(job->type, "batch");
+	v.job_id = job->id;
 	if (job->periodic && !failed(&v, job->periodic))
 		check_periodic(&v, job);
 	if (job->parameterized && !failed(&v, job->parameterized))
