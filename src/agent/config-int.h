@@ -25,6 +25,18 @@ int cfg_read_string_list(const struct hcl_attribute *a, size_t max, char ***out,
 void cfg_unknown_key(struct diag_list *dl, struct hcl_pos pos, const char *what,
 		     const char *key, const char *where, const char *const *known);
 
+/* client { host_volume "<name>" { path read_only } } (config_volume.c):
+ * reads block b into cfg, replacing a volume of the same name; errors go to
+ * dl (cfg unchanged by a block with errors). */
+void cfg_read_host_volume(struct agent_config *cfg, const struct hcl_block *b,
+			  struct diag_list *dl);
+/* Frees / deep-copies cfg's host volumes (agent_config_release and _copy). */
+void cfg_host_volumes_release(struct agent_config *cfg);
+void cfg_host_volumes_copy(struct agent_config *dst, const struct agent_config *src);
+/* Every host volume's path is a directory now; -errno with err naming the
+ * first that is not (agent_config_finish). */
+int cfg_host_volumes_check(const struct agent_config *cfg, struct herd_err *err);
+
 /* Deep copy of a configuration (for all-or-nothing application). */
 void agent_config_copy(struct agent_config *dst, const struct agent_config *src);
 

@@ -104,6 +104,7 @@ void agent_config_release(struct agent_config *cfg)
 	for (size_t i = 0; i < cfg->gpu.nr_overrides; i++)
 		free(cfg->gpu.overrides[i].device);
 	free(cfg->gpu.overrides);
+	cfg_host_volumes_release(cfg);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -169,6 +170,7 @@ void agent_config_copy(struct agent_config *dst, const struct agent_config *src)
 			dst->gpu.overrides[i].replicas = src->gpu.overrides[i].replicas;
 		}
 	}
+	cfg_host_volumes_copy(dst, src);
 }
 
 void agent_config_apply_dev(struct agent_config *cfg)
@@ -319,6 +321,11 @@ int agent_config_finish(struct agent_config *cfg, struct herd_err *err)
 	}
 	if (cfg->client.max_kill_timeout_ns <= 0)
 		cfg->client.max_kill_timeout_ns = 30 * NS_PER_SEC;
+	if (cfg->client.enabled) {
+		int rc = cfg_host_volumes_check(cfg, err);
+		if (rc < 0)
+			return rc;
+	}
 	cfg->gpu.nvml.library_path = cfg->gpu.nvml_library;
 	return 0;
 }

@@ -36,6 +36,7 @@
 #define AGENT_MAX_META 256
 #define AGENT_MAX_GPU_OVERRIDES 256
 #define AGENT_MAX_CHROOT_ENV 64   /* the exec driver binds at most this many */
+#define AGENT_MAX_HOST_VOLUMES 64 /* client { host_volume "<name>" { } } blocks */
 /* Most clients one MPS server takes per GPU (Volta and later), per NVIDIA's
  * MPS documentation ("Limitations": 48 client CUDA contexts per device,
  * https://docs.nvidia.com/deploy/mps/): the default and the cap of
@@ -64,6 +65,15 @@ struct agent_gpu_override {
 	char *device;
 	enum sched_sharing sharing;
 	int replicas;            /* most tenants at once; 0: the mode's default */
+};
+
+/* client { host_volume "<name>" { path read_only } }: a directory of this
+ * node that groups ask for by name (job volume { source = "<name>" }); the
+ * node reports it at registration and drivers mount it (docs/drivers.md). */
+struct agent_host_volume {
+	char *name;              /* the block's label: id charset */
+	char *path;              /* absolute; must be a directory at start (finish) */
+	bool read_only;          /* false: tasks may write unless they ask read-only */
 };
 
 /* What a device is shared as: its mode and the most allocations it holds
@@ -137,6 +147,10 @@ struct agent_config {
 		int64_t gc_max_allocs;            /* 50 */
 		int64_t gc_disk_usage_threshold;  /* 80 (percent) */
 		int64_t gc_inode_usage_threshold; /* 70 (percent) */
+		/* host_volume blocks, in file order, names unique (a later block
+		 * of a name replaces the earlier one) */
+		struct agent_host_volume *host_volumes;
+		size_t nr_host_volumes;
 	} client;
 
 	struct {
@@ -230,7 +244,9 @@ int agent_config_apply_flags(struct agent_config *cfg, const struct agent_flags 
  * data_dir, client state_dir and alloc_dir under data_dir; advertise_http
  * "<bind_addr>:<http_port>" when not given (127.0.0.1 for a wildcard bind,
  * which nobody can dial: the integrator may replace it with a fingerprinted
- * address), and an advertise without port gets http_port.  Returns
+ * address), and an advertise without port gets http_port; a client's host
+ * volume paths must be directories that exist ("client.host_volume
+ * \"datasets\": path /data/sets: No such file or directory").  Returns
  * 0 or -EINVAL/-errno with err; on failure cfg may have gained the derived
  * paths but nothing else. */
 int agent_config_finish(struct agent_config *cfg, struct herd_err *err);
@@ -251,6 +267,10 @@ int agent_config_remove_temp_data_dir(struct agent_config *cfg);
  * default: exclusive 1, mps AGENT_MPS_MAX_CLIENTS, timeslice 0 (no limit). */
 struct agent_gpu_share agent_config_gpu_share(const struct agent_config *cfg,
 					      const struct gpu_device *d);
+
+/* The host volume called name, or NULL. */
+const struct agent_host_volume *agent_config_host_volume(const struct agent_config *cfg,
+							 const char *name);
 
 /* The value of client meta key, or NULL. */
 const char *agent_config_meta(const struct agent_config *cfg, const char *key);

@@ -527,7 +527,7 @@ static void walk_client(struct walk *w, const struct hcl_body *body)
 		"node_pool", "state_dir", "alloc_dir", "max_kill_timeout", "cpu_total_compute",
 		"memory_total_mb", "meta", "options", "reserved", "chroot_env", "cgroup_parent",
 		"token", "gc_interval", "gc_max_allocs", "gc_disk_usage_threshold",
-		"gc_inode_usage_threshold", NULL };
+		"gc_inode_usage_threshold", "host_volume", NULL };
 	struct agent_config *cfg = w->cfg;
 	struct seen seen[] = { { "meta", { 0, 0 } }, { "options", { 0, 0 } },
 			       { "reserved", { 0, 0 } } };
@@ -539,6 +539,10 @@ static void walk_client(struct walk *w, const struct hcl_body *body)
 			if (!strcmp(b->type, "chroot_env")) {
 				if (no_labels(b, w->dl))
 					read_chroot_env(w, NULL, b->body);
+				continue;
+			}
+			if (!strcmp(b->type, "host_volume")) {
+				cfg_read_host_volume(cfg, b, w->dl);
 				continue;
 			}
 			if (!strcmp(b->type, "meta") || !strcmp(b->type, "options") ||

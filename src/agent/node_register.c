@@ -112,6 +112,20 @@ static json_t *device_json(struct client *c, size_t i, int nvgroup)
 	return o;
 }
 
+/* client { host_volume } blocks as the server keeps them: by name, with
+ * the path (for operators: `herd node status -verbose`) and read_only
+ * (what the scheduler matches a read-write volume against). */
+static json_t *host_volumes_json(const struct agent_config *cfg)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; i < cfg->client.nr_host_volumes; i++) {
+		const struct agent_host_volume *v = &cfg->client.host_volumes[i];
+		json_object_set_new(o, v->name, json_pack("{s:s, s:b}", "path", v->path,
+							  "read_only", v->read_only));
+	}
+	return o;
+}
+
 json_t *client_node_json(struct client *c)
 {
 	const struct agent_config *cfg = c->cfg;
@@ -195,6 +209,7 @@ json_t *client_node_json(struct client *c)
 	json_object_set_new(node, "resources", res);
 	json_object_set_new(node, "drivers", drivers);
 	json_object_set_new(node, "devices", devs);
+	json_object_set_new(node, "host_volumes", host_volumes_json(cfg));
 	/* Kept for the tasks' ${attr.*} (client_shared.c): what the node
 	 * advertised is what its tasks see, refreshed at each registration. */
 	if (fp)

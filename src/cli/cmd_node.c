@@ -108,6 +108,29 @@ static void print_kv_object(const char *title, const json_t *o)
 	table_release(&t);
 }
 
+/* The node's client { host_volume } blocks: name, path, access. */
+static void print_host_volumes(const json_t *hv)
+{
+	static const char *const heads[] = { "NAME", "PATH", "ACCESS" };
+	struct table t;
+	const char *k;
+	json_t *v;
+
+	printf("\nHost Volumes\n");
+	if (!json_object_size(hv)) {
+		printf("none\n");
+		return;
+	}
+	table_init(&t, 3, heads);
+	json_object_foreach((json_t *)hv, k, v) {
+		table_add(&t, k);
+		table_add(&t, js(v, "path"));
+		table_add(&t, jb(v, "read_only") ? "read-only" : "read-write");
+	}
+	table_print(&t, stdout, "");
+	table_release(&t);
+}
+
 static void print_node(const json_t *n, const json_t *allocs, bool verbose)
 {
 	const json_t *res = json_object_get(n, "resources");
@@ -187,6 +210,7 @@ static void print_node(const json_t *n, const json_t *allocs, bool verbose)
 	else
 		printf("none\n");
 	if (verbose) {
+		print_host_volumes(json_object_get(n, "host_volumes"));
 		print_kv_object("Drivers", json_object_get(n, "drivers"));
 		print_kv_object("Attributes", json_object_get(n, "attributes"));
 		print_kv_object("Meta", json_object_get(n, "meta"));
@@ -204,7 +228,7 @@ static int node_status_cmd(int argc, char **argv)
 	bool as_json = false, verbose = false;
 	const struct flag flags[] = {
 		{ "json", FLAG_BOOL, &as_json, "print JSON" },
-		{ "verbose", FLAG_BOOL, &verbose, "full ids; with ID also drivers, attributes, meta" },
+		{ "verbose", FLAG_BOOL, &verbose, "full ids; with ID also host volumes, drivers, attributes, meta" },
 		{ NULL, 0, NULL, NULL },
 	};
 	const struct command_help help = {

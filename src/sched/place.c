@@ -129,6 +129,8 @@ static int make_ask(const struct sched_request *req, struct ask *a, struct herd_
 static int validate(const struct sched_request *req, struct herd_err *err)
 {
 	int rc;
+	if (req->nvolumes && (rc = volumes_validate(req, err)))
+		return rc;
 	for (size_t i = 0; i < req->nconstraints; i++)
 		if ((rc = constraint_validate(&req->constraints[i], err)))
 			return rc;
@@ -380,7 +382,9 @@ static bool can_group(const struct sched_request *req, const struct sched_option
 		      const signed char *pok, size_t nprof)
 {
 	const struct sched_device_request *dr = req->device;
-	if (opt->scan_all || opt->policy == SCHED_RANDOM || req->nconstraints || req->naffinities)
+	/* groups of identical nodes do not look at host volumes */
+	if (opt->scan_all || opt->policy == SCHED_RANDOM || req->nconstraints || req->naffinities ||
+	    req->nvolumes)
 		return false;
 	if (!opt->tie_rank && opt->policy != SCHED_HERD)
 		return false;
@@ -474,6 +478,8 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 		double sc, aff_dev = 0;
 		bool filtered = false;
 
+		if (req->nvolumes && !volumes_fit(n, req, why))
+			continue;
 		for (size_t c = 0; c < req->nconstraints && !filtered; c++) {
 			int ok = constraint_check(s, n, NULL, NULL, &req->constraints[c], err);
 			if (ok < 0) {
@@ -606,6 +612,8 @@ void sched_explain_format(const struct sched_explain *why, const struct sched_re
 				    sched_op_name(req->constraints[i].op),
 				    req->constraints[i].rtarget ? req->constraints[i].rtarget : "",
 				    why->filtered_constraint[i], why->filtered_constraint[i] == 1 ? "" : "s");
+	if (req->nvolumes)
+		volumes_explain_format(why, req, sb);
 	if (why->filtered_cpu)
 		strbuf_addf(sb, "  cpu exhausted on %d node%s\n", why->filtered_cpu,
 			    why->filtered_cpu == 1 ? "" : "s");

@@ -47,10 +47,17 @@ struct shape {
 	int64_t cpu, mem, dmem;
 };
 
+struct node_volume {
+	char *name;
+	bool read_only;
+};
+
 /* Per-node indexes kept up to date by apply/release (never rebuilt). */
 struct sched_node {
 	char *id, *name, *node_class, *datacenter;
 	struct kvlist attrs, meta;
+	struct node_volume *vol;     /* host volumes; NULL when none */
+	int nvol;
 	int64_t cpu_total, mem_total, cpu_used, mem_used;
 	int ndev;
 	struct sched_dev *dev;
@@ -244,6 +251,17 @@ double policy_score(enum sched_policy p, struct sched_snapshot *s, const struct 
 int pick_whole(const struct sched_snapshot *s, const struct nodeview *v, int num, int *pick);
 /* Best fit for a fraction: least compute left that fits, lowest index. */
 int pick_bestfit_frac(const struct nodeview *v, const struct ask *a);
+
+/* volume.c: does node n have every host volume of req (writable where
+ * asked)?  Counts the node in why (when not NULL) under the first it
+ * lacks. */
+bool volumes_fit(const struct sched_node *n, const struct sched_request *req,
+		 struct sched_explain *why);
+/* -EINVAL with err for a request's volumes without names or too many. */
+int volumes_validate(const struct sched_request *req, struct herd_err *err);
+/* The volume lines of an explanation. */
+void volumes_explain_format(const struct sched_explain *why, const struct sched_request *req,
+			    struct strbuf *sb);
 
 /* constraint.c */
 struct sched_dev;

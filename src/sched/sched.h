@@ -47,6 +47,15 @@ struct sched_kv {
 	const char *value;
 };
 
+/* A host volume (Nomad's): a node offers it by name, read-only or not; a
+ * request asks for one by name, read_only false meaning a writable one. */
+struct sched_volume {
+	const char *name;
+	bool read_only;
+};
+
+#define SCHED_MAX_VOLUMES 64   /* per node and per request */
+
 /* ---- snapshot construction ------------------------------------------ */
 
 struct sched_node_spec {
@@ -62,6 +71,8 @@ struct sched_node_spec {
 	size_t nattrs;
 	const struct sched_kv *meta;  /* ${meta.KEY} */
 	size_t nmeta;
+	const struct sched_volume *volumes; /* host volumes; names unique */
+	size_t nvolumes;
 };
 
 struct sched_device_spec {
@@ -162,6 +173,11 @@ struct sched_request {
 	const struct sched_affinity *affinities;
 	size_t naffinities;
 	const struct sched_device_request *device; /* NULL: no device */
+	/* host volumes every chosen node must have (writable unless the
+	 * volume is read_only); a request with volumes is never scored by
+	 * groups of nodes (sched_options.scan_all) */
+	const struct sched_volume *volumes;
+	size_t nvolumes;
 };
 
 /* ---- policies --------------------------------------------------------- */
@@ -236,6 +252,7 @@ struct sched_placement {
 };
 
 #define SCHED_EXPLAIN_MISSES 5
+#define SCHED_EXPLAIN_VOLUMES 8
 
 /* Why nothing fits: how many nodes each step filtered, and the devices that
  * came closest. */
@@ -245,6 +262,11 @@ struct sched_explain {
 	int filtered_cpu, filtered_memory;
 	int filtered_device_constraint; /* no device of the asked name/constraints */
 	int filtered_devices;    /* devices exist but not enough free */
+	/* per request volume (first 8), the nodes it filtered: without a
+	 * volume of the name, or with a read-only one where a writable one
+	 * was asked (a node counts under the first volume it lacks) */
+	int filtered_volume_missing[SCHED_EXPLAIN_VOLUMES];
+	int filtered_volume_read_only[SCHED_EXPLAIN_VOLUMES];
 	int nmisses;
 	char misses[SCHED_EXPLAIN_MISSES][128]; /* "GPU-3 on node-7: 6 GiB free, 8 GiB asked" */
 	double miss_gap[SCHED_EXPLAIN_MISSES];  /* internal: how far each miss was */

@@ -68,6 +68,9 @@ void sched_snapshot_free(struct sched_snapshot *s)
 		free(n->datacenter);
 		kv_release(&n->attrs);
 		kv_release(&n->meta);
+		for (int v = 0; v < n->nvol; v++)
+			free(n->vol[v].name);
+		free(n->vol);
 		for (int d = 0; d < n->ndev; d++)
 			free(n->dev[d].id);
 		free(n->dev);
@@ -94,6 +97,13 @@ int sched_snapshot_add_node(struct sched_snapshot *s, const struct sched_node_sp
 	if (spec->cpu_milli < 0 || spec->memory_mib < 0 || spec->cpu_used < 0 ||
 	    spec->memory_used < 0)
 		return herd_errf(err, -EINVAL, "node %s: negative cpu or memory", spec->id);
+	if (spec->nvolumes > SCHED_MAX_VOLUMES)
+		return herd_errf(err, -EINVAL, "node %s: more than %d host volumes", spec->id,
+				 SCHED_MAX_VOLUMES);
+	for (size_t i = 0; i < spec->nvolumes; i++)
+		if (!spec->volumes[i].name)
+			return herd_errf(err, -EINVAL, "node %s: a host volume without a name",
+					 spec->id);
 	/* Duplicate ids would make placements ambiguous.  A linear scan keeps
 	 * the snapshot free of a hash table; snapshots are built once. */
 	for (size_t i = 0; i < s->n; i++)
@@ -109,6 +119,13 @@ int sched_snapshot_add_node(struct sched_snapshot *s, const struct sched_node_sp
 	n->datacenter = dupnull(spec->datacenter);
 	kv_copy(&n->attrs, spec->attrs, spec->nattrs);
 	kv_copy(&n->meta, spec->meta, spec->nmeta);
+	if (spec->nvolumes) {
+		n->vol = xcalloc(spec->nvolumes, sizeof(*n->vol));
+		for (size_t i = 0; i < spec->nvolumes; i++)
+			n->vol[i] = (struct node_volume){ xstrdup(spec->volumes[i].name),
+							  spec->volumes[i].read_only };
+		n->nvol = (int)spec->nvolumes;
+	}
 	n->cpu_total = spec->cpu_milli;
 	n->mem_total = spec->memory_mib;
 	n->cpu_used = spec->cpu_used;

@@ -116,6 +116,39 @@ static int decode_device(json_t *d, size_t i, json_t *seen, struct herd_err *err
 	return 0;
 }
 
+/* node.host_volumes: {"<name>": {"path": "/abs", "read_only": bool}}, at
+ * most 64 (the agent's client { host_volume } blocks); absent is {}.  The
+ * scheduler matches job volumes' sources against the names. */
+static int decode_host_volumes(json_t *n, struct herd_err *err)
+{
+	json_t *hv = json_object_get(n, "host_volumes"), *v;
+	const char *name;
+
+	if (!hv || json_is_null(hv))
+		json_object_set_new(n, "host_volumes", hv = json_object());
+	if (!json_is_object(hv) || json_object_size(hv) > 64)
+		return herd_errf(err, -EINVAL, "node.host_volumes must be an object of at most 64 "
+				 "volumes");
+	json_object_foreach(hv, name, v) {
+		json_t *ro;
+		char what[160];
+		int rc;
+		snprintf(what, sizeof(what), "node.host_volumes.%.128s", name);
+		if (!valid_id(name))
+			return herd_errf(err, -EINVAL, "%s: a volume name is a printable id", what);
+		if (!json_is_object(v))
+			return herd_errf(err, -EINVAL, "%s must be an object", what);
+		if ((rc = opt_string(v, "path", "", 4096, what, err)))
+			return rc;
+		ro = json_object_get(v, "read_only");
+		if (!ro || json_is_null(ro))
+			json_object_set_new(v, "read_only", json_false());
+		else if (!json_is_boolean(ro))
+			return herd_errf(err, -EINVAL, "%s.read_only must be a boolean", what);
+	}
+	return 0;
+}
+
 int node_from_request(const json_t *body, json_t **out, struct herd_err *err)
 {
 	json_t *n = json_object_get(body, "node"), *devs, *seen, *d;
@@ -135,7 +168,8 @@ int node_from_request(const json_t *body, json_t **out, struct herd_err *err)
 	    (rc = opt_string(n, "node_pool", "default", 256, "node", err)) ||
 	    (rc = opt_string(n, "http_addr", "", 256, "node", err)) ||
 	    (rc = string_map(n, "attributes", "node", err)) ||
-	    (rc = string_map(n, "meta", "node", err)))
+	    (rc = string_map(n, "meta", "node", err)) ||
+	    (rc = decode_host_volumes(n, err)))
 		goto fail;
 	d = json_object_get(n, "resources");
 	if (!d || json_is_null(d))

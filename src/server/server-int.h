@@ -277,6 +277,7 @@ struct group_ask {
 	struct sched_affinity *affs; size_t naffs;
 	struct sched_constraint *dcons; size_t ndcons;
 	struct sched_affinity *daffs; size_t ndaffs;
+	struct sched_volume *vols;  /* the group's host volumes, by source */
 	bool distinct_hosts;
 	int ndevice_asks;      /* device blocks of the group's tasks */
 	/* the device blocks after the first, placed on the same node as it

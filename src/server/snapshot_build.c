@@ -408,6 +408,15 @@ int group_ask_init(struct group_ask *a, const struct job *job, const struct job_
 	a->req.nconstraints = a->ncons;
 	a->req.affinities = a->affs;
 	a->req.naffinities = a->naffs;
+	/* host volumes: nodes that have each source (writable unless the
+	 * group's volume is read_only); none for most groups */
+	if (g->nvolumes) {
+		a->vols = xcalloc(g->nvolumes, sizeof(*a->vols));
+		for (size_t i = 0; i < g->nvolumes; i++)
+			a->vols[i] = (struct sched_volume){ g->volumes[i].source, g->volumes[i].read_only };
+		a->req.volumes = a->vols;
+		a->req.nvolumes = g->nvolumes;
+	}
 	if (rc)
 		group_ask_release(a);
 	return rc;
@@ -423,6 +432,7 @@ void group_ask_release(struct group_ask *a)
 	free(a->daffs);
 	group_ask_extra_release(a);
 	free(a->dprops);
+	free(a->vols);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -499,6 +509,24 @@ static const struct dev_usage *dev_use(const struct node_usage *u, const char *i
 	return NULL;
 }
 
+/* node.host_volumes ({"<name>": {"path", "read_only"}}) as the engine's
+ * volumes, into v (room for SCHED_MAX_VOLUMES; names borrowed from the
+ * node); returns how many.  The server checked the shape at registration. */
+static size_t node_volumes(const json_t *node, struct sched_volume *v)
+{
+	const json_t *hv = json_object_get(node, "host_volumes");
+	const char *name;
+	json_t *vol;
+	size_t n = 0;
+
+	json_object_foreach((json_t *)hv, name, vol) {
+		if (n == SCHED_MAX_VOLUMES)
+			break;
+		v[n++] = (struct sched_volume){ name, jbool(vol, "read_only", false) };
+	}
+	return n;
+}
+
 static int add_node(struct sched_snapshot *snap, const struct view_node *vn, struct herd_err *err)
 {
 	const json_t *res = json_object_get(vn->node, "resources");
@@ -520,6 +548,9 @@ static int add_node(struct sched_snapshot *snap, const struct view_node *vn, str
 	struct sched_kv *meta = kv_of(json_object_get(vn->node, "meta"), &ns.nmeta, &owned, &nowned);
 	ns.attrs = attrs;
 	ns.meta = meta;
+	struct sched_volume vols[SCHED_MAX_VOLUMES];
+	ns.volumes = vols;
+	ns.nvolumes = node_volumes(vn->node, vols);
 	idx = sched_snapshot_add_node(snap, &ns, err);
 	json_array_foreach(json_object_get(vn->node, "devices"), i, d) {
 		struct sched_device_spec ds = { 0 };
