@@ -23,6 +23,7 @@
 #include "agent/alloc_gc.h"
 #include "agent/client.h"
 #include "agent/client_http.h"
+#include "agent/exec_session.h"
 #include "agent/logs.h"
 #include "agent/state.h"
 #include "drivers/docker.h"
@@ -42,6 +43,14 @@
 /* The largest body a POST may send: {"signal": "...", "task": "..."}
  * needs well under 1 KiB. */
 #define MAX_BODY 16384
+/* Exec sessions at once: each holds a thread, a process and a few fds;
+ * sessions are rare (a person debugging), so a few are plenty. */
+#define EXEC_MAX_SESSIONS 16
+/* The longest command an exec may send (the JSON array in its query). */
+#define EXEC_MAX_COMMAND 16384
+#define EXEC_MAX_ARGS 256
+/* The Upgrade token of the exec stream (docs/api.md). */
+#define EXEC_PROTOCOL "herd-exec"
 
 struct client_http {
 	struct MHD_Daemon *mhd;
@@ -49,10 +58,23 @@ struct client_http {
 	char *auth_server;    /* "host:port" that authorizes reads; NULL: none */
 	char *cgroup_parent;  /* the exec driver's; NULL: its default */
 	char *docker_socket;  /* the docker engine's; NULL: its default */
+	char **shim_argv;     /* the task shim's command (exec's enter mode); NULL: none */
 	atomic_bool stopping;
 	uint16_t port;
 	pthread_mutex_t client_lock;
 	struct client *client; /* restarts and signals go to it; NULL: none (under client_lock) */
+	atomic_int exec_sessions; /* exec requests holding a slot (EXEC_MAX_SESSIONS) */
+};
+
+/* An exec request once checked: what its session needs after the
+ * upgrade.  Owned by the request (struct request), freed with it. */
+struct exec_req {
+	struct client_http *h;
+	char **argv;             /* NULL-terminated */
+	struct driver_state task;
+	char *task_dir;
+	bool tty;
+	uint16_t rows, cols;
 };
 
 /* One connection's request as it arrives: its body, bounded (only a POST
@@ -60,6 +82,7 @@ struct client_http {
 struct request {
 	struct strbuf body;
 	bool too_big;         /* more than MAX_BODY came: read on, dropped, 413 */
+	struct exec_req *exec; /* an exec that holds a session slot; NULL: none */
 };
 
 struct stream {
@@ -542,6 +565,254 @@ static enum MHD_Result serve_task_op(struct client_http *h, struct MHD_Connectio
 	return reply_json(conn, MHD_HTTP_OK, out);
 }
 
+static void exec_req_free(struct exec_req *x)
+{
+	if (!x)
+		return;
+	for (char **a = x->argv; a && *a; a++)
+		free(*a);
+	free(x->argv);
+	free(x->task_dir);
+	free(x);
+}
+
+/* Whether header (a comma-separated list of tokens) holds token. */
+static bool header_has_token(const char *header, const char *token)
+{
+	size_t n = strlen(token);
+	for (const char *p = header; p && *p;) {
+		p += strspn(p, " \t,");
+		size_t len = strcspn(p, ",");
+		size_t end = len;
+		while (end && (p[end - 1] == ' ' || p[end - 1] == '\t'))
+			end--;
+		if (end == n && !strncasecmp(p, token, n))
+			return true;
+		p += len;
+	}
+	return false;
+}
+
+/* The command of ?command=["sh","-c","..."]: a JSON array of 1 to
+ * EXEC_MAX_ARGS strings (the first not empty).  A new NULL-terminated
+ * array, or NULL with why. */
+static char **exec_argv(const char *text, char *why, size_t size)
+{
+	json_error_t jerr;
+	json_t *a, *v;
+	char **argv;
+	size_t i;
+
+	if (!text || strlen(text) > EXEC_MAX_COMMAND) {
+		snprintf(why, size, "command must be a JSON array of strings of at most %d bytes",
+			 EXEC_MAX_COMMAND);
+		return NULL;
+	}
+	a = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+	if (!json_is_array(a) || !json_array_size(a) || json_array_size(a) > EXEC_MAX_ARGS ||
+	    !json_is_string(json_array_get(a, 0)) || !*json_string_value(json_array_get(a, 0))) {
+		json_decref(a);
+		snprintf(why, size, "command must be a JSON array of 1 to %d strings, the "
+			 "first a program", EXEC_MAX_ARGS);
+		return NULL;
+	}
+	argv = xcalloc(json_array_size(a) + 1, sizeof(*argv));
+	json_array_foreach(a, i, v) {
+		if (!json_is_string(v) || strlen(json_string_value(v)) !=
+					      json_string_length(v)) {
+			for (size_t j = 0; j < i; j++)
+				free(argv[j]);
+			free(argv);
+			json_decref(a);
+			snprintf(why, size, "command: argument %zu is not a string without NUL", i);
+			return NULL;
+		}
+		argv[i] = xstrdup(json_string_value(v));
+	}
+	json_decref(a);
+	return argv;
+}
+
+/* A terminal dimension from the query: absent is 0; else 1..65535. */
+static int exec_dim(struct MHD_Connection *conn, const char *key, uint16_t *out)
+{
+	const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, key);
+	char *end;
+	long n;
+
+	*out = 0;
+	if (!v)
+		return 0;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (!*v || *end || errno || n < 1 || n > 65535)
+		return -1;
+	*out = (uint16_t)n;
+	return 0;
+}
+
+/* The task of the allocation's state st that the exec runs in: name,
+ * else the only running one.  Returns its state entry, or NULL after
+ * queueing why (*rc). */
+static const json_t *exec_pick_task(struct MHD_Connection *conn, const json_t *st,
+				    const char *name, const char **picked, enum MHD_Result *rc)
+{
+	const json_t *tasks = json_object_get(st, "tasks"), *t, *only = NULL;
+	struct strbuf running = STRBUF_INIT;
+	const char *key;
+	size_t n = 0;
+
+	if (json_is_true(json_object_get(st, "done"))) {
+		*rc = reply_error(conn, MHD_HTTP_CONFLICT, "not_running",
+				  "the allocation has ended: no task runs to exec in");
+		return NULL;
+	}
+	json_object_foreach((json_t *)tasks, key, t) {
+		bool run = !strcmp(json_string_value(json_object_get(t, "state")) ?: "", "running");
+		if (name && !strcmp(key, name)) {
+			strbuf_release(&running);
+			if (!run) {
+				*rc = reply_error(conn, MHD_HTTP_CONFLICT, "not_running",
+						  "the task is not running");
+				return NULL;
+			}
+			*picked = key;
+			return t;
+		}
+		if (run) {
+			strbuf_addf(&running, "%s%s", n ? ", " : "", key);
+			only = t;
+			*picked = key;
+			n++;
+		}
+	}
+	if (name) {
+		char *msg = xasprintf("the allocation has no task \"%s\"", name);
+		*rc = reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", msg);
+		free(msg);
+	} else if (n == 0) {
+		*rc = reply_error(conn, MHD_HTTP_CONFLICT, "not_running",
+				  "no task of the allocation is running");
+	} else if (n > 1) {
+		char *msg = xasprintf("the allocation runs %zu tasks: name one with task (%s)", n,
+				      running.buf);
+		*rc = reply_error(conn, MHD_HTTP_BAD_REQUEST, "task_required", msg);
+		free(msg);
+	}
+	strbuf_release(&running);
+	return n == 1 && !name ? only : NULL;
+}
+
+/* After the 101: the session runs on this connection's own thread (MHD's
+ * thread per connection may block here), then the socket goes back. */
+static void exec_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
+			  const char *extra, size_t extra_len, MHD_socket sock,
+			  struct MHD_UpgradeResponseHandle *urh)
+{
+	struct request *rq = con_cls;
+	struct exec_req *x = rq->exec;
+	struct docker_config dc = { .socket = x->h->docker_socket };
+	struct driver_env env = { .cgroup_parent = x->h->cgroup_parent, .docker = &dc,
+				  .shim_argv = (const char *const *)x->h->shim_argv };
+	struct exec_session_spec spec = {
+		.env = &env, .task = &x->task, .task_dir = x->task_dir,
+		.argv = (const char *const *)x->argv, .tty = x->tty, .rows = x->rows,
+		.cols = x->cols, .stopping = &x->h->stopping,
+	};
+
+	(void)cls;
+	(void)conn;
+	exec_session_run(&spec, sock, extra, extra_len);
+	MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+}
+
+/* GET /v1/client/allocation/:id/exec?task=T&command=[...]&tty=true&rows=R&cols=C
+ * with Connection: Upgrade, Upgrade: herd-exec: checked, authorized
+ * (submit, as a restart), a session slot taken, then 101 and the framed
+ * stream (exec_session.h). */
+static enum MHD_Result serve_exec(struct client_http *h, struct MHD_Connection *conn,
+				  const char *alloc_id, struct request *rq)
+{
+	const char *task = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "task");
+	const char *tty = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "tty");
+	const char *cmd = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "command");
+	const char *conn_h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Connection");
+	const char *upg = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Upgrade");
+	struct herd_err err = { 0, "" };
+	const json_t *t;
+	struct exec_req *x;
+	struct MHD_Response *r;
+	enum MHD_Result rc;
+	const char *picked = NULL, *hs;
+	char why[256];
+	json_t *st;
+
+	if (!logs_valid_name(alloc_id))
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+				   "allocation id must be letters, digits, '-', '_' or '.'");
+	if (task && !logs_valid_name(task))
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+				   "task must be a task name (letters, digits, '-', '_', '.')");
+	if (tty && strcmp(tty, "true") && strcmp(tty, "false"))
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+				   "tty must be true or false");
+	if (!conn_h || !header_has_token(conn_h, "upgrade") || !upg ||
+	    !header_has_token(upg, EXEC_PROTOCOL))
+		return reply_error(conn, 426, "upgrade_required",
+				   "exec needs Connection: Upgrade and Upgrade: " EXEC_PROTOCOL);
+	x = xcalloc(1, sizeof(*x));
+	x->h = h;
+	x->tty = tty && !strcmp(tty, "true");
+	if (!(x->argv = exec_argv(cmd, why, sizeof(why))) || exec_dim(conn, "rows", &x->rows) < 0 ||
+	    exec_dim(conn, "cols", &x->cols) < 0) {
+		if (x->argv)
+			snprintf(why, sizeof(why), "rows and cols must be numbers from 1 to 65535");
+		exec_req_free(x);
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", why);
+	}
+	if (authorize(h, conn, alloc_id, true, &rc)) {
+		exec_req_free(x);
+		return rc;
+	}
+	if (!(st = state_read_alloc(h->state_dir, alloc_id))) {
+		exec_req_free(x);
+		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
+				   "no such allocation on this node");
+	}
+	if (!(t = exec_pick_task(conn, st, task, &picked, &rc))) {
+		json_decref(st);
+		exec_req_free(x);
+		return rc;
+	}
+	hs = json_string_value(json_object_get(t, "handle"));
+	if (!hs || driver_state_from_json(hs, &x->task, &err) < 0) {
+		json_decref(st);
+		exec_req_free(x);
+		return reply_error(conn, MHD_HTTP_CONFLICT, "not_running",
+				   err.msg[0] ? err.msg : "the task has no process yet");
+	}
+	x->task_dir = xasprintf("%s/%s/%s", h->alloc_dir, alloc_id, picked);
+	json_decref(st);
+	if (!strcmp(x->task.driver, "docker")) {
+		exec_req_free(x);
+		return reply_error(conn, MHD_HTTP_NOT_IMPLEMENTED, "not_supported",
+				   "exec is not supported for docker tasks yet");
+	}
+	if (atomic_fetch_add(&h->exec_sessions, 1) >= EXEC_MAX_SESSIONS) {
+		atomic_fetch_sub(&h->exec_sessions, 1);
+		exec_req_free(x);
+		return reply_error(conn, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_sessions",
+				   "this node runs too many exec sessions already (16): try "
+				   "again later");
+	}
+	rq->exec = x;   /* the slot and x go with the request (on_completed) */
+	r = MHD_create_response_for_upgrade(exec_upgraded, h);
+	MHD_add_response_header(r, "Upgrade", EXEC_PROTOCOL);
+	rc = MHD_queue_response(conn, MHD_HTTP_SWITCHING_PROTOCOLS, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
 /* Reads a request's body into rq (at most MAX_BODY kept); true while more
  * is to come. */
 static bool read_body(struct request *rq, const char *data, size_t *size)
@@ -604,10 +875,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			id = url + strlen(ALLOC_PREFIX);
 			op = strrchr(id, '/');
 		}
-		if (!op || (strcmp(op, "/stats") && strcmp(op, "/restart") && strcmp(op, "/signal")))
+		if (!op || (strcmp(op, "/stats") && strcmp(op, "/restart") && strcmp(op, "/signal") &&
+			    strcmp(op, "/exec")))
 			return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", "no such path");
 	}
-	allowed = logs || !strcmp(op, "/stats") ? "GET" : "POST";
+	allowed = logs || !strcmp(op, "/stats") || !strcmp(op, "/exec") ? "GET" : "POST";
 	if (strcmp(method, allowed))
 		return reply_method_not_allowed(conn, allowed);
 	if (rq->too_big)
@@ -623,6 +895,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	snprintf(alloc, sizeof(alloc), "%.*s", (int)(op - id), id);
 	if (!strcmp(op, "/stats"))
 		return serve_stats(h, conn, alloc);
+	if (!strcmp(op, "/exec"))
+		return serve_exec(h, conn, alloc, rq);
 	return serve_task_op(h, conn, alloc, !strcmp(op, "/restart"), rq);
 }
 
@@ -632,10 +906,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	struct request *rq = *con_cls;
 
-	(void)cls;
 	(void)conn;
 	(void)toe;
 	if (rq) {
+		if (rq->exec) {
+			exec_req_free(rq->exec);
+			atomic_fetch_sub(&((struct client_http *)cls)->exec_sessions, 1);
+		}
 		strbuf_release(&rq->body);
 		free(rq);
 		*con_cls = NULL;
@@ -649,7 +926,9 @@ int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_di
 	struct sockaddr_in sa4;
 	struct sockaddr_in6 sa6;
 	struct sockaddr *sa;
-	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
+	/* upgrade: the exec stream (serve_exec) */
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+			 MHD_ALLOW_UPGRADE;
 	const char *addr = bind_addr ? bind_addr : "127.0.0.1";
 	const union MHD_DaemonInfo *info;
 
@@ -671,6 +950,7 @@ int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_di
 	h->alloc_dir = xstrdup(alloc_dir);
 	h->state_dir = xstrdup(state_dir);
 	atomic_init(&h->stopping, false);
+	atomic_init(&h->exec_sessions, 0);
 	pthread_mutex_init(&h->client_lock, NULL);
 	errno = 0;
 	h->mhd = MHD_start_daemon(flags, port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, sa,
@@ -705,6 +985,9 @@ void client_http_stop(struct client_http *h)
 	free(h->auth_server);
 	free(h->cgroup_parent);
 	free(h->docker_socket);
+	for (char **a = h->shim_argv; a && *a; a++)
+		free(*a);
+	free(h->shim_argv);
 	pthread_mutex_destroy(&h->client_lock);
 	free(h);
 }
@@ -729,4 +1012,21 @@ void client_http_set_drivers(struct client_http *h, const char *cgroup_parent,
 	free(h->docker_socket);
 	h->cgroup_parent = cgroup_parent ? xstrdup(cgroup_parent) : NULL;
 	h->docker_socket = docker_socket ? xstrdup(docker_socket) : NULL;
+}
+
+void client_http_set_shim(struct client_http *h, const char *const *shim_argv)
+{
+	size_t n = 0;
+
+	for (char **a = h->shim_argv; a && *a; a++)
+		free(*a);
+	free(h->shim_argv);
+	h->shim_argv = NULL;
+	if (!shim_argv)
+		return;
+	while (shim_argv[n])
+		n++;
+	h->shim_argv = xcalloc(n + 1, sizeof(*h->shim_argv));
+	for (size_t i = 0; i < n; i++)
+		h->shim_argv[i] = xstrdup(shim_argv[i]);
 }

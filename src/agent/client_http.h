@@ -34,6 +34,17 @@
  * fields only, at most 16 KiB (413); anything else is 400, and nothing is
  * done before the body and the caller are checked.
  *
+ *   GET /v1/client/allocation/:id/exec?task=T&command=["sh","-c","..."]
+ *       &tty=true|false&rows=R&cols=C
+ *   (Connection: Upgrade, Upgrade: herd-exec)
+ *
+ * runs a command in the running task T (the only running one without
+ * task) and, after "101 Switching Protocols", carries its stdin, stdout,
+ * stderr, window size and exit as frames (common/exec_frame.h) on the
+ * same connection, on the connection's own thread (exec_session.h).
+ * Authorized as a restart (submit); at most 16 sessions at once (429).
+ * Errors before the upgrade are JSON answers like the others.
+ *
  * The reads read only files (alloc_dir, state_dir; the stats of the task
  * handles persisted there), never the runners' memory, so they need no
  * lock of the client and work while the client recovers.
@@ -69,6 +80,11 @@ void client_http_set_auth_server(struct client_http *h, const char *server);
  * defaults).  Call before the address is published. */
 void client_http_set_drivers(struct client_http *h, const char *cgroup_parent,
 			     const char *docker_socket);
+
+/* The task shim's command (driver_env.shim_argv; copied, NULL-terminated),
+ * which an exec into an exec-driver task runs in its enter mode.  Call
+ * before the address is published. */
+void client_http_set_shim(struct client_http *h, const char *const *shim_argv);
 
 /* Where restarts and signals go: the client of this agent (NULL: none;
  * they answer 404 then).  Stop the API (client_http_stop) before the

@@ -134,6 +134,14 @@ void job_status_periodic(const char *cmd, const json_t *job);
 int alloc_stop_cmd(int argc, char **argv);
 int alloc_restart_cmd(int argc, char **argv);
 int alloc_signal_cmd(int argc, char **argv);
+/* The allocation prefix names (in ns_flag's allocations) and where its
+ * node's client API is: 0 with *id (the full id), *alloc (GET
+ * /v1/allocation/:id's answer, a new reference) and *addr ("host:port"),
+ * all the caller's; or 1 after printing why.  In cmd_alloc_ops.c. */
+int alloc_locate(const char *cmd, const char *ns_flag, const char *prefix, char **id,
+		 json_t **alloc, char **addr);
+/* herd alloc exec (cmd_alloc_exec.c). */
+int alloc_exec_cmd(int argc, char **argv);
 
 /* Prints the failed placements of an evaluation or plan ({"<group>":
  * {"explanation","nodes_evaluated","missing"}}) to f. */

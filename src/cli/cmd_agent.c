@@ -341,6 +341,10 @@ int cmd_agent(int argc, char **argv)
 			shim_argv[1] = "task-shim";
 			shim_argv[2] = NULL;
 		}
+		/* exec into exec-driver tasks runs the shim's enter mode;
+		 * set before any task exists */
+		if (chttp)
+			client_http_set_shim(chttp, shim_argv);
 		/* A client of the server in this process reaches it without a
 		 * socket (http_local.c says what that saves). */
 		if (client_start(&cfg, local, srv ? server_local_transport(srv) : NULL, shim_argv,

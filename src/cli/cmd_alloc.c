@@ -196,6 +196,7 @@ int cmd_alloc(int argc, char **argv)
 		{ "stop", alloc_stop_cmd, "stop an allocation and have it replaced" },
 		{ "restart", alloc_restart_cmd, "restart an allocation's tasks in place" },
 		{ "signal", alloc_signal_cmd, "send a signal to an allocation's tasks" },
+		{ "exec", alloc_exec_cmd, "run a command inside a running task" },
 		{ NULL, NULL, NULL },
 	};
 	return dispatch(argv[0], cmds, argc, argv);

@@ -213,16 +213,11 @@ out:
 	return rc;
 }
 
-/* POSTs body to the client API of the node that runs allocation id
- * (resolved in ns_flag's allocations) at /v1/client/allocation/<id><op>.
- * Returns 0 with *resp, or 1 after printing why. */
-static int client_post(const char *cmd, const char *ns_flag, const char *prefix, const char *op,
-		       const json_t *body, char **id, struct httpc_response *resp)
+int alloc_locate(const char *cmd, const char *ns_flag, const char *prefix, char **id,
+		 json_t **alloc, char **addr)
 {
-	struct httpc c;
 	struct httpc_response r;
-	struct herd_err err = { 0, "" };
-	char *addr = NULL, *path;
+	char *path;
 	int rc;
 
 	if (!(*id = resolve(cmd, ns_flag, prefix)))
@@ -230,12 +225,33 @@ static int client_post(const char *cmd, const char *ns_flag, const char *prefix,
 	path = xasprintf("/v1/allocation/%s", *id);
 	rc = api_call(cmd, "GET", path, NULL, &r);
 	free(path);
-	if (rc < 0)
+	if (rc < 0 || alloc_node_addr(cmd, r.body, addr)) {
+		if (rc >= 0)
+			httpc_response_release(&r);
+		free(*id);
+		*id = NULL;
 		return 1;
-	rc = alloc_node_addr(cmd, r.body, &addr);
+	}
+	*alloc = json_incref(r.body);
 	httpc_response_release(&r);
-	if (rc)
+	return 0;
+}
+
+/* POSTs body to the client API of the node that runs allocation id
+ * (resolved in ns_flag's allocations) at /v1/client/allocation/<id><op>.
+ * Returns 0 with *resp, or 1 after printing why. */
+static int client_post(const char *cmd, const char *ns_flag, const char *prefix, const char *op,
+		       const json_t *body, char **id, struct httpc_response *resp)
+{
+	struct httpc c;
+	struct herd_err err = { 0, "" };
+	char *addr = NULL, *path;
+	int rc;
+	json_t *alloc;
+
+	if (alloc_locate(cmd, ns_flag, prefix, id, &alloc, &addr))
 		return 1;
+	json_decref(alloc);
 	httpc_init(&c, addr);   /* HERD_TOKEN goes along: the node asks the server */
 	c.timeout_ms = 60000;
 	path = xasprintf("/v1/client/allocation/%s%s", *id, op);
