@@ -40,6 +40,7 @@ struct pump {
 	int child_fd;          /* pidfd of the command */
 	int task_fd;           /* pidfd of the task */
 	pid_t pid;
+	int stop_signal;       /* ends the command's process group (task_exec.h) */
 	bool child_exited, peer_gone, stdin_eof, killed;
 	int64_t exited_at;
 	struct strbuf from_sock, to_child, to_sock;
@@ -151,7 +152,8 @@ static int start_command(const struct exec_session_spec *spec, struct pump *p)
 		p->err = perr[0];
 	}
 	memcpy(x.fds, child, sizeof(x.fds));
-	rc = task_exec_start(spec->env, spec->task, &x, &p->pid, &p->task_fd, &err);
+	struct task_exec_proc proc;
+	rc = task_exec_start(spec->env, spec->task, &x, &proc, &err);
 	/* the command holds its ends now: ours would keep the pipes open */
 	for (int i = 0; i < 3; i++)
 		if (child[i] >= 0 && (i == 0 || child[i] != child[0]))
@@ -160,6 +162,9 @@ static int start_command(const struct exec_session_spec *spec, struct pump *p)
 		fail_session(p->sock, err.msg, rc == -ENOENT ? 127 : 126);
 		return -1;
 	}
+	p->pid = proc.pid;
+	p->task_fd = proc.task_fd;
+	p->stop_signal = proc.stop_signal;
 	/* The command is our unreaped child: its pid cannot be reused. */
 	p->child_fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
 	set_nonblock(p->in);
@@ -172,7 +177,7 @@ static int start_command(const struct exec_session_spec *spec, struct pump *p)
 static void kill_command(struct pump *p)
 {
 	if (!p->killed && p->pid > 0)
-		kill(-p->pid, SIGKILL);
+		kill(-p->pid, p->stop_signal);
 	p->killed = true;
 }
 

@@ -194,6 +194,9 @@ int task_shim_main(int argc, char **argv)
 	sigset_t none, dfl;
 	pid_t pid;
 
+	/* `herd alloc exec` into an exec-driver task (shim_enter.c) */
+	if (argc > 1 && !strcmp(argv[1], "-enter"))
+		return task_shim_enter_main(argc - 1, argv + 1);
 	/* Nothing the agent may have leaked goes further than here. */
 	fcntl(TASK_SHIM_STATUS_FD, F_SETFD, FD_CLOEXEC);
 	syscall(SYS_close_range, TASK_SHIM_STATUS_FD + 1, ~0U, 4 /* CLOSE_RANGE_CLOEXEC */);

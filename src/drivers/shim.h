@@ -40,6 +40,20 @@
 
 int task_shim_main(int argc, char **argv);
 
+/* Enter mode, for `herd alloc exec` in an exec-driver task (task_exec.h):
+ *
+ *   -enter -pid INIT -uid N -gid N [-cgroup-procs FILE]... [-tty] -- COMMAND [ARG...]
+ *
+ * joins the cgroup(s), enters the IPC, UTS, PID and mount namespaces and
+ * the root of INIT (the task's init), then runs COMMAND in a child: a
+ * session of its own (-tty: fd 0, a pty, its controlling terminal), the
+ * task's user, this process's environment (PATH looked up inside).  Exits
+ * with the command's status (dies of its signal); SIGTERM or SIGHUP kill
+ * the command's process group.  126: it could not enter or run the
+ * command, 127: not found (the reason on stderr); 2: a bad command line.
+ * task_shim_main calls it for "-enter" (argv[0] is "-enter"). */
+int task_shim_enter_main(int argc, char **argv);
+
 /* The herd-task-shim program to start tasks through: $HERD_TASK_SHIM when
  * set (NULL if it is not executable), else herd-task-shim beside self_exe
  * (the running herd), in ../drivers (the build tree) or ../libexec.

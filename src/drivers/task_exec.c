@@ -1,5 +1,6 @@
 /* A further command in a running task's context; see task_exec.h. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -11,6 +12,7 @@
 
 #include "common/strbuf.h"
 #include "common/xalloc.h"
+#include "drivers/cgroup.h"
 #include "drivers/drivers-int.h"
 #include "drivers/task_exec.h"
 
@@ -155,29 +157,130 @@ out:
 	return rc;
 }
 
-int task_exec_start(const struct driver_env *env, const struct driver_state *st,
-		    const struct task_exec *x, pid_t *pid, int *task_fd, struct herd_err *err)
+/* The effective uid and gid of pid (/proc/<pid>/status): the exec
+ * driver's init runs as the task's user. */
+static int proc_ids(pid_t pid, uid_t *uid, gid_t *gid, struct herd_err *err)
 {
+	char path[64], line[256];
+	unsigned long r, e;
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return herd_errf(err, errno == ENOENT ? -ESRCH : -errno, "%s: %s", path,
+				 strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %lu %lu", &r, &e) == 2) {
+			*uid = (uid_t)e;
+			found |= 1;
+		} else if (sscanf(line, "Gid: %lu %lu", &r, &e) == 2) {
+			*gid = (gid_t)e;
+			found |= 2;
+		}
+	}
+	fclose(f);
+	return found == 3 ? 0 : herd_errf(err, -EINVAL, "%s: no Uid/Gid", path);
+}
+
+static void add_arg(const char ***v, size_t *n, size_t *alloc, const char *s)
+{
+	ALLOC_GROW(*v, *n + 1, *alloc);
+	(*v)[(*n)++] = s;
+}
+
+/* exec: the task shim's enter mode (shim.h) joins the task's cgroup,
+ * namespaces and root and runs the command as the task's user. */
+static int start_exec(const struct driver_env *env, const struct driver_state *st,
+		      const struct task_exec *x, pid_t *pid, struct herd_err *err)
+{
+	struct cgroup_config cfg = { .root = env->cgroup_root, .parent = env->cgroup_parent };
+	struct strbuf text = STRBUF_INIT;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	struct cgroup *cg = NULL;
+	const char **argv = NULL;
+	size_t n = 0, alloc = 0;
+	char spid[16], suid[16], sgid[16];
+	char **envp = NULL;
+	uid_t uid = 0;
+	gid_t gid = 0;
+	int rc;
+
+	if (!env->shim_argv || !env->shim_argv[0])
+		return herd_errf(err, -ENOTSUP, "exec into exec tasks needs the task shim");
+	if ((rc = proc_ids(st->task_pid, &uid, &gid, err)) < 0 ||
+	    (rc = read_environ(st->task_pid, &text, err)) < 0)
+		goto out;
+	if (st->cgroup[0] && (rc = cgroup_open(&cfg, st->cgroup, &cg, err)) < 0)
+		goto out;
+	envp = split_environ(&text);
+	snprintf(spid, sizeof(spid), "%d", (int)st->task_pid);
+	snprintf(suid, sizeof(suid), "%u", (unsigned)uid);
+	snprintf(sgid, sizeof(sgid), "%u", (unsigned)gid);
+	for (const char *const *a = env->shim_argv; *a; a++)
+		add_arg(&argv, &n, &alloc, *a);
+	add_arg(&argv, &n, &alloc, "-enter");
+	add_arg(&argv, &n, &alloc, "-pid");
+	add_arg(&argv, &n, &alloc, spid);
+	add_arg(&argv, &n, &alloc, "-uid");
+	add_arg(&argv, &n, &alloc, suid);
+	add_arg(&argv, &n, &alloc, "-gid");
+	add_arg(&argv, &n, &alloc, sgid);
+	for (const char *const *p = cg ? cgroup_procs_files(cg) : NULL; p && *p; p++) {
+		add_arg(&argv, &n, &alloc, "-cgroup-procs");
+		add_arg(&argv, &n, &alloc, *p);
+	}
+	if (x->tty)
+		add_arg(&argv, &n, &alloc, "-tty");
+	add_arg(&argv, &n, &alloc, "--");
+	for (const char *const *a = x->argv; *a; a++)
+		add_arg(&argv, &n, &alloc, *a);
+	add_arg(&argv, &n, &alloc, NULL);
+	/* the pty is passed as is: the enter mode's child makes it its
+	 * controlling terminal inside the task (TIOCSCTTY) */
+	struct task_exec plain = *x;
+	plain.tty = false;
+	if ((rc = spawn_setup(&plain, &fa, &attr, err)) < 0)
+		goto out;
+	rc = posix_spawn(pid, argv[0], &fa, &attr, (char *const *)argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	if (rc)
+		rc = herd_errf(err, -rc, "exec %s: %s", argv[0], strerror(rc));
+out:
+	cgroup_free(cg);
+	free(argv);
+	free(envp);
+	strbuf_release(&text);
+	return rc;
+}
+
+int task_exec_start(const struct driver_env *env, const struct driver_state *st,
+		    const struct task_exec *x, struct task_exec_proc *out, struct herd_err *err)
+{
+	bool isolated = !strcmp(st->driver, "exec");
 	int fd, rc;
 
-	(void)env;
 	if (!x->argv || !x->argv[0] || !x->argv[0][0])
 		return herd_errf(err, -EINVAL, "no command to run");
 	if (!strcmp(st->driver, "docker"))
 		return herd_errf(err, -ENOTSUP, "exec is not supported for docker tasks yet "
 				 "(docker exec into the container %.12s)", st->container_id);
-	if (strcmp(st->driver, "raw_exec"))
+	if (strcmp(st->driver, "raw_exec") && !isolated)
 		return herd_errf(err, -ENOTSUP, "exec is not supported for %s tasks", st->driver);
 	/* A pidfd of the task, checked against its start time, both pins the
 	 * pid whose environ is read and tells the caller when the task ends. */
 	fd = proc_pidfd_checked(st->task_pid, st->task_start_time);
 	if (fd < 0)
 		return herd_errf(err, -ESRCH, "the task is not running");
-	rc = start_raw(st->task_pid, x, pid, err);
+	rc = isolated ? start_exec(env, st, x, &out->pid, err)
+		      : start_raw(st->task_pid, x, &out->pid, err);
 	if (rc < 0) {
 		close(fd);
 		return rc;
 	}
-	*task_fd = fd;
+	out->task_fd = fd;
+	out->stop_signal = isolated ? SIGTERM : SIGKILL;
 	return 0;
 }

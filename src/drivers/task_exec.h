@@ -32,14 +32,25 @@ struct task_exec {
 				    * command's controlling terminal */
 };
 
+/* What task_exec_start started. */
+struct task_exec_proc {
+	pid_t pid;                 /* a child of the caller, to reap; its process group id */
+	int task_fd;               /* a pidfd of the task's process, readable once the
+				    * task has ended; the caller closes it */
+	int stop_signal;           /* what ends the command and everything in its
+				    * process group when sent to -pid (raw_exec:
+				    * SIGKILL; exec: SIGTERM, which the enter mode
+				    * turns into a SIGKILL of the command's group) */
+};
+
 /* Starts x->argv in the context of the running task st (of driver
- * st->driver) with env's settings (shim_argv for exec).  Returns 0 with
- * *pid (a child of the caller, to reap; its process group id) and
- * *task_fd (a pidfd of the task's process, readable once the task has
- * ended; the caller closes it), or -errno with err: -ESRCH when the task
- * is not running, -ENOTSUP for a driver that cannot do it, -ENOENT /
- * -EACCES when the command cannot be run ("exec nope: ..."). */
+ * st->driver) with env's settings (shim_argv, cgroup_root, cgroup_parent
+ * for exec).  Returns 0 with *out, or -errno with err: -ESRCH when the
+ * task is not running, -ENOTSUP for a driver that cannot do it (docker),
+ * -ENOENT / -EACCES when the command cannot be run ("exec nope: ...").
+ * For exec a command that cannot run inside the task is reported by the
+ * started process instead (stderr, exit 127 / 126). */
 int task_exec_start(const struct driver_env *env, const struct driver_state *st,
-		    const struct task_exec *x, pid_t *pid, int *task_fd, struct herd_err *err);
+		    const struct task_exec *x, struct task_exec_proc *out, struct herd_err *err);
 
 #endif

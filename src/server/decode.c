@@ -220,6 +220,7 @@ int alloc_status_from_request(const json_t *body, struct alloc_status *out, stru
 	const char *st = jstr(body, "client_status", NULL);
 	json_t *desc = json_object_get(body, "client_description");
 	json_t *ts = json_object_get(body, "task_states"), *v;
+	json_t *svcs = json_object_get(body, "services"); /* services.c */
 	const char *k;
 
 	if (!json_is_object(body))
@@ -236,9 +237,12 @@ int alloc_status_from_request(const json_t *body, struct alloc_status *out, stru
 			if (!json_is_object(v))
 				return herd_errf(err, -EINVAL, "task_states.%s must be an object", k);
 	}
+	if (svcs && services_report_check(svcs, err) < 0)
+		return -EINVAL;
 	out->client_status = st;
 	out->client_description = json_is_string(desc) ? json_string_value(desc) : "";
 	out->task_states = json_is_object(ts) ? ts : NULL;
+	out->services = svcs;
 	return 0;
 }
 

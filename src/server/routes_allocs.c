@@ -160,6 +160,12 @@ static int status_change_prepare(struct server *srv, json_t *alloc, const struct
 		json_object_set(alloc, "task_states", (json_t *)st->task_states);
 	json_object_set_new(alloc, "modify_time", json_integer(now_ns()));
 	now_terminal = alloc_client_terminal(alloc);
+	/* the service registry (services.c): what the agent registered, gone
+	 * with the allocation's end */
+	if (now_terminal)
+		json_object_del(alloc, "services");
+	else if (st->services)
+		json_object_set(alloc, "services", (json_t *)st->services);
 	/* GPU-hours count from the task's start to its end (routes_usage) */
 	if (!strcmp(st->client_status, "running") && !json_object_get(alloc, "start_time"))
 		json_object_set_new(alloc, "start_time", json_integer(now_ns()));

@@ -89,6 +89,7 @@ struct alloc_status {
 	const char *client_status;      /* pending | running | complete | failed */
 	const char *client_description; /* "" when absent */
 	const json_t *task_states;      /* an object, or NULL when absent */
+	const json_t *services;         /* an array (services.c), or NULL when absent */
 };
 
 /* Checks an allocation status body; out points into body.  -EINVAL with err. */
@@ -731,6 +732,13 @@ json_t *gpus_list(struct server *srv, json_t *nodes, const json_t *allocs);
 int routes_jobs(struct server *srv, struct herd_err *err);
 int routes_nodes(struct server *srv, struct herd_err *err);
 int routes_allocs(struct server *srv, struct herd_err *err);
+/* services.c: the service registry, kept in the allocations' records.
+ * services_report_check checks the "services" of a status report (-EINVAL
+ * with err); services_health is a reported service's health, the worst of
+ * its checks' statuses ("passing" without checks). */
+int routes_services(struct server *srv, struct herd_err *err);
+int services_report_check(const json_t *services, struct herd_err *err);
+const char *services_health(const json_t *service);
 int routes_namespaces(struct server *srv, struct herd_err *err);
 int routes_quotas(struct server *srv, struct herd_err *err);
 int routes_acl(struct server *srv, struct herd_err *err);

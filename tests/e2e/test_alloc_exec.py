@@ -264,3 +264,48 @@ def test_acl_read_only_token_is_refused(agents, tmp_path):
                 'touch $HERD_ALLOC_DIR/ran; echo done', token=secrets['submit'])
     assert r.returncode == 0 and r.stdout == 'done\n', r.stdout + r.stderr
     assert marker.exists()
+
+
+def test_exec_in_exec_driver_task(agents, tmp_path):
+    """An exec-driver task: the command is in the task's root, PID
+    namespace and cgroup, as the task's user."""
+    from test_tasks import exec_usable
+    why = exec_usable()
+    if why:
+        import pytest
+        pytest.skip(why)
+    dev = start_dev(agents, tmp_path)
+    text = job('iso').replace('raw_exec', 'exec')
+    aid = run_job(dev, tmp_path, 'iso', text)['id']
+    (alloc_dir(dev, aid) / 't' / 'local' / 'marker').write_text('from the host\n')
+    r = exec_cli(dev.port, aid, 'sh', '-c',
+                 'id -u; pwd; cat /local/marker; echo $HERD_ALLOC_ID; '
+                 'ls /proc | grep -c "^[0-9]"; '
+                 'cat /proc/self/cgroup')
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode().splitlines()
+    assert out[0] == '65534', out            # nobody, the exec driver's default user
+    assert out[1] == '/', out                 # the task dir is the root
+    assert out[2] == 'from the host', out
+    assert out[3] == aid, out
+    assert int(out[4]) < 10, out              # the task's PID namespace, not the host's
+    assert any(f'{aid}.t' in line for line in out[5:]), out   # the task's cgroup
+    # the host's files are not there
+    r = exec_cli(dev.port, aid, 'sh', '-c', f'test -e {dev.dir} || echo hidden')
+    assert r.returncode == 0 and r.stdout == b'hidden\n', r
+    r = exec_cli(dev.port, aid, 'cat', stdin=b'through\n')
+    assert r.returncode == 0 and r.stdout == b'through\n', r
+    r = exec_cli(dev.port, aid, 'sh', '-c', 'exit 9')
+    assert r.returncode == 9, r
+    r = exec_cli(dev.port, aid, 'no-such-program-here')
+    assert r.returncode == 127 and b'no-such-program-here' in r.stderr, r
+    # a terminal inside the task
+    master, slave = pty.openpty()
+    env = dict(os.environ, HERD_ADDR=f'http://127.0.0.1:{dev.port}')
+    p = subprocess.Popen([str(HERD), 'alloc', 'exec', aid, 'sh', '-c',
+                          'test -t 0 && echo is-a-tty'],
+                         stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO)
+    out = read_pty_until_exit(master, p).decode(errors='replace')
+    assert p.returncode == 0 and 'is-a-tty' in out, out
+    os.close(master)
+    os.close(slave)
