@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/checker.h"
 #include "agent/client-int.h"
 #include "agent/log.h"
 #include "agent/status_sync.h"
@@ -118,17 +119,21 @@ static json_t *task_states_json(struct alloc_runner *ar)
  * with nothing left to report). */
 static void report(struct alloc_runner *ar)
 {
+	json_t *state;
+
 	pthread_mutex_lock(&ar->lock);
 	if (!ar->dirty) {
 		pthread_mutex_unlock(&ar->lock);
 		return;
 	}
 	ar->dirty = false;
-	status_sync_put(ar->c->sync, ar->id,
-			json_pack("{s:s,s:s,s:o}", "client_status", ar->client_status,
-				  "client_description", ar->client_description, "task_states",
-				  task_states_json(ar)),
-			ar->tasks ? state_row_of(ar) : NULL);
+	state = json_pack("{s:s,s:s,s:o}", "client_status", ar->client_status,
+			  "client_description", ar->client_description, "task_states",
+			  task_states_json(ar));
+	/* what the service registry shows of it (services.c on the server) */
+	if (ar->svc)
+		json_object_set_new(state, "services", svc_set_json(ar->svc));
+	status_sync_put(ar->c->sync, ar->id, state, ar->tasks ? state_row_of(ar) : NULL);
 	pthread_mutex_unlock(&ar->lock);
 }
 
@@ -482,6 +487,9 @@ static void *alloc_main(void *arg)
 	/* The client's fingerprint, not one of its own (client_shared.c). */
 	if (!ar->fp && !(ar->fp = client_fp_get(ar->c)))
 		log_warn("client: alloc %.8s: no node fingerprint for ${attr.*}", ar->id);
+	/* only a job with services pays for them */
+	if (alloc_has_services(ar->group))
+		ar->svc = svc_set_new(ar->id);
 	pthread_mutex_lock(&ar->lock);
 	setup_tasks(ar);
 	pthread_mutex_unlock(&ar->lock);
@@ -605,6 +613,7 @@ void alloc_runner_free(struct alloc_runner *ar, bool detach)
 		json_decref(tr->events);
 		runner_thread_destroy(&tr->thread);
 	}
+	svc_set_free(ar->svc);
 	free(ar->tasks);
 	job_free(ar->job);
 	json_decref(ar->job_json);

@@ -235,6 +235,7 @@ struct alloc_runner {
 	 * under lock): client_collect_runners does not free it meanwhile. */
 	unsigned holds;
 	struct runner_thread thread;
+	struct svc_set *svc;          /* its services and checks (checker.h); NULL: none */
 };
 
 /* alloc_runner.c */
@@ -250,6 +251,18 @@ void alloc_runner_mark_dirty(struct alloc_runner *ar);
 void alloc_runner_progress(struct alloc_runner *ar);
 void task_event(struct task_runner *tr, const char *type, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* svc_task.c: the services of a task (checker.h), for a runner whose
+ * allocation has some (ar->svc).  svc_task_started registers the task's
+ * (and the group's, for its first main task) once it runs;
+ * svc_task_stopped removes them; svc_task_poll, in the runner's wait loop,
+ * marks the allocation dirty when a check's status changed and returns
+ * true (why: which check) when check_restart asks for a restart.
+ * alloc_has_services: whether group g or one of its tasks has a service. */
+void svc_task_started(struct task_runner *tr);
+void svc_task_stopped(struct task_runner *tr);
+bool svc_task_poll(struct task_runner *tr, char *why, size_t size);
+bool alloc_has_services(const struct job_group *g);
 
 /* task_runner.c: runs one task to its end (restarts included); returns
  * when it is dead or a stop was requested and carried out.  While the task

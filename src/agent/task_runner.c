@@ -398,7 +398,8 @@ void task_runner_run(struct task_runner *tr)
 	for (;;) {
 		struct herd_err err = { 0, "" };
 		struct driver_exit ex;
-		bool stopped = false, restart = false, ok;
+		bool stopped = false, restart = false, ok, check_restart = false;
+		char why[256];
 		int rc;
 
 		memset(&ex, 0, sizeof(ex));
@@ -430,6 +431,8 @@ void task_runner_run(struct task_runner *tr)
 			set_state(tr, "running");
 			progress(tr);
 		}
+		if (ar->svc)
+			svc_task_started(tr);   /* started, or recovered running */
 		for (;;) {
 			rc = d->wait(tr->handle, WAIT_SLICE_MS, &ex, &err);
 			if (rc == 1)
@@ -443,6 +446,13 @@ void task_runner_run(struct task_runner *tr)
 				answer_request(tr, -ESRCH, "the client is shutting down");
 				return;   /* the handle stays; the next client recovers it */
 			}
+			/* a check's change to report; check_restart's verdict */
+			if (ar->svc && svc_task_poll(tr, why, sizeof(why))) {
+				task_event(tr, "Restart Signaled", "healthcheck: %s", why);
+				kill_task(tr, d, &ex);
+				check_restart = true;
+				break;
+			}
 			progress(tr);   /* what changed meanwhile (events) */
 			if (should_stop(tr)) {
 				kill_task(tr, d, &ex);
@@ -455,6 +465,8 @@ void task_runner_run(struct task_runner *tr)
 				break;
 			}
 		}
+		if (ar->svc)
+			svc_task_stopped(tr);
 		/* a request that came as the task ended finds nothing to act on */
 		answer_request(tr, -ESRCH, "the task has ended");
 		pthread_mutex_lock(&ar->lock);
@@ -485,7 +497,9 @@ ended:
 			progress(tr);
 			continue;
 		}
-		ok = !ex.lost && !ex.signal && !ex.oom_killed && ex.exit_code == 0;
+		/* a restart for failing checks counts against the restart
+		 * policy however the task ended (Nomad does the same) */
+		ok = !ex.lost && !ex.signal && !ex.oom_killed && ex.exit_code == 0 && !check_restart;
 		if (ok && run_once) {
 			set_dead(tr, false);
 			return;
