@@ -143,6 +143,10 @@ int alloc_locate(const char *cmd, const char *ns_flag, const char *prefix, char 
 /* herd alloc exec (cmd_alloc_exec.c). */
 int alloc_exec_cmd(int argc, char **argv);
 
+/* herd alloc status's "Services" table: the allocation's registered
+ * services and their health (cmd_service.c); nothing when it has none. */
+void alloc_print_services(const json_t *alloc);
+
 /* Prints the failed placements of an evaluation or plan ({"<group>":
  * {"explanation","nodes_evaluated","missing"}}) to f. */
 void print_failed_placements(FILE *f, const json_t *failed);

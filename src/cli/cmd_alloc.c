@@ -116,6 +116,7 @@ static void print_alloc(const json_t *a, const json_t *usage)
 			printf("%s = %lld%s\n", js(d, "label"), (long long)ji(d, "value"),
 			       ji(d, "to") > 0 ? "" : "");
 	}
+	alloc_print_services(a);
 	json_object_foreach(json_object_get(a, "task_states"), task, ts) {
 		struct table t;
 		static const char *const heads[] = { "TIME", "TYPE", "MESSAGE" };

@@ -19,6 +19,7 @@ static const struct subcommand commands[] = {
 	{ "namespace", cmd_namespace, "create, list and delete namespaces" },
 	{ "node", cmd_node, "show client nodes, drain them" },
 	{ "quota", cmd_quota, "apply, list and show GPU quotas" },
+	{ "service", cmd_service, "list registered services; show one's instances and health" },
 	{ "sim", cmd_sim, "replay a cluster trace through the placement engine" },
 	{ "usage", cmd_usage, "GPU-hours per namespace and job" },
 	{ "version", cmd_version, "print herd's version" },

@@ -1,0 +1,184 @@
+"""End-to-end: services and health checks (docs/jobspec.md "service",
+docs/api.md "Services"): a service job registers its address and port and
+turns passing; a tcp check on a closed port goes critical; check_restart
+restarts the task; stopping the job removes the service; the CLI shows it.
+
+A real dev agent on 127.0.0.1 (server and client in one process); every
+process is killed in teardown (the `agents` fixture of test_control_plane).
+No timing assertions: each wait polls with a generous deadline."""
+import json
+import socket
+import sys
+
+from test_control_plane import agents, api, cli, job_allocs, wait_for, write_job  # noqa: F401
+from test_tasks import start_dev
+
+PY = sys.executable if sys.executable.startswith('/usr/bin/') else '/usr/bin/python3'
+
+WEB_JOB = '''
+job "web" {
+  group "g" {
+    network {
+      port "http" {}
+    }
+    service {
+      name = "mlflow"
+      port = "http"
+      tags = ["tracking", "${NOMAD_JOB_NAME}"]
+      check {
+        type     = "http"
+        path     = "/"
+        interval = "1s"
+        timeout  = "1s"
+      }
+    }
+    task "server" {
+      driver = "raw_exec"
+      config {
+        command = "PY"
+        args    = ["-m", "http.server", "--bind", "127.0.0.1", "${NOMAD_PORT_http}"]
+      }
+      service {
+        name = "web-db"
+        port = CLOSED_PORT
+        check {
+          type     = "tcp"
+          interval = "1s"
+          timeout  = "1s"
+        }
+      }
+    }
+  }
+}
+'''
+
+RESTART_JOB = '''
+job "flaky" {
+  group "g" {
+    restart {
+      attempts = 5
+      interval = "10m"
+      delay    = "1s"
+    }
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sleep"
+        args    = ["600"]
+      }
+      service {
+        name = "flaky"
+        check {
+          type     = "script"
+          command  = "/bin/sh"
+          args     = ["-c", "echo not ready yet; exit 2"]
+          interval = "1s"
+          timeout  = "1s"
+        }
+        check_restart {
+          limit = 2
+          grace = "0s"
+        }
+      }
+    }
+  }
+}
+'''
+
+
+def closed_port():
+    """A port nothing listens on: bound for a moment, then closed."""
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def service(port, name):
+    return api(port, f'/v1/service/{name}')
+
+
+def check_status(inst):
+    return [c['status'] for c in inst['checks']]
+
+
+def test_service_registers_and_turns_healthy(agents, tmp_path):
+    dev = start_dev(agents, tmp_path)
+    job = write_job(tmp_path, 'web', WEB_JOB.replace('PY', PY)
+                    .replace('CLOSED_PORT', str(closed_port())))
+    r = cli(dev.port, 'job', 'run', '-detach', job)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    # the http check passes once python's server listens
+    inst = wait_for(lambda: [i for i in service(dev.port, 'mlflow') if i['health'] == 'passing'],
+                    60, 'the mlflow service to be passing')
+    [a] = job_allocs(dev.port, 'web')
+    [i] = inst
+    ports = {p['label']: p['value'] for p in a['resources']['ports']}
+    assert i['alloc_id'] == a['id'] and i['job_id'] == 'web' and i['node_id'] == a['node_id']
+    assert i['address'] == '127.0.0.1' and i['port'] == ports['http']
+    assert i['tags'] == ['tracking', 'web']   # ${NOMAD_JOB_NAME} interpolated
+    assert i['task'] == 'server'
+    [c] = i['checks']
+    assert c['type'] == 'http' and c['status'] == 'passing' and ' 200' in c['output']
+
+    # a tcp check on a closed port: critical, with why
+    db = wait_for(lambda: [i for i in service(dev.port, 'web-db') if i['health'] == 'critical'
+                           and i['checks'][0]['output']], 60, 'the web-db check to run')
+    assert 'TCP connect' in db[0]['checks'][0]['output']
+
+    # the list
+    listed = {s['name']: s for s in api(dev.port, '/v1/services')}
+    assert listed['mlflow']['instances'] == 1 and listed['mlflow']['healthy'] == 1
+    assert listed['mlflow']['namespace'] == 'default'
+    assert listed['web-db']['instances'] == 1 and listed['web-db']['healthy'] == 0
+
+    # the CLI
+    r = cli(dev.port, 'service', 'list')
+    assert r.returncode == 0, r.stderr
+    assert 'mlflow' in r.stdout and 'web-db' in r.stdout
+    r = cli(dev.port, 'service', 'info', 'mlflow')
+    assert r.returncode == 0, r.stderr
+    assert f'127.0.0.1:{ports["http"]}' in r.stdout and 'passing' in r.stdout
+    r = cli(dev.port, 'service', 'info', '-json', 'mlflow')
+    assert json.loads(r.stdout)[0]['alloc_id'] == a['id']
+    r = cli(dev.port, 'service', 'info', 'nothing-here')
+    assert r.returncode != 0
+
+    # a blocking query on the registry wakes on a change (the job's stop)
+    idx = int(api_index(dev.port, '/v1/service/mlflow'))
+    r = cli(dev.port, 'job', 'stop', 'web')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert int(api_index(dev.port, f'/v1/service/mlflow?index={idx}&wait=30s')) > idx
+    wait_for(lambda: service(dev.port, 'mlflow') == [] and service(dev.port, 'web-db') == [],
+             30, 'the services to leave the registry')
+    assert 'mlflow' not in {s['name'] for s in api(dev.port, '/v1/services')}
+
+
+def api_index(port, path):
+    import urllib.request
+    with urllib.request.urlopen(f'http://127.0.0.1:{port}{path}', timeout=60) as r:
+        return r.headers['X-Herd-Index']
+
+
+def test_check_restart_restarts_the_task(agents, tmp_path):
+    dev = start_dev(agents, tmp_path)
+    job = write_job(tmp_path, 'flaky', RESTART_JOB)
+    r = cli(dev.port, 'job', 'run', '-detach', job)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    inst = wait_for(lambda: [i for i in service(dev.port, 'flaky')
+                             if i['checks'][0]['output'] == 'not ready yet'], 60,
+                    'the script check to run')
+    assert inst[0]['health'] == 'critical'
+    # two critical results in a row restart the task: counted in its state
+    a = wait_for(lambda: [a for a in job_allocs(dev.port, 'flaky')
+                          if a.get('task_states', {}).get('t', {}).get('restarts', 0) >= 1],
+                 90, 'check_restart to restart the task')[0]
+    msgs = [e['message'] for e in a['task_states']['t']['events']
+            if e['type'] == 'Restart Signaled']
+    assert msgs and 'healthcheck' in msgs[0] and 'not ready yet' in msgs[0], msgs
+    r = cli(dev.port, 'alloc', 'status', a['id'])
+    assert r.returncode == 0, r.stderr
+    assert 'flaky' in r.stdout
