@@ -7,7 +7,9 @@
  *                                  starts (a failure fails the allocation:
  *                                  main tasks never start); sidecar
  *                                  prestarts keep running alongside
- *   main tasks                     until every main task is dead
+ *   main tasks                     until every main task is dead (once
+ *                                  the leader task is dead, the others
+ *                                  are stopped: stop_for_leader)
  *   poststart hooks                once every main task is running
  *   (then sidecars and whatever hooks still run are stopped)
  *   poststop hooks                 after the main tasks ended, also when
@@ -241,12 +243,44 @@ void alloc_runner_progress(struct alloc_runner *ar)
 	report(ar);
 }
 
+static bool pick_main(const struct task_runner *tr);
+
+/* Once the group's leader task (`leader = true`) has ended for good, the
+ * other main tasks are stopped as a stop does (their kill_signal and
+ * kill_timeout, Nomad's leader semantics); they end as stopped, not
+ * failed, so the allocation ends with the leader's outcome. */
+static void stop_for_leader(struct alloc_runner *ar)
+{
+	struct task_runner *leader = NULL, *stop[64];
+	size_t n = 0;
+
+	pthread_mutex_lock(&ar->lock);
+	for (size_t i = 0; i < ar->ntasks && !leader; i++)
+		if (ar->tasks[i].phase == PHASE_MAIN && ar->tasks[i].task->leader &&
+		    !strcmp(ar->tasks[i].state, "dead"))
+			leader = &ar->tasks[i];
+	for (size_t i = 0; leader && i < ar->ntasks; i++) {
+		struct task_runner *tr = &ar->tasks[i];
+		if (tr == leader || tr->phase != PHASE_MAIN || tr->kill || !strcmp(tr->state, "dead"))
+			continue;
+		tr->kill = true;
+		if (n < sizeof(stop) / sizeof(stop[0]))
+			stop[n++] = tr;
+	}
+	pthread_mutex_unlock(&ar->lock);
+	for (size_t i = 0; i < n; i++)
+		task_event(stop[i], "Leader Task Dead", "leader task \"%s\" has ended",
+			   leader->task->name);
+}
+
 /* Waits (reporting as things change) until every task matched by pick is
  * dead, or the client detaches.  Returns false on detach. */
 static bool wait_tasks(struct alloc_runner *ar, bool (*pick)(const struct task_runner *))
 {
 	for (;;) {
 		bool all = true;
+		if (pick == pick_main)
+			stop_for_leader(ar);
 		for (size_t i = 0; i < ar->ntasks; i++)
 			if (pick(&ar->tasks[i]) && ar->tasks[i].thread_started &&
 			    !is_dead(ar, &ar->tasks[i]))
