@@ -314,6 +314,18 @@ char **task_device_paths(struct alloc_runner *ar, const char *task);
  * per line): of GPU instance gi of the GPU with driver minor gpu_minor,
  * or with ci >= 0 of its compute instance ci.  -1 when absent or gi < 0. */
 int mig_cap_minor(FILE *table, unsigned gpu_minor, int64_t gi, int64_t ci);
+/* task_volumes.c: the task's volume_mounts resolved against the client's
+ * host_volume blocks: *out (*n entries, in the task's order; strings
+ * borrowed from the job and the config; the caller frees the array), a
+ * mount read-only when the group volume, the mount or the client says so.
+ * -ENOENT with err when a volume's source is not configured on this node.
+ * task_link_volumes (raw_exec): each relative destination becomes a link
+ * in the task dir to the host path (a link there is replaced; anything
+ * else is an error); absolute destinations get none. */
+struct driver_volume;
+int task_volumes(const struct task_runner *tr, struct driver_volume **out, size_t *n,
+		 struct herd_err *err);
+int task_link_volumes(struct task_runner *tr, struct herd_err *err);
 /* task_runner.c: the driver env of a start or recover: the client's, with
  * the docker driver's config from the agent config (plugin "docker").
  * caps must have room for cfg's allow_caps plus a NULL. */

@@ -143,6 +143,22 @@ static int build_env(struct task_runner *tr, const struct agent_kv *extra, size_
 	in.nr_task_meta = nmeta;
 	in.env = env;
 	in.nr_env = nenv;
+	/* Host volumes: where the task reaches each (raw_exec: the host path,
+	 * it has no mount namespace; exec and docker: the destination). */
+	struct driver_volume *vols = NULL;
+	size_t nvols = 0;
+	struct agent_kv *venv = NULL;
+	rc = task_volumes(tr, &vols, &nvols, err);
+	if (rc < 0)
+		goto out;
+	venv = xcalloc(nvols + 1, sizeof(*venv));
+	for (i = 0; i < nvols; i++) {
+		bool raw = !strcmp(tr->task->driver, "raw_exec");
+		venv[i].key = (char *)vols[i].name;
+		venv[i].value = (char *)(raw ? vols[i].host_path : vols[i].destination);
+	}
+	in.volumes = venv;
+	in.nr_volumes = nvols;
 	/* Shares of sharing GPUs: MPS limits (mps_task.c, taskenv.h). */
 	struct taskenv_gpu_share *shares = NULL;
 	size_t nshares = 0;
@@ -152,6 +168,9 @@ static int build_env(struct task_runner *tr, const struct agent_kv *extra, size_
 	if (rc == 0)
 		rc = taskenv_build(&in, out, err);
 	free(shares);
+out:
+	free(vols);
+	free(venv);
 	free(tp);
 	free(meta);
 	free(env);

@@ -149,6 +149,11 @@ static int prepare(struct task_runner *tr, struct herd_err *err)
 		task_event(tr, "Setup Failure", "template: %s", err->msg);
 		return rc;
 	}
+	/* raw_exec has no mount namespace: a relative destination is a link */
+	if (!strcmp(tr->task->driver, "raw_exec") && (rc = task_link_volumes(tr, err)) < 0) {
+		task_event(tr, "Setup Failure", "host volume: %s", err->msg);
+		return rc;
+	}
 	return 0;
 }
 
@@ -172,12 +177,17 @@ static int start(struct task_runner *tr, const struct driver_ops *d, struct herd
 	const json_t *jports = json_object_get(json_object_get(ar->alloc, "resources"), "ports");
 	struct driver_port *ports = xcalloc(json_array_size(jports) + 1, sizeof(*ports));
 	struct driver_task dt;
-	size_t i, n = 0, ngpus;
+	struct driver_volume *vols = NULL;
+	size_t i, n = 0, ngpus, nvols = 0;
 	json_t *v;
 	int rc;
 
 	if ((rc = task_interpolate_config(tr, &cfg, err)) < 0) {
 		task_event(tr, "Setup Failure", "config: %s", err->msg);
+		goto out;
+	}
+	if ((rc = task_volumes(tr, &vols, &nvols, err)) < 0) {
+		task_event(tr, "Setup Failure", "%s", err->msg);
 		goto out;
 	}
 	command = json_string_value(json_object_get(cfg, "command"));
@@ -214,6 +224,8 @@ static int start(struct task_runner *tr, const struct driver_ops *d, struct herd
 	dt.nports = json_array_size(jports);
 	dt.event = driver_event;
 	dt.event_arg = tr;
+	dt.volumes = vols;
+	dt.nvolumes = nvols;
 	/* exec: the task's user and the device nodes of its GPUs only. */
 	dt.user = tr->task->user && *tr->task->user ? tr->task->user
 						    : ar->c->cfg->exec.default_user;
@@ -237,6 +249,7 @@ static int start(struct task_runner *tr, const struct driver_ops *d, struct herd
 		task_event(tr, "Driver Failure", "%s", err->msg);
 out:
 	json_decref(cfg);
+	free(vols);
 	free(args);
 	free(gpus);
 	for (i = 0; devices && devices[i]; i++)

@@ -225,6 +225,20 @@ static void set_gpus(struct taskenv *te, const struct taskenv_input *in)
 	strbuf_release(&ids);
 }
 
+/* HERD_VOLUME_<NAME>: herd's own (Nomad has no such variable), the name
+ * upper case as job validation checked it (no two volumes share one). */
+static void set_volumes(struct taskenv *te, const struct taskenv_input *in)
+{
+	for (size_t i = 0; i < in->nr_volumes; i++) {
+		char *name = sanitize("HERD_VOLUME_", in->volumes[i].key);
+		for (char *p = name; *p; p++)
+			if (*p >= 'a' && *p <= 'z')
+				*p = (char)(*p - 'a' + 'A');
+		set_var(te, name, in->volumes[i].value);
+		free(name);
+	}
+}
+
 static void set_ports(struct taskenv *te, const struct taskenv_input *in)
 {
 	for (size_t i = 0; i < in->nr_ports; i++) {
@@ -323,6 +337,7 @@ int taskenv_build(const struct taskenv_input *in, struct taskenv **out, struct h
 		free(name);
 	}
 	set_ports(te, in);
+	set_volumes(te, in);
 	set_gpus(te, in);
 	set_shares(te, in);
 

@@ -14,7 +14,9 @@
  *   HERD_NAMESPACE, HERD_DC, HERD_REGION, HERD_CPU_LIMIT (MHz),
  *   HERD_MEMORY_LIMIT (MiB), HERD_PORT_<label>, HERD_HOST_PORT_<label>,
  *   HERD_IP_<label>, HERD_ADDR_<label> ("ip:port"), HERD_META_<key>,
- *   HERD_GPU_IDS (the assigned UUIDs, comma separated; no NOMAD_ name).
+ *   HERD_GPU_IDS (the assigned UUIDs, comma separated; no NOMAD_ name),
+ *   HERD_VOLUME_<NAME> (each host volume the task mounts, the name upper
+ *   case: where the task reaches it; no NOMAD_ name).
  *   Labels and keys: characters other than [A-Za-z0-9_] become '_'.
  *
  * GPU visibility: CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES list the
@@ -124,6 +126,10 @@ struct taskenv_input {
 	size_t nr_task_meta;
 	const struct agent_kv *env;               /* the job's env; values interpolated */
 	size_t nr_env;
+	/* host volumes the task mounts: key the group volume's name, value
+	 * the path where the task reaches it (HERD_VOLUME_<NAME>) */
+	const struct agent_kv *volumes;
+	size_t nr_volumes;
 };
 
 struct taskenv;

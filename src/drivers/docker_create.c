@@ -133,6 +133,11 @@ static json_t *mounts_json(const struct driver_task *task, const struct docker_t
 	free(secrets);
 	if (mps_pipe)
 		add_bind(mounts, mps_pipe, mps_pipe, false);
+	/* host volumes: the operator offered the path (client host_volume),
+	 * so they need no volumes { enabled } */
+	for (size_t i = 0; i < task->nvolumes; i++)
+		add_bind(mounts, task->volumes[i].host_path, task->volumes[i].destination,
+			 task->volumes[i].read_only);
 	for (size_t i = 0; i < tc->nmounts; i++) {
 		const struct docker_mount *m = &tc->mounts[i];
 		json_t *o = json_pack("{s:s, s:s, s:b}", "Type", m->type, "Target", m->target,

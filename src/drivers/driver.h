@@ -78,6 +78,17 @@ struct driver_port {
 	int to;                    /* port inside the task (0: same as host_port) */
 };
 
+/* A host volume the task mounts (the job's volume_mount, resolved by the
+ * agent against its client { host_volume }; docs/drivers.md, "Host
+ * volumes"). */
+struct driver_volume {
+	const char *name;          /* the group's volume name */
+	const char *host_path;     /* absolute: the client's host_volume path */
+	const char *destination;   /* where the task sees it: absolute inside the
+				    * task's root for exec and docker */
+	bool read_only;            /* the volume, the mount or the client said so */
+};
+
 /* One task to start.  Strings are borrowed for the duration of start(). */
 struct driver_task {
 	const char *name;          /* the task's name: log file prefix, [A-Za-z0-9_.-] */
@@ -104,6 +115,11 @@ struct driver_task {
 				    * taken from NVIDIA_VISIBLE_DEVICES in env */
 	const struct driver_port *ports;
 	size_t nports;
+	/* Host volumes: docker and exec bind-mount each host_path at its
+	 * destination (read-only when read_only); raw_exec mounts nothing
+	 * (the agent links a relative destination inside the task dir). */
+	const struct driver_volume *volumes;
+	size_t nvolumes;
 	/* Progress the task runner should show as task events ("Downloading
 	 * Image", ...); called from start() on its thread.  May be NULL. */
 	void (*event)(void *arg, const char *type, const char *message);

@@ -110,6 +110,17 @@ static int exec_start(const struct driver_env *env, const struct driver_task *ta
 			return herd_errf(err, -EINVAL, "task %s: device '%s': expected a /dev path "
 					 "(at most %d devices)", task->name, task->devices[i],
 					 ISOLATE_MAX_LIST);
+	if (task->nvolumes > ISOLATE_MAX_LIST)
+		return herd_errf(err, -EINVAL, "task %s: at most %d host volumes", task->name,
+				 ISOLATE_MAX_LIST);
+	for (size_t i = 0; i < task->nvolumes; i++) {
+		const struct driver_volume *v = &task->volumes[i];
+		if (!v->host_path || v->host_path[0] != '/' || !v->destination ||
+		    v->destination[0] != '/' || strstr(v->destination, ".."))
+			return herd_errf(err, -EINVAL, "task %s: host volume %s: needs an absolute "
+					 "host path and an absolute destination without \"..\"",
+					 task->name, v->name ? v->name : "");
+	}
 	const char *const *ro = env->chroot_env ? env->chroot_env : default_chroot_env;
 	for (; ro[nro]; nro++)
 		if (ro[nro][0] != '/' || strstr(ro[nro], "..") || nro >= ISOLATE_MAX_LIST)
@@ -162,6 +173,14 @@ static int exec_start(const struct driver_env *env, const struct driver_task *ta
 	for (size_t i = 0; i < ndev; i++) {
 		add(&extra, &n, &alloc, "-dev");
 		add(&extra, &n, &alloc, task->devices[i]);
+	}
+	for (size_t i = 0; i < task->nvolumes; i++) {
+		add(&extra, &n, &alloc, "-vol");
+		add(&extra, &n, &alloc, task->volumes[i].host_path);
+		add(&extra, &n, &alloc, "-vol-at");
+		add(&extra, &n, &alloc, task->volumes[i].destination);
+		add(&extra, &n, &alloc, "-vol-mode");
+		add(&extra, &n, &alloc, task->volumes[i].read_only ? "ro" : "rw");
 	}
 	for (const char *const *p = cgroup_procs_files(cg); *p; p++) {
 		add(&extra, &n, &alloc, "-cgroup-procs");

@@ -127,6 +127,36 @@ static void bind_one(int rep, const char *root, const char *src, const char *dst
 		die(rep, errno, "remount %s: %s", target, strerror(errno));
 }
 
+/* Binds a host volume at root+dst: a directory, never a link; a mount
+ * point that is a link (a task of an earlier run could have planted one in
+ * its root) is refused rather than followed.  Read-only through a remount
+ * of the bind (a bind mount takes MS_RDONLY only then); no MS_REC, so that
+ * the flags hold for everything the task sees there. */
+static void bind_volume(int rep, const char *root, const struct isolate_volume *v)
+{
+	char target[4096];
+	struct stat st;
+
+	join(target, sizeof(target), root, v->dst);
+	if (stat(v->src, &st) < 0)
+		die(rep, errno, "host volume %s: %s", v->src, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		die(rep, ENOTDIR, "host volume %s: not a directory", v->src);
+	int rc = mkdirs(target, 0755);
+	if (rc < 0)
+		die(rep, -rc, "mount point %s for host volume %s: %s", v->dst, v->src,
+		    strerror(-rc));
+	if (lstat(target, &st) < 0 || !S_ISDIR(st.st_mode))
+		die(rep, ENOTDIR, "mount point %s for host volume %s: not a directory", v->dst,
+		    v->src);
+	if (mount(v->src, target, NULL, MS_BIND, NULL) < 0)
+		die(rep, errno, "bind host volume %s at %s: %s", v->src, v->dst, strerror(errno));
+	unsigned long flags = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV |
+			      (v->read_only ? MS_RDONLY : 0);
+	if (mount(NULL, target, NULL, flags, NULL) < 0)
+		die(rep, errno, "remount host volume %s at %s: %s", v->src, v->dst, strerror(errno));
+}
+
 static void build_dev(int rep, const struct isolate_spec *s)
 {
 	static const char *const std_devs[] = { "/dev/null", "/dev/zero", "/dev/full",
@@ -244,6 +274,8 @@ init_main(const struct isolate_spec *s, char *const *argv, int in, int out, int 
 		bind_one(rep, s->root, s->ro[i], s->ro[i], false, 0);
 	if (s->alloc_dir)
 		bind_one(rep, s->root, s->alloc_dir, "/alloc", true, MS_NODEV);
+	for (size_t i = 0; i < s->nr_volumes; i++)
+		bind_volume(rep, s->root, &s->volumes[i]);
 	build_dev(rep, s);
 	char p[4096];
 	join(p, sizeof(p), s->root, "/proc");

@@ -9,7 +9,8 @@
  *   2. makes every mount private, bind-mounts the task directory onto
  *      itself, binds the system directories read-only (symlinks such as
  *      Debian's /lib -> usr/lib are recreated as symlinks), binds the
- *      allocation directory at /alloc, builds a small /dev on tmpfs (null
+ *      allocation directory at /alloc, binds each host volume at its
+ *      destination (nosuid, nodev; read-only when asked), builds a small /dev on tmpfs (null
  *      zero full random urandom tty, pts, shm, plus only the device nodes
  *      listed: the task's GPUs), mounts a fresh /proc,
  *   3. pivot_roots into the task directory and detaches the old root,
@@ -36,6 +37,13 @@
 
 #define ISOLATE_MAX_LIST 64
 
+/* A host volume bound into the task's root (driver.h, driver_volume). */
+struct isolate_volume {
+	const char *src;                           /* an existing host directory */
+	const char *dst;                           /* absolute inside the root */
+	bool read_only;
+};
+
 struct isolate_spec {
 	const char *root;                          /* the task dir: the new / */
 	const char *alloc_dir;                     /* bound at /alloc; NULL: none */
@@ -45,6 +53,8 @@ struct isolate_spec {
 	size_t nr_devices;
 	const char *procs[ISOLATE_MAX_LIST];       /* cgroup.procs files to join */
 	size_t nr_procs;
+	struct isolate_volume volumes[ISOLATE_MAX_LIST]; /* host volumes */
+	size_t nr_volumes;
 	uid_t uid;
 	gid_t gid;
 	const char *hostname;                      /* NULL: keep the host's */

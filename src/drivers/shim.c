@@ -93,6 +93,22 @@ static int parse_args(int argc, char **argv, struct shim_args *a)
 		} else if (!strcmp(f, "-dev")) {
 			if (add_list(a->iso.devices, &a->iso.nr_devices, v) < 0)
 				return -1;
+		} else if (!strcmp(f, "-vol")) {
+			/* a host volume: -vol SRC -vol-at DST -vol-mode ro|rw */
+			if (a->iso.nr_volumes >= ISOLATE_MAX_LIST)
+				return -1;
+			a->iso.volumes[a->iso.nr_volumes++] = (struct isolate_volume){ v, NULL, false };
+		} else if (!strcmp(f, "-vol-at") || !strcmp(f, "-vol-mode")) {
+			struct isolate_volume *iv;
+			if (!a->iso.nr_volumes)
+				return -1;
+			iv = &a->iso.volumes[a->iso.nr_volumes - 1];
+			if (f[5] == 'a')
+				iv->dst = v;
+			else if (!strcmp(v, "ro") || !strcmp(v, "rw"))
+				iv->read_only = v[1] == 'o';
+			else
+				return -1;
 		} else if (!strcmp(f, "-cgroup-procs")) {
 			if (add_list(a->iso.procs, &a->iso.nr_procs, v) < 0)
 				return -1;
@@ -117,6 +133,9 @@ static int parse_args(int argc, char **argv, struct shim_args *a)
 	if (i >= argc || !a->task || !a->log_dir || !a->exit_file || !a->cwd ||
 	    !a->max_files || !a->max_size)
 		return -1;
+	for (size_t k = 0; k < a->iso.nr_volumes; k++)
+		if (!a->iso.volumes[k].dst || a->iso.volumes[k].dst[0] != '/')
+			return -1;
 	a->argv = &argv[i];
 	return 0;
 }

@@ -429,10 +429,22 @@ static void test_cdi_and_mps(void **state)
 			       "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25", NULL };
 	json_t *cfg = json_pack("{s:s}", "image", "cuda");
 	struct driver_task t = make_task(cfg, menv);
+	/* host volumes: bind mounts, with no volumes { enabled } in the client */
+	const struct driver_volume vols[] = { { "data", "/nvme/sets", "/datasets", true },
+					      { "ckpt", "/mnt/ckpt", "/ckpt", false } };
+	t.volumes = vols;
+	t.nvolumes = 2;
 	struct driver_handle *h = NULL;
 	struct herd_err err = { 0, "" };
 	assert_int_equal(docker_ops.start(&env, &t, &h, &err), 0);
 	const json_t *host = json_object_get(F.create_body, "HostConfig");
+	const json_t *vm = find_mount(json_object_get(host, "Mounts"), "/datasets");
+	assert_string_equal(json_string_value(json_object_get(vm, "Type")), "bind");
+	assert_string_equal(json_string_value(json_object_get(vm, "Source")), "/nvme/sets");
+	assert_true(json_is_true(json_object_get(vm, "ReadOnly")));
+	vm = find_mount(json_object_get(host, "Mounts"), "/ckpt");
+	assert_string_equal(json_string_value(json_object_get(vm, "Source")), "/mnt/ckpt");
+	assert_true(json_is_false(json_object_get(vm, "ReadOnly")));
 	const json_t *dr = json_array_get(json_object_get(host, "DeviceRequests"), 0);
 	assert_string_equal(json_string_value(json_object_get(dr, "Driver")), "cdi");
 	assert_string_equal(json_string_value(json_array_get(json_object_get(dr, "DeviceIDs"), 0)),
