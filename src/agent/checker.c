@@ -191,7 +191,7 @@ static struct check *check_new(struct svc_set *set, int task, int64_t started_ns
 		c->headers = curl_slist_append(c->headers, s->headers[i]);
 	c->port = s->port;
 	c->argv = s->argv ? strv_dup(s->argv) : NULL;
-	c->envp = s->envp ? strv_dup(s->envp) : NULL;
+	c->envp = strv_dup(s->envp);   /* never NULL: posix_spawn wants an array */
 	c->interval = s->interval_ns;
 	c->timeout = s->timeout_ns;
 	c->restart_limit = s->restart_limit;

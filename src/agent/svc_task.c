@@ -59,7 +59,7 @@ static char *interpolated(const struct task_runner *tr, const char *s)
 {
 	struct herd_err err = { 0, "" };
 	char *out = NULL;
-	if (!strstr(s, "${") || taskenv_interpolate(tr->te, s, &out, &err) < 0)
+	if (!tr->te || !strstr(s, "${") || taskenv_interpolate(tr->te, s, &out, &err) < 0)
 		return xstrdup(s);
 	return out;
 }
@@ -99,7 +99,7 @@ static void build_check(struct task_runner *tr, const struct job_service *svc,
 		for (size_t i = 0; i < jc->args.n; i++)
 			b->argv[i + 1] = jc->args.v[i];
 		s->argv = b->argv;
-		s->envp = taskenv_envp(tr->te);
+		s->envp = tr->te ? taskenv_envp(tr->te) : NULL;   /* NULL: an empty one */
 		s->dir = tr->dir;
 		return;
 	}
@@ -179,6 +179,15 @@ void svc_task_started(struct task_runner *tr)
 
 	if (!n)
 		return;
+	/* A task recovered running after an agent restart was not prepared
+	 * by this agent: its environment is built now, for ${...} in names
+	 * and tags and for script checks. */
+	if (!tr->te) {
+		struct herd_err err = { 0, "" };
+		if (task_prepare_env(tr, &err) < 0)
+			log_warn("client: alloc %.8s: task %s: services: %s", tr->ar->id,
+				 tr->task->name, err.msg);
+	}
 	address = node_address(tr->ar->c);
 	specs = xcalloc(n, sizeof(*specs));
 	built = xcalloc(n, sizeof(*built));

@@ -182,3 +182,60 @@ def test_check_restart_restarts_the_task(agents, tmp_path):
     r = cli(dev.port, 'alloc', 'status', a['id'])
     assert r.returncode == 0, r.stderr
     assert 'flaky' in r.stdout
+
+
+RECOVER_JOB = '''
+job "keep" {
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sleep"
+        args    = ["600"]
+      }
+      service {
+        name = "keep-${NOMAD_TASK_NAME}"
+        check {
+          type     = "script"
+          command  = "/bin/sh"
+          args     = ["-c", "echo alive in $NOMAD_ALLOC_ID"]
+          interval = "1s"
+          timeout  = "1s"
+        }
+      }
+    }
+  }
+}
+'''
+
+
+def test_services_survive_a_client_restart(agents, tmp_path):
+    """kill -9 of the client: the task keeps running; the restarted client
+    registers its services again (from the recovered task) and checks go on."""
+    from test_tasks import _client_hcl, _server_hcl
+    from test_control_plane import GPUS, Agent
+    server = Agent(tmp_path, 'server', ['-config', str(_server_hcl(tmp_path)),
+                                        '-http-port', '0']).start()
+    agents.append(server)
+    client = Agent(tmp_path, 'c1', ['-config', str(_client_hcl(tmp_path)), '-servers',
+                                    f'127.0.0.1:{server.port}', '-node', 'c1',
+                                    '-http-port', '0'],
+                   gpu_file=GPUS / 't4-2x.json').start()
+    agents.append(client)
+    wait_for(lambda: [n for n in api(server.port, '/v1/nodes') if n['status'] == 'ready'], 10,
+             'the client node')
+    job = write_job(tmp_path, 'keep', RECOVER_JOB)
+    assert cli(server.port, 'job', 'run', '-detach', job).returncode == 0
+    [inst] = wait_for(lambda: [i for i in service(server.port, 'keep-t')
+                               if i['health'] == 'passing'], 60, 'the check to pass')
+    assert inst['checks'][0]['output'] == f'alive in {inst["alloc_id"]}'
+    before = inst['checks'][0]['time']
+    client.kill9()
+    client.port = None
+    client.start()
+    wait_for(lambda: 'recovered' in client.log(), 15, 'the recovery')
+    # the check runs again on the new client (its time moves), still passing
+    wait_for(lambda: [i for i in service(server.port, 'keep-t')
+                      if i['checks'][0]['time'] > before and i['health'] == 'passing'
+                      and i['checks'][0]['output'] == f'alive in {inst["alloc_id"]}'],
+             60, 'the recovered task\'s check to run')
