@@ -190,25 +190,39 @@ int task_shim_enter_main(int argc, char **argv)
 		fprintf(stderr, "exec: task shim: bad command line\n");
 		return 2;
 	}
-	if (join_cgroups(&a) < 0 || enter(a.pid) < 0)
+	if (join_cgroups(&a) < 0)
 		return 126;
+	if (enter(a.pid) < 0)
+		_exit(126);
+	/* held until child_pid is known: a stop that came between the fork
+	 * and then would leave the child running */
+	sigset_t stops, old;
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stops, &old);
 	signal(SIGTERM, on_term);
 	signal(SIGHUP, on_term);
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "exec: fork: %s\n", strerror(errno));
-		return 126;
+		_exit(126);
 	}
 	if (pid == 0) {
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		run_child(&a);
 	}
 	child_pid = pid;
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	/* only the command's output may reach the caller from here on */
+	/* _exit, not return: inside the task's root and /proc, exit-time
+	 * work (a sanitizer's leak check reads /proc/self) has nothing to
+	 * find, and there is nothing to flush */
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
-			return 126;
+			_exit(126);
 	kill(-pid, SIGKILL);   /* what it left in its process group */
 	if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
@@ -218,7 +232,7 @@ int task_shim_enter_main(int argc, char **argv)
 		sigaddset(&set, sig);
 		sigprocmask(SIG_UNBLOCK, &set, NULL);
 		raise(sig);
-		return 128 + sig;
+		_exit(128 + sig);
 	}
-	return WEXITSTATUS(status);
+	_exit(WEXITSTATUS(status));
 }

@@ -309,3 +309,20 @@ def test_exec_in_exec_driver_task(agents, tmp_path):
     assert p.returncode == 0 and 'is-a-tty' in out, out
     os.close(master)
     os.close(slave)
+    # the caller hangs up: the command inside the task is killed too
+    def sleepers():
+        found = []
+        for d in pathlib.Path('/proc').iterdir():
+            try:
+                if d.name.isdigit() and (d / 'cmdline').read_bytes() == b'sleep\x006001\x00':
+                    found.append(int(d.name))
+            except OSError:
+                pass
+        return found
+    p = subprocess.Popen([str(HERD), 'alloc', 'exec', aid, 'sleep', '6001'],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env, cwd=REPO)
+    wait_for(sleepers, 30, 'the command to start')
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=10)
+    wait_for(lambda: not sleepers(), 30, 'the command to be killed')
