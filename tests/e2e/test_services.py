@@ -179,9 +179,21 @@ def test_check_restart_restarts_the_task(agents, tmp_path):
     msgs = [e['message'] for e in a['task_states']['t']['events']
             if e['type'] == 'Restart Signaled']
     assert msgs and 'healthcheck' in msgs[0] and 'not ready yet' in msgs[0], msgs
-    r = cli(dev.port, 'alloc', 'status', a['id'])
-    assert r.returncode == 0, r.stderr
-    assert 'flaky' in r.stdout
+    # through the restart policy (its delay), not as a user's restart
+    restarting = [e['message'] for e in a['task_states']['t']['events']
+                  if e['type'] == 'Restarting']
+    assert restarting and restarting[0].startswith('task restarting in'), restarting
+    # registered again once the restarted task runs (it restarts every few
+    # seconds: looked at until a look finds it registered)
+    def status_with_services():
+        r = cli(dev.port, 'alloc', 'status', a['id'])
+        assert r.returncode == 0, r.stderr
+        return '\nServices\n' in r.stdout and r.stdout
+    out = wait_for(status_with_services, 60, 'alloc status to show the services')
+    # its Services table: the service, its task and health
+    svc_lines = out.split('\nServices\n', 1)[1].splitlines()
+    assert svc_lines[0].split()[:5] == ['SERVICE', 'TASK', 'ADDRESS', 'HEALTH', 'CHECKS']
+    assert svc_lines[1].split()[:2] == ['flaky', 't'], out
 
 
 RECOVER_JOB = '''
@@ -239,3 +251,84 @@ def test_services_survive_a_client_restart(agents, tmp_path):
                       if i['checks'][0]['time'] > before and i['health'] == 'passing'
                       and i['checks'][0]['output'] == f'alive in {inst["alloc_id"]}'],
              60, 'the recovered task\'s check to run')
+
+
+ACL_JOB = '''
+job "api" {
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sleep"
+        args    = ["600"]
+      }
+      service {
+        name = "team-api"
+        port = 8080
+      }
+    }
+  }
+}
+'''
+
+
+def test_services_need_read_on_their_namespace(agents, tmp_path):
+    """ACL: a token reads the services of the namespaces it may read, and no
+    other's (a list over every namespace leaves them out)."""
+    from test_acl import call, herd as herd_as, secret_of
+    from test_control_plane import GPUS, Agent
+    srv_cfg = tmp_path / 'server.hcl'
+    srv_cfg.write_text('bind_addr = "127.0.0.1"\nserver {\n  enabled = true\n}\n'
+                       'acl {\n  enabled = true\n}\n')
+    srv = Agent(tmp_path, 'server', ['-config', str(srv_cfg), '-http-port', '0']).start()
+    agents.append(srv)
+    port, addr = srv.port, f'127.0.0.1:{srv.port}'
+    wait_for(lambda: call(addr, '/v1/agent/health')[0] == 200, 10, 'the server')
+    r = herd_as(port, 'acl', 'bootstrap')
+    assert r.returncode == 0, r.stderr
+    mgmt = secret_of(r.stdout)
+    policies = {'team-a': 'namespace "team-a" {\n  policy = "submit"\n}\n',
+                'team-b': 'namespace "team-b" {\n  policy = "submit"\n}\n',
+                'nodes': 'node {\n  policy = "write"\n}\n'}
+    secrets = {}
+    for name, text in policies.items():
+        if name != 'nodes':
+            assert herd_as(port, 'namespace', 'apply', name, token=mgmt).returncode == 0
+        f = tmp_path / f'{name}.policy.hcl'
+        f.write_text(text)
+        assert herd_as(port, 'acl', 'policy', 'apply', name, str(f), token=mgmt).returncode == 0
+        r = herd_as(port, 'acl', 'token', 'create', '-name', name, '-policy', name, token=mgmt)
+        assert r.returncode == 0, r.stderr
+        secrets[name] = secret_of(r.stdout)
+    cli_cfg = tmp_path / 'client.hcl'
+    cli_cfg.write_text('bind_addr = "127.0.0.1"\nclient {\n  enabled = true\n'
+                       f'  servers = ["{addr}"]\n  token = "{secrets["nodes"]}"\n}}\n'
+                       'plugin "raw_exec" {\n  config {\n    enabled = true\n  }\n}\n')
+    client = Agent(tmp_path, 'client', ['-config', str(cli_cfg), '-http-port', '0'],
+                   gpu_file=GPUS / 't4-2x.json').start()
+    agents.append(client)
+    wait_for(lambda: [n for n in call(addr, '/v1/nodes', token=mgmt)[1]
+                      if n['status'] == 'ready'], 20, 'the client node')
+    job = write_job(tmp_path, 'api', ACL_JOB)
+    r = herd_as(port, 'job', 'run', '-detach', '-namespace', 'team-a', job,
+                token=secrets['team-a'])
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    def team_a_api():
+        st, body = call(addr, '/v1/service/team-api?namespace=team-a', token=secrets['team-a'])
+        return st == 200 and body
+    [inst] = wait_for(team_a_api, 60, 'the service to register')
+    assert inst['namespace'] == 'team-a' and inst['port'] == 8080 and inst['health'] == 'passing'
+    # team-b's token, and no token: refused
+    assert call(addr, '/v1/service/team-api?namespace=team-a', token=secrets['team-b'])[0] == 403
+    assert call(addr, '/v1/services?namespace=team-a', token=secrets['team-b'])[0] == 403
+    assert call(addr, '/v1/services?namespace=team-a')[0] == 403
+    # every namespace: team-b sees nothing of team-a's, team-a and management see it
+    st, body = call(addr, '/v1/services?namespace=*', token=secrets['team-b'])
+    assert st == 200 and body == [], body
+    st, body = call(addr, '/v1/service/team-api?namespace=*', token=secrets['team-b'])
+    assert st == 200 and body == [], body
+    st, body = call(addr, '/v1/services?namespace=*', token=secrets['team-a'])
+    assert [(s['namespace'], s['name']) for s in body] == [('team-a', 'team-api')], body
+    r = herd_as(port, 'service', 'list', '-namespace', '*', token=mgmt)
+    assert r.returncode == 0 and 'team-api' in r.stdout, r.stdout + r.stderr
