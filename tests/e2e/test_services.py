@@ -332,3 +332,24 @@ def test_services_need_read_on_their_namespace(agents, tmp_path):
     assert [(s['namespace'], s['name']) for s in body] == [('team-a', 'team-api')], body
     r = herd_as(port, 'service', 'list', '-namespace', '*', token=mgmt)
     assert r.returncode == 0 and 'team-api' in r.stdout, r.stdout + r.stderr
+
+
+def test_services_leave_with_their_node(agents, tmp_path):
+    """A node that stops heartbeating is down: its allocations are lost,
+    and their services leave the registry."""
+    from test_control_plane import TTL, server_config, start_client
+    from test_control_plane import Agent
+    srv = Agent(tmp_path, 'server', ['-config', server_config(tmp_path),
+                                     '-http-port', '0']).start()
+    agents.append(srv)
+    client = start_client(agents, tmp_path, 'c1', srv.port, 't4-2x.json')
+    wait_for(lambda: [n for n in api(srv.port, '/v1/nodes') if n['status'] == 'ready'], 15,
+             'the client node')
+    job = write_job(tmp_path, 'api', ACL_JOB)
+    assert cli(srv.port, 'job', 'run', '-detach', job).returncode == 0
+    [inst] = wait_for(lambda: service(srv.port, 'team-api'), 60, 'the service to register')
+    client.kill9()
+    wait_for(lambda: service(srv.port, 'team-api') == [], TTL + 30,
+             'the down node\'s service to leave')
+    assert api(srv.port, f'/v1/allocation/{inst["alloc_id"]}')['client_status'] == 'lost'
+    assert api(srv.port, '/v1/services') == []
