@@ -18,6 +18,7 @@ static const struct subcommand commands[] = {
 	{ "job", cmd_job, "run, plan, stop and inspect jobs; validate job files" },
 	{ "namespace", cmd_namespace, "create, list and delete namespaces" },
 	{ "node", cmd_node, "show client nodes, drain them" },
+	{ "operator", cmd_operator, "back up and restore the server's state" },
 	{ "quota", cmd_quota, "apply, list and show GPU quotas" },
 	{ "service", cmd_service, "list registered services; show one's instances and health" },
 	{ "sim", cmd_sim, "replay a cluster trace through the placement engine" },

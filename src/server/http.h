@@ -20,6 +20,7 @@
 #define HERD_SERVER_HTTP_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -81,6 +82,11 @@ struct http_response {
 	 * speaks JSON only. */
 	char *text;
 	const char *content_type;
+	/* A file answer (http_reply_file): file_fd, owned by the response,
+	 * is sent from its start to its end with content_type, then closed;
+	 * the in-process transport answers its status and a NULL body. */
+	bool has_file;
+	int file_fd;
 	int has_index;     /* set by a write: X-Herd-Index is this index */
 	uint64_t index;
 	char allow[64];    /* the Allow header of a 405; empty otherwise */
@@ -102,6 +108,10 @@ void http_reply(struct http_response *resp, int status, json_t *body);
  * drops a JSON body set before. */
 void http_reply_text(struct http_response *resp, int status, const char *content_type,
 		     char *text);
+/* Sets status and a file answer: fd (taken: closed with the response; a
+ * regular file open for reading) with content_type (borrowed: a literal);
+ * drops a body or text set before. */
+void http_reply_file(struct http_response *resp, int status, const char *content_type, int fd);
 /* Sets an error answer: status and {"error": {"code", "message"}}.
  * Returns 0, so that handlers can `return http_error(...)`. */
 int http_error(struct http_response *resp, int status, const char *code, const char *fmt, ...)

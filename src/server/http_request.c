@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "common/units.h"
 #include "common/xalloc.h"
@@ -108,8 +109,17 @@ const char *http_header(const struct http_request *req, const char *name)
 	return NULL;
 }
 
+static void drop_file(struct http_response *resp)
+{
+	if (resp->has_file)
+		close(resp->file_fd);
+	resp->has_file = false;
+	resp->file_fd = -1;
+}
+
 void http_reply(struct http_response *resp, int status, json_t *body)
 {
+	drop_file(resp);
 	json_decref(resp->body);
 	free(resp->text);
 	resp->text = NULL;
@@ -121,6 +131,7 @@ void http_reply(struct http_response *resp, int status, json_t *body)
 void http_reply_text(struct http_response *resp, int status, const char *content_type,
 		     char *text)
 {
+	drop_file(resp);
 	json_decref(resp->body);
 	resp->body = NULL;
 	free(resp->text);
@@ -154,10 +165,20 @@ int http_error(struct http_response *resp, int status, const char *code, const c
 	return 0;
 }
 
+void http_reply_file(struct http_response *resp, int status, const char *content_type, int fd)
+{
+	http_reply_text(resp, status, NULL, NULL);
+	resp->text = NULL;
+	resp->content_type = content_type;
+	resp->has_file = true;
+	resp->file_fd = fd;
+}
+
 void http_response_release(struct http_response *resp)
 {
 	if (!resp)
 		return;
+	drop_file(resp);
 	json_decref(resp->body);
 	free(resp->text);
 	memset(resp, 0, sizeof(*resp));
@@ -350,7 +371,7 @@ void http_request_run(struct http_request_state *st, uint64_t current,
 	st->req.index = current;
 	rc = st->route->fn(&st->req, resp, st->route->ctx);
 	if (rc >= 0 && resp->status >= 100 && resp->status <= 599 &&
-	    (resp->body || (resp->text && resp->content_type)))
+	    (resp->body || ((resp->text || resp->has_file) && resp->content_type)))
 		return;
 	if (st->router && st->router->on_error)
 		st->router->on_error(st->method, st->path, rc < 0 ? rc : -EPROTO,

@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "common/units.h"
@@ -267,6 +268,21 @@ static enum MHD_Result add_value(void *cls, enum MHD_ValueKind kind, const char 
 	return MHD_YES;
 }
 
+/* The response for a file answer; NULL when the fd cannot be sent (it is
+ * closed with resp then). */
+static struct MHD_Response *file_response(struct http_response *resp)
+{
+	struct stat st;
+	struct MHD_Response *r;
+
+	if (fstat(resp->file_fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	r = MHD_create_response_from_fd((uint64_t)st.st_size, resp->file_fd);
+	if (r)
+		resp->has_file = false; /* MHD's now */
+	return r;
+}
+
 static enum MHD_Result send_response(struct MHD_Connection *conn, struct http_response *resp,
 				     uint64_t index)
 {
@@ -274,20 +290,26 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct http_re
 	enum MHD_Result ret;
 	char idx[32];
 	size_t len;
-	const char *type = resp->text ? resp->content_type : "application/json";
+	const char *type = resp->text || resp->has_file ? resp->content_type : "application/json";
 	char *text;
 
-	/* a text answer goes as it is, without a copy: MHD takes it */
-	if (resp->text) {
-		text = resp->text;
-		len = strlen(text);
-		resp->text = NULL;
+	if (resp->has_file) {
+		/* a file goes from its fd, which MHD takes and closes */
+		r = file_response(resp);
 	} else {
-		text = http_response_text(resp, &len);
+		/* a text answer goes as it is, without a copy: MHD takes it */
+		if (resp->text) {
+			text = resp->text;
+			len = strlen(text);
+			resp->text = NULL;
+		} else {
+			text = http_response_text(resp, &len);
+		}
+		r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+		if (!r)
+			free(text);
 	}
-	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
-		free(text);
 		http_response_release(resp);
 		return MHD_NO; /* MHD closes the connection */
 	}

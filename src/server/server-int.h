@@ -623,6 +623,7 @@ struct server {
 	enum sched_policy policy;
 	int64_t ttl_ns;
 	struct store *store;
+	int lock_fd;   /* the data dir's lock (store_dir_lock); -1: not taken */
 	struct http_router *router;
 	struct http_server *http;
 	struct eval_broker broker;
@@ -744,6 +745,8 @@ int routes_quotas(struct server *srv, struct herd_err *err);
 int routes_acl(struct server *srv, struct herd_err *err);
 int routes_usage(struct server *srv, struct herd_err *err);
 int routes_system(struct server *srv, struct herd_err *err); /* gc.c */
+/* GET /v1/operator/snapshot (routes_operator.c). */
+int routes_operator(struct server *srv, struct herd_err *err);
 /* GET /v1/metrics (routes_metrics.c); routes_metrics_release frees what
  * it keeps between scrapes (at server stop). */
 int routes_metrics(struct server *srv, struct herd_err *err);

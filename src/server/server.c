@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/xalloc.h"
 #include "server/acl.h"
@@ -80,6 +81,8 @@ static void server_free(struct server *srv)
 	view_cache_release(&srv->view_cache);
 	pthread_mutex_destroy(&srv->plan_lock);
 	store_close(srv->store);
+	if (srv->lock_fd >= 0)
+		close(srv->lock_fd); /* after the store: nothing writes it now */
 	http_router_free(srv->router);
 	server_routes_release(srv);
 	routes_metrics_release(srv);
@@ -117,6 +120,7 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	 * does not touch: src/cli/meson.build.) */
 	mallopt(M_TRIM_THRESHOLD, 16 << 20);
 	srv = xcalloc(1, sizeof(*srv));
+	srv->lock_fd = -1;
 	srv->cfg = *cfg;
 	srv->data_dir = xstrdup(cfg->data_dir);
 	srv->bind_addr = xstrdup(cfg->bind_addr ? cfg->bind_addr : "127.0.0.1");
@@ -152,6 +156,9 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	rc = make_dir(srv->data_dir, err);
 	if (rc < 0)
 		goto fail;
+	rc = store_dir_lock(srv->data_dir, &srv->lock_fd, err);
+	if (rc < 0)
+		goto fail;
 	db = xasprintf("%s/state.db", srv->data_dir);
 	rc = store_open_sqlite(db, &srv->store, err);
 	free(db);
@@ -179,6 +186,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 		rc = routes_system(srv, err);
 	if (!rc)
 		rc = routes_metrics(srv, err);
+	if (!rc)
+		rc = routes_operator(srv, err);
 	if (!rc)
 		rc = namespace_default_ensure(srv, err);
 	if (!rc)

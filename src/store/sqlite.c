@@ -55,16 +55,15 @@
 #include "store/store-int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/strbuf.h"
 #include "common/xalloc.h"
-
-/* "herd" in ASCII: marks the file as a herd store (PRAGMA application_id). */
-#define HERD_APPLICATION_ID 0x68657264
 
 enum stmt_slot {
 	SQL_GET,
@@ -1087,6 +1086,42 @@ static void sqlite_close(struct store *s)
 	free(ss);
 }
 
+/* VACUUM INTO on a connection of its own: one read transaction, so the
+ * copy is the store at one index, and commits go on meanwhile (WAL).  dest
+ * is made first, empty and 0600 (the store holds token hashes), which
+ * VACUUM INTO accepts and which refuses a dest that exists. */
+static int sqlite_snapshot(struct store *s, const char *dest, struct herd_err *err)
+{
+	struct sqlite_store *sto = ss_of(s);
+	struct sqlite_conn c = { 0 };
+	sqlite3_stmt *st = NULL;
+	int fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int rc;
+
+	if (fd < 0)
+		return herd_errf(err, -errno, "snapshot: %s: %s", dest, strerror(errno));
+	close(fd);
+	rc = sqlite3_open_v2(sto->path, &c.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_EXRESCODE, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_busy_timeout(c.db, 5000);
+		rc = sqlite3_prepare_v2(c.db, "VACUUM INTO ?", -1, &st, NULL);
+	}
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, dest, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_DONE)
+			rc = SQLITE_OK;
+	}
+	if (rc != SQLITE_OK) {
+		rc = herd_errf(err, -EIO, "snapshot: copying %s to %s: %s", sto->path, dest,
+			       c.db ? sqlite3_errmsg(c.db) : sqlite3_errstr(rc));
+		unlink(dest);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(c.db);
+	return rc;
+}
+
 static const struct store_ops sqlite_ops = {
 	.name = "sqlite",
 	.close = sqlite_close,
@@ -1097,6 +1132,7 @@ static const struct store_ops sqlite_ops = {
 	.group_index = sqlite_group_index,
 	.commit = sqlite_commit,
 	.view = sqlite_view,
+	.snapshot = sqlite_snapshot,
 };
 
 static int pragma_int(struct sqlite_conn *ss, const char *sql, int64_t *out,

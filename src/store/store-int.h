@@ -93,7 +93,14 @@ struct store_ops {
 		      const struct store_cond *conds, size_t nconds, store_check_fn *check,
 		      void *check_arg, uint64_t *out_index, struct herd_err *err);
 	int (*view)(struct store *s, store_check_fn *fn, void *arg, struct herd_err *err);
+	/* A consistent copy of the whole store into the new file dest
+	 * (store_snapshot). */
+	int (*snapshot)(struct store *s, const char *dest, struct herd_err *err);
 };
+
+/* "herd" in ASCII: marks an SQLite file as a herd store (PRAGMA
+ * application_id). */
+#define HERD_APPLICATION_ID 0x68657264
 
 /* Every backend's struct begins with this. */
 struct store {

@@ -665,3 +665,8 @@ int store_view(struct store *s, store_check_fn *fn, void *arg, struct herd_err *
 {
 	return s->ops->view(s, fn, arg, err);
 }
+
+int store_snapshot(struct store *s, const char *dest, struct herd_err *err)
+{
+	return s->ops->snapshot(s, dest, err);
+}

@@ -101,6 +101,30 @@ struct store;
  * the store; free it with store_close. */
 int store_open_sqlite(const char *path, struct store **out, struct herd_err *err);
 
+/* Backups (docs/operations.md, "Backups and restore").  store_snapshot
+ * writes a consistent copy of the whole store, as it was at one index, to
+ * dest, a file that must not exist yet (-EEXIST), while commits go on; the
+ * copy is a store file of its own (SQLite), compacted.  On failure dest is
+ * removed.  store_snapshot_inspect reads such a file (or any store file
+ * not in use) without changing it: it must be a herd store of a schema this
+ * herd knows and pass SQLite's integrity check (-EINVAL otherwise, with
+ * the reason); info gets its index, schema version and records per kind
+ * (kinds its schema predates count 0). */
+int store_snapshot(struct store *s, const char *dest, struct herd_err *err);
+struct store_snapshot_info {
+	uint64_t index;
+	int schema_version;
+	uint64_t records[STORE_KIND_COUNT];
+};
+int store_snapshot_inspect(const char *path, struct store_snapshot_info *info,
+			   struct herd_err *err);
+
+/* Takes the data dir's lock (dir/server.lock, flock) for as long as the
+ * returned *fd stays open: one server per data dir, and no restore under a
+ * running one.  -EBUSY, with the holder's pid in the message, when another
+ * process holds it. */
+int store_dir_lock(const char *dir, int *fd, struct herd_err *err);
+
 /* Closes the store; no call may be in progress.  Accepts NULL. */
 void store_close(struct store *s);
 
