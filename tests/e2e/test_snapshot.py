@@ -132,3 +132,49 @@ def test_bad_snapshots_are_refused(agents, tmp_path):
         assert not (target / 'state.db').exists()
     r = cli(srv.port, 'operator', 'snapshot', 'restore', str(snap))
     assert r.returncode == 2 and '-data-dir' in r.stderr
+
+
+def test_snapshot_needs_a_management_token(agents, tmp_path, monkeypatch):
+    import os
+    import re
+    import subprocess
+    from conftest import HERD, REPO
+    monkeypatch.delenv('HERD_TOKEN', raising=False)
+    cfg = tmp_path / 'acl-server.hcl'
+    cfg.write_text('bind_addr = "127.0.0.1"\nserver {\n  enabled = true\n}\n'
+                   'acl {\n  enabled = true\n}\n')
+    srv = Agent(tmp_path, 'server', ['-config', str(cfg), '-http-port', '0']).start()
+    agents.append(srv)
+    wait_for(lambda: api(srv.port, '/v1/agent/health'), 10, 'the server')
+
+    def herd(*args, token=None):
+        env = dict(os.environ, HERD_ADDR=f'http://127.0.0.1:{srv.port}')
+        if token:
+            env['HERD_TOKEN'] = token
+        return subprocess.run([str(HERD), *args], capture_output=True, text=True, env=env,
+                              timeout=60, cwd=REPO)
+
+    r = herd('acl', 'bootstrap')
+    assert r.returncode == 0, r.stderr
+    mgmt = re.search(r'^Secret ID\s+=\s+([0-9a-f]{64})$', r.stdout, re.M).group(1)
+    policy = tmp_path / 'ns.hcl'
+    policy.write_text('namespace "default" {\n  policy = "submit"\n}\n')
+    assert herd('acl', 'policy', 'apply', 'ns', str(policy), token=mgmt).returncode == 0
+    r = herd('acl', 'token', 'create', '-name', 'dev', '-policy', 'ns', token=mgmt)
+    user = re.search(r'^Secret ID\s+=\s+([0-9a-f]{64})$', r.stdout, re.M).group(1)
+
+    snap = tmp_path / 'acl.db'
+    for token in (None, user):
+        r = herd('operator', 'snapshot', 'save', str(snap), token=token)
+        assert r.returncode == 1 and 'HTTP 403' in r.stderr, r.stderr
+        assert not snap.exists() and not (tmp_path / 'acl.db.part').exists()
+    r = herd('operator', 'snapshot', 'save', str(snap), token=mgmt)
+    assert r.returncode == 0, r.stderr
+    r = herd('operator', 'snapshot', 'inspect', '-json', str(snap))
+    import urllib.request
+    req = urllib.request.Request(f'http://127.0.0.1:{srv.port}/v1/acl/tokens',
+                                 headers={'X-Herd-Token': mgmt})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        tokens = json.loads(resp.read())
+    assert len(tokens) >= 2   # bootstrap's and dev's at least
+    assert json.loads(r.stdout)['records']['acl_token'] == len(tokens)
