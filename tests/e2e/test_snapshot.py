@@ -177,4 +177,5 @@ def test_snapshot_needs_a_management_token(agents, tmp_path, monkeypatch):
     with urllib.request.urlopen(req, timeout=30) as resp:
         tokens = json.loads(resp.read())
     assert len(tokens) >= 2   # bootstrap's and dev's at least
-    assert json.loads(r.stdout)['records']['acl_token'] == len(tokens)
+    # the tokens and the store's record that bootstrap happened
+    assert json.loads(r.stdout)['records']['acl_token'] == len(tokens) + 1
