@@ -285,6 +285,20 @@ bool svc_set_take_restart(struct svc_set *set, int task, char *why, size_t size)
 
 /* --- runs -------------------------------------------------------------- */
 
+/* A check's output line as a JSON string: a script may print anything,
+ * and JSON takes only UTF-8, so a line that is not has its bytes above
+ * ASCII shown as '?'. */
+static json_t *output_json(char *line)
+{
+	json_t *s = json_string(line);
+	if (s)
+		return s;
+	for (char *p = line; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	return json_string(line);
+}
+
 /* The result of a run: kept in the set's entry (a change of status is
  * reported), counted by check_restart.  Under ck.lock. */
 static void finish(struct check *c, enum svc_status st, const char *output)
@@ -300,7 +314,7 @@ static void finish(struct check *c, enum svc_status st, const char *output)
 	if (!old || strcmp(old, svc_status_name(st)))
 		c->set->changed = true;
 	json_object_set_new(c->out, "status", json_string(svc_status_name(st)));
-	json_object_set_new(c->out, "output", json_string(line));
+	json_object_set_new(c->out, "output", output_json(line));
 	json_object_set_new(c->out, "time", json_integer((json_int_t)wall_ns()));
 	if (svc_restart_due(&c->fails, st, c->restart_limit, c->restart_grace, c->ignore_warnings,
 			    c->started_ns, wall_ns())) {

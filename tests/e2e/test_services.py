@@ -46,6 +46,14 @@ job "web" {
           interval = "1s"
           timeout  = "1s"
         }
+        check {
+          name     = "latin1"
+          type     = "script"
+          command  = "/bin/sh"
+          args     = ["-c", "printf 'caf\\\\351 slow\\\\nsecond line\\\\n'; exit 1"]
+          interval = "1s"
+          timeout  = "1s"
+        }
       }
     }
   }
@@ -127,6 +135,11 @@ def test_service_registers_and_turns_healthy(agents, tmp_path):
     db = wait_for(lambda: [i for i in service(dev.port, 'web-db') if i['health'] == 'critical'
                            and i['checks'][0]['output']], 60, 'the web-db check to run')
     assert 'TCP connect' in db[0]['checks'][0]['output']
+    # a script's exit 1 is a warning; its first line, not UTF-8, shown with '?'
+    [script] = wait_for(lambda: [c for c in service(dev.port, 'web-db')[0]['checks']
+                                 if c['name'] == 'latin1' and c['output']], 60,
+                        'the script check to run')
+    assert script['status'] == 'warning' and script['output'] == 'caf? slow', script
 
     # the list
     listed = {s['name']: s for s in api(dev.port, '/v1/services')}
