@@ -1,7 +1,8 @@
 /* Fuzz target: the agents' and the bench's read routes of a running server
  * (with its store), by their query arguments: GET /v1/node/:id/allocations
  * (since, include, index), GET /v1/jobs (since, namespace),
- * GET /v1/job/:id/version/:version and GET /v1/metrics (format: a text
+ * GET /v1/job/:id/version/:version, GET /v1/services and /v1/service/:name
+ * (the same query; a name) and GET /v1/metrics (format: a text
  * answer or JSON); and the batch status route
  * PUT /v1/node/:id/allocations/status, the job version routes
  * POST /v1/job/:id/revert and /scale, and the child launches
@@ -186,11 +187,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 1:
 		call("GET", "/v1/jobs", rest, NULL, 0);
+		/* the service registry reads the same query (namespace, index) */
+		call("GET", "/v1/services", rest, NULL, 0);
 		break;
 	case 2:
 		if (strchr(rest, '/') || strchr(rest, '?'))
 			break;
 		if (asprintf(&path, "/v1/job/a/version/%s", rest) < 0)
+			abort();
+		call("GET", path, NULL, NULL, 0);
+		free(path);
+		if (asprintf(&path, "/v1/service/%s", rest) < 0)
 			abort();
 		call("GET", path, NULL, NULL, 0);
 		free(path);
