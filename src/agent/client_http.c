@@ -793,11 +793,6 @@ static enum MHD_Result serve_exec(struct client_http *h, struct MHD_Connection *
 	}
 	x->task_dir = xasprintf("%s/%s/%s", h->alloc_dir, alloc_id, picked);
 	json_decref(st);
-	if (!strcmp(x->task.driver, "docker")) {
-		exec_req_free(x);
-		return reply_error(conn, MHD_HTTP_NOT_IMPLEMENTED, "not_supported",
-				   "exec is not supported for docker tasks yet");
-	}
 	if (atomic_fetch_add(&h->exec_sessions, 1) >= EXEC_MAX_SESSIONS) {
 		atomic_fetch_sub(&h->exec_sessions, 1);
 		exec_req_free(x);

@@ -41,7 +41,8 @@ struct pump {
 	int task_fd;           /* pidfd of the task */
 	pid_t pid;
 	int stop_signal;       /* ends the command's process group (task_exec.h) */
-	bool child_exited, peer_gone, stdin_eof, killed;
+	struct docker_exec *dx; /* docker: the exec instance; in and out are its stream */
+	bool child_exited, peer_gone, stdin_eof, killed, tty;
 	int64_t exited_at;
 	struct strbuf from_sock, to_child, to_sock;
 };
@@ -115,6 +116,36 @@ static int open_pty(uint16_t rows, uint16_t cols, int *master, int *slave, char 
 	return 0;
 }
 
+static void docker_output(void *arg, int stream, const char *data, size_t len)
+{
+	struct pump *p = arg;
+	/* the engine's frames may exceed ours: split */
+	while (len) {
+		size_t n = len > EXEC_FRAME_MAX ? EXEC_FRAME_MAX : len;
+		exec_frame_put(&p->to_sock, stream == 2 ? EXEC_FRAME_STDERR : EXEC_FRAME_STDOUT,
+			       data, n);
+		data += n;
+		len -= n;
+	}
+}
+
+/* docker: an exec instance; its stream is both the command's stdin and
+ * its output, and its end is the command's exit. */
+static int start_docker(const struct exec_session_spec *spec, struct pump *p)
+{
+	struct herd_err err = { 0, "" };
+	int fd, rc = docker_exec_start(spec->env, spec->task, spec->argv, spec->tty, spec->rows,
+				       spec->cols, docker_output, p, &p->dx, &fd, &err);
+
+	if (rc < 0) {
+		fail_session(p->sock, err.msg, 126);
+		return -1;
+	}
+	p->in = p->out = fd;
+	set_nonblock(fd);
+	return 0;
+}
+
 /* Starts the command with a pty or pipes; fills p's fds.  On failure
  * sends the error and returns -1. */
 static int start_command(const struct exec_session_spec *spec, struct pump *p)
@@ -125,6 +156,8 @@ static int start_command(const struct exec_session_spec *spec, struct pump *p)
 	    perr[2] = { -1, -1 }, rc;
 	char why[256];
 
+	if (!strcmp(spec->task->driver, "docker"))
+		return start_docker(spec, p);
 	if (spec->tty) {
 		if (open_pty(spec->rows, spec->cols, &p->master, &child[0], why, sizeof(why)) < 0) {
 			fail_session(p->sock, why, 126);
@@ -176,7 +209,9 @@ static int start_command(const struct exec_session_spec *spec, struct pump *p)
 
 static void kill_command(struct pump *p)
 {
-	if (!p->killed && p->pid > 0)
+	if (!p->killed && p->dx)
+		docker_exec_kill(p->dx);
+	else if (!p->killed && p->pid > 0)
 		kill(-p->pid, p->stop_signal);
 	p->killed = true;
 }
@@ -205,10 +240,13 @@ static int take_frames(struct pump *p)
 			p->stdin_eof = true;
 			break;
 		case EXEC_FRAME_RESIZE:
-			if (p->master >= 0) {
+			if (p->master >= 0 || p->dx) {
 				struct winsize ws = { 0 };
 				exec_frame_resize(&f, &ws.ws_row, &ws.ws_col);
-				ioctl(p->master, TIOCSWINSZ, &ws);
+				if (p->dx)
+					docker_exec_resize(p->dx, ws.ws_row, ws.ws_col);
+				else
+					ioctl(p->master, TIOCSWINSZ, &ws);
 			}
 			break;
 		default:
@@ -238,10 +276,29 @@ static void read_sock(struct pump *p)
 
 /* Reads what the command wrote on *fd into a frame of type; closes *fd
  * at its end (EOF, or EIO from a pty whose slave is closed everywhere). */
+static void read_docker(struct pump *p)
+{
+	ssize_t n = docker_exec_read(p->dx);
+
+	if (n > 0 || n == -EAGAIN || n == -EINTR)
+		return;
+	/* the end of the stream is the end of the command (the stream's fd
+	 * is the exec's to close) */
+	p->in = p->out = -1;
+	p->child_exited = true;
+	p->exited_at = mono_ns();
+}
+
 static void read_output(struct pump *p, int *fd, enum exec_frame_type type)
 {
 	char buf[READ_CHUNK];
-	ssize_t n = read(*fd, buf, sizeof(buf));
+	ssize_t n;
+
+	if (p->dx) {
+		read_docker(p);
+		return;
+	}
+	n = read(*fd, buf, sizeof(buf));
 
 	if (n > 0) {
 		exec_frame_put(&p->to_sock, type, buf, (size_t)n);
@@ -269,7 +326,9 @@ static void write_child(struct pump *p)
 	} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
 		/* the command closed its stdin: what it did not read is dropped */
 		strbuf_reset(&p->to_child);
-		if (p->in != p->master)
+		if (p->dx)
+			p->in = -1;   /* the stream is also the output: kept */
+		else if (p->in != p->master)
 			close_fd(&p->in);
 	}
 }
@@ -302,6 +361,8 @@ static void pump_once(struct pump *p)
 	fds[PS_IN] = (struct pollfd){ p->to_child.len ? p->in : -1, POLLOUT, 0 };
 	fds[PS_CHILD] = (struct pollfd){ p->child_exited ? -1 : p->child_fd, POLLIN, 0 };
 	fds[PS_TASK] = (struct pollfd){ p->task_fd, POLLIN, 0 };
+	if (p->dx && docker_exec_pending(p->dx))
+		read_docker(p);   /* what came with the engine's answer */
 	if (poll(fds, PS_N, POLL_MS) <= 0)
 		return;
 	if (fds[PS_SOCK].revents & (POLLIN | POLLHUP | POLLERR))
@@ -330,6 +391,12 @@ static void put_exit(struct pump *p)
 {
 	int status = 0;
 
+	if (p->dx) {
+		int code = docker_exec_exit_code(p->dx);
+		exec_frame_put_exit(&p->to_sock, code >= 0 ? code : 255, 0);
+		return;
+	}
+
 	kill_command(p);   /* what it left in its process group */
 	while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
 		;
@@ -352,8 +419,13 @@ static void pump(struct pump *p, const atomic_bool *stopping)
 			kill_command(p);
 		}
 		/* stdin ends once what came before the close is written */
-		if (p->stdin_eof && !p->to_child.len && p->in >= 0 && p->in != p->master)
+		if (p->stdin_eof && !p->to_child.len && p->in >= 0 && p->dx && !p->tty) {
+			shutdown(p->in, SHUT_WR);   /* the engine passes the EOF on */
+			p->in = -1;
+		} else if (p->stdin_eof && !p->to_child.len && p->in >= 0 && !p->dx &&
+			   p->in != p->master) {
 			close_fd(&p->in);
+		}
 		if (p->child_exited && ((p->out < 0 && p->err < 0) ||
 					mono_ns() - p->exited_at > DRAIN_NS))
 			break;
@@ -373,6 +445,7 @@ void exec_session_run(const struct exec_session_spec *spec, int sock, const char
 		.from_sock = STRBUF_INIT, .to_child = STRBUF_INIT, .to_sock = STRBUF_INIT,
 	};
 
+	p.tty = spec->tty;
 	set_nonblock(sock);
 	if (start_command(spec, &p) == 0) {
 		if (extra_len) {
@@ -384,6 +457,11 @@ void exec_session_run(const struct exec_session_spec *spec, int sock, const char
 		if (p.pid > 0)
 			while (waitpid(p.pid, NULL, 0) < 0 && errno == EINTR)
 				;
+	}
+	if (p.dx) {
+		/* in and out are the exec's stream, closed with it */
+		docker_exec_free(p.dx);
+		p.in = p.out = -1;
 	}
 	if (p.master >= 0) {
 		/* in and out are the master too */

@@ -3,7 +3,7 @@
  * /v1/client/allocation/:id/exec").
  *
  * It starts the command in the task's context (drivers/task_exec.h) on a
- * pty (tty) or three pipes, then pumps: stdin and resize frames from the
+ * pty (tty) or three pipes (docker: the engine's exec stream), then pumps: stdin and resize frames from the
  * connection to the command, its stdout/stderr to the connection as
  * frames (common/exec_frame.h), with bounded buffers both ways so that
  * neither side can block the other.  It ends

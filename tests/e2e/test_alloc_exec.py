@@ -326,3 +326,64 @@ def test_exec_in_exec_driver_task(agents, tmp_path):
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=10)
     wait_for(lambda: not sleepers(), 30, 'the command to be killed')
+
+
+def test_exec_in_docker_task(engine, agents, tmp_path):
+    """A docker task: an exec instance of the Engine API in its container."""
+    from docker_engine import IMAGE
+    from test_control_plane import job_allocs
+    from test_tasks_docker import _configs
+    server_hcl, client_hcl = _configs(tmp_path, engine['socket'])
+    server = Agent(tmp_path, 'server', ['-config', str(server_hcl), '-http-port', '0']).start()
+    agents.append(server)
+    client = Agent(tmp_path, 'c1', ['-config', str(client_hcl), '-servers',
+                                    f'127.0.0.1:{server.port}', '-node', 'c1',
+                                    '-http-port', '0']).start()
+    agents.append(client)
+    wait_for(lambda: [n for n in api(server.port, '/v1/nodes') if n['status'] == 'ready'], 15,
+             'the client node')
+    f = write_job(tmp_path, 'dk', f'''
+job "dk" {{
+  group "g" {{
+    task "box" {{
+      driver = "docker"
+      config {{
+        image = "{IMAGE}"
+        command = "/bin/sh"
+        args = ["-c", "echo in-the-box > /tmp/marker; while true; do sleep 0.2; done"]
+      }}
+      resources {{
+        memory = 64
+      }}
+    }}
+  }}
+}}
+''')
+    r = cli(server.port, 'job', 'run', '-detach', f)
+    assert r.returncode == 0, r.stdout + r.stderr
+    a = wait_for(lambda: [x for x in job_allocs(server.port, 'dk')
+                          if x.get('task_states', {}).get('box', {}).get('state') == 'running'],
+                 60, f'the docker task to run\n{client.log()[-2000:]}')[0]
+    aid = a['id']
+    # the container's files and environment
+    r = exec_cli(server.port, aid, 'sh', '-c', 'cat /tmp/marker; echo $HERD_ALLOC_ID')
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().splitlines() == ['in-the-box', aid], r.stdout
+    r = exec_cli(server.port, aid, 'sh', '-c', 'echo out; echo err >&2; exit 5')
+    assert r.returncode == 5 and r.stdout == b'out\n' and r.stderr == b'err\n', r
+    r = exec_cli(server.port, aid, 'cat', stdin=b'via the engine\n')
+    assert r.returncode == 0 and r.stdout == b'via the engine\n', r
+    # a terminal: the engine's pty; an engine before API 1.42 gets its size
+    # by a resize after the start, so the command waits for it (busybox's
+    # stty refuses a 0x0 terminal)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack('HHHH', 21, 61, 0, 0))
+    env = dict(os.environ, HERD_ADDR=f'http://127.0.0.1:{server.port}')
+    p = subprocess.Popen([str(HERD), 'alloc', 'exec', aid, 'sh', '-c',
+                          'test -t 0 && echo is-a-tty; i=0; while [ $i -lt 200 ]; do '
+                          'stty size 2>/dev/null && break; sleep 0.1; i=$((i+1)); done'],
+                         stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO)
+    out = read_pty_until_exit(master, p).decode(errors='replace')
+    assert p.returncode == 0 and 'is-a-tty' in out and '21 61' in out, out + client.log()[-3000:]
+    os.close(master)
+    os.close(slave)
