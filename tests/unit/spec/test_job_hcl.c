@@ -291,7 +291,7 @@ static void test_examples_validate(void **state)
 	static const char *const names[] = {
 		"gpu-batch.hcl", "service-port.hcl", "pipeline.hcl", "mig.hcl", "fractional.hcl",
 		"nomad-raw-exec-template-t4.hcl", "nomad-docker-nvidia-smi.hcl",
-		"nomad-pip-artifact-poststop.hcl", "nightly-eval.hcl",
+		"nomad-pip-artifact-poststop.hcl", "nightly-eval.hcl", "mlflow-service.hcl",
 	};
 	const char *root = getenv("HERD_SOURCE_ROOT");
 
