@@ -66,6 +66,51 @@ const char **task_gpu_ids(const struct alloc_runner *ar, const char *task, size_
 	return v;
 }
 
+/* The ports of a gang member's record as taskenv ports (host ports);
+ * *n of them in a new array. */
+static struct taskenv_port *gang_ports(const json_t *member, size_t *n)
+{
+	const json_t *ports = json_object_get(member, "ports"), *p;
+	struct taskenv_port *out = xcalloc(json_array_size(ports) + 1, sizeof(*out));
+	size_t i;
+
+	json_array_foreach(ports, i, p) {
+		out[i].label = json_string_value(json_object_get(p, "label"));
+		out[i].value = (int)json_integer_value(json_object_get(p, "value"));
+		out[i].host_value = out[i].value;
+	}
+	*n = json_array_size(ports);
+	return out;
+}
+
+/* The allocation's gang record (written by the server when it placed the
+ * members together) as taskenv's input; false when the allocation is no
+ * gang member.  The strings point into alloc; free g->leader_ports and
+ * g->hosts. */
+static bool gang_input(const json_t *alloc, struct taskenv_gang *g)
+{
+	const json_t *gang = json_object_get(alloc, "gang"), *members, *m;
+	const char **hosts;
+	size_t i;
+
+	memset(g, 0, sizeof(*g));
+	members = json_object_get(gang, "members");
+	g->size = (int)json_integer_value(json_object_get(gang, "size"));
+	g->rank = (int)json_integer_value(json_object_get(gang, "rank"));
+	if (!json_is_array(members) || g->size <= 0 || (size_t)g->size != json_array_size(members))
+		return false;
+	hosts = xcalloc((size_t)g->size, sizeof(*hosts));
+	json_array_foreach(members, i, m) {
+		hosts[i] = json_string_value(json_object_get(m, "address"));
+		if (json_integer_value(json_object_get(m, "rank")) == 0 && !g->leader_ports) {
+			g->leader_ip = hosts[i];
+			g->leader_ports = gang_ports(m, &g->nr_leader_ports);
+		}
+	}
+	g->hosts = hosts;
+	return true;
+}
+
 static int build_env(struct task_runner *tr, const struct agent_kv *extra, size_t nextra,
 		     struct taskenv **out, struct herd_err *err)
 {
@@ -74,6 +119,7 @@ static int build_env(struct task_runner *tr, const struct agent_kv *extra, size_
 	const json_t *ports = json_object_get(json_object_get(ar->alloc, "resources"), "ports");
 	struct taskenv_input in;
 	struct taskenv_node node;
+	struct taskenv_gang gang;
 	struct taskenv_port *tp = xcalloc(json_array_size(ports) + 1, sizeof(*tp));
 	struct agent_kv *meta = NULL, *env = NULL;
 	size_t nmeta = 0, ameta = 0, nenv = 0, i, ngpus;
@@ -132,6 +178,8 @@ static int build_env(struct task_runner *tr, const struct agent_kv *extra, size_
 	in.nr_gpus = ngpus;
 	in.ports = tp;
 	in.nr_ports = json_array_size(ports);
+	if (gang_input(ar->alloc, &gang))
+		in.gang = &gang;
 	in.node = &node;
 	if (ar->fp) {
 		in.attrs = ar->fp->fp->attrs;
@@ -172,6 +220,8 @@ out:
 	free(vols);
 	free(venv);
 	free(tp);
+	free((void *)gang.leader_ports);
+	free((void *)gang.hosts);
 	free(meta);
 	free(env);
 	free(gpus);

@@ -264,6 +264,33 @@ static void set_ports(struct taskenv *te, const struct taskenv_input *in)
 	}
 }
 
+/* HERD_GANG_*: what a member needs to find its peers (torchrun's
+ * --nnodes, --node_rank, --master_addr, --master_port). */
+static void set_gang(struct taskenv *te, const struct taskenv_gang *g)
+{
+	struct strbuf hosts = STRBUF_INIT;
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%d", g->size);
+	set_var(te, "HERD_GANG_SIZE", buf);
+	snprintf(buf, sizeof(buf), "%d", g->rank);
+	set_var(te, "HERD_GANG_RANK", buf);
+	set_var(te, "HERD_GANG_LEADER_IP", g->leader_ip && *g->leader_ip ? g->leader_ip : "127.0.0.1");
+	for (size_t i = 0; i < g->nr_leader_ports; i++) {
+		const struct taskenv_port *p = &g->leader_ports[i];
+		char *name = sanitize("HERD_GANG_LEADER_PORT_", p->label ? p->label : "");
+		snprintf(buf, sizeof(buf), "%d", p->host_value ? p->host_value : p->value);
+		set_var(te, name, buf);
+		free(name);
+	}
+	for (int i = 0; g->hosts && i < g->size; i++) {
+		const char *h = g->hosts[i] && *g->hosts[i] ? g->hosts[i] : "127.0.0.1";
+		strbuf_addf(&hosts, "%s%s", i ? "," : "", h);
+	}
+	set_var(te, "HERD_GANG_HOSTS", hosts.len ? hosts.buf : "");
+	strbuf_release(&hosts);
+}
+
 int taskenv_build(const struct taskenv_input *in, struct taskenv **out, struct herd_err *err)
 {
 	if (!in->alloc_id || !in->job_id || !in->group || !in->task || !in->alloc_dir ||
@@ -338,6 +365,8 @@ int taskenv_build(const struct taskenv_input *in, struct taskenv **out, struct h
 	}
 	set_ports(te, in);
 	set_volumes(te, in);
+	if (in->gang)
+		set_gang(te, in->gang);
 	set_gpus(te, in);
 	set_shares(te, in);
 

@@ -17,6 +17,12 @@
  *   HERD_GPU_IDS (the assigned UUIDs, comma separated; no NOMAD_ name),
  *   HERD_VOLUME_<NAME> (each host volume the task mounts, the name upper
  *   case: where the task reaches it; no NOMAD_ name).
+ *   A member of a gang (a group with `gang = true`, docs/jobspec.md) also
+ *   gets, with no NOMAD_ names (Nomad has no gangs): HERD_GANG_SIZE (the
+ *   group's count), HERD_GANG_RANK (0..size-1, its HERD_ALLOC_INDEX),
+ *   HERD_GANG_LEADER_IP (rank 0's node address), HERD_GANG_LEADER_PORT_<label>
+ *   (each port of rank 0's allocation, the host port) and HERD_GANG_HOSTS
+ *   (every member's node address in rank order, comma separated).
  *   Labels and keys: characters other than [A-Za-z0-9_] become '_'.
  *
  * GPU visibility: CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES list the
@@ -94,6 +100,17 @@ struct taskenv_gpu_share {
 	const char *mps_log_dir;     /* a fraction of an mps device */
 };
 
+/* The gang the task's allocation is a member of (from the allocation's
+ * "gang" record, which the server writes when it places the members). */
+struct taskenv_gang {
+	int size;
+	int rank;
+	const char *leader_ip;                   /* NULL or "": 127.0.0.1 */
+	const struct taskenv_port *leader_ports; /* label and host_value (or value) */
+	size_t nr_leader_ports;
+	const char *const *hosts;                /* size entries, in rank order */
+};
+
 struct taskenv_input {
 	const char *alloc_id;      /* required */
 	const char *alloc_name;    /* "job.group[0]"; NULL: omitted */
@@ -116,6 +133,8 @@ struct taskenv_input {
 
 	const struct taskenv_port *ports;
 	size_t nr_ports;
+
+	const struct taskenv_gang *gang;          /* NULL: not a gang member */
 
 	const struct taskenv_node *node;          /* may be NULL */
 	const struct node_attr *attrs;            /* ${attr.*}; may be NULL */

@@ -71,6 +71,18 @@ static void print_usage(const json_t *u)
 	printf("\n");
 }
 
+/* A gang member's place in its gang: "rank 1 of 4, leader on node-a
+ * (10.0.0.7)". */
+static void print_gang(const json_t *gang)
+{
+	const json_t *leader = json_array_get(json_object_get(gang, "members"), 0);
+	if (!gang)
+		return;
+	printf("%-20s rank %lld of %lld, leader on %s (%s)\n", "Gang", (long long)ji(gang, "rank"),
+	       (long long)ji(gang, "size"), js(leader, "node_name"),
+	       *js(leader, "address") ? js(leader, "address") : "127.0.0.1");
+}
+
 static void print_alloc(const json_t *a, const json_t *usage)
 {
 	const json_t *res = json_object_get(a, "resources");
@@ -90,6 +102,7 @@ static void print_alloc(const json_t *a, const json_t *usage)
 	       format_ago(ji(a, "create_time"), buf, sizeof(buf)));
 	if (*js(a, "previous_allocation"))
 		printf("%-20s %s\n", "Replaces", js(a, "previous_allocation"));
+	print_gang(json_object_get(a, "gang"));
 	printf("%-20s %lld thousandths of a core, %lld MiB\n", "Resources",
 	       (long long)ji(res, "cpu_milli"), (long long)ji(res, "memory_mib"));
 	if (json_array_size(json_object_get(res, "devices"))) {

@@ -232,9 +232,10 @@ static int64_t first_ask_lower(const struct job *model, const struct reconcile_r
 {
 	struct group_ask ask;
 	int64_t lower;
-	if (group_ask_init(&ask, model, &model->groups[r->place[0].group], NULL) < 0)
+	const struct job_group *g = &model->groups[r->place[0].group];
+	if (group_ask_init(&ask, model, g, NULL) < 0)
 		return 0;
-	lower = ask_gpu_lower(&ask);
+	lower = ask_gpu_lower(&ask) * (g->gang ? g->count : 1);
 	group_ask_release(&ask);
 	return lower;
 }
@@ -272,7 +273,9 @@ static char *ask_shape(const json_t *job, const struct job *model, const struct 
 	for (size_t k = 1; k < r->nplace; k++)
 		if (r->place[k].group != r->place[0].group)
 			ok = false;
-	if (!g || !model)
+	/* a gang that failed says nothing of one job of its shape, nor the
+	 * other way round (it needs all its members at once) */
+	if (!g || !model || model->groups[r->place[0].group].gang)
 		ok = false;
 	shape = json_object();
 	ok = ok && shape_rules(shape, "job_constraints", json_object_get(job, "constraints")) &&
@@ -316,9 +319,11 @@ static bool quota_holds_first(struct plan *p, const struct job *model, const str
 	char *held;
 	if (!p->quota->spec || group_ask_init(&ask, model, g, NULL) < 0)
 		return false;
-	held = quota_exceeds(p->quota, ask.req.cpu_milli, ask.req.memory_mib, NULL, ask_gpu_lower(&ask),
-			     &gpu_only);
-	if (held && gpu_only && quota_may_borrow(p->quota, ask_gpu_lower(&ask))) {
+	/* a gang waits as a whole: its every member's demand counts */
+	int64_t times = g->gang ? g->count : 1, lower = ask_gpu_lower(&ask) * times;
+	held = quota_exceeds(p->quota, ask.req.cpu_milli * times, ask.req.memory_mib * times, NULL,
+			     lower, &gpu_only);
+	if (held && gpu_only && quota_may_borrow(p->quota, lower)) {
 		free(held);
 		held = NULL;
 	}
@@ -329,6 +334,23 @@ static bool quota_holds_first(struct plan *p, const struct job *model, const str
 		plan_hold(p, model->groups[r->place[k].group].name, xstrdup(held));
 	free(held);
 	return true;
+}
+
+/* A gang's placement once each member was tried (gang.c): all of them
+ * placed, each learns of the others; otherwise none is.  Returns whether
+ * placements were taken back. */
+static bool place_gang_end(struct sched_view *v, struct plan *p, json_t *live,
+			   const struct gang_mark *gm, const char *group, size_t n)
+{
+	size_t fit = (size_t)(p->create - gm->create);
+	if (fit == n && !p->gang_probe) {
+		gang_annotate(v, p, gm);
+		return false;
+	}
+	gang_undo(v, p, live, gm);
+	if (fit < n)
+		gang_explain(p, group, fit, n);
+	return fit > 0;
 }
 
 /* Places the needs of group gi (consecutive entries of r->place). */
@@ -345,6 +367,7 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 	struct sched_snapshot *snap = NULL;
 	int *map = NULL;
 	bool rebuild_each = g->network.nports > 0, reusable = true;
+	struct gang_mark gm;
 
 	if (group_ask_init(&ask, model, g, &err) < 0) {
 		for (size_t i = 0; i < n; i++)
@@ -357,6 +380,8 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 	 * group or evaluation planned against this view (a batch) when
 	 * nothing else changed the view's usage meanwhile. */
 	rebuild_each = rebuild_each || ask.distinct_hosts || ask.ndprops > 0;
+	if (g->gang)
+		gang_mark(&gm, p, live);
 	if (rebuild_each)
 		map = xcalloc(v->nnodes + 1, sizeof(int));
 	else
@@ -390,7 +415,10 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 		}
 		memset(&why, 0, sizeof(why));
 		rc = group_ask_place(snap, &ask, &opt, &pl, &why, &err);
-		if (rc == -ENOSPC && eval_id[0] && model) {
+		/* a gang does not preempt (docs/teams.md): the minimal set is
+		 * found per instance, and stopping others' work for part of a
+		 * gang that may not fit as a whole frees GPUs for nothing */
+		if (rc == -ENOSPC && eval_id[0] && model && !g->gang) {
 			size_t before = json_array_size(p->preempted);
 			int prc = preempt_for(srv, v, snap, map, &ask, job, q, &opt, p, now);
 			if (prc == 0) {
@@ -451,6 +479,8 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 		json_decref(alloc);
 		p->create++;
 	}
+	if (g->gang && place_gang_end(v, p, live, &gm, g->name, n))
+		reusable = false; /* the snapshot took what was taken back */
 	if (rebuild_each) {
 		sched_snapshot_free(snap);
 		free(map);
@@ -458,6 +488,47 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 		view_snapshot_put(v, &ask, snap, map, reusable);
 	}
 	group_ask_release(&ask);
+}
+
+/* Whether the quota holds a gang (the first group to place, r->place[0]
+ * on): quota_holds_first knows only the least one instance may take (a
+ * MIG slice), and a gang counts its whole demand, so its members are
+ * placed against the quota and taken back again (gang_probe).  Only a
+ * gang that fits its quota enters the fair queue: one held there would
+ * enter, try, leave and wake itself again forever (nothing of it stays
+ * placed to change the next try).  Then every instance is recorded as
+ * held, as by quota_holds_first. */
+static bool gang_quota_holds(struct server *srv, struct sched_view *v, const json_t *job,
+			     const struct job *model, const struct reconcile_result *r,
+			     json_t *live, struct plan *p, int64_t now)
+{
+	const struct job_group *g = &model->groups[r->place[0].group];
+	struct plan probe;
+	size_t n = 1;
+	bool held;
+
+	if (!g->gang || !p->quota->spec)
+		return false;
+	while (n < r->nplace && r->place[n].group == r->place[0].group)
+		n++;
+	plan_init(&probe);
+	plan_no_placements(&probe);
+	probe.quota = p->quota;
+	probe.gang_probe = true;
+	place_group(srv, v, job, model, r->place[0].group, r->place, n, "", live, &probe, now);
+	held = probe.quota_held;
+	probe.quota = NULL;
+	if (held) {
+		json_t *f = json_object_get(probe.failed, g->name);
+		for (size_t k = 0; k < r->nplace; k++)
+			add_failure(p, model->groups[r->place[k].group].name, NULL, NULL,
+				    jstr(f, "explanation", probe.queued));
+		p->queued = probe.queued;
+		probe.queued = NULL;
+		p->quota_held = true;
+	}
+	plan_release(&probe);
+	return held;
 }
 
 /* The quota state of namespace ns.  A namespace found without a quota
@@ -530,7 +601,9 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 		p->needs_gpus = asks_devices(model, &r);
 		/* a job its own quota holds waits for its team, not in the queue
 		 * across teams: check its first instance before entering */
-		if (eval_id[0] && p->needs_gpus && quota_holds_first(p, model, &r)) {
+		if (eval_id[0] && p->needs_gpus &&
+		    (quota_holds_first(p, model, &r) ||
+		     gang_quota_holds(srv, v, job, model, &r, live, p, now))) {
 			goto out; /* the worker takes it out of the queue */
 		} else if (eval_id[0] && p->needs_gpus) {
 			char *ahead = NULL, *shape = ask_shape(job, model, &r);

@@ -121,9 +121,14 @@ static json_t *group_shape(const json_t *job, const char *group)
 			g = x;
 	if (!g)
 		return NULL;
-	/* count scales in place: more or fewer slots, the same instances */
+	/* count scales in place: more or fewer slots, the same instances;
+	 * not a gang's, whose size every member was told (HERD_GANG_SIZE).
+	 * A group stored before gangs existed has no "gang": the same. */
 	g = json_copy(g);
-	json_object_del(g, "count");
+	if (!jbool(g, "gang", false)) {
+		json_object_del(g, "count");
+		json_object_del(g, "gang");
+	}
 	return json_pack("{s:o, s:O*, s:O*, s:O*, s:O*}", "group", g,
 			 "constraints", json_object_get(job, "constraints"),
 			 "affinities", json_object_get(job, "affinities"),
@@ -191,12 +196,164 @@ static int find_group(const struct job *job, const char *name)
 	return -1;
 }
 
+/* ---- gangs ---------------------------------------------------------------
+ *
+ * A gang group (`gang = true`) is decided as a whole: its members run
+ * together or not at all (a distributed run whose peer is gone hangs).
+ *   - every member live (or, in a batch job, complete): nothing to do;
+ *   - a member failed and its reschedule policy allows no more: the gang
+ *     failed for good, the live members stop, nothing is placed;
+ *   - a member failed and its reschedule is delayed: the live members stop
+ *     now (their peers wait for nothing), the gang is placed at the
+ *     follow-up;
+ *   - a member failed (reschedule due), was lost, or must move (node down,
+ *     draining, group changed), or a slot is empty: every member stops
+ *     and the whole gang is placed again, with one reschedule attempt
+ *     counted for the gang (every member carries the same count and
+ *     events, since they are always placed together). */
+
+struct gang_ctx {
+	struct store *s;
+	const json_t *job;
+	struct sched_view *v;
+	const json_t *replaced;
+	int64_t now;
+	bool batch;
+};
+
+/* Why a live member must move, or NULL. */
+static const char *member_moves(const struct gang_ctx *c, const json_t *al)
+{
+	struct view_node *vn = sched_view_node(c->v, jstr(al, "node_id", ""));
+	if (!vn || !strcmp(jstr(vn->node, "status", ""), "down"))
+		return "node down";
+	if (jbool(vn->node, "drain", false))
+		return "node draining";
+	if (group_changed(c->s, c->job, al))
+		return "job version changed";
+	return NULL;
+}
+
+static bool member_live(const json_t *al)
+{
+	const char *client = jstr(al, "client_status", "pending");
+	return !strcmp(client, "pending") || !strcmp(client, "running");
+}
+
+/* The in-place update of a live member to the job's version (nothing
+ * that decides placement changed), as for any allocation. */
+static void member_update(const struct gang_ctx *c, const json_t *al, struct reconcile_result *r)
+{
+	json_t *u;
+	if (jint(al, "job_version", -1) == jint(c->job, "version", 0))
+		return;
+	u = json_copy((json_t *)al);
+	json_object_set(u, "job_version", json_object_get(c->job, "version"));
+	json_object_set_new(u, "modify_time", json_integer(c->now));
+	json_array_append_new(r->updates, u);
+}
+
+struct gang_state {
+	const char *trigger;  /* why the gang restarts; NULL: it does not */
+	bool exhausted;       /* a member failed for good */
+	bool failure;         /* the restart counts as a reschedule attempt */
+	int64_t wait_at;      /* a failed member's delayed reschedule; 0: none */
+	int attempts;         /* the most reschedule attempts of any member */
+};
+
+static void gang_classify(const struct gang_ctx *c, const struct job_group *grp,
+			  const json_t **m, struct gang_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	for (int64_t k = 0; k < grp->count; k++) {
+		const json_t *al = m[k];
+		const char *client, *why;
+		int64_t at;
+		if (!al) {
+			const json_t *prev = slot_predecessor(c->v->job_allocs, c->replaced, grp->name, k);
+			int a = prev ? (int)jint(prev, "replacement_attempts", 0) : 0;
+			st->attempts = a > st->attempts ? a : st->attempts;
+			if (!st->trigger)
+				st->trigger = "member missing";
+			continue;
+		}
+		if (jint(al, "reschedule_attempts", 0) > st->attempts)
+			st->attempts = (int)jint(al, "reschedule_attempts", 0);
+		client = jstr(al, "client_status", "pending");
+		if (member_live(al)) {
+			why = member_moves(c, al);
+			if (why)
+				st->trigger = why;
+			continue;
+		}
+		if (!strcmp(client, "complete") && c->batch)
+			continue;
+		if (!strcmp(client, "lost")) {
+			st->trigger = "member lost";
+			st->failure = true;
+			continue;
+		}
+		/* failed, or a service member that completed */
+		at = reschedule_at(&grp->reschedule, al, c->now);
+		if (at < 0) {
+			st->exhausted = true;
+		} else if (at <= c->now) {
+			st->trigger = "member failed";
+			st->failure = true;
+		} else if (!st->wait_at || at < st->wait_at) {
+			st->wait_at = at;
+		}
+	}
+}
+
+static void reconcile_gang(const struct gang_ctx *c, const struct job_group *grp, int g,
+			   const json_t **m, struct reconcile_result *r)
+{
+	struct gang_state st;
+	char why[96];
+	int attempts;
+
+	gang_classify(c, grp, m, &st);
+	if (st.exhausted || st.wait_at) {
+		/* failed for good: no replacement; delayed: replaced at the
+		 * follow-up, so linked to their successors */
+		int repl = st.exhausted ? -1 : st.attempts;
+		for (int64_t k = 0; k < grp->count; k++)
+			if (m[k] && member_live(m[k]))
+				stop_alloc(r, m[k], st.exhausted ? "gang member failed; gang stopped"
+								 : "gang member failed; gang restarts",
+					   c->now, repl);
+		if (!st.exhausted && (!r->followup_at || st.wait_at < r->followup_at))
+			r->followup_at = st.wait_at;
+		r->ignore += (int)grp->count;
+		return;
+	}
+	if (!st.trigger) {
+		for (int64_t k = 0; k < grp->count; k++)
+			if (member_live(m[k]))
+				member_update(c, m[k], r);
+		r->ignore += (int)grp->count;
+		return;
+	}
+	attempts = st.attempts + (st.failure ? 1 : 0);
+	snprintf(why, sizeof(why), "gang restarted: %s", st.trigger);
+	for (int64_t k = 0; k < grp->count; k++) {
+		const json_t *prev = m[k];
+		if (prev)
+			stop_alloc(r, prev, why, c->now, attempts);
+		else
+			prev = slot_predecessor(c->v->job_allocs, c->replaced, grp->name, k);
+		add_place(r, g, (int)k, prev, attempts);
+	}
+}
+
 int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 	      struct sched_view *v, int64_t now, struct reconcile_result *out,
 	      struct herd_err *err)
 {
 	struct reconcile_result r = { 0 };
 	unsigned char **slots = NULL; /* per group, per slot: taken */
+	const json_t ***gang;         /* per gang group, per slot: its member */
 	json_t *replaced;
 	bool batch;
 	size_t i;
@@ -213,8 +370,12 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 	}
 	batch = !strcmp(job_model->type, "batch");
 	slots = xcalloc(job_model->ngroups + 1, sizeof(*slots));
-	for (size_t g = 0; g < job_model->ngroups; g++)
+	gang = xcalloc(job_model->ngroups + 1, sizeof(*gang));
+	for (size_t g = 0; g < job_model->ngroups; g++) {
 		slots[g] = xcalloc((size_t)job_model->groups[g].count + 1, 1);
+		if (job_model->groups[g].gang)
+			gang[g] = xcalloc((size_t)job_model->groups[g].count + 1, sizeof(**gang));
+	}
 
 	json_array_foreach(v->job_allocs, i, al) {
 		const char *client = jstr(al, "client_status", "pending");
@@ -234,6 +395,10 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 			continue;
 		}
 		slots[g][slot] = 1;
+		if (job_model->groups[g].gang) {
+			gang[g][slot] = al; /* decided for the whole gang below */
+			continue;
+		}
 		vn = sched_view_node(v, jstr(al, "node_id", ""));
 		if (!strcmp(client, "pending") || !strcmp(client, "running")) {
 			const char *why = NULL;
@@ -284,6 +449,13 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 	}
 	replaced = replaced_ids(v->job_allocs);
 	for (size_t g = 0; g < job_model->ngroups; g++) {
+		if (gang[g]) {
+			struct gang_ctx gc = { s, job, v, replaced, now, batch };
+			reconcile_gang(&gc, &job_model->groups[g], (int)g, gang[g], &r);
+			free(gang[g]);
+			free(slots[g]);
+			continue;
+		}
 		for (int64_t k = 0; k < job_model->groups[g].count; k++) {
 			const json_t *prev;
 			if (slots[g][k])
@@ -295,6 +467,7 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 		free(slots[g]);
 	}
 	free(slots);
+	free(gang);
 	json_decref(replaced);
 	(void)err;
 	*out = r;

@@ -6,6 +6,7 @@
  *   reconcile    what a job needs: allocations to place, to stop
  *   snapshot_build  nodes and what existing allocations take -> sched snapshot
  *   plan_apply   commits a plan with conditions that catch concurrent plans
+ *   gang         a gang group: members placed together or taken back together
  *   heartbeat    node liveness (in memory) and the TTL timer
  *   objects      small helpers on the JSON objects (ids, time, fields)
  */
@@ -433,6 +434,7 @@ struct plan {
 	bool quota_held;           /* some instance waits for its own namespace's quota */
 	bool needs_gpus;           /* the job has instances to place that ask devices */
 	bool fq_held;              /* the fair queue holds the job: another goes first */
+	bool gang_probe;           /* a gang's quota probe: every placement is taken back */
 	struct quota_state *quota; /* the namespace's quota as the plan counted it; NULL: none */
 	json_t *failed;            /* {"<group>": {"explanation","nodes_evaluated","missing"}} */
 	json_t *placements;        /* for the plan endpoint; NULL: not kept */
@@ -476,6 +478,32 @@ struct plan_commit {
  * fails: then nothing is written. */
 int plan_apply_batch(struct server *srv, const struct sched_view *v, const struct plan_commit *pc,
 		     size_t n, uint64_t *out_index, struct herd_err *err);
+
+/* ---- gang.c: groups placed all or nothing ----------------------------- */
+
+/* Where a plan stood before a gang's first member was placed. */
+struct gang_mark {
+	size_t allocs, live, placements, nnodes;
+	int create;
+};
+
+void gang_mark(struct gang_mark *m, const struct plan *p, const json_t *live);
+/* Takes back everything placed since m: the allocations leave p (and
+ * live), what they took leaves the view's node usage and the plan's
+ * quota count.  The caller drops any snapshot that took them. */
+void gang_undo(struct sched_view *v, struct plan *p, json_t *live, const struct gang_mark *m);
+/* Writes on every allocation placed since m (the whole gang) its "gang":
+ * {"size", "rank", "members": [{"rank", "alloc_id", "node_id",
+ * "node_name", "address", "ports"}] in rank order}. */
+void gang_annotate(struct sched_view *v, struct plan *p, const struct gang_mark *m);
+/* Rewrites the group's failure for a gang of n of which fit members fit:
+ * "gang of n: fit of n members fit; <the first member's reason>", all n
+ * missing. */
+void gang_explain(struct plan *p, const char *group, size_t fit, size_t n);
+/* The host part of a node record's http_addr ("10.0.0.7" of
+ * "10.0.0.7:4646", "::1" of "[::1]:4646"); "" when it has none.  A new
+ * string. */
+char *gang_node_host(const json_t *node);
 
 /* The worker thread: takes evaluations until the broker stops. */
 void *worker_main(void *srv);

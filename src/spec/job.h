@@ -219,6 +219,9 @@ struct job_group {
 	struct hcl_pos pos;
 	char *name;
 	int64_t count;          /* default 1 */
+	/* all `count` instances are placed together or none, and restarted
+	 * together (docs/jobspec.md, "Gangs"); needs count >= 1 */
+	bool gang;
 	struct job_rules constraints;
 	struct job_rules affinities;
 	struct job_restart restart;

@@ -413,6 +413,7 @@ static const char *const group_ignored[] = {
 static const struct field group_fields[] = {
 	STR("name", struct job_group, name, JOB_MAX_ID),
 	INT("count", F_INT, struct job_group, count, 0, 100000),
+	FIELD("gang", F_BOOL, struct job_group, gang),
 	RULES(struct job_group, constraints, constraint_schema),
 	RULES(struct job_group, affinities, affinity_schema),
 	OBJ("restart", F_OBJECT, struct job_group, restart, restart_schema),

@@ -597,6 +597,9 @@ static void check_group(struct validator *v, struct job_group *g)
 
 	check_name(v, g->pos, "group name", &g->name);
 	default_int(&g->count, 1);
+	if (g->gang && g->count < 1)
+		fail(v, g->pos, "a gang needs count >= 1 (its members are placed together), got %" PRId64,
+		     g->count);
 	check_rules(v, &g->constraints, "constraints", false);
 	check_rules(v, &g->affinities, "affinities", true);
 	default_policies(v, g);

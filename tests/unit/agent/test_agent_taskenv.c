@@ -180,6 +180,48 @@ static void test_bad_input(void **state)
 	assert_int_equal(taskenv_build(&in, &te, &err), -EINVAL);
 }
 
+/* A gang member sees its gang: size, rank, rank 0's address and ports,
+ * every member's host in rank order; HERD_ only (Nomad has no gangs); a
+ * task of no gang sees none of it. */
+static void test_gang_vars(void **state)
+{
+	struct taskenv_input in = base();
+	static const struct taskenv_port leader_ports[] = { { "rdzv", NULL, 0, 29500 },
+							    { "metrics-http", NULL, 20001, 0 } };
+	static const char *const hosts[] = { "10.0.0.1", "10.0.0.2", "" };
+	struct taskenv_gang g = { .size = 3, .rank = 2, .leader_ip = "10.0.0.1",
+				  .leader_ports = leader_ports, .nr_leader_ports = 2, .hosts = hosts };
+	struct taskenv *te = NULL;
+	(void)state;
+	in.gang = &g;
+	assert_int_equal(taskenv_build(&in, &te, NULL), 0);
+	assert_string_equal(taskenv_get(te, "HERD_GANG_SIZE"), "3");
+	assert_string_equal(taskenv_get(te, "HERD_GANG_RANK"), "2");
+	assert_string_equal(taskenv_get(te, "HERD_GANG_RANK"), taskenv_get(te, "HERD_ALLOC_INDEX"));
+	assert_string_equal(taskenv_get(te, "HERD_GANG_LEADER_IP"), "10.0.0.1");
+	assert_string_equal(taskenv_get(te, "HERD_GANG_LEADER_PORT_rdzv"), "29500");
+	assert_string_equal(taskenv_get(te, "HERD_GANG_LEADER_PORT_metrics_http"), "20001");
+	/* a member whose node advertised no address is on the loopback */
+	assert_string_equal(taskenv_get(te, "HERD_GANG_HOSTS"), "10.0.0.1,10.0.0.2,127.0.0.1");
+	assert_null(taskenv_get(te, "NOMAD_GANG_SIZE"));
+	/* the job's env may read them, not set them */
+	taskenv_free(te);
+	static const struct agent_kv env[] = { { "MASTER", "${HERD_GANG_LEADER_IP}:${HERD_GANG_LEADER_PORT_rdzv}" } };
+	in.env = env;
+	in.nr_env = 1;
+	assert_int_equal(taskenv_build(&in, &te, NULL), 0);
+	assert_string_equal(taskenv_get(te, "MASTER"), "10.0.0.1:29500");
+	taskenv_free(te);
+	static const struct agent_kv forged[] = { { "HERD_GANG_RANK", "0" } };
+	in.env = forged;
+	assert_int_equal(taskenv_build(&in, &te, NULL), -EINVAL);
+	in = base();
+	assert_int_equal(taskenv_build(&in, &te, NULL), 0);
+	assert_null(taskenv_get(te, "HERD_GANG_SIZE"));
+	assert_null(taskenv_get(te, "HERD_GANG_HOSTS"));
+	taskenv_free(te);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +230,7 @@ int main(void)
 		cmocka_unit_test(test_job_env_interpolated),
 		cmocka_unit_test(test_interpolate),
 		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_gang_vars),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -317,6 +317,40 @@ static void test_periodic_round_trip(void **state)
 	free(diags);
 }
 
+/* gang = true: a group of count >= 1, batch or service, distinct_hosts
+ * welcome; the canonical JSON says gang for every group. */
+static void test_gang_rules(void **state)
+{
+	char *diags, *a;
+	struct job *job;
+	json_t *j;
+	(void)state;
+	expect_job("{\"id\":\"x\",\"groups\":[{\"name\":\"g\",\"count\":0,\"gang\":true,\"tasks\":["
+		   MIN_TASK "]}]}",
+		   "E 0:0 groups[0]: a gang needs count >= 1 (its members are placed together), got 0\n");
+	expect_job("{\"id\":\"x\",\"groups\":[{\"name\":\"g\",\"gang\":\"yes\",\"tasks\":["
+		   MIN_TASK "]}]}",
+		   "E 0:0 groups[0].gang: expected a boolean, got a string\n");
+	expect_job("{\"id\":\"x\",\"type\":\"batch\",\"groups\":[{\"name\":\"g\",\"count\":4,"
+		   "\"gang\":true,\"constraints\":[{\"operator\":\"distinct_hosts\"}],\"tasks\":["
+		   MIN_TASK "]}]}", "");
+	expect_job("{\"id\":\"x\",\"groups\":[{\"name\":\"g\",\"count\":2,\"gang\":true,"
+		   "\"tasks\":[" MIN_TASK "]}]}", "");
+	job = decode_text("{\"id\":\"x\",\"groups\":[{\"name\":\"g\",\"count\":2,\"gang\":true,"
+			  "\"tasks\":[" MIN_TASK "]},{\"name\":\"h\",\"tasks\":[" MIN_TASK "]}]}", &diags);
+	assert_string_equal(diags, "");
+	assert_true(job->groups[0].gang);
+	assert_false(job->groups[1].gang);
+	j = job_to_json_sorted(job);
+	a = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_non_null(strstr(a, "\"count\":2,\"gang\":true,"));
+	assert_non_null(strstr(a, "\"count\":1,\"gang\":false,"));
+	free(a);
+	json_decref(j);
+	job_free(job);
+	free(diags);
+}
+
 /* parameterized { }: batch only, not periodic too, payload's choices. */
 #define PARAM_JOB(type, extra) \
 	"{\"id\":\"d\",\"type\":\"" type "\",\"groups\":[" MIN_GROUP "]" extra "}"
@@ -420,6 +454,7 @@ int main(void)
 		cmocka_unit_test(test_restart_fits_interval),
 		cmocka_unit_test(test_periodic_rules),
 		cmocka_unit_test(test_periodic_round_trip),
+		cmocka_unit_test(test_gang_rules),
 		cmocka_unit_test(test_parameterized_rules),
 		cmocka_unit_test(test_dispatch_payload_path),
 		cmocka_unit_test(test_parameterized_round_trip),
