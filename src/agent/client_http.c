@@ -30,6 +30,7 @@
 #include "drivers/driver.h"
 #include "common/httpc.h"
 #include "common/strbuf.h"
+#include "common/tls.h"
 #include "common/xalloc.h"
 #include "common/units.h"
 
@@ -56,6 +57,8 @@ struct client_http {
 	struct MHD_Daemon *mhd;
 	char *alloc_dir, *state_dir;
 	char *auth_server;    /* "host:port" that authorizes reads; NULL: none */
+	struct tls_client auth_tls; /* how auth_server is reached */
+	bool verify_client;   /* tls: callers need a certificate (check_peer) */
 	char *cgroup_parent;  /* the exec driver's; NULL: its default */
 	char *docker_socket;  /* the docker engine's; NULL: its default */
 	char **shim_argv;     /* the task shim's command (exec's enter mode); NULL: none */
@@ -227,7 +230,7 @@ static int authorize(struct client_http *h, struct MHD_Connection *conn, const c
 		free(id);
 		return 0;
 	}
-	httpc_init(&c, h->auth_server);
+	httpc_init_tls(&c, h->auth_server, &h->auth_tls);
 	free(c.token);   /* never the agent's own $HERD_TOKEN */
 	c.token = token ? xstrdup(token) : NULL;
 	c.timeout_ms = 10000;
@@ -841,6 +844,34 @@ static enum MHD_Result reply_method_not_allowed(struct MHD_Connection *conn, con
 	return rc;
 }
 
+/* tls { verify_https_client }: the connection's certificate, checked once
+ * (tls_peer_check); 0, or -EACCES with err saying why. */
+static int check_peer(struct MHD_Connection *conn, struct herd_err *err)
+{
+	const union MHD_ConnectionInfo *sc =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const union MHD_ConnectionInfo *ss =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+
+	if (!sc || !sc->socket_context)
+		return herd_errf(err, -EACCES, "the connection's certificate cannot be checked");
+	return tls_peer_check(sc->socket_context, ss ? ss->tls_session : NULL, err);
+}
+
+/* Each TLS connection's struct tls_peer (its socket context). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	(void)cls;
+	(void)conn;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		*socket_context = xcalloc(1, sizeof(struct tls_peer));
+	} else {
+		free(*socket_context);
+		*socket_context = NULL;
+	}
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_size, void **con_cls)
@@ -863,6 +894,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	 * queued while the client still sends makes MHD drop the connection */
 	if (read_body(rq, upload_data, upload_size))
 		return MHD_YES;
+	if (h->verify_client) {
+		/* after the body: an answer queued mid-upload drops the connection */
+		struct herd_err perr = { 0, "" };
+		if (check_peer(conn, &perr) < 0)
+			return reply_error(conn, MHD_HTTP_FORBIDDEN, "tls_client_certificate",
+					   perr.msg);
+	}
 	if (!logs) {
 		/* /v1/client/allocation/:id/{stats,restart,signal}; the id is
 		 * all before the last '/', checked by the handler ("../x": 400) */
@@ -914,9 +952,28 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 }
 
-int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_dir,
-		      const char *state_dir, struct client_http **out, struct herd_err *err)
+/* The MHD options of https (as the server's, http_server.c): key and
+ * certificate, and with verify_client the CA of callers' certificates and
+ * the per-connection verdict.  out has room for 5 items, the last END. */
+static void tls_options(const struct tls_server *tls, struct MHD_OptionItem *out)
 {
+	size_t n = 0;
+
+	out[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, tls->key_pem };
+	out[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, tls->cert_pem };
+	if (tls->verify_client) {
+		out[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, tls->ca_pem };
+		out[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION,
+						    (intptr_t)on_connection, NULL };
+	}
+	out[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+}
+
+int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_dir,
+		      const char *state_dir, const struct tls_server *tls,
+		      struct client_http **out, struct herd_err *err)
+{
+	struct MHD_OptionItem tls_opts[5] = { { MHD_OPTION_END, 0, NULL } };
 	struct client_http *h;
 	struct sockaddr_in sa4;
 	struct sockaddr_in6 sa6;
@@ -947,10 +1004,16 @@ int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_di
 	atomic_init(&h->stopping, false);
 	atomic_init(&h->exec_sessions, 0);
 	pthread_mutex_init(&h->client_lock, NULL);
+	if (tls && tls->cert_pem) {
+		flags |= MHD_USE_TLS;
+		h->verify_client = tls->verify_client;
+		tls_options(tls, tls_opts);
+	}
 	errno = 0;
 	h->mhd = MHD_start_daemon(flags, port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, sa,
 				  MHD_OPTION_CONNECTION_LIMIT, 256U,
-				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				  MHD_OPTION_ARRAY, tls_opts, MHD_OPTION_END);
 	if (!h->mhd) {
 		int e = errno ? errno : EIO;
 		client_http_stop(h);
@@ -978,6 +1041,7 @@ void client_http_stop(struct client_http *h)
 	free(h->alloc_dir);
 	free(h->state_dir);
 	free(h->auth_server);
+	tls_client_release(&h->auth_tls);
 	free(h->cgroup_parent);
 	free(h->docker_socket);
 	for (char **a = h->shim_argv; a && *a; a++)
@@ -994,10 +1058,14 @@ void client_http_set_client(struct client_http *h, struct client *c)
 	pthread_mutex_unlock(&h->client_lock);
 }
 
-void client_http_set_auth_server(struct client_http *h, const char *server)
+void client_http_set_auth_server(struct client_http *h, const char *server,
+				 const struct tls_client *tls)
 {
 	free(h->auth_server);
 	h->auth_server = server ? xstrdup(server) : NULL;
+	tls_client_release(&h->auth_tls);
+	if (tls)
+		tls_client_copy(&h->auth_tls, tls);
 }
 
 void client_http_set_drivers(struct client_http *h, const char *cgroup_parent,

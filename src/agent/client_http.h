@@ -59,10 +59,17 @@
 struct client_http;
 
 /* Starts listening on bind_addr (numeric IPv4/IPv6; NULL: 127.0.0.1):port
- * (0: any free port).  alloc_dir and state_dir are copied.  Returns 0 with
- * *out, or -errno with err (-EADDRINUSE, -EINVAL for a bad address). */
+ * (0: any free port).  alloc_dir and state_dir are copied.  tls (the
+ * agent's tls block, common/tls.h; borrowed, must outlive the API; NULL or
+ * without cert_pem: plain HTTP) makes it https, and with verify_client a
+ * caller without a certificate signed by its CA gets 403
+ * (tls_client_certificate) whatever it asks.  Returns 0 with *out, or
+ * -errno with err (-EADDRINUSE, -EINVAL for a bad address). */
+struct tls_server;
+struct tls_client;
 int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_dir,
-		      const char *state_dir, struct client_http **out, struct herd_err *err);
+		      const char *state_dir, const struct tls_server *tls,
+		      struct client_http **out, struct herd_err *err);
 
 /* Makes every request ask a server ("host:port", copied; NULL: none)
  * whether the caller may read the allocation: GET /v1/allocation/:id with
@@ -71,9 +78,12 @@ int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_di
  * anyone with ACL off); a restart or signal asks ?acl=submit, answered
  * only when the token may also submit there.  Refusals: 404 (no such
  * allocation, or not readable: the server does not tell them apart), 403,
- * 503 when no server answers.  Call before the address is published (not thread-safe with
- * requests in flight). */
-void client_http_set_auth_server(struct client_http *h, const char *server);
+ * 503 when no server answers.  tls (copied; NULL: plain HTTP) is how the
+ * server is reached: the agent's tls block, never the environment.  Call
+ * before the address is published (not thread-safe with requests in
+ * flight). */
+void client_http_set_auth_server(struct client_http *h, const char *server,
+				 const struct tls_client *tls);
 
 /* The driver settings a stats sample needs: the exec driver's cgroup
  * parent and the docker engine socket (copied; NULL: the drivers'

@@ -37,6 +37,16 @@ void cfg_host_volumes_copy(struct agent_config *dst, const struct agent_config *
  * first that is not (agent_config_finish). */
 int cfg_host_volumes_check(const struct agent_config *cfg, struct herd_err *err);
 
+/* tls { http ca_file cert_file key_file verify_https_client
+ * verify_server_hostname } (config_tls.c): reads the block's body into
+ * cfg, errors and warnings to dl; release and deep copy of cfg->tls; and
+ * agent_config_finish's part: -errno with err when http is on and the
+ * files are missing, unreadable or not PEM of the right kind. */
+void cfg_read_tls(struct agent_config *cfg, const struct hcl_body *body, struct diag_list *dl);
+void cfg_tls_release(struct agent_config *cfg);
+void cfg_tls_copy(struct agent_config *dst, const struct agent_config *src);
+int cfg_tls_finish(struct agent_config *cfg, struct herd_err *err);
+
 /* Deep copy of a configuration (for all-or-nothing application). */
 void agent_config_copy(struct agent_config *dst, const struct agent_config *src);
 

@@ -62,6 +62,7 @@ void agent_config_init(struct agent_config *cfg)
 	cfg->docker.gc_dangling = true;
 	cfg->docker.gc_period_ns = 5 * 60 * NS_PER_SEC;
 	cfg->server.policy = SCHED_HERD;
+	cfg->tls.verify_server_hostname = true;
 }
 
 static void free_strings(char **v, size_t n)
@@ -105,6 +106,7 @@ void agent_config_release(struct agent_config *cfg)
 		free(cfg->gpu.overrides[i].device);
 	free(cfg->gpu.overrides);
 	cfg_host_volumes_release(cfg);
+	cfg_tls_release(cfg);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -171,6 +173,7 @@ void agent_config_copy(struct agent_config *dst, const struct agent_config *src)
 		}
 	}
 	cfg_host_volumes_copy(dst, src);
+	cfg_tls_copy(dst, src);
 }
 
 void agent_config_apply_dev(struct agent_config *cfg)
@@ -327,7 +330,7 @@ int agent_config_finish(struct agent_config *cfg, struct herd_err *err)
 			return rc;
 	}
 	cfg->gpu.nvml.library_path = cfg->gpu.nvml_library;
-	return 0;
+	return cfg_tls_finish(cfg, err);
 }
 
 static struct agent_gpu_share share_of(enum sched_sharing sharing, int replicas)

@@ -26,6 +26,7 @@
 
 #include "common/diag.h"
 #include "common/err.h"
+#include "common/tls.h"
 #include "gpu/gpu.h"
 #include "sched/sched.h"
 
@@ -192,6 +193,18 @@ struct agent_config {
 		char *cgroup_parent;     /* NULL: "herd.slice" (v2) / "herd" (v1) */
 		char *default_user;      /* a task without `user`; NULL: "nobody" */
 	} exec;
+	/* tls { } (Nomad's names; docs/agent-config.md, config_tls.c): https
+	 * on both listeners (the server's API and the client's) and on the
+	 * client's connections to servers.  The paths are as written; finish
+	 * reads the files into server and fills client. */
+	struct {
+		bool http;                   /* false, also in -dev */
+		char *ca_file, *cert_file, *key_file;
+		bool verify_https_client;    /* false: callers need no certificate */
+		bool verify_server_hostname; /* true: a server's certificate names its address */
+		struct tls_server server;    /* the listeners' material (finish) */
+		struct tls_client client;    /* outgoing connections (finish) */
+	} tls;
 	bool dev;                /* -dev was given */
 };
 
@@ -246,7 +259,9 @@ int agent_config_apply_flags(struct agent_config *cfg, const struct agent_flags 
  * which nobody can dial: the integrator may replace it with a fingerprinted
  * address), and an advertise without port gets http_port; a client's host
  * volume paths must be directories that exist ("client.host_volume
- * \"datasets\": path /data/sets: No such file or directory").  Returns
+ * \"datasets\": path /data/sets: No such file or directory"); with
+ * tls { http = true } the certificate, key and CA files are read and
+ * checked (tls_server_load's errors, naming the file).  Returns
  * 0 or -EINVAL/-errno with err; on failure cfg may have gained the derived
  * paths but nothing else. */
 int agent_config_finish(struct agent_config *cfg, struct herd_err *err);

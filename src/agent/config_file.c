@@ -1023,11 +1023,11 @@ static void walk_top(struct walk *w, const struct hcl_body *body)
 {
 	static const char *const known[] = { "name", "region", "datacenter", "data_dir",
 		"bind_addr", "log_level", "ports", "advertise", "server", "client", "plugin",
-		"gpu", "acl", NULL };
+		"gpu", "acl", "tls", NULL };
 	struct agent_config *cfg = w->cfg;
 	struct seen seen[] = { { "ports", { 0, 0 } }, { "advertise", { 0, 0 } },
 			       { "server", { 0, 0 } }, { "client", { 0, 0 } },
-			       { "gpu", { 0, 0 } }, { "acl", { 0, 0 } } };
+			       { "gpu", { 0, 0 } }, { "acl", { 0, 0 } }, { "tls", { 0, 0 } } };
 
 	for (size_t i = 0; i < body->n; i++) {
 		const struct hcl_item *it = &body->items[i];
@@ -1035,6 +1035,12 @@ static void walk_top(struct walk *w, const struct hcl_body *body)
 			const struct hcl_block *b = &it->u.block;
 			if (!strcmp(b->type, "plugin")) {
 				walk_plugin(w, b);
+				continue;
+			}
+			if (!strcmp(b->type, "tls")) {
+				if (once(seen, sizeof(seen) / sizeof(seen[0]), b, w->dl) &&
+				    no_labels(b, w->dl))
+					cfg_read_tls(cfg, b->body, w->dl);
 				continue;
 			}
 			void (*walker)(struct walk *, const struct hcl_body *) = NULL;

@@ -62,7 +62,8 @@ void client_httpc_init(struct client *c, struct httpc *h)
 {
 	const char *token = c->cfg->client.token;
 
-	httpc_init(h, c->server_addr);
+	/* TLS from the agent's tls block, never the environment */
+	httpc_init_tls(h, c->server_addr, &c->cfg->tls.client);
 	h->local = c->local_transport;
 	if (token && *token) {
 		free(h->token);

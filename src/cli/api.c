@@ -16,6 +16,9 @@ static void report(const char *cmd, int rc, const struct herd_err *err)
 	if (rc == -ECONNREFUSED)
 		fprintf(stderr, "%s: is an agent running there? (HERD_ADDR, default %s)\n", cmd,
 			HTTPC_DEFAULT_ADDR);
+	else if (rc == -EKEYREJECTED)
+		fprintf(stderr, "%s: HERD_CACERT names the CA file that signed the server's "
+			"certificate\n", cmd);
 }
 
 int api_call(const char *cmd, const char *method, const char *path, const json_t *body,

@@ -263,6 +263,7 @@ int cmd_agent(int argc, char **argv)
 		sc.heartbeat_ttl_ns = cfg.server.heartbeat_ttl_ns;
 		sc.policy = sched_policy_name(cfg.server.policy);  /* server { scheduler { policy } } */
 		sc.acl_enabled = cfg.acl.enabled;
+		sc.tls = &cfg.tls.server;   /* loaded only with tls { http = true } */
 		sc.job_gc_threshold_ns = cfg.server.job_gc_threshold_ns;
 		sc.eval_gc_threshold_ns = cfg.server.eval_gc_threshold_ns;
 		sc.gc_interval_ns = cfg.server.gc_interval_ns;
@@ -277,8 +278,9 @@ int cmd_agent(int argc, char **argv)
 			log_error("server: %s", err.msg);
 			goto out;
 		}
-		log_info("server: listening on http://%s:%u (data dir %s)", cfg.bind_addr,
-			 server_port(srv), cfg.server.data_dir);
+		log_info("server: listening on %s://%s:%u (data dir %s)",
+			 cfg.tls.http ? "https" : "http", cfg.bind_addr, server_port(srv),
+			 cfg.server.data_dir);
 		local = xasprintf("%s:%u",
 				  strcmp(cfg.bind_addr, "0.0.0.0") ? cfg.bind_addr : "127.0.0.1",
 				  server_port(srv));
@@ -299,7 +301,7 @@ int cmd_agent(int argc, char **argv)
 		 * port of its own. */
 		uint16_t cport = srv ? 0 : (uint16_t)cfg.http_port;
 		if (client_http_start(cfg.bind_addr, cport, cfg.client.alloc_dir,
-				      cfg.client.state_dir, &chttp, &err) < 0) {
+				      cfg.client.state_dir, &cfg.tls.server, &chttp, &err) < 0) {
 			log_warn("%s: task logs cannot be read through the API", err.msg);
 		} else {
 			/* Log reads are authorized by a server (ACL on the
@@ -307,7 +309,7 @@ int cmd_agent(int argc, char **argv)
 			 * first configured. */
 			client_http_set_auth_server(chttp, local ? local
 						   : cfg.client.nr_servers ? cfg.client.servers[0]
-						   : NULL);
+						   : NULL, &cfg.tls.client);
 			client_http_set_drivers(chttp, cfg.exec.cgroup_parent, cfg.docker.socket);
 			char *host = xstrdup(cfg.advertise_http ? cfg.advertise_http : "127.0.0.1");
 			char *colon = host[0] == '[' ? strstr(host, "]:") : strchr(host, ':');
@@ -319,7 +321,8 @@ int cmd_agent(int argc, char **argv)
 			free(cfg.advertise_http);
 			cfg.advertise_http = xasprintf("%s:%u", host, client_http_port(chttp));
 			free(host);
-			log_info("client: http api on %s", cfg.advertise_http);
+			log_info("client: http api on %s%s", cfg.advertise_http,
+				 cfg.tls.http ? " (https)" : "");
 			if (!srv && cfg.http_port == 0) {
 				printf("http port %u\n", client_http_port(chttp));
 				fflush(stdout);
@@ -360,8 +363,9 @@ int cmd_agent(int argc, char **argv)
 	}
 	if (cfg.dev)
 		log_info("agent: dev mode: data in %s (removed on exit); try "
-			 "HERD_ADDR=http://%s herd job run examples/jobs/hello-gpu.hcl",
-			 cfg.data_dir, local ? local : "127.0.0.1:4646");
+			 "HERD_ADDR=%s://%s herd job run examples/jobs/hello-gpu.hcl",
+			 cfg.data_dir, cfg.tls.http ? "https" : "http",
+			 local ? local : "127.0.0.1:4646");
 
 	while (sigwait(&sigs, &sig) != 0)
 		;

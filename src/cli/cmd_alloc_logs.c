@@ -13,6 +13,7 @@
 #include "cli/cli-api.h"
 #include "cli/cli.h"
 #include "common/strbuf.h"
+#include "common/tls.h"
 #include "common/xalloc.h"
 
 #define TAIL_WINDOW (1 << 20)   /* bytes read back to find the last N lines */
@@ -51,18 +52,29 @@ static int fetch(const char *cmd, const char *addr, const char *alloc, const cha
 		 const char *type, bool follow, bool from_end, long long offset,
 		 struct strbuf *buf)
 {
-	CURL *curl = curl_easy_init();
+	CURL *curl;
 	struct curl_slist *hdrs = NULL;
 	const char *token = getenv("HERD_TOKEN");
-	struct sink s = { buf, 0, STRBUF_INIT, curl };
-	char *etask = curl_easy_escape(curl, task, 0);
-	char *url = xasprintf("http://%s/v1/client/fs/logs/%s?task=%s&type=%s&follow=%s"
-			      "&origin=%s&offset=%lld",
-			      addr, alloc, etask, type, follow ? "true" : "false",
-			      from_end ? "end" : "start", offset);
+	struct sink s = { buf, 0, STRBUF_INIT, NULL };
+	struct tls_client tls;
+	struct herd_err terr = { 0, "" };
+	char errbuf[CURL_ERROR_SIZE] = "", *etask, *url;
 	CURLcode cc;
 	int rc = 0;
 
+	/* the node's address has no scheme: it takes HERD_ADDR's */
+	if (tls_client_from_env(&tls, &terr) < 0) {
+		fprintf(stderr, "%s: %s\n", cmd, terr.msg);
+		return 1;
+	}
+	s.curl = curl = curl_easy_init();
+	etask = curl_easy_escape(curl, task, 0);
+	url = xasprintf("%s://%s/v1/client/fs/logs/%s?task=%s&type=%s&follow=%s"
+			"&origin=%s&offset=%lld", tls.https ? "https" : "http",
+			addr, alloc, etask, type, follow ? "true" : "false",
+			from_end ? "end" : "start", offset);
+	tls_client_apply(&tls, curl);
+	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
 	if (token && *token) {
 		char *h = xasprintf("X-Herd-Token: %s", token);
 		hdrs = curl_slist_append(hdrs, h);
@@ -78,7 +90,8 @@ static int fetch(const char *cmd, const char *addr, const char *alloc, const cha
 	if (!s.status)
 		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &s.status);
 	if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR) {
-		fprintf(stderr, "%s: node at %s: %s\n", cmd, addr, curl_easy_strerror(cc));
+		fprintf(stderr, "%s: node at %s: %s\n", cmd, addr,
+			errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		rc = 1;
 	} else if (s.status != 200) {
 		json_t *j = json_loadb(s.err.buf ? s.err.buf : "", s.err.len, 0, NULL);
@@ -93,6 +106,7 @@ static int fetch(const char *cmd, const char *addr, const char *alloc, const cha
 	curl_slist_free_all(hdrs);
 	curl_free(etask);
 	curl_easy_cleanup(curl);
+	tls_client_release(&tls);
 	free(url);
 	return rc;
 }

@@ -68,7 +68,14 @@ static int fetch_snapshot(const char *cmd, FILE *out)
 	int rc = 0;
 
 	httpc_init(&c, NULL);
+	if (c.tls_err.code) {
+		fprintf(stderr, "%s: %s\n", cmd, c.tls_err.msg);
+		curl_easy_cleanup(d.curl);
+		httpc_release(&c);
+		return 1;
+	}
 	url = xasprintf("%s/v1/operator/snapshot", c.base);
+	tls_client_apply(&c.tls, d.curl);
 	if (c.token) {
 		char *h = xasprintf("X-Herd-Token: %s", c.token);
 		hdrs = curl_slist_append(hdrs, h);

@@ -21,13 +21,13 @@ static void global_init(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-static char *normalise_addr(const char *addr)
+static char *normalise_addr(const char *addr, bool https)
 {
 	size_t len;
 	char *s;
 
 	if (!strstr(addr, "://"))
-		s = xasprintf("http://%s", addr);
+		s = xasprintf("%s://%s", https ? "https" : "http", addr);
 	else
 		s = xstrdup(addr);
 	len = strlen(s);
@@ -36,20 +36,34 @@ static char *normalise_addr(const char *addr)
 	return s;
 }
 
-void httpc_init(struct httpc *c, const char *addr)
+static void init_tls(struct httpc *c, const char *addr, const struct tls_client *tls)
 {
 	const char *tok = getenv("HERD_TOKEN");
 
 	pthread_once(&global_once, global_init);
 	memset(c, 0, sizeof(*c));
+	if (tls)
+		tls_client_copy(&c->tls, tls);
+	else
+		tls_client_from_env(&c->tls, &c->tls_err);
 	if (!addr || !*addr)
 		addr = getenv("HERD_ADDR");
 	if (!addr || !*addr)
 		addr = HTTPC_DEFAULT_ADDR;
-	c->base = normalise_addr(addr);
+	c->base = normalise_addr(addr, c->tls.https);
 	c->token = tok && *tok ? xstrdup(tok) : NULL;
 	c->timeout_ms = HTTPC_DEFAULT_TIMEOUT_MS;
 	c->connect_timeout_ms = 5000;
+}
+
+void httpc_init(struct httpc *c, const char *addr)
+{
+	init_tls(c, addr, NULL);
+}
+
+void httpc_init_tls(struct httpc *c, const char *addr, const struct tls_client *tls)
+{
+	init_tls(c, addr, tls);
 }
 
 void httpc_release(struct httpc *c)
@@ -60,13 +74,14 @@ void httpc_release(struct httpc *c)
 		curl_easy_cleanup(c->curl);
 	free(c->base);
 	free(c->token);
+	tls_client_release(&c->tls);
 	memset(c, 0, sizeof(*c));
 }
 
 void httpc_set_addr(struct httpc *c, const char *addr)
 {
 	free(c->base);
-	c->base = normalise_addr(addr);
+	c->base = normalise_addr(addr, c->tls.https);
 }
 
 void httpc_response_release(struct httpc_response *resp)
@@ -215,6 +230,8 @@ static int perform(struct httpc *c, const char *method, const char *url, const j
 	int rc = 0;
 
 	memset(resp, 0, sizeof(*resp));
+	if (c->tls_err.code)
+		return herd_errf(err, c->tls_err.code, "%s", c->tls_err.msg);
 	if (!c->curl)
 		c->curl = curl_easy_init();
 	if (!c->curl)
@@ -232,6 +249,7 @@ static int perform(struct httpc *c, const char *method, const char *url, const j
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	tls_client_apply(&c->tls, h);
 	if (c->abort_cb) {
 		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
 		curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
@@ -273,6 +291,14 @@ static int perform(struct httpc *c, const char *method, const char *url, const j
 				       errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		else if (cc == CURLE_OPERATION_TIMEDOUT)
 			rc = herd_errf(err, -ETIMEDOUT, "%s did not answer in time", c->base);
+		else if (cc == CURLE_PEER_FAILED_VERIFICATION)
+			rc = herd_errf(err, -EKEYREJECTED, "%s: the server's certificate is not "
+				       "trusted: %s", c->base, errbuf[0] ? errbuf :
+				       curl_easy_strerror(cc));
+		else if (cc == CURLE_GOT_NOTHING && !strncmp(c->base, "http://", 7))
+			/* what a TLS listener does with plain HTTP */
+			rc = herd_errf(err, -EIO, "%s: empty reply (a server with TLS on answers "
+				       "only https://)", c->base);
 		else
 			rc = herd_errf(err, -EIO, "%s: %s", c->base,
 				       errbuf[0] ? errbuf : curl_easy_strerror(cc));

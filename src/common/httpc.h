@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "common/err.h"
+#include "common/tls.h"
 
 #define HTTPC_DEFAULT_ADDR "http://127.0.0.1:4646"
 #define HTTPC_DEFAULT_TIMEOUT_MS 30000
@@ -60,6 +61,12 @@ struct httpc {
 	/* When set, requests go to this in-process server instead of base
 	 * (the timeouts do not apply: nothing can be lost on the way). */
 	const struct httpc_local *local;
+	/* How https connections are made (common/tls.h): from the environment
+	 * (HERD_CACERT, ...) by httpc_init, or the agent's tls block through
+	 * httpc_init_tls.  A bad environment is kept in tls_err and every
+	 * request fails with it. */
+	struct tls_client tls;
+	struct herd_err tls_err;
 };
 
 struct httpc_response {
@@ -69,10 +76,17 @@ struct httpc_response {
 	char error_code[64]; /* the "code" of an error body, "" otherwise */
 };
 
-/* Sets up c for addr ("http://host:port", "host:port" or NULL for
- * $HERD_ADDR, else HTTPC_DEFAULT_ADDR) and the token from $HERD_TOKEN.
- * Never fails (the address is checked by the first request). */
+/* Sets up c for addr ("http://host:port", "https://host:port",
+ * "host:port" or NULL for $HERD_ADDR, else HTTPC_DEFAULT_ADDR), the token
+ * from $HERD_TOKEN and TLS from the environment (tls_client_from_env).
+ * "host:port" is https:// when $HERD_ADDR is (the nodes' client APIs
+ * follow the server's scheme), else http://.  Never fails (the address
+ * and the environment are checked by the first request). */
 void httpc_init(struct httpc *c, const char *addr);
+
+/* The same with tls (copied; an agent's tls block) instead of the
+ * environment: "host:port" is https:// when tls->https. */
+void httpc_init_tls(struct httpc *c, const char *addr, const struct tls_client *tls);
 
 /* Frees what c owns; accepts NULL. */
 void httpc_release(struct httpc *c);
@@ -89,7 +103,9 @@ void httpc_set_addr(struct httpc *c, const char *addr);
  *     -EIO (anything else);
  *   - no answer (connection refused, timeout): resp->status is 0 and the
  *     return is -ECONNREFUSED, -ETIMEDOUT or -EIO with err naming the
- *     address;
+ *     address; -EKEYREJECTED when the server's certificate did not verify
+ *     (HERD_CACERT / tls { ca_file } names the CA), -EINVAL for a bad TLS
+ *     environment;
  *   - abort_cb said stop: -ECANCELED.
  * A 2xx answer whose body is not JSON is -EPROTO.  The caller releases
  * resp with httpc_response_release in every case. */

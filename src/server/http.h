@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/tls.h"
 #include "store/index_watch.h"
 
 #define HTTP_MAX_PARAMS 8
@@ -155,6 +156,11 @@ struct http_server_config {
 	int64_t max_wait_ns;       /* 0: HTTP_DEFAULT_MAX_WAIT_NS; cap and default */
 	const struct http_router *router; /* borrowed; must outlive the server */
 	struct index_watch *watch; /* borrowed; the index of X-Herd-Index */
+	/* https (common/tls.h): NULL or without cert_pem: plain HTTP.  With
+	 * verify_client, a request whose connection presented no certificate
+	 * signed by ca_pem is answered 403 (tls_client_certificate) and never
+	 * reaches a handler.  Borrowed; must outlive the server. */
+	const struct tls_server *tls;
 };
 
 struct http_server;

@@ -216,6 +216,7 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	hc.max_body = cfg->max_body;
 	hc.router = srv->router;
 	hc.watch = store_watch(srv->store);
+	hc.tls = cfg->tls;
 	rc = http_server_start(&hc, &srv->http, err);
 	if (rc < 0)
 		goto fail;

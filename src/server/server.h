@@ -32,6 +32,8 @@
  * request path for client errors).  level: "error" or "warn". */
 typedef void server_log_fn(const char *level, const char *msg, void *arg);
 
+struct tls_server;
+
 struct server_config {
 	const char *data_dir;      /* required; created when absent; holds state.db */
 	const char *bind_addr;     /* numeric address; NULL: 127.0.0.1 */
@@ -54,6 +56,9 @@ struct server_config {
 	/* ACL: when set, every API call but health and status needs a token
 	 * (docs/teams.md); -dev leaves it off. */
 	int acl_enabled;
+	/* https on the API (http.h, http_server_config.tls); NULL: plain
+	 * HTTP.  Borrowed; must outlive the server. */
+	const struct tls_server *tls;
 	/* Garbage collection (gc.c, docs/operations.md): stopped and dead jobs
 	 * older than job_gc_threshold go with all their records; ended
 	 * evaluations and allocations older than eval_gc_threshold go; the

@@ -1,0 +1,279 @@
+/* tls: see tls.h. */
+#include "common/tls.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+
+#include "common/strbuf.h"
+#include "common/xalloc.h"
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+void tls_client_release(struct tls_client *t)
+{
+	if (!t)
+		return;
+	free(t->ca_file);
+	free(t->cert_file);
+	free(t->key_file);
+	memset(t, 0, sizeof(*t));
+}
+
+void tls_client_copy(struct tls_client *dst, const struct tls_client *src)
+{
+	*dst = *src;
+	dst->ca_file = dup_or_null(src->ca_file);
+	dst->cert_file = dup_or_null(src->cert_file);
+	dst->key_file = dup_or_null(src->key_file);
+}
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : NULL;
+}
+
+static int parse_bool(const char *s, bool *out)
+{
+	if (!strcasecmp(s, "1") || !strcasecmp(s, "true")) {
+		*out = true;
+		return 0;
+	}
+	if (!strcasecmp(s, "0") || !strcasecmp(s, "false")) {
+		*out = false;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int tls_client_from_env(struct tls_client *t, struct herd_err *err)
+{
+	const char *addr = env("HERD_ADDR"), *skip = env("HERD_SKIP_VERIFY");
+	const char *cert = env("HERD_CLIENT_CERT"), *key = env("HERD_CLIENT_KEY");
+
+	memset(t, 0, sizeof(*t));
+	if (skip && parse_bool(skip, &t->skip_verify) < 0)
+		return herd_errf(err, -EINVAL, "HERD_SKIP_VERIFY: expected 1, true, 0 or false, "
+				 "not \"%s\"", skip);
+	if (!cert != !key)
+		return herd_errf(err, -EINVAL, "%s is set but %s is not: a client certificate "
+				 "needs its key", cert ? "HERD_CLIENT_CERT" : "HERD_CLIENT_KEY",
+				 cert ? "HERD_CLIENT_KEY" : "HERD_CLIENT_CERT");
+	t->https = addr && !strncasecmp(addr, "https://", 8);
+	t->ca_file = dup_or_null(env("HERD_CACERT"));
+	t->cert_file = dup_or_null(cert);
+	t->key_file = dup_or_null(key);
+	return 0;
+}
+
+void tls_client_apply(const struct tls_client *t, void *curl)
+{
+	CURL *h = curl;
+
+	if (t->ca_file)
+		curl_easy_setopt(h, CURLOPT_CAINFO, t->ca_file);
+	if (t->cert_file && t->key_file) {
+		curl_easy_setopt(h, CURLOPT_SSLCERT, t->cert_file);
+		curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+		curl_easy_setopt(h, CURLOPT_SSLKEY, t->key_file);
+		curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+	}
+	if (t->skip_verify) {
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	} else if (t->skip_hostname) {
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+}
+
+/* --- the listener's side ------------------------------------------------ */
+
+/* Reads a whole PEM file (at most TLS_MAX_PEM bytes) into *out, a
+ * NUL-terminated string. */
+static int read_pem(const char *what, const char *path, char **out, struct herd_err *err)
+{
+	struct strbuf sb = STRBUF_INIT;
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return herd_errf(err, -errno, "tls: %s %s: %s", what, path, strerror(errno));
+	if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+		rc = herd_errf(err, -EINVAL, "tls: %s %s: not a regular file", what, path);
+		goto out;
+	}
+	for (;;) {
+		strbuf_grow(&sb, 16384);
+		ssize_t n = read(fd, sb.buf + sb.len, sb.alloc - sb.len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = herd_errf(err, -errno, "tls: %s %s: %s", what, path, strerror(errno));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		strbuf_setlen(&sb, sb.len + (size_t)n);
+		if (sb.len > TLS_MAX_PEM) {
+			rc = herd_errf(err, -EFBIG, "tls: %s %s: larger than %d bytes", what, path,
+				       TLS_MAX_PEM);
+			goto out;
+		}
+	}
+out:
+	close(fd);
+	if (rc == 0)
+		*out = strbuf_detach(&sb, NULL);
+	strbuf_release(&sb);
+	return rc;
+}
+
+/* The number of PEM certificates in pem (0 after filling err). */
+static unsigned count_certs(const char *what, const char *path, const char *pem,
+			    struct herd_err *err)
+{
+	gnutls_datum_t d = { (unsigned char *)pem, (unsigned)strlen(pem) };
+	gnutls_x509_crt_t *crts = NULL;
+	unsigned n = 0;
+	int r = gnutls_x509_crt_list_import2(&crts, &n, &d, GNUTLS_X509_FMT_PEM, 0);
+
+	if (r < 0 || n == 0) {
+		herd_errf(err, -EINVAL, "tls: %s %s: no PEM certificate in it (%s)", what, path,
+			  r < 0 ? gnutls_strerror(r) : "empty");
+		return 0;
+	}
+	for (unsigned i = 0; i < n; i++)
+		gnutls_x509_crt_deinit(crts[i]);
+	gnutls_free(crts);
+	return n;
+}
+
+/* The key must be a PEM private key (unencrypted: the agent starts
+ * unattended) and match the certificate. */
+static int check_key(const char *cert_file, const char *key_file, const char *cert_pem,
+		     const char *key_pem, struct herd_err *err)
+{
+	gnutls_datum_t c = { (unsigned char *)cert_pem, (unsigned)strlen(cert_pem) };
+	gnutls_datum_t k = { (unsigned char *)key_pem, (unsigned)strlen(key_pem) };
+	gnutls_x509_privkey_t key;
+	gnutls_certificate_credentials_t cred;
+	int r;
+
+	gnutls_x509_privkey_init(&key);
+	r = gnutls_x509_privkey_import2(key, &k, GNUTLS_X509_FMT_PEM, NULL, 0);
+	gnutls_x509_privkey_deinit(key);
+	if (r < 0)
+		return herd_errf(err, -EINVAL, "tls: key_file %s: not an unencrypted PEM private "
+				 "key (%s)", key_file, gnutls_strerror(r));
+	gnutls_certificate_allocate_credentials(&cred);
+	r = gnutls_certificate_set_x509_key_mem2(cred, &c, &k, GNUTLS_X509_FMT_PEM, NULL, 0);
+	gnutls_certificate_free_credentials(cred);
+	if (r < 0)
+		return herd_errf(err, -EINVAL, "tls: key_file %s does not go with cert_file %s (%s)",
+				 key_file, cert_file, gnutls_strerror(r));
+	return 0;
+}
+
+int tls_server_load(struct tls_server *s, const char *cert_file, const char *key_file,
+		    const char *ca_file, bool verify_client, struct herd_err *err)
+{
+	struct tls_server t = { NULL, NULL, NULL, verify_client };
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	if (!cert_file || !key_file)
+		return herd_errf(err, -EINVAL, "tls: %s is not set: https needs the agent's "
+				 "certificate and key", !cert_file ? "cert_file" : "key_file");
+	if (verify_client && !ca_file)
+		return herd_errf(err, -EINVAL, "tls: verify_https_client needs ca_file, the CA "
+				 "that signs client certificates");
+	if ((rc = read_pem("cert_file", cert_file, &t.cert_pem, err)) < 0 ||
+	    (rc = read_pem("key_file", key_file, &t.key_pem, err)) < 0 ||
+	    (ca_file && (rc = read_pem("ca_file", ca_file, &t.ca_pem, err)) < 0))
+		goto fail;
+	if (!count_certs("cert_file", cert_file, t.cert_pem, err) ||
+	    (t.ca_pem && !count_certs("ca_file", ca_file, t.ca_pem, err))) {
+		rc = -EINVAL;
+		goto fail;
+	}
+	if ((rc = check_key(cert_file, key_file, t.cert_pem, t.key_pem, err)) < 0)
+		goto fail;
+	*s = t;
+	return 0;
+fail:
+	tls_server_release(&t);
+	return rc;
+}
+
+void tls_server_release(struct tls_server *s)
+{
+	if (!s)
+		return;
+	free(s->cert_pem);
+	if (s->key_pem)
+		explicit_bzero(s->key_pem, strlen(s->key_pem));
+	free(s->key_pem);
+	free(s->ca_pem);
+	memset(s, 0, sizeof(*s));
+}
+
+void tls_server_copy(struct tls_server *dst, const struct tls_server *src)
+{
+	*dst = *src;
+	dst->cert_pem = dup_or_null(src->cert_pem);
+	dst->key_pem = dup_or_null(src->key_pem);
+	dst->ca_pem = dup_or_null(src->ca_pem);
+}
+
+int tls_verify_peer(void *session, struct herd_err *err)
+{
+	gnutls_session_t ss = session;
+	unsigned status = 0, n = 0;
+	int r;
+
+	if (!ss)
+		return herd_errf(err, -EACCES, "not a TLS connection");
+	if (!gnutls_certificate_get_peers(ss, &n) || n == 0)
+		return herd_errf(err, -EACCES, "no client certificate was presented: this agent "
+				 "requires one signed by its CA (tls { verify_https_client })");
+	r = gnutls_certificate_verify_peers2(ss, &status);
+	if (r < 0)
+		return herd_errf(err, -EACCES, "the client certificate cannot be verified: %s",
+				 gnutls_strerror(r));
+	if (status == 0)
+		return 0;
+	if (status & GNUTLS_CERT_SIGNER_NOT_FOUND)
+		return herd_errf(err, -EACCES, "the client certificate is not signed by a CA "
+				 "this agent trusts (tls { ca_file })");
+	if (status & GNUTLS_CERT_EXPIRED)
+		return herd_errf(err, -EACCES, "the client certificate has expired");
+	if (status & GNUTLS_CERT_NOT_ACTIVATED)
+		return herd_errf(err, -EACCES, "the client certificate is not valid yet");
+	return herd_errf(err, -EACCES, "the client certificate is not valid (status 0x%x)",
+			 status);
+}
+
+int tls_peer_check(struct tls_peer *p, void *session, struct herd_err *err)
+{
+	if (!p->checked) {
+		p->err.code = 0;
+		p->err.msg[0] = '\0';
+		p->rc = tls_verify_peer(session, &p->err);
+		p->checked = true;
+	}
+	if (p->rc < 0)
+		return herd_errf(err, p->rc, "%s", p->err.msg);
+	return 0;
+}

@@ -1,0 +1,104 @@
+/* tls: herd's TLS settings, in one place for every connection it makes or
+ * serves (docs/operations.md, "TLS").
+ *
+ * Two halves, both on GnuTLS (libcurl's GnuTLS flavour and libmicrohttpd's
+ * TLS use the same library):
+ *
+ *   struct tls_client   how a connection to a herd API is made: which CA
+ *                       vouches for servers, which certificate the caller
+ *                       presents, whether the server's certificate is
+ *                       checked.  Filled from the agent's tls block or from
+ *                       the environment (tls_client_from_env), applied to a
+ *                       libcurl handle by tls_client_apply.
+ *   struct tls_server   what a listener serves: its certificate, key and
+ *                       the CA of its clients as PEM text, read and checked
+ *                       once at start (tls_server_load), and the check of a
+ *                       caller's certificate on a GnuTLS session
+ *                       (tls_verify_peer).
+ *
+ * Library code: nothing here prints. */
+#ifndef HERD_COMMON_TLS_H
+#define HERD_COMMON_TLS_H
+
+#include <stdbool.h>
+
+#include "common/err.h"
+
+/* The largest PEM file read (a CA bundle of a few hundred certificates). */
+#define TLS_MAX_PEM (1 << 20)
+
+struct tls_client {
+	bool https;          /* an address without a scheme is https:// */
+	char *ca_file;       /* PEM CAs that vouch for servers; NULL: the system's store */
+	char *cert_file;     /* PEM certificate presented to servers, with key_file; NULL: none */
+	char *key_file;
+	bool skip_verify;    /* the server's certificate is not checked at all */
+	bool skip_hostname;  /* checked, but it need not name the host dialed */
+};
+
+/* Frees what t owns and zeroes it; accepts NULL. */
+void tls_client_release(struct tls_client *t);
+
+/* A deep copy of src into dst (dst's old contents are not freed). */
+void tls_client_copy(struct tls_client *dst, const struct tls_client *src);
+
+/* Fills t (zeroed first) from the environment, as the CLI uses it:
+ *   HERD_ADDR          https://... turns https on (also for the nodes'
+ *                      client APIs, whose advertised address has no scheme)
+ *   HERD_CACERT        ca_file
+ *   HERD_CLIENT_CERT   cert_file, needs HERD_CLIENT_KEY (and the other way)
+ *   HERD_CLIENT_KEY    key_file
+ *   HERD_SKIP_VERIFY   1/true/0/false (any case): skip_verify
+ * Empty variables count as unset.  Returns 0, or -EINVAL with err naming
+ * the variable (then t is zeroed). */
+int tls_client_from_env(struct tls_client *t, struct herd_err *err);
+
+/* Sets curl's TLS options (CURLOPT_CAINFO, SSLCERT, SSLKEY, SSL_VERIFYPEER,
+ * SSL_VERIFYHOST) from t on curl (a CURL *).  Options t does not set keep
+ * libcurl's defaults (verify everything against the system's store).
+ * Apply after every curl_easy_reset. */
+void tls_client_apply(const struct tls_client *t, void *curl);
+
+/* A listener's material, read at start. */
+struct tls_server {
+	char *cert_pem;      /* NUL-terminated PEM text; NULL: not loaded */
+	char *key_pem;
+	char *ca_pem;        /* the CA that signs client certificates; NULL: none */
+	bool verify_client;  /* callers must present a certificate signed by ca_pem */
+};
+
+/* Reads cert_file, key_file and ca_file (NULL: none; required with
+ * verify_client) into s (zeroed first), checking that each is PEM of what
+ * it should be (certificates, a private key that matches the first
+ * certificate, at least one CA certificate).  Returns 0, or -errno with err
+ * naming the file and what is wrong ("tls: cert_file /etc/herd/a.pem: ...");
+ * then s is zeroed. */
+int tls_server_load(struct tls_server *s, const char *cert_file, const char *key_file,
+		    const char *ca_file, bool verify_client, struct herd_err *err);
+
+/* Frees what s owns and zeroes it; accepts NULL. */
+void tls_server_release(struct tls_server *s);
+
+/* A deep copy of src into dst (dst's old contents are not freed). */
+void tls_server_copy(struct tls_server *dst, const struct tls_server *src);
+
+/* Whether the peer of session (a gnutls_session_t of a server whose
+ * credentials trust the CA) presented a certificate that verifies against
+ * the session's trusted CAs.  Returns 0, or -EACCES with err saying why
+ * ("no client certificate was presented", "the client certificate is not
+ * signed by a trusted CA", ...). */
+int tls_verify_peer(void *session, struct herd_err *err);
+
+/* A connection's verdict on its peer: a TLS session keeps the certificate
+ * its handshake got, so a listener checks it once per connection, not per
+ * request.  Zero-initialised: not checked yet. */
+struct tls_peer {
+	bool checked;
+	int rc;
+	struct herd_err err;
+};
+
+/* tls_verify_peer(session) the first time, its result after that. */
+int tls_peer_check(struct tls_peer *p, void *session, struct herd_err *err);
+
+#endif
