@@ -101,7 +101,7 @@ static int follow_replacement(const char *cmd, const char *old_id, const json_t 
 			if (strcmp(st, last)) {
 				snprintf(last, sizeof(last), "%s", st);
 				printf("    replacement %s on node %s: %s\n", short_id(js(repl, "id"), rid),
-				       js(repl, "node_name"), st);
+				       js(repl, "node_name"), last);
 				fflush(stdout);
 			}
 			if (!strcmp(st, "running") || !strcmp(st, "complete")) {
