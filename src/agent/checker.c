@@ -567,21 +567,23 @@ static void http_done(CURLMsg *m)
 	struct check *c = NULL;
 	long code = 0;
 	char msg[512];
+	/* m is the easy handle's: read before the cleanup below frees it */
+	CURLcode result = m->data.result;
 
 	curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&c);
 	if (!c)
 		return;
-	if (m->data.result == CURLE_OK) {
+	if (result == CURLE_OK) {
 		curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &code);
 		snprintf(msg, sizeof(msg), "HTTP %s %s: %ld", c->method, c->url, code);
 	} else {
 		snprintf(msg, sizeof(msg), "HTTP %s %s: %s", c->method, c->url,
-			 curl_easy_strerror(m->data.result));
+			 curl_easy_strerror(result));
 	}
 	curl_multi_remove_handle(ck.multi, c->easy);
 	curl_easy_cleanup(c->easy);
 	c->easy = NULL;
-	finish(c, m->data.result == CURLE_OK ? svc_http_status(code) : SVC_CRITICAL, msg);
+	finish(c, result == CURLE_OK ? svc_http_status(code) : SVC_CRITICAL, msg);
 }
 
 /* One round: frees removed checks, starts the due ones, ends the late
