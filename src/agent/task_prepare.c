@@ -199,7 +199,7 @@ static int build_env(struct task_runner *tr, const struct agent_kv *extra, size_
 	rc = task_volumes(tr, &vols, &nvols, err);
 	if (rc < 0)
 		goto out;
-	venv = xcalloc(nvols + 1, sizeof(*venv));
+	venv = nvols ? xcalloc(nvols, sizeof(*venv)) : NULL;
 	for (i = 0; i < nvols; i++) {
 		bool raw = !strcmp(tr->task->driver, "raw_exec");
 		venv[i].key = (char *)vols[i].name;

@@ -272,3 +272,13 @@ def test_leader_ends_the_allocation(vols, tmp_path, code):
     # the kill_signal reached it: it ended on its own trap, not by SIGKILL
     r = cli(srv.port, 'alloc', 'logs', a['id'][:8], 'long')
     assert r.stdout == 'got TERM\n', r.stdout + r.stderr
+
+
+def test_agent_refuses_a_host_volume_path_that_does_not_exist(agents, tmp_path):
+    missing = tmp_path / 'not-there'
+    bad = Agent(tmp_path, 'bad', ['-config', client_hcl(tmp_path, 'bad', {'sets': (missing, False)}),
+                                  '-servers', '127.0.0.1:1', '-node', 'bad'])
+    bad.start()
+    agents.append(bad)
+    assert bad.proc.wait(timeout=30) != 0
+    assert f'client.host_volume "sets": path {missing}: No such file or directory' in bad.log()
