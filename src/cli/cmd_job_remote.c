@@ -490,7 +490,12 @@ void print_allocs_table(const json_t *allocs, bool show_node)
 							      "devices"));
 		table_add(&t, short_id(js(a, "id"), sid));
 		table_add(&t, show_node ? js(a, "node_name") : js(a, "job_id"));
-		table_add(&t, js(a, "task_group"));
+		if (json_object_get(a, "gang")) /* a gang member: its rank of the size */
+			table_addf(&t, "%s (gang %lld/%lld)", js(a, "task_group"),
+				   (long long)ji(json_object_get(a, "gang"), "rank"),
+				   (long long)ji(json_object_get(a, "gang"), "size"));
+		else
+			table_add(&t, js(a, "task_group"));
 		table_addf(&t, "%lld", (long long)ji(a, "job_version"));
 		table_add(&t, js(a, "desired_status"));
 		table_add(&t, js(a, "client_status"));

@@ -490,38 +490,33 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 	group_ask_release(&ask);
 }
 
-/* Whether the quota holds a gang (the first group to place, r->place[0]
- * on): quota_holds_first knows only the least one instance may take (a
- * MIG slice), and a gang counts its whole demand, so its members are
- * placed against the quota and taken back again (gang_probe).  Only a
- * gang that fits its quota enters the fair queue: one held there would
- * enter, try, leave and wake itself again forever (nothing of it stays
- * placed to change the next try).  Then every instance is recorded as
- * held, as by quota_holds_first. */
-static bool gang_quota_holds(struct server *srv, struct sched_view *v, const json_t *job,
-			     const struct job *model, const struct reconcile_result *r,
-			     json_t *live, struct plan *p, int64_t now)
+/* Whether the quota holds the gang whose needs are r->place[k..k+n):
+ * quota_holds_first knows only the least one instance may take (a MIG
+ * slice), and a gang counts its whole demand, so its members are placed
+ * against the quota and taken back again (gang_probe).  Only a gang that
+ * fits its quota enters the fair queue: one held there would enter, try,
+ * leave and wake itself again forever (nothing of it stays placed to
+ * change the next try).  Then every instance is recorded as held, as by
+ * quota_holds_first. */
+static bool gang_probe_holds(struct server *srv, struct sched_view *v, const json_t *job,
+			     const struct job *model, const struct reconcile_result *r, size_t k,
+			     size_t n, json_t *live, struct plan *p, int64_t now)
 {
-	const struct job_group *g = &model->groups[r->place[0].group];
+	const struct job_group *g = &model->groups[r->place[k].group];
 	struct plan probe;
-	size_t n = 1;
 	bool held;
 
-	if (!g->gang || !p->quota->spec)
-		return false;
-	while (n < r->nplace && r->place[n].group == r->place[0].group)
-		n++;
 	plan_init(&probe);
 	plan_no_placements(&probe);
 	probe.quota = p->quota;
 	probe.gang_probe = true;
-	place_group(srv, v, job, model, r->place[0].group, r->place, n, "", live, &probe, now);
+	place_group(srv, v, job, model, r->place[k].group, &r->place[k], n, "", live, &probe, now);
 	held = probe.quota_held;
 	probe.quota = NULL;
 	if (held) {
 		json_t *f = json_object_get(probe.failed, g->name);
-		for (size_t k = 0; k < r->nplace; k++)
-			add_failure(p, model->groups[r->place[k].group].name, NULL, NULL,
+		for (size_t i = 0; i < r->nplace; i++)
+			add_failure(p, model->groups[r->place[i].group].name, NULL, NULL,
 				    jstr(f, "explanation", probe.queued));
 		p->queued = probe.queued;
 		probe.queued = NULL;
@@ -529,6 +524,25 @@ static bool gang_quota_holds(struct server *srv, struct sched_view *v, const jso
 	}
 	plan_release(&probe);
 	return held;
+}
+
+/* Whether the quota holds any gang group the job has to place. */
+static bool gang_quota_holds(struct server *srv, struct sched_view *v, const json_t *job,
+			     const struct job *model, const struct reconcile_result *r,
+			     json_t *live, struct plan *p, int64_t now)
+{
+	if (!p->quota->spec)
+		return false;
+	for (size_t k = 0; k < r->nplace;) {
+		size_t e = k;
+		while (e < r->nplace && r->place[e].group == r->place[k].group)
+			e++;
+		if (model->groups[r->place[k].group].gang &&
+		    gang_probe_holds(srv, v, job, model, r, k, e - k, live, p, now))
+			return true;
+		k = e;
+	}
+	return false;
 }
 
 /* The quota state of namespace ns.  A namespace found without a quota

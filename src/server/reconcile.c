@@ -353,7 +353,7 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 {
 	struct reconcile_result r = { 0 };
 	unsigned char **slots = NULL; /* per group, per slot: taken */
-	const json_t ***gang;         /* per gang group, per slot: its member */
+	const json_t ***gang = NULL;  /* per gang group, per slot: its member */
 	json_t *replaced;
 	bool batch;
 	size_t i;
@@ -370,11 +370,13 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 	}
 	batch = !strcmp(job_model->type, "batch");
 	slots = xcalloc(job_model->ngroups + 1, sizeof(*slots));
-	gang = xcalloc(job_model->ngroups + 1, sizeof(*gang));
 	for (size_t g = 0; g < job_model->ngroups; g++) {
 		slots[g] = xcalloc((size_t)job_model->groups[g].count + 1, 1);
-		if (job_model->groups[g].gang)
-			gang[g] = xcalloc((size_t)job_model->groups[g].count + 1, sizeof(**gang));
+		if (!job_model->groups[g].gang)
+			continue;
+		if (!gang) /* only jobs with a gang pay for it */
+			gang = xcalloc(job_model->ngroups + 1, sizeof(*gang));
+		gang[g] = xcalloc((size_t)job_model->groups[g].count + 1, sizeof(**gang));
 	}
 
 	json_array_foreach(v->job_allocs, i, al) {
@@ -395,7 +397,7 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 			continue;
 		}
 		slots[g][slot] = 1;
-		if (job_model->groups[g].gang) {
+		if (gang && gang[g]) {
 			gang[g][slot] = al; /* decided for the whole gang below */
 			continue;
 		}
@@ -449,7 +451,7 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 	}
 	replaced = replaced_ids(v->job_allocs);
 	for (size_t g = 0; g < job_model->ngroups; g++) {
-		if (gang[g]) {
+		if (gang && gang[g]) {
 			struct gang_ctx gc = { s, job, v, replaced, now, batch };
 			reconcile_gang(&gc, &job_model->groups[g], (int)g, gang[g], &r);
 			free(gang[g]);

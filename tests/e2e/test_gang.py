@@ -142,7 +142,11 @@ def test_gang_waits_whole_then_starts_then_restarts_together(agents, tmp_path):
     assert len({a['node_id'] for a in first}) == 3
     envs = check_peers(clients, port, first)
     r = cli(port, 'alloc', 'status', first[0]['id'][:8])
-    assert r.returncode == 0 and 'gang' in r.stdout.lower(), r.stdout + r.stderr
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f'rank {first[0]["index"]} of 3' in r.stdout, r.stdout
+    r = cli(port, 'job', 'status', 'train')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert all(f'workers (gang {k}/3)' in r.stdout for k in range(3)), r.stdout
 
     # Kill one member's task for good (no restarts): the others stop and the
     # gang is placed again, together, with one reschedule attempt.
