@@ -1,8 +1,9 @@
 /* Gangs (`gang = true`): a group placed all together or not at all, with
  * the explanation while it waits; placed when a node joins; annotated
  * with its members; a commit that would place part of it refused; quota
- * counting the whole gang; a member that fails, is lost or preempted
- * restarting the whole gang once per the reschedule policy. */
+ * counting the whole gang; a member that fails, is lost (node down),
+ * moves (drain) or is preempted restarting the whole gang once per the
+ * reschedule policy. */
 #include "server_fx.h"
 
 #include <errno.h>
@@ -358,6 +359,56 @@ static void test_node_down_moves_gang(void **state)
 	fx_free(f);
 }
 
+/* A member's node goes down (its heartbeats stop): the member is lost,
+ * the other member stops, and the gang is placed again on live nodes with
+ * one reschedule attempt counted for it. */
+static void test_lost_member_moves_gang(void **state)
+{
+	struct server_config cfg = { .heartbeat_ttl_ns = SEC / 2 };
+	struct fx *f = fx_new_cfg(&cfg);
+	const char *ids[] = { "n1", "n2", "n3", "n4" };
+	json_t *a, *b, *al;
+	char down[8];
+	size_t i;
+	(void)state;
+	for (int k = 0; k < 4; k++) {
+		char ip[16];
+		snprintf(ip, sizeof(ip), "10.0.0.%d", k + 1);
+		gang_node(f, ids[k], 2, ip);
+	}
+	submit_gang(f, "lm", "default", 2, 2, NULL);
+	fx_idle(f);
+	a = fx_running(f, "lm");
+	assert_int_equal(json_array_size(a), 2);
+	json_array_foreach(a, i, al)
+		fx_alloc_status(f, al, "running");
+	snprintf(down, sizeof(down), "%s", fx_s(json_array_get(a, 0), "node_id"));
+	for (int k = 0; k < 15; k++) {
+		for (int n = 0; n < 4; n++)
+			if (strcmp(ids[n], down))
+				fx_heartbeat(f, ids[n]);
+		usleep(100000);
+	}
+	fx_idle(f);
+	json_t *lost = fx_get(f, "/v1/allocation/%s", fx_s(json_array_get(a, 0), "id"));
+	assert_string_equal(fx_s(lost, "client_status"), "lost");
+	json_decref(lost);
+	json_t *peer = fx_get(f, "/v1/allocation/%s", fx_s(json_array_get(a, 1), "id"));
+	assert_string_equal(fx_s(peer, "desired_status"), "stop");
+	assert_non_null(strstr(fx_s(peer, "desired_description"), "gang restarted"));
+	json_decref(peer);
+	b = fx_running(f, "lm");
+	assert_int_equal(json_array_size(b), 2);
+	json_array_foreach(b, i, al) {
+		assert_string_not_equal(fx_s(al, "node_id"), down);
+		assert_int_equal(fx_i(al, "reschedule_attempts"), 1);
+		assert_int_equal(fx_i(json_object_get(al, "gang"), "size"), 2);
+	}
+	json_decref(a);
+	json_decref(b);
+	fx_free(f);
+}
+
 /* Preempting one member stops the whole gang (docs/teams.md), and a gang
  * itself never preempts. */
 static void test_preempted_member_stops_gang(void **state)
@@ -403,4 +454,5 @@ fx_main(cmocka_unit_test(test_all_or_nothing),
 	cmocka_unit_test(test_quota_whole_gang),
 	cmocka_unit_test(test_member_failure_restarts_gang),
 	cmocka_unit_test(test_node_down_moves_gang),
+	cmocka_unit_test(test_lost_member_moves_gang),
 	cmocka_unit_test(test_preempted_member_stops_gang))
