@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <curl/curl.h>
 
@@ -218,6 +219,21 @@ static int perform_local(struct httpc *c, const char *method, const char *path,
 	return 0;
 }
 
+/* libcurl (7.88) opens its sockets without close-on-exec, and the agent
+ * starts task shims and exec commands while its connections to servers
+ * are open: each child held them all. */
+static curl_socket_t open_cloexec(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	(void)arg;
+	(void)purpose;
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+void httpc_curl_cloexec(void *curl)
+{
+	curl_easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, open_cloexec);
+}
+
 static int perform(struct httpc *c, const char *method, const char *url, const json_t *body,
 		   long timeout_ms, struct httpc_response *resp, struct herd_err *err)
 {
@@ -249,6 +265,7 @@ static int perform(struct httpc *c, const char *method, const char *url, const j
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	httpc_curl_cloexec(h);
 	tls_client_apply(&c->tls, h);
 	if (c->abort_cb) {
 		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);

@@ -121,6 +121,11 @@ int httpc_get_blocking(struct httpc *c, const char *path, uint64_t index, long w
 /* Frees the body; accepts NULL. */
 void httpc_response_release(struct httpc_response *resp);
 
+/* Makes curl (a CURL *) open its sockets close-on-exec (libcurl does not):
+ * for every handle of a process that starts children.  httpc's own
+ * handles have it. */
+void httpc_curl_cloexec(void *curl);
+
 /* Percent-encodes s for a path segment or query value; caller frees. */
 char *httpc_escape(const char *s);
 
