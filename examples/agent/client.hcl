@@ -18,3 +18,15 @@ plugin "raw_exec" {
     enabled = true
   }
 }
+
+# https for the API and between agents, with a certificate for this machine
+# signed by the cluster's CA (docs/operations.md, "TLS"); the CLI then needs
+# HERD_ADDR=https://... and HERD_CACERT (and HERD_CLIENT_CERT/KEY with
+# verify_https_client).
+# tls {
+#   http                = true
+#   ca_file             = "/etc/herd/tls/ca.pem"
+#   cert_file           = "/etc/herd/tls/agent.pem"
+#   key_file            = "/etc/herd/tls/agent-key.pem"
+#   verify_https_client = true
+# }

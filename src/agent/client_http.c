@@ -59,6 +59,7 @@ struct client_http {
 	char *auth_server;    /* "host:port" that authorizes reads; NULL: none */
 	struct tls_client auth_tls; /* how auth_server is reached */
 	bool verify_client;   /* tls: callers need a certificate (check_peer) */
+	bool tls;             /* https: exec sessions run on threads of their own */
 	char *cgroup_parent;  /* the exec driver's; NULL: its default */
 	char *docker_socket;  /* the docker engine's; NULL: its default */
 	char **shim_argv;     /* the task shim's command (exec's enter mode); NULL: none */
@@ -67,6 +68,7 @@ struct client_http {
 	pthread_mutex_t client_lock;
 	struct client *client; /* restarts and signals go to it; NULL: none (under client_lock) */
 	atomic_int exec_sessions; /* exec requests holding a slot (EXEC_MAX_SESSIONS) */
+	atomic_int exec_threads;  /* https sessions on threads of their own (exec_thread) */
 };
 
 /* An exec request once checked: what its session needs after the
@@ -78,6 +80,11 @@ struct exec_req {
 	char *task_dir;
 	bool tty;
 	uint16_t rows, cols;
+	/* https: what its own thread needs (exec_thread) */
+	int sock;
+	char *extra;
+	size_t extra_len;
+	struct MHD_UpgradeResponseHandle *urh;
 };
 
 /* One connection's request as it arrives: its body, bounded (only a POST
@@ -576,6 +583,7 @@ static void exec_req_free(struct exec_req *x)
 		free(*a);
 	free(x->argv);
 	free(x->task_dir);
+	free(x->extra);
 	free(x);
 }
 
@@ -706,14 +714,9 @@ static const json_t *exec_pick_task(struct MHD_Connection *conn, const json_t *s
 	return n == 1 && !name ? only : NULL;
 }
 
-/* After the 101: the session runs on this connection's own thread (MHD's
- * thread per connection may block here), then the socket goes back. */
-static void exec_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
-			  const char *extra, size_t extra_len, MHD_socket sock,
-			  struct MHD_UpgradeResponseHandle *urh)
+/* Runs x's session on sock until it ends. */
+static void exec_run(struct exec_req *x, int sock, const char *extra, size_t extra_len)
 {
-	struct request *rq = con_cls;
-	struct exec_req *x = rq->exec;
 	struct docker_config dc = { .socket = x->h->docker_socket };
 	struct driver_env env = { .cgroup_parent = x->h->cgroup_parent, .docker = &dc,
 				  .shim_argv = (const char *const *)x->h->shim_argv };
@@ -723,9 +726,64 @@ static void exec_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
 		.cols = x->cols, .stopping = &x->h->stopping,
 	};
 
+	exec_session_run(&spec, sock, extra, extra_len);
+}
+
+/* An https session's own thread: it owns x and its slot. */
+static void *exec_thread(void *arg)
+{
+	struct exec_req *x = arg;
+	struct client_http *h = x->h;
+
+	exec_run(x, x->sock, x->extra, x->extra_len);
+	MHD_upgrade_action(x->urh, MHD_UPGRADE_ACTION_CLOSE);
+	exec_req_free(x);
+	atomic_fetch_sub(&h->exec_sessions, 1);
+	atomic_fetch_sub(&h->exec_threads, 1);   /* last: stop may free h now */
+	return NULL;
+}
+
+/* After the 101: over plain HTTP the session runs on this connection's
+ * own thread (MHD's thread per connection may block here), then the socket
+ * goes back.  Over https sock is one end of a socket pair that MHD relays
+ * to the TLS session on this same thread once this returns, so the session
+ * goes to a thread of its own, taking x and its slot from the request. */
+static void exec_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
+			  const char *extra, size_t extra_len, MHD_socket sock,
+			  struct MHD_UpgradeResponseHandle *urh)
+{
+	struct request *rq = con_cls;
+	struct exec_req *x = rq->exec;
+	pthread_attr_t attr;
+	pthread_t t;
+	int rc;
+
 	(void)cls;
 	(void)conn;
-	exec_session_run(&spec, sock, extra, extra_len);
+	if (!x->h->tls) {
+		exec_run(x, sock, extra, extra_len);
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+		return;
+	}
+	/* MHD's socket pair may lack close-on-exec: the command must not
+	 * inherit it */
+	fcntl(sock, F_SETFD, fcntl(sock, F_GETFD) | FD_CLOEXEC);
+	x->sock = sock;
+	x->urh = urh;
+	x->extra_len = extra_len;
+	x->extra = xmalloc(extra_len + 1);
+	memcpy(x->extra, extra, extra_len);
+	atomic_fetch_add(&x->h->exec_threads, 1);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&t, &attr, exec_thread, x);
+	pthread_attr_destroy(&attr);
+	if (rc == 0) {
+		rq->exec = NULL;
+		return;
+	}
+	/* no thread: the caller sees the connection end (x goes with rq) */
+	atomic_fetch_sub(&x->h->exec_threads, 1);
 	MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
 }
 
@@ -1003,9 +1061,11 @@ int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_di
 	h->state_dir = xstrdup(state_dir);
 	atomic_init(&h->stopping, false);
 	atomic_init(&h->exec_sessions, 0);
+	atomic_init(&h->exec_threads, 0);
 	pthread_mutex_init(&h->client_lock, NULL);
 	if (tls && tls->cert_pem) {
 		flags |= MHD_USE_TLS;
+		h->tls = true;
 		h->verify_client = tls->verify_client;
 		tls_options(tls, tls_opts);
 	}
@@ -1036,6 +1096,10 @@ void client_http_stop(struct client_http *h)
 	if (!h)
 		return;
 	atomic_store(&h->stopping, true);
+	/* https exec sessions see stopping within their poll interval and
+	 * end; they use h and the daemon until then */
+	for (int i = 0; i < 1000 && atomic_load(&h->exec_threads) > 0; i++)
+		nanosleep(&(struct timespec){ 0, 10 * 1000000L }, NULL);
 	if (h->mhd)
 		MHD_stop_daemon(h->mhd);
 	free(h->alloc_dir);

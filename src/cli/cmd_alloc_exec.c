@@ -3,7 +3,9 @@
  *
  * The CLI finds the allocation's node as restart and signal do
  * (alloc_locate), opens a plain socket to its client API (libcurl does
- * not hand over an upgraded connection), asks for the upgrade and then
+ * not hand over an upgraded connection), with a TLS session of its own on
+ * it when HERD_ADDR is https (common/tls.h: HERD_CACERT, the client
+ * certificate), asks for the upgrade and then
  * pumps frames (common/exec_frame.h): stdin up, stdout/stderr down,
  * window sizes up on SIGWINCH, the exit code last.  With -t the local
  * terminal is in raw mode for the session and restored on every way out,
@@ -25,6 +27,7 @@
 #include "common/exec_frame.h"
 #include "common/httpc.h"
 #include "common/strbuf.h"
+#include "common/tls.h"
 #include "common/xalloc.h"
 
 /* The most an error answer (before the upgrade) may be. */
@@ -139,6 +142,60 @@ static int dial(const char *cmd, const char *addr)
 	return fd;
 }
 
+/* The connection to the node: its socket, and over https the TLS
+ * session on it (NULL: plain). */
+struct conn {
+	int fd;
+	struct tls_conn *tls;
+};
+
+static ssize_t conn_recv(struct conn *c, void *buf, size_t len)
+{
+	return c->tls ? tls_conn_recv(c->tls, buf, len) : recv(c->fd, buf, len, 0);
+}
+
+static ssize_t conn_send(struct conn *c, const void *buf, size_t len)
+{
+	return c->tls ? tls_conn_send(c->tls, buf, len) : send(c->fd, buf, len, MSG_NOSIGNAL);
+}
+
+/* When HERD_ADDR is https (the nodes take its scheme): the TLS session on
+ * the socket, checked as HERD_CACERT and the others say (the node's
+ * certificate must name the host of addr).  0, or 1 after printing why. */
+static int conn_tls(const char *cmd, const char *addr, struct conn *c)
+{
+	struct tls_client t;
+	struct herd_err err = { 0, "" };
+	char *host, *colon;
+
+	if (tls_client_from_env(&t, &err) < 0) {
+		fprintf(stderr, "%s: %s\n", cmd, err.msg);
+		return 1;
+	}
+	if (!t.https) {
+		tls_client_release(&t);
+		return 0;
+	}
+	host = xstrdup(addr);
+	if (host[0] == '[') {
+		memmove(host, host + 1, strlen(host));
+		if ((colon = strchr(host, ']')))
+			*colon = '\0';
+	} else if ((colon = strrchr(host, ':'))) {
+		*colon = '\0';
+	}
+	tls_conn_start(&t, c->fd, host, &c->tls, &err);
+	tls_client_release(&t);
+	free(host);
+	if (c->tls)
+		return 0;
+	fprintf(stderr, "%s: node at %s: %s\n", cmd, addr, err.msg);
+	if (err.code == -EKEYREJECTED)
+		fprintf(stderr, "%s: HERD_CACERT names the CA file that signed the agents' "
+			"certificates\n", cmd);
+	return 1;
+}
+
 static int write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
@@ -193,10 +250,25 @@ static char *exec_path(const char *id, const char *task, bool tty, char *const *
 	return path;
 }
 
+/* Sends all of buf on c (blocking); 0 or -1. */
+static int conn_send_all(struct conn *c, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = conn_send(c, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 /* Sends the upgrade request and reads the answer's head.  Returns 0 once
  * the node switched protocols (*rest holds what came after the head: the
  * first frames), or 1 after printing the node's error. */
-static int upgrade(const char *cmd, int fd, const char *addr, const char *path,
+static int upgrade(const char *cmd, struct conn *c, const char *addr, const char *path,
 		   struct strbuf *rest)
 {
 	const char *tok = getenv("HERD_TOKEN");
@@ -210,14 +282,14 @@ static int upgrade(const char *cmd, int fd, const char *addr, const char *path,
 	if (tok && *tok)
 		strbuf_addf(&req, "X-Herd-Token: %s\r\n", tok);
 	strbuf_adds(&req, "\r\n");
-	if (write_all(fd, req.buf, req.len) < 0) {
+	if (conn_send_all(c, req.buf, req.len) < 0) {
 		fprintf(stderr, "%s: node at %s: %s\n", cmd, addr, strerror(errno));
 		strbuf_release(&req);
 		return 1;
 	}
 	strbuf_release(&req);
 	while (!(end = strstr(in.buf, "\r\n\r\n")) && in.len < HEAD_MAX &&
-	       (n = read(fd, buf, sizeof(buf))) > 0)
+	       (n = conn_recv(c, buf, sizeof(buf))) > 0)
 		strbuf_add(&in, buf, (size_t)n);
 	if (!end || sscanf(in.buf, "HTTP/1.%*d %d", &status) != 1) {
 		fprintf(stderr, "%s: node at %s: no HTTP answer\n", cmd, addr);
@@ -236,7 +308,7 @@ static int upgrade(const char *cmd, int fd, const char *addr, const char *path,
 	const char *cl = strcasestr(in.buf, "\r\ncontent-length:");
 	if (cl && cl < end)
 		want = head + strtoul(cl + 17, NULL, 10);
-	while (in.len < want && in.len < HEAD_MAX && (n = read(fd, buf, sizeof(buf))) > 0)
+	while (in.len < want && in.len < HEAD_MAX && (n = conn_recv(c, buf, sizeof(buf))) > 0)
 		strbuf_add(&in, buf, (size_t)n);
 	end = strstr(in.buf, "\r\n\r\n");
 	json_t *j = json_loads(end + 4, JSON_DISABLE_EOF_CHECK, NULL);
@@ -252,7 +324,7 @@ static int upgrade(const char *cmd, int fd, const char *addr, const char *path,
 
 struct session {
 	const char *cmd;
-	int sock;
+	struct conn c;
 	bool stdin_open;       /* still reading our stdin */
 	bool done;
 	int exit_code;         /* what the command ended with; -1 before */
@@ -319,7 +391,7 @@ static void read_stdin(struct session *s)
 static int pump_sock(struct session *s, short revents)
 {
 	if (revents & POLLOUT) {
-		ssize_t n = send(s->sock, s->to_sock.buf, s->to_sock.len, MSG_NOSIGNAL);
+		ssize_t n = conn_send(&s->c, s->to_sock.buf, s->to_sock.len);
 		if (n > 0) {
 			memmove(s->to_sock.buf, s->to_sock.buf + n, s->to_sock.len - (size_t)n);
 			strbuf_setlen(&s->to_sock, s->to_sock.len - (size_t)n);
@@ -329,7 +401,7 @@ static int pump_sock(struct session *s, short revents)
 	}
 	if (revents & (POLLIN | POLLHUP | POLLERR)) {
 		char buf[65536];
-		ssize_t n = recv(s->sock, buf, sizeof(buf), 0);
+		ssize_t n = conn_recv(&s->c, buf, sizeof(buf));
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return 0;
 		if (n <= 0)
@@ -347,14 +419,20 @@ static int pump_sock(struct session *s, short revents)
 /* Runs the session until the exit frame; returns the exit status. */
 static int run_session(struct session *s, bool tty)
 {
-	fcntl(s->sock, F_SETFL, fcntl(s->sock, F_GETFL) | O_NONBLOCK);
+	fcntl(s->c.fd, F_SETFL, fcntl(s->c.fd, F_GETFL) | O_NONBLOCK);
 	if (take_frames(s) < 0)
 		return 1;
 	if (!s->stdin_open)
 		exec_frame_put(&s->to_sock, EXEC_FRAME_STDIN_CLOSE, NULL, 0);
 	while (!s->done) {
+		/* what TLS decrypted already: the socket will not announce it */
+		if (s->c.tls && tls_conn_pending(s->c.tls)) {
+			if (pump_sock(s, POLLIN) < 0)
+				break;
+			continue;
+		}
 		struct pollfd p[3] = {
-			{ s->sock, (short)(POLLIN | (s->to_sock.len ? POLLOUT : 0)), 0 },
+			{ s->c.fd, (short)(POLLIN | (s->to_sock.len ? POLLOUT : 0)), 0 },
 			{ s->stdin_open && s->to_sock.len < BUF_CAP ? STDIN_FILENO : -1, POLLIN, 0 },
 			{ tty ? winch_pipe[0] : -1, POLLIN, 0 },
 		};
@@ -365,8 +443,7 @@ static int run_session(struct session *s, bool tty)
 		}
 		if (p[0].revents && pump_sock(s, p[0].revents) < 0)
 			break;
-		if (p[1].revents)
-			read_stdin(s);
+		/* a window change before what was typed after it */
 		if (p[2].revents) {
 			char b[64];
 			uint16_t rows, cols;
@@ -376,6 +453,8 @@ static int run_session(struct session *s, bool tty)
 					exec_frame_put_resize(&s->to_sock, rows, cols);
 			}
 		}
+		if (p[1].revents)
+			read_stdin(s);
 	}
 	if (!s->done) {
 		fprintf(stderr, "%s%s: the connection to the node ended before the command did\n",
@@ -449,7 +528,8 @@ int alloc_exec_cmd(int argc, char **argv)
 		"exit code (128 + N when killed by signal N).  Options come before ID.",
 		flags,
 	};
-	struct session s = { .exit_code = -1, .from_sock = STRBUF_INIT, .to_sock = STRBUF_INIT };
+	struct session s = { .c = { -1, NULL }, .exit_code = -1, .from_sock = STRBUF_INIT,
+			     .to_sock = STRBUF_INIT };
 	char *id = NULL, *addr = NULL, *path;
 	json_t *alloc = NULL;
 	int n = flags_parse(&help, argc, argv), rc = 1;
@@ -465,10 +545,12 @@ int alloc_exec_cmd(int argc, char **argv)
 	if (!(task = pick_task(argv[0], alloc, task_arg)))
 		goto out;
 	s.cmd = argv[0];
-	if ((s.sock = dial(argv[0], addr)) < 0)
+	if ((s.c.fd = dial(argv[0], addr)) < 0)
 		goto out;
+	if ((rc = conn_tls(argv[0], addr, &s.c)))
+		goto out_sock;
 	path = exec_path(id, task, tty, argv + n + 1);
-	rc = upgrade(argv[0], s.sock, addr, path, &s.from_sock);
+	rc = upgrade(argv[0], &s.c, addr, path, &s.from_sock);
 	free(path);
 	if (rc)
 		goto out_sock;
@@ -483,7 +565,8 @@ int alloc_exec_cmd(int argc, char **argv)
 	rc = run_session(&s, tty);
 	restore_tty();
 out_sock:
-	close(s.sock);
+	tls_conn_free(s.c.tls);
+	close(s.c.fd);
 out:
 	strbuf_release(&s.from_sock);
 	strbuf_release(&s.to_sock);

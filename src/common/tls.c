@@ -277,3 +277,141 @@ int tls_peer_check(struct tls_peer *p, void *session, struct herd_err *err)
 		return herd_errf(err, p->rc, "%s", p->err.msg);
 	return 0;
 }
+
+/* --- a client's session on its own socket ------------------------------ */
+
+struct tls_conn {
+	gnutls_session_t s;
+	gnutls_certificate_credentials_t cred;
+	bool send_again;     /* the last send would have blocked (tls_conn_send) */
+};
+
+/* Credentials as t says; -errno with err. */
+static int client_credentials(const struct tls_client *t, gnutls_certificate_credentials_t *out,
+			      struct herd_err *err)
+{
+	gnutls_certificate_credentials_t cred;
+	int r;
+
+	gnutls_certificate_allocate_credentials(&cred);
+	if (t->ca_file)
+		r = gnutls_certificate_set_x509_trust_file(cred, t->ca_file, GNUTLS_X509_FMT_PEM);
+	else
+		r = gnutls_certificate_set_x509_system_trust(cred);
+	if (r <= 0 && !t->skip_verify) {
+		gnutls_certificate_free_credentials(cred);
+		if (t->ca_file)
+			return herd_errf(err, -EINVAL, "CA file %s: no PEM certificate read (%s)",
+					 t->ca_file, r < 0 ? gnutls_strerror(r) : "none");
+		return herd_errf(err, -EINVAL, "no CA certificates in the system's store: set "
+				 "HERD_CACERT");
+	}
+	if (t->cert_file && t->key_file &&
+	    (r = gnutls_certificate_set_x509_key_file(cred, t->cert_file, t->key_file,
+						      GNUTLS_X509_FMT_PEM)) < 0) {
+		gnutls_certificate_free_credentials(cred);
+		return herd_errf(err, -EINVAL, "client certificate %s with key %s: %s",
+				 t->cert_file, t->key_file, gnutls_strerror(r));
+	}
+	*out = cred;
+	return 0;
+}
+
+/* Why the handshake failed, for a person. */
+static int handshake_error(gnutls_session_t s, int r, struct herd_err *err)
+{
+	if (r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+		gnutls_datum_t out = { NULL, 0 };
+		unsigned status = gnutls_session_get_verify_cert_status(s);
+		gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &out, 0);
+		herd_errf(err, -EKEYREJECTED, "the node's certificate is not trusted: %s",
+			  out.data ? (const char *)out.data : gnutls_strerror(r));
+		gnutls_free(out.data);
+		return err ? err->code : -EKEYREJECTED;
+	}
+	return herd_errf(err, -EPROTO, "TLS handshake: %s", gnutls_strerror(r));
+}
+
+static bool is_ip_literal(const char *host)
+{
+	return strspn(host, "0123456789.") == strlen(host) || strchr(host, ':');
+}
+
+int tls_conn_start(const struct tls_client *t, int fd, const char *host, struct tls_conn **out,
+		   struct herd_err *err)
+{
+	struct tls_conn *c = xcalloc(1, sizeof(*c));
+	int r;
+
+	if ((r = client_credentials(t, &c->cred, err)) < 0) {
+		free(c);
+		return r;
+	}
+	/* GNUTLS_NO_SIGNAL: a peer that hangs up must not kill us with SIGPIPE */
+	gnutls_init(&c->s, GNUTLS_CLIENT | GNUTLS_NO_SIGNAL);
+	gnutls_set_default_priority(c->s);
+	gnutls_credentials_set(c->s, GNUTLS_CRD_CERTIFICATE, c->cred);
+	if (!is_ip_literal(host))
+		gnutls_server_name_set(c->s, GNUTLS_NAME_DNS, host, strlen(host));
+	if (!t->skip_verify)
+		gnutls_session_set_verify_cert(c->s, t->skip_hostname ? NULL : host, 0);
+	gnutls_transport_set_int(c->s, fd);
+	gnutls_handshake_set_timeout(c->s, GNUTLS_DEFAULT_HANDSHAKE_TIMEOUT);
+	do
+		r = gnutls_handshake(c->s);
+	while (r < 0 && !gnutls_error_is_fatal(r));
+	if (r < 0) {
+		r = handshake_error(c->s, r, err);
+		gnutls_deinit(c->s);
+		gnutls_certificate_free_credentials(c->cred);
+		free(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+ssize_t tls_conn_recv(struct tls_conn *c, void *buf, size_t len)
+{
+	ssize_t n = gnutls_record_recv(c->s, buf, len);
+
+	if (n >= 0)
+		return n;
+	if (n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED) {
+		errno = EAGAIN;
+		return -1;
+	}
+	if (n == GNUTLS_E_PREMATURE_TERMINATION)
+		return 0;   /* hung up without close_notify: the end all the same */
+	errno = EIO;
+	return -1;
+}
+
+ssize_t tls_conn_send(struct tls_conn *c, const void *buf, size_t len)
+{
+	/* GnuTLS wants a send that would have blocked repeated as it was;
+	 * NULL, 0 does that with the data it kept */
+	ssize_t n = c->send_again ? gnutls_record_send(c->s, NULL, 0)
+				  : gnutls_record_send(c->s, buf, len);
+
+	c->send_again = n == GNUTLS_E_AGAIN || n == GNUTLS_E_INTERRUPTED;
+	if (n >= 0)
+		return n;
+	errno = c->send_again ? EAGAIN : EIO;
+	return -1;
+}
+
+size_t tls_conn_pending(struct tls_conn *c)
+{
+	return gnutls_record_check_pending(c->s);
+}
+
+void tls_conn_free(struct tls_conn *c)
+{
+	if (!c)
+		return;
+	gnutls_bye(c->s, GNUTLS_SHUT_WR);
+	gnutls_deinit(c->s);
+	gnutls_certificate_free_credentials(c->cred);
+	free(c);
+}

@@ -21,6 +21,7 @@
 #define HERD_COMMON_TLS_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "common/err.h"
 
@@ -58,6 +59,37 @@ int tls_client_from_env(struct tls_client *t, struct herd_err *err);
  * libcurl's defaults (verify everything against the system's store).
  * Apply after every curl_easy_reset. */
 void tls_client_apply(const struct tls_client *t, void *curl);
+
+/* A client's TLS session on a socket it connected itself, for what
+ * libcurl cannot carry: `herd alloc exec`'s stream after its HTTP
+ * Upgrade. */
+struct tls_conn;
+
+/* Handshakes on fd (connected, blocking; stays the caller's) as t says:
+ * trusts t->ca_file (else the system's CAs), presents t's certificate,
+ * and unless skip_verify checks the peer's certificate, and unless
+ * skip_hostname that it names host (a DNS name or an IP address).
+ * Returns 0 with *out, or -errno with err ("the node's certificate is not
+ * trusted: ...", -EKEYREJECTED; a file that cannot be read, -EINVAL; any
+ * other failure of the handshake, -EPROTO). */
+int tls_conn_start(const struct tls_client *t, int fd, const char *host, struct tls_conn **out,
+		   struct herd_err *err);
+
+/* As recv(2) and send(2) on the session's socket, blocking or not: the
+ * bytes moved, 0 from recv at the peer's end, or -1 with errno (EAGAIN:
+ * it would block; EIO: the session broke).  A send that failed with
+ * EAGAIN must next be called again with a buffer that starts with the
+ * same bytes (what it takes is a prefix of them). */
+ssize_t tls_conn_recv(struct tls_conn *c, void *buf, size_t len);
+ssize_t tls_conn_send(struct tls_conn *c, const void *buf, size_t len);
+
+/* Bytes already received and decrypted, which a poll of the socket does
+ * not announce: read them first. */
+size_t tls_conn_pending(struct tls_conn *c);
+
+/* Ends the session (a close_notify, without waiting) and frees it; not
+ * the socket.  Accepts NULL. */
+void tls_conn_free(struct tls_conn *c);
 
 /* A listener's material, read at start. */
 struct tls_server {

@@ -121,6 +121,21 @@ job "hello-tls" {
 }
 '''
 
+SLEEPER = '''
+job "sleeper" {
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sleep"
+        args    = ["300"]
+      }
+    }
+  }
+}
+'''
+
+
 def alloc_rows(env, job_id):
     """The rows of `job status`'s Allocations table, split in fields."""
     r = run(env, 'job', 'status', job_id)
@@ -208,6 +223,50 @@ def test_verify_https_client(agents, tmp_path, certs):
                                f'{alloc}/stats', timeout=10, context=ctx)
     assert e.value.code == 404
     assert json.loads(e.value.read())['error']['code'] == 'not_found'
+
+
+def test_alloc_exec_over_https(agents, tmp_path, certs):
+    srv, cl, env = start_tls_cluster(agents, tmp_path, certs, verify_client=True)
+    job = tmp_path / 'sleeper.hcl'
+    job.write_text(SLEEPER)
+    r = run(env, 'job', 'run', '-detach', str(job))
+    assert r.returncode == 0, r.stderr
+
+    def running():
+        rows = [row for row in alloc_rows(env, 'sleeper') if row[5] == 'running']
+        return rows and rows[0][0]
+    alloc = wait_for(running, 20, 'the sleeper to run')
+    r = run(env, 'alloc', 'exec', '-i=true', alloc, '/bin/sh', '-c',
+            'cat; echo " from $HERD_TASK_NAME"; exit 3', stdin='typed-in')
+    assert r.stdout == 'typed-in from t\n', r.stdout + r.stderr
+    assert r.returncode == 3, r.stderr
+    # megabytes both ways: many TLS records, reads that leave decrypted
+    # data behind, sends that would block
+    big = 'x' * 3_000_000
+    r = run(env, 'alloc', 'exec', alloc, '/bin/sh', '-c', 'wc -c; head -c 2000000 /dev/zero',
+            stdin=big)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith('3000000\n'), r.stdout[:100]
+    assert len(r.stdout) == len('3000000\n') + 2_000_000
+    # the agent stops while a session runs: the session ends with it
+    p = subprocess.Popen([str(HERD), 'alloc', 'exec', '-i=false', alloc, '/bin/sh', '-c',
+                          'echo started; exec sleep 300'], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    try:
+        assert p.stdout.readline() == 'started\n'
+        cl.stop()
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert cl.proc.returncode == 0, cl.log()
+    assert p.returncode != 0
+    assert 'the agent is stopping' in err, err
+    # a client certificate of another CA: the server refuses the lookup
+    rogue = dict(env, HERD_CLIENT_CERT=str(certs / 'rogue.pem'),
+                 HERD_CLIENT_KEY=str(certs / 'rogue-key.pem'))
+    r = run(rogue, 'alloc', 'exec', alloc, 'true')
+    assert r.returncode == 1 and 'not signed by a CA' in r.stderr, r.stderr
 
 
 def test_agent_with_a_bad_tls_file_does_not_start(agents, tmp_path, certs):
