@@ -167,6 +167,10 @@ def test_tls_cluster_runs_a_job_and_serves_its_logs(agents, tmp_path, certs):
     assert r.stdout == 'secret-over-tls\n'
     r = run(env, 'alloc', 'logs', '-stderr', alloc, 't')
     assert r.returncode == 0 and r.stdout == 'to-stderr\n', r.stdout + r.stderr
+    # the server's backup goes over https too (its own curl handle)
+    r = run(env, 'operator', 'snapshot', 'save', str(tmp_path / 'backup.db'))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / 'backup.db').stat().st_size > 0
     # a plain client of the node's API is not answered
     with pytest.raises((urllib.error.URLError, ConnectionError)):
         urllib.request.urlopen(f'http://127.0.0.1:{cl.port}/v1/client/allocation/x/stats',
@@ -236,6 +240,10 @@ def test_alloc_exec_over_https(agents, tmp_path, certs):
         rows = [row for row in alloc_rows(env, 'sleeper') if row[5] == 'running']
         return rows and rows[0][0]
     alloc = wait_for(running, 20, 'the sleeper to run')
+    # alloc status asks the node for the task's usage, over https
+    r = run(env, 'alloc', 'status', alloc)
+    assert r.returncode == 0, r.stderr
+    assert 'Resource usage:' in r.stdout and 'unknown' not in r.stdout, r.stdout + r.stderr
     r = run(env, 'alloc', 'exec', '-i=true', alloc, '/bin/sh', '-c',
             'cat; echo " from $HERD_TASK_NAME"; exit 3', stdin='typed-in')
     assert r.stdout == 'typed-in from t\n', r.stdout + r.stderr
