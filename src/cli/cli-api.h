@@ -41,6 +41,17 @@ struct command_help;
 int flags_parse_anywhere(const struct command_help *help, int argc, char **argv, char **pos,
 			 int maxpos);
 
+/* A GET of url (complete, http:// or https://) whose answer is not JSON:
+ * a 200's body goes to sink as it arrives (sink returns len, or less to
+ * stop the transfer); HERD_TOKEN goes as X-Herd-Token; TLS as tls says.
+ * Any other answer or a failed transfer is printed as "cmd: where: ...".
+ * Returns 0 (all of it taken), 1 (printed why) or 2 (the sink stopped it;
+ * nothing printed).  In get_stream.c. */
+struct tls_client;
+typedef size_t cli_sink_fn(const char *p, size_t len, void *arg);
+int cli_get_stream(const char *cmd, const char *where, const char *url,
+		   const struct tls_client *tls, cli_sink_fn *sink, void *arg);
+
 /* Prints j as indented JSON with a newline on stdout. */
 void api_print_json(const json_t *j);
 

@@ -5,7 +5,6 @@
  * node's client API (GET /v1/client/fs/logs/:alloc, chunked), straight to
  * stdout as it arrives.  -tail prints the last N lines (default 10) first;
  * with -f it then follows from the end. */
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,27 +17,14 @@
 
 #define TAIL_WINDOW (1 << 20)   /* bytes read back to find the last N lines */
 
-struct sink {
-	struct strbuf *buf;      /* NULL: write through to stdout */
-	long status;
-	struct strbuf err;       /* body of an error answer */
-	CURL *curl;
-};
-
-static size_t on_data(char *p, size_t size, size_t n, void *arg)
+/* Where a log's bytes go: into buf (to find the last lines), else to
+ * stdout as they come. */
+static size_t to_sink(const char *p, size_t len, void *arg)
 {
-	struct sink *s = arg;
-	size_t len = size * n;
+	struct strbuf *buf = arg;
 
-	if (!s->status)
-		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
-	if (s->status != 200) {
-		if (s->err.len < 4096)
-			strbuf_add(&s->err, p, len);
-		return len;
-	}
-	if (s->buf) {
-		strbuf_add(s->buf, p, len);
+	if (buf) {
+		strbuf_add(buf, p, len);
 		return len;
 	}
 	if (fwrite(p, 1, len, stdout) != len)
@@ -52,63 +38,28 @@ static int fetch(const char *cmd, const char *addr, const char *alloc, const cha
 		 const char *type, bool follow, bool from_end, long long offset,
 		 struct strbuf *buf)
 {
-	CURL *curl;
-	struct curl_slist *hdrs = NULL;
-	const char *token = getenv("HERD_TOKEN");
-	struct sink s = { buf, 0, STRBUF_INIT, NULL };
 	struct tls_client tls;
 	struct herd_err terr = { 0, "" };
-	char errbuf[CURL_ERROR_SIZE] = "", *etask, *url;
-	CURLcode cc;
-	int rc = 0;
+	char *etask, *url, *where;
+	int rc;
 
 	/* the node's address has no scheme: it takes HERD_ADDR's */
 	if (tls_client_from_env(&tls, &terr) < 0) {
 		fprintf(stderr, "%s: %s\n", cmd, terr.msg);
 		return 1;
 	}
-	s.curl = curl = curl_easy_init();
-	etask = curl_easy_escape(curl, task, 0);
+	etask = httpc_escape(task);
 	url = xasprintf("%s://%s/v1/client/fs/logs/%s?task=%s&type=%s&follow=%s"
 			"&origin=%s&offset=%lld", tls.https ? "https" : "http",
 			addr, alloc, etask, type, follow ? "true" : "false",
 			from_end ? "end" : "start", offset);
-	tls_client_apply(&tls, curl);
-	curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-	if (token && *token) {
-		char *h = xasprintf("X-Herd-Token: %s", token);
-		hdrs = curl_slist_append(hdrs, h);
-		free(h);
-	}
-	curl_easy_setopt(curl, CURLOPT_URL, url);
-	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	cc = curl_easy_perform(curl);
-	if (!s.status)
-		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &s.status);
-	if (cc != CURLE_OK && cc != CURLE_WRITE_ERROR) {
-		fprintf(stderr, "%s: node at %s: %s\n", cmd, addr,
-			errbuf[0] ? errbuf : curl_easy_strerror(cc));
-		rc = 1;
-	} else if (s.status != 200) {
-		json_t *j = json_loadb(s.err.buf ? s.err.buf : "", s.err.len, 0, NULL);
-		const char *m = json_string_value(
-			json_object_get(json_object_get(j, "error"), "message"));
-		fprintf(stderr, "%s: node at %s: HTTP %ld: %s\n", cmd, addr, s.status,
-			m ? m : "(no message)");
-		json_decref(j);
-		rc = 1;
-	}
-	strbuf_release(&s.err);
-	curl_slist_free_all(hdrs);
-	curl_free(etask);
-	curl_easy_cleanup(curl);
+	where = xasprintf("node at %s", addr);
+	rc = cli_get_stream(cmd, where, url, &tls, to_sink, buf);
+	free(etask);
 	tls_client_release(&tls);
+	free(where);
 	free(url);
-	return rc;
+	return rc == 2 ? 0 : rc; /* stdout closed: done, not failed */
 }
 
 int alloc_node_addr(const char *cmd, const json_t *alloc, char **addr)

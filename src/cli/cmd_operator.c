@@ -10,7 +10,6 @@
  *                  server runs there (the data dir's lock, store_dir_lock).
  *                  The state.db it replaces is kept beside it, renamed
  *                  with its WAL, as a store of its own. */
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -26,84 +25,31 @@
 #include "common/xalloc.h"
 #include "store/store.h"
 
-struct download {
-	FILE *out;
-	long status;
-	struct strbuf err; /* body of an error answer */
-	CURL *curl;
-};
-
-static size_t on_data(char *p, size_t size, size_t n, void *arg)
+static size_t to_file(const char *p, size_t len, void *arg)
 {
-	struct download *d = arg;
-	size_t len = size * n;
-
-	if (!d->status)
-		curl_easy_getinfo(d->curl, CURLINFO_RESPONSE_CODE, &d->status);
-	if (d->status != 200) {
-		if (d->err.len < 4096)
-			strbuf_add(&d->err, p, len);
-		return len;
-	}
-	return fwrite(p, 1, len, d->out);
-}
-
-static void print_http_error(const char *cmd, const struct download *d)
-{
-	json_t *j = json_loadb(d->err.buf ? d->err.buf : "", d->err.len, 0, NULL);
-	const char *m = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
-
-	fprintf(stderr, "%s: HTTP %ld: %s\n", cmd, d->status, m ? m : "(no message)");
-	json_decref(j);
+	return fwrite(p, 1, len, arg);
 }
 
 /* GET /v1/operator/snapshot into out; 0, or 1 with the reason printed. */
 static int fetch_snapshot(const char *cmd, FILE *out)
 {
 	struct httpc c;
-	struct download d = { out, 0, STRBUF_INIT, curl_easy_init() };
-	struct curl_slist *hdrs = NULL;
 	char *url;
-	CURLcode cc;
-	int rc = 0;
+	int rc;
 
 	httpc_init(&c, NULL);
 	if (c.tls_err.code) {
 		fprintf(stderr, "%s: %s\n", cmd, c.tls_err.msg);
-		curl_easy_cleanup(d.curl);
 		httpc_release(&c);
 		return 1;
 	}
 	url = xasprintf("%s/v1/operator/snapshot", c.base);
-	tls_client_apply(&c.tls, d.curl);
-	if (c.token) {
-		char *h = xasprintf("X-Herd-Token: %s", c.token);
-		hdrs = curl_slist_append(hdrs, h);
-		free(h);
-	}
-	curl_easy_setopt(d.curl, CURLOPT_URL, url);
-	curl_easy_setopt(d.curl, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(d.curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(d.curl, CURLOPT_WRITEDATA, &d);
-	curl_easy_setopt(d.curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-	curl_easy_setopt(d.curl, CURLOPT_NOSIGNAL, 1L);
-	cc = curl_easy_perform(d.curl);
-	if (!d.status)
-		curl_easy_getinfo(d.curl, CURLINFO_RESPONSE_CODE, &d.status);
-	if (cc != CURLE_OK) {
-		fprintf(stderr, "%s: %s: %s\n", cmd, c.base,
-			cc == CURLE_WRITE_ERROR ? strerror(errno) : curl_easy_strerror(cc));
-		rc = 1;
-	} else if (d.status != 200) {
-		print_http_error(cmd, &d);
-		rc = 1;
-	}
-	strbuf_release(&d.err);
-	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(d.curl);
+	rc = cli_get_stream(cmd, c.base, url, &c.tls, to_file, out);
+	if (rc == 2)
+		fprintf(stderr, "%s: writing the snapshot: %s\n", cmd, strerror(errno));
 	free(url);
 	httpc_release(&c);
-	return rc;
+	return rc ? 1 : 0;
 }
 
 static void print_info(const char *file, const struct store_snapshot_info *info)
