@@ -135,6 +135,9 @@ static void report(struct alloc_runner *ar)
 	/* what the service registry shows of it (services.c on the server) */
 	if (ar->svc)
 		json_object_set_new(state, "services", svc_set_json(ar->svc));
+	/* the limit and whether it ended the allocation (time_limit.c) */
+	if (ar->group && ar->group->time_limit > 0)
+		json_object_set_new(state, "time_limit", time_limit_json(ar));
 	status_sync_put(ar->c->sync, ar->id, state, ar->tasks ? state_row_of(ar) : NULL);
 	pthread_mutex_unlock(&ar->lock);
 }
@@ -383,6 +386,8 @@ static void setup_tasks(struct alloc_runner *ar)
 			tr->window_start = json_integer_value(json_object_get(saved, "window_start"));
 			tr->window_restarts =
 				(int)json_integer_value(json_object_get(saved, "window_restarts"));
+			if (g->time_limit > 0)
+				time_limit_recover(tr, saved);
 			if (json_is_array(json_object_get(saved, "events"))) {
 				json_decref(tr->events);
 				tr->events = json_deep_copy(json_object_get(saved, "events"));
@@ -472,7 +477,8 @@ static void *alloc_main(void *arg)
 	struct diag_list dl;
 	const char *group_name = json_string_value(json_object_get(ar->alloc, "task_group"));
 	int64_t backoff = 100 * 1000000LL;
-	bool failed;
+	bool failed, limited;
+	char why[64];
 
 	/* The job: saved, else from the server (retrying while it is away). */
 	while (!ar->job_json) {
@@ -584,8 +590,11 @@ finish:
 	pthread_mutex_lock(&ar->lock);
 	for (size_t i = 0; i < ar->ntasks; i++)
 		snprintf(ar->tasks[i].state, sizeof(ar->tasks[i].state), "dead");
+	limited = ar->time_limited;
 	pthread_mutex_unlock(&ar->lock);
-	if (stop_requested(ar) && !failed)
+	if (limited)
+		set_status(ar, "failed", time_limit_text(ar, why, sizeof(why)));
+	else if (stop_requested(ar) && !failed)
 		set_status(ar, "complete", "stopped");
 	else if (failed)
 		set_status(ar, "failed", "a task failed");

@@ -193,6 +193,10 @@ struct task_runner {
 	int64_t window_start;         /* 0: no failure counted yet */
 	int window_restarts;          /* restarts counted in the window */
 	int64_t started_at, finished_at;
+	/* its first start, kept across restarts (persisted): the allocation's
+	 * time limit counts from its main tasks' first; set only for a group
+	 * with a time_limit (time_limit.c) */
+	int64_t first_started_at;
 	int exit_code;
 	json_t *events;               /* [{"type","time","message"}] */
 	bool kill;                    /* stop this task (sidecars after main) */
@@ -236,6 +240,11 @@ struct alloc_runner {
 	unsigned holds;
 	struct runner_thread thread;
 	struct svc_set *svc;          /* its services and checks (checker.h); NULL: none */
+	/* The group's time_limit (time_limit.c), under lock: limit_since is
+	 * the first start of a main task (0: none yet), time_limited says the
+	 * limit was reached and every task is being stopped. */
+	int64_t limit_since;
+	bool time_limited;
 };
 
 /* alloc_runner.c */
@@ -263,6 +272,28 @@ void svc_task_started(struct task_runner *tr);
 void svc_task_stopped(struct task_runner *tr);
 bool svc_task_poll(struct task_runner *tr, char *why, size_t size);
 bool alloc_has_services(const struct job_group *g);
+
+/* time_limit.c: a batch group's time_limit, checked by the allocation's
+ * own task runners in the wait slices they run anyway (no timer, no
+ * thread); a group without one never calls these (group->time_limit == 0).
+ * All with ar->lock held.
+ *   time_limit_started   tr started (or was recovered with its saved first
+ *                        start): its first start, the allocation's limit
+ *                        counting from its main tasks' first
+ *   time_limit_check     whether the limit is reached (sets time_limited
+ *                        the first time; never once a stop was requested)
+ *   time_limit_recover   what tr's saved state says of the limit
+ *   time_limit_save      the same into tr's state (state.c's task_json)
+ *   time_limit_json      {"limit","started_at","reached"}: the status
+ *                        report's time_limit, which the server keeps and
+ *                        reads (a reached limit is never rescheduled)
+ *   time_limit_text      "time limit 4h reached" into buf; returns buf */
+void time_limit_started(struct task_runner *tr, int64_t now);
+bool time_limit_check(struct alloc_runner *ar, int64_t now);
+void time_limit_recover(struct task_runner *tr, const json_t *saved);
+void time_limit_save(const struct task_runner *tr, json_t *t);
+json_t *time_limit_json(const struct alloc_runner *ar);
+const char *time_limit_text(const struct alloc_runner *ar, char *buf, size_t size);
 
 /* task_runner.c: runs one task to its end (restarts included); returns
  * when it is dead or a stop was requested and carried out.  While the task

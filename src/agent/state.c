@@ -380,6 +380,8 @@ static json_t *task_json(struct task_runner *tr)
 	json_object_set_new(t, "events", json_incref(tr->events));
 	json_object_set_new(t, "window_start", json_integer(tr->window_start));
 	json_object_set_new(t, "window_restarts", json_integer(tr->window_restarts));
+	if (tr->ar->group->time_limit > 0)
+		time_limit_save(tr, t);
 	if (ds) {
 		char *s = driver_state_to_json(ds);
 		json_object_set_new(t, "handle", json_string(s));

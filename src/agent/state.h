@@ -12,6 +12,8 @@
  *       tasks  {"<name>": {"state","failed","restarts","started_at",
  *               "finished_at","exit_code","events":[...],
  *               "window_start","window_restarts" (restart policy window),
+ *               "first_started_at","time_limit_reached" (a group with a
+ *               time_limit only: time_limit.c),
  *               "handle": <driver state JSON text or null>}}
  *
  * Durability: WAL with synchronous=NORMAL, so a change costs a write()

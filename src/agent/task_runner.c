@@ -36,15 +36,30 @@
 
 #define WAIT_SLICE_MS 100
 
+/* Whether the task is to stop: killed, the allocation stopped, or its
+ * time limit reached (checked here, in the slices every runner waits in
+ * anyway; only a group with a limit pays for it: time_limit.c). */
 static bool should_stop(struct task_runner *tr)
 {
 	struct alloc_runner *ar = tr->ar;
-	bool s;
+	bool s, limited = false;
 
 	pthread_mutex_lock(&ar->lock);
-	s = tr->kill || (ar->stop_requested && tr->phase != PHASE_POSTSTOP);
+	if (ar->group->time_limit > 0)
+		limited = time_limit_check(ar, now_unix_ns());
+	s = tr->kill || ((ar->stop_requested || limited) && tr->phase != PHASE_POSTSTOP);
 	pthread_mutex_unlock(&ar->lock);
 	return s;
+}
+
+/* Whether the allocation's time limit stopped it (time_limit.c). */
+static bool time_limited(struct task_runner *tr)
+{
+	bool l;
+	pthread_mutex_lock(&tr->ar->lock);
+	l = tr->ar->time_limited;
+	pthread_mutex_unlock(&tr->ar->lock);
+	return l;
 }
 
 static bool should_detach(struct task_runner *tr)
@@ -261,12 +276,19 @@ out:
 	return rc;
 }
 
+/* The task's restart policy: its own (merged over the group's by
+ * job_validate), else the group's. */
+static const struct job_restart *restart_policy(const struct task_runner *tr)
+{
+	return tr->task->restart ? tr->task->restart : &tr->ar->group->restart;
+}
+
 /* The restart policy's verdict on one more failure: the delay before the
  * next try, or -1 to give up.  The window opens at the first failure and
  * lasts `interval`; within it at most `attempts` restarts. */
 static int64_t next_restart(struct task_runner *tr)
 {
-	const struct job_restart *rp = &tr->ar->group->restart;
+	const struct job_restart *rp = restart_policy(tr);
 	int64_t now = now_unix_ns(), delay = -1;
 
 	pthread_mutex_lock(&tr->ar->lock);
@@ -298,6 +320,26 @@ static void set_dead(struct task_runner *tr, bool failed)
 		tr->finished_at = now_unix_ns();
 	pthread_mutex_unlock(&tr->ar->lock);
 	set_state(tr, "dead");
+}
+
+/* Sets a task that was stopped dead: failed when the allocation's time
+ * limit stopped it (it did not finish its work). */
+static void set_stopped(struct task_runner *tr)
+{
+	set_dead(tr, time_limited(tr));
+}
+
+/* The event of a task the time limit stops (before it is killed). */
+static void time_limit_event(struct task_runner *tr)
+{
+	char buf[64];
+
+	if (!time_limited(tr))
+		return;
+	pthread_mutex_lock(&tr->ar->lock);
+	time_limit_text(tr->ar, buf, sizeof(buf));
+	pthread_mutex_unlock(&tr->ar->lock);
+	task_event(tr, "Time limit reached", "%s", buf);
 }
 
 /* The Terminated event's message. */
@@ -418,7 +460,8 @@ void task_runner_run(struct task_runner *tr)
 		memset(&ex, 0, sizeof(ex));
 		if (!tr->handle) {
 			if (should_stop(tr)) {
-				set_dead(tr, false);
+				time_limit_event(tr);
+				set_stopped(tr);
 				return;
 			}
 			if (prepare(tr, &err) < 0) {
@@ -438,6 +481,8 @@ void task_runner_run(struct task_runner *tr)
 			pthread_mutex_lock(&ar->lock);
 			tr->started_at = now_unix_ns();
 			tr->finished_at = 0;
+			if (ar->group->time_limit > 0)
+				time_limit_started(tr, tr->started_at);
 			pthread_mutex_unlock(&ar->lock);
 			task_event(tr, "Started", "task started by the client");
 			log_debug("client: alloc %.8s: task %s started", ar->id, tr->task->name);
@@ -468,6 +513,7 @@ void task_runner_run(struct task_runner *tr)
 			}
 			progress(tr);   /* what changed meanwhile (events) */
 			if (should_stop(tr)) {
+				time_limit_event(tr);
 				kill_task(tr, d, &ex);
 				stopped = true;
 				break;
@@ -496,7 +542,7 @@ ended:
 			  tr->task->name, ex.exit_code, ex.signal);
 		if (stopped) {
 			task_event(tr, "Killed", "task stopped");
-			set_dead(tr, false);
+			set_stopped(tr);
 			return;
 		}
 		if (restart) {
@@ -522,8 +568,8 @@ ended:
 			if (delay < 0) {
 				task_event(tr, "Not Restarting",
 					   "exceeded allowed attempts %lld in interval %llds and mode is \"fail\"",
-					   (long long)ar->group->restart.attempts,
-					   (long long)(ar->group->restart.interval / 1000000000LL));
+					   (long long)restart_policy(tr)->attempts,
+					   (long long)(restart_policy(tr)->interval / 1000000000LL));
 				set_dead(tr, true);
 				return;
 			}
@@ -537,7 +583,8 @@ ended:
 			if (pause_ns(tr, delay)) {
 				if (should_detach(tr))
 					return;
-				set_dead(tr, false);
+				time_limit_event(tr);
+				set_stopped(tr);
 				return;
 			}
 		}

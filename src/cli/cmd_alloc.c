@@ -4,10 +4,12 @@
  * (cmd_alloc_ops.c). */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli-api.h"
 #include "common/httpc.h"
 #include "cli/cli.h"
+#include "common/units.h"
 #include "common/xalloc.h"
 
 /* "31.2 MiB" for a byte count. */
@@ -83,6 +85,29 @@ static void print_gang(const json_t *gang)
 	       *js(leader, "address") ? js(leader, "address") : "127.0.0.1");
 }
 
+/* The group's time limit as the agent counts it: "4h (3h12m5s left)"
+ * while the allocation runs, "4h (reached)" once it ended it. */
+static void print_time_limit(const json_t *a)
+{
+	const json_t *tl = json_object_get(a, "time_limit");
+	char limit[32], left[32];
+	struct timespec now;
+	int64_t end;
+
+	if (!tl)
+		return;
+	format_duration(ji(tl, "limit"), limit, sizeof(limit));
+	clock_gettime(CLOCK_REALTIME, &now);
+	end = ji(tl, "started_at") + ji(tl, "limit") - (now.tv_sec * NS_PER_SEC + now.tv_nsec);
+	if (jb(tl, "reached"))
+		printf("%-20s %s (reached)\n", "Time Limit", limit);
+	else if (ji(tl, "started_at") > 0 && !strcmp(js(a, "client_status"), "running"))
+		printf("%-20s %s (%s left)\n", "Time Limit", limit,
+		       format_duration(end > 0 ? end / NS_PER_SEC * NS_PER_SEC : 0, left, sizeof(left)));
+	else
+		printf("%-20s %s\n", "Time Limit", limit);
+}
+
 static void print_alloc(const json_t *a, const json_t *usage)
 {
 	const json_t *res = json_object_get(a, "resources");
@@ -100,6 +125,7 @@ static void print_alloc(const json_t *a, const json_t *usage)
 	       "Client Status", js(a, "client_status"), *js(a, "client_description") ? ": " : "",
 	       js(a, "client_description"), "Created",
 	       format_ago(ji(a, "create_time"), buf, sizeof(buf)));
+	print_time_limit(a);
 	if (*js(a, "previous_allocation"))
 		printf("%-20s %s\n", "Replaces", js(a, "previous_allocation"));
 	print_gang(json_object_get(a, "gang"));

@@ -215,12 +215,27 @@ fail:
 	return rc;
 }
 
+/* A status report's time_limit: {"limit": ns > 0, "started_at": unix ns
+ * (0 before the first start), "reached": bool}, every field there. */
+static int time_limit_check(const json_t *tl, struct herd_err *err)
+{
+	const json_t *limit = json_object_get(tl, "limit"), *since = json_object_get(tl, "started_at");
+
+	if (!json_is_object(tl) || json_object_size(tl) != 3 || !json_is_integer(limit) ||
+	    json_integer_value(limit) <= 0 || !json_is_integer(since) ||
+	    json_integer_value(since) < 0 || !json_is_boolean(json_object_get(tl, "reached")))
+		return herd_errf(err, -EINVAL, "time_limit must be an object of limit (ns, > 0), "
+				 "started_at (unix ns) and reached (a boolean)");
+	return 0;
+}
+
 int alloc_status_from_request(const json_t *body, struct alloc_status *out, struct herd_err *err)
 {
 	const char *st = jstr(body, "client_status", NULL);
 	json_t *desc = json_object_get(body, "client_description");
 	json_t *ts = json_object_get(body, "task_states"), *v;
 	json_t *svcs = json_object_get(body, "services"); /* services.c */
+	json_t *tl = json_object_get(body, "time_limit");
 	const char *k;
 
 	if (!json_is_object(body))
@@ -239,10 +254,13 @@ int alloc_status_from_request(const json_t *body, struct alloc_status *out, stru
 	}
 	if (svcs && services_report_check(svcs, err) < 0)
 		return -EINVAL;
+	if (tl && !json_is_null(tl) && time_limit_check(tl, err) < 0)
+		return -EINVAL;
 	out->client_status = st;
 	out->client_description = json_is_string(desc) ? json_string_value(desc) : "";
 	out->task_states = json_is_object(ts) ? ts : NULL;
 	out->services = svcs;
+	out->time_limit = json_is_object(tl) ? tl : NULL;
 	return 0;
 }
 

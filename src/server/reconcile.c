@@ -13,6 +13,9 @@
  *   - current failed: replaced per the group's reschedule policy (attempts
  *     within interval, delay); if the delay has not passed, a follow-up is
  *     due then; attempts exhausted: the slot stays failed;
+ *   - current failed by its time limit (time_limit.reached, as its agent
+ *     reported it): the slot stays failed, whatever the policy says (the
+ *     same work would run into the same limit);
  *   - current lost: replaced at once.
  * A slot whose allocation a user stopped (reconcile_user_stop: desired
  * stop, waiting for a replacement) has no current allocation: it is
@@ -110,6 +113,32 @@ static const json_t *slot_predecessor(const json_t *allocs, const json_t *replac
 	return best;
 }
 
+/* Whether alloc ended because its group's time limit was reached. */
+static bool time_limit_ended(const json_t *alloc)
+{
+	return jbool(json_object_get(alloc, "time_limit"), "reached", false);
+}
+
+/* g (a shallow copy) without the fields added after versions were stored
+ * where they hold their defaults: a group stored before them is the same.
+ * Tasks are copied before a change (they are the stored job's). */
+static void drop_new_defaults(json_t *g)
+{
+	json_t *tasks = json_object_get(g, "tasks"), *copy, *t;
+	size_t i;
+
+	if (!jint(g, "time_limit", 0))
+		json_object_del(g, "time_limit");
+	copy = json_array();
+	json_array_foreach(tasks, i, t) {
+		t = json_copy(t);
+		if (json_is_null(json_object_get(t, "restart")))
+			json_object_del(t, "restart");
+		json_array_append_new(copy, t);
+	}
+	json_object_set_new(g, "tasks", copy);
+}
+
 /* The parts of a job that decide where a group's allocations run and what
  * they run: the group itself and the job-wide placement rules. */
 static json_t *group_shape(const json_t *job, const char *group)
@@ -129,6 +158,7 @@ static json_t *group_shape(const json_t *job, const char *group)
 		json_object_del(g, "count");
 		json_object_del(g, "gang");
 	}
+	drop_new_defaults(g);
 	return json_pack("{s:o, s:O*, s:O*, s:O*, s:O*}", "group", g,
 			 "constraints", json_object_get(job, "constraints"),
 			 "affinities", json_object_get(job, "affinities"),
@@ -293,6 +323,10 @@ static void gang_classify(const struct gang_ctx *c, const struct job_group *grp,
 			st->failure = true;
 			continue;
 		}
+		if (time_limit_ended(al)) {
+			st->exhausted = true; /* its peers ran as long */
+			continue;
+		}
 		/* failed, or a service member that completed */
 		at = reschedule_at(&grp->reschedule, al, c->now);
 		if (at < 0) {
@@ -433,6 +467,10 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 			int attempts = (int)jint(al, "reschedule_attempts", 0) + 1;
 			stop_alloc(&r, al, "lost; replaced", now, attempts);
 			add_place(&r, g, slot, al, attempts);
+			continue;
+		}
+		if (time_limit_ended(al)) {
+			r.ignore++; /* final: the slot stays failed */
 			continue;
 		}
 		/* failed, or a service that completed */

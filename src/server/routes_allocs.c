@@ -166,6 +166,10 @@ static int status_change_prepare(struct server *srv, json_t *alloc, const struct
 		json_object_del(alloc, "services");
 	else if (st->services)
 		json_object_set(alloc, "services", (json_t *)st->services);
+	/* the group's time limit as the agent counts it; reached: reconcile
+	 * does not reschedule it */
+	if (st->time_limit)
+		json_object_set(alloc, "time_limit", (json_t *)st->time_limit);
 	/* GPU-hours count from the task's start to its end (routes_usage) */
 	if (!strcmp(st->client_status, "running") && !json_object_get(alloc, "start_time"))
 		json_object_set_new(alloc, "start_time", json_integer(now_ns()));

@@ -91,6 +91,9 @@ struct alloc_status {
 	const char *client_description; /* "" when absent */
 	const json_t *task_states;      /* an object, or NULL when absent */
 	const json_t *services;         /* an array (services.c), or NULL when absent */
+	/* {"limit","started_at","reached"} of a group with a time_limit, or
+	 * NULL when absent; reached: the limit ended it (never rescheduled) */
+	const json_t *time_limit;
 };
 
 /* Checks an allocation status body; out points into body.  -EINVAL with err. */

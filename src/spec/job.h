@@ -159,6 +159,10 @@ struct job_task {
 	struct job_artifact *artifacts;
 	size_t nartifacts;
 	struct job_lifecycle *lifecycle; /* NULL: a main task */
+	/* restart { } of the task: NULL, the group's; else the group's with
+	 * the fields the task set replaced (Nomad's merge), filled by
+	 * job_validate */
+	struct job_restart *restart;
 	bool leader;            /* its end (for good) stops the group's other tasks */
 	struct job_volume_mount *volume_mounts;
 	size_t nvolume_mounts;
@@ -226,6 +230,10 @@ struct job_group {
 	struct job_rules affinities;
 	struct job_restart restart;
 	struct job_reschedule reschedule;
+	/* batch only: ns an allocation may run, from its first main task's
+	 * start, before the agent stops it and it fails for good; 0: no
+	 * limit.  Default: the job's. */
+	int64_t time_limit;
 	struct job_network network;
 	struct job_volume *volumes;
 	size_t nvolumes;
@@ -338,6 +346,10 @@ struct job {
 	size_t ngroups;
 	struct job_periodic *periodic; /* NULL: not periodic */
 	struct job_parameterized *parameterized; /* NULL: not parameterized */
+	int64_t time_limit;     /* ns, 0: none; every group's default (batch only) */
+	/* reschedule { }: the policy of every group, each group's own fields
+	 * over it (Nomad's merge); NULL: the type's defaults */
+	struct job_reschedule *reschedule;
 };
 
 /* Checks the rules that span fields (docs/jobspec.md, "Validation") and

@@ -56,6 +56,7 @@ static const struct block_rule rules_task[] = {
 	{ "template", "templates", true, NULL, rules_none },
 	{ "artifact", "artifacts", true, NULL, rules_none },
 	{ "lifecycle", "lifecycle", false, NULL, rules_none },
+	{ "restart", "restart", false, NULL, rules_none },
 	{ "volume_mount", "volume_mounts", true, NULL, rules_none },
 	{ "resources", "resources", false, NULL, rules_resources },
 	{ "logs", "logs", false, NULL, rules_none },
@@ -80,6 +81,7 @@ static const struct block_rule rules_job[] = {
 	{ "group", "groups", true, "name", rules_group },
 	{ "periodic", "periodic", false, NULL, rules_none },
 	{ "parameterized", "parameterized", false, NULL, rules_none },
+	{ "reschedule", "reschedule", false, NULL, rules_none },
 	RULE_END,
 };
 

@@ -286,9 +286,11 @@ static void init_task(void *obj)
 }
 
 static const char *const task_ignored[] = {
-	"vault", "consul", "identity", "shutdown_delay", "restart", "kind", "scaling", "csi_plugin",
+	"vault", "consul", "identity", "shutdown_delay", "kind", "scaling", "csi_plugin",
 	"action", "schedule", "secret", NULL,
 };
+/* defined with the group's (a task's restart merges over its group's) */
+static const struct schema restart_schema;
 static const struct field task_fields[] = {
 	STR("name", struct job_task, name, JOB_MAX_ID),
 	STR("driver", struct job_task, driver, 64),
@@ -301,6 +303,7 @@ static const struct field task_fields[] = {
 	ARR("artifacts", struct job_task, artifacts, nartifacts, artifact_schema, JOB_MAX_FILES),
 	OBJ("lifecycle", F_OBJECT_PTR, struct job_task, lifecycle, lifecycle_schema),
 	FIELD("leader", F_BOOL, struct job_task, leader),
+	OBJ("restart", F_OBJECT_PTR, struct job_task, restart, restart_schema),
 	ARR("volume_mounts", struct job_task, volume_mounts, nvolume_mounts, volume_mount_schema,
 	    JOB_MAX_VOLUMES),
 	OBJ("resources", F_OBJECT, struct job_task, resources, resources_schema),
@@ -403,6 +406,7 @@ static void init_group(void *obj)
 	g->count = JOB_UNSET;
 	init_restart(&g->restart);
 	init_reschedule(&g->reschedule);
+	g->time_limit = JOB_UNSET;
 }
 
 static const char *const group_ignored[] = {
@@ -418,6 +422,7 @@ static const struct field group_fields[] = {
 	RULES(struct job_group, affinities, affinity_schema),
 	OBJ("restart", F_OBJECT, struct job_group, restart, restart_schema),
 	OBJ("reschedule", F_OBJECT, struct job_group, reschedule, reschedule_schema),
+	INT("time_limit", F_DURATION, struct job_group, time_limit, 0, YEAR),
 	OBJ("network", F_OBJECT, struct job_group, network, network_schema),
 	ARR("volumes", struct job_group, volumes, nvolumes, volume_schema, JOB_MAX_VOLUMES),
 	ARR("tasks", struct job_group, tasks, ntasks, task_schema, JOB_MAX_TASKS),
@@ -466,11 +471,12 @@ static const struct schema parameterized_schema = {
 static void init_job(void *obj)
 {
 	((struct job *)obj)->priority = JOB_UNSET;
+	((struct job *)obj)->time_limit = JOB_UNSET;
 }
 
 static const char *const job_ignored[] = {
 	"update", "migrate", "vault", "consul", "spread", "region", "all_at_once",
-	"multiregion", "ui", "reschedule", "vault_token", "consul_token", NULL,
+	"multiregion", "ui", "vault_token", "consul_token", NULL,
 };
 static const struct field job_fields[] = {
 	STR("id", struct job, id, JOB_MAX_ID),
@@ -486,6 +492,8 @@ static const struct field job_fields[] = {
 	ARR("groups", struct job, groups, ngroups, group_schema, JOB_MAX_GROUPS),
 	OBJ("periodic", F_OBJECT_PTR, struct job, periodic, periodic_schema),
 	OBJ("parameterized", F_OBJECT_PTR, struct job, parameterized, parameterized_schema),
+	INT("time_limit", F_DURATION, struct job, time_limit, 0, YEAR),
+	OBJ("reschedule", F_OBJECT_PTR, struct job, reschedule, reschedule_schema),
 	END,
 };
 const struct schema job_schema = {

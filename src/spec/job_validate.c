@@ -28,6 +28,9 @@ struct validator {
 	unsigned regex_next;
 	/* what failed to decode (reported then): not reported as missing */
 	const struct job_failed *failed;
+	/* the job's reschedule block, filled: under every group's; NULL: none */
+	const struct job_reschedule *job_reschedule;
+	int64_t job_time_limit;        /* every group's default */
 };
 
 static bool failed(const struct validator *v, const void *p)
@@ -516,21 +519,25 @@ static void check_task(struct validator *v, struct job_task *t)
 						   &v->path, v->failed, v->diags);
 }
 
-/* Nomad's defaults for restart and reschedule depend on the job type. */
-static void default_policies(struct validator *v, struct job_group *g)
+/* Nomad's defaults for restart depend on the job type. */
+static void default_restart(struct validator *v, struct job_restart *r)
 {
-	struct job_restart *r = &g->restart;
-	struct job_reschedule *s = &g->reschedule;
 	const int64_t sec = NS_PER_SEC;
 
 	default_int(&r->attempts, v->batch ? 3 : 2);
 	default_int(&r->interval, v->batch ? 24 * 3600 * sec : 30 * 60 * sec);
 	default_int(&r->delay, 15 * sec);
 	default_str(&r->mode, "fail");
-	/* Nomad refuses a policy whose restarts cannot fit in their window
-	 * (attempts * delay > interval): the window would close before the
-	 * last attempt, so the count would never be reached.  Compared by
-	 * division: attempts * delay may overflow. */
+}
+
+/* Nomad refuses a policy whose restarts cannot fit in their window
+ * (attempts * delay > interval): the window would close before the last
+ * attempt, so the count would never be reached.  Compared by division:
+ * attempts * delay may overflow. */
+static void check_restart_window(struct validator *v, const struct job_restart *r)
+{
+	const int64_t sec = NS_PER_SEC;
+
 	if (r->attempts > 0 && r->delay > 0 && r->interval >= 0 &&
 	    r->attempts > r->interval / r->delay) {
 		size_t old = push(v, "restart", -1);
@@ -541,6 +548,37 @@ static void default_policies(struct validator *v, struct job_group *g)
 		     (double)r->interval / (double)sec);
 		pop(v, old);
 	}
+}
+
+/* A task's restart block over its group's (filled already): what the task
+ * did not set is the group's, field by field, as Nomad merges them. */
+static void merge_restart(struct job_restart *r, const struct job_restart *group)
+{
+	default_int(&r->attempts, group->attempts);
+	default_int(&r->interval, group->interval);
+	default_int(&r->delay, group->delay);
+	default_str(&r->mode, group->mode);
+}
+
+/* A group's reschedule block over the job's (filled already), field by
+ * field, as Nomad merges them. */
+static void merge_reschedule(struct job_reschedule *s, const struct job_reschedule *job)
+{
+	default_int(&s->attempts, job->attempts);
+	default_int(&s->interval, job->interval);
+	default_int(&s->delay, job->delay);
+	default_str(&s->delay_function, job->delay_function);
+	default_int(&s->max_delay, job->max_delay);
+	if (!s->unlimited_set) {
+		s->unlimited = job->unlimited;
+		s->unlimited_set = 1;
+	}
+}
+
+/* Nomad's defaults for reschedule depend on the job type. */
+static void default_reschedule(struct validator *v, struct job_reschedule *s)
+{
+	const int64_t sec = NS_PER_SEC;
 
 	default_int(&s->attempts, v->batch ? 1 : 0);
 	default_int(&s->interval, v->batch ? 24 * 3600 * sec : 0);
@@ -555,6 +593,34 @@ static void default_policies(struct validator *v, struct job_group *g)
 		fail(v, s->pos, "max_delay must be at least delay");
 		pop(v, old);
 	}
+}
+
+static void default_policies(struct validator *v, struct job_group *g)
+{
+	default_restart(v, &g->restart);
+	check_restart_window(v, &g->restart);
+	if (v->job_reschedule)
+		merge_reschedule(&g->reschedule, v->job_reschedule);
+	default_reschedule(v, &g->reschedule);
+}
+
+/* time_limit of the job or a group: for batch work only (a service runs
+ * until it is stopped, so a limit would only kill it), at least 1s (the
+ * decoder checked the year); 0 is no limit. */
+static void check_time_limit(struct validator *v, struct hcl_pos pos, int64_t limit)
+{
+	char buf[32];
+	size_t old;
+
+	if (limit <= 0)
+		return;
+	old = push(v, "time_limit", -1);
+	if (!v->batch)
+		fail(v, pos, "only batch jobs can have a time limit: a service runs until it is "
+		     "stopped");
+	else if (limit < NS_PER_SEC)
+		fail(v, pos, "must be at least 1s, got %s", format_duration(limit, buf, sizeof(buf)));
+	pop(v, old);
 }
 
 static bool is_port_label(const char *s)
@@ -603,6 +669,8 @@ static void check_group(struct validator *v, struct job_group *g)
 	check_rules(v, &g->constraints, "constraints", false);
 	check_rules(v, &g->affinities, "affinities", true);
 	default_policies(v, g);
+	check_time_limit(v, g->pos, g->time_limit);
+	default_int(&g->time_limit, v->job_time_limit);
 	check_network(v, &g->network);
 	v->group = g;
 	if (g->nservices)
@@ -617,6 +685,10 @@ static void check_group(struct validator *v, struct job_group *g)
 		size_t old = push(v, "tasks", (ssize_t)i);
 		if (!failed(v, &g->tasks[i]))
 			check_task(v, &g->tasks[i]);
+		if (g->tasks[i].restart && !failed(v, g->tasks[i].restart)) {
+			merge_restart(g->tasks[i].restart, &g->restart);
+			check_restart_window(v, g->tasks[i].restart);
+		}
 		for (size_t j = 0; j < i; j++)
 			if (g->tasks[i].name && g->tasks[j].name &&
 			    !strcmp(g->tasks[i].name, g->tasks[j].name))
@@ -730,6 +802,13 @@ int job_validate_decoded(struct job *job, const struct job_failed *failed_fields
 			fail(&v, job->pos, "datacenters[%zu] must not be empty", i);
 	check_rules(&v, &job->constraints, "constraints", false);
 	check_rules(&v, &job->affinities, "affinities", true);
+	check_time_limit(&v, job->pos, job->time_limit);
+	default_int(&job->time_limit, 0);
+	v.job_time_limit = job->time_limit;
+	if (job->reschedule && !failed(&v, job->reschedule)) {
+		default_reschedule(&v, job->reschedule);
+		v.job_reschedule = job->reschedule;
+	}
 	if (job->ngroups == 0 && !failed(&v, &job->groups))
 		fail(&v, job->pos, "a job needs at least one group");
 	for (size_t i = 0; i < job->ngroups; i++) {
