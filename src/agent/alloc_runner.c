@@ -327,6 +327,10 @@ static bool wait_running(struct alloc_runner *ar, bool (*pick)(const struct task
 {
 	for (;;) {
 		bool all = true;
+		/* a leader that ended before the others ran (one of them waiting
+		 * for a restart, say) stops them now, not once they run */
+		if (pick == pick_main)
+			stop_for_leader(ar);
 		pthread_mutex_lock(&ar->lock);
 		for (size_t i = 0; i < ar->ntasks; i++) {
 			struct task_runner *tr = &ar->tasks[i];

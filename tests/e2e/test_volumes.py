@@ -290,3 +290,45 @@ def test_agent_refuses_a_host_volume_path_that_does_not_exist(agents, tmp_path):
     agents.append(bad)
     assert bad.proc.wait(timeout=30) != 0
     assert f'client.host_volume "sets": path {missing}: No such file or directory' in bad.log()
+
+
+def test_leader_stops_a_task_waiting_to_restart(vols, tmp_path):
+    """The other task failed at once and waits 30 s for its restart when the
+    leader ends: it is stopped in its wait, never started again."""
+    srv, _, _, _ = vols
+    job = write_job(tmp_path, 'leadwait', '''
+job "leadwait" {
+  type = "batch"
+  group "g" {
+    restart {
+      attempts = 1
+      delay    = "30s"
+      interval = "10m"
+      mode     = "fail"
+    }
+    task "flaky" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args = ["-c", "exit 1"]
+      }
+    }
+    task "lead" {
+      driver = "raw_exec"
+      leader = true
+      config {
+        command = "/bin/sh"
+        args = ["-c", "sleep 2"]
+      }
+    }
+  }
+}
+''')
+    r = cli(srv.port, 'job', 'run', '-detach', job)
+    assert r.returncode == 0, r.stdout + r.stderr
+    [a] = finished(srv.port, 'leadwait', timeout=90)
+    assert a['client_status'] == 'complete', a['task_states']
+    flaky = a['task_states']['flaky']
+    types = [e['type'] for e in flaky['events']]
+    assert types.count('Started') <= 1 and 'Leader Task Dead' in types, types
+    assert flaky['state'] == 'dead' and not flaky['failed'], flaky
