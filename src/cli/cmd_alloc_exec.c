@@ -443,8 +443,11 @@ static int run_session(struct session *s, bool tty)
 		}
 		if (p[0].revents && pump_sock(s, p[0].revents) < 0)
 			break;
-		/* a window change before what was typed after it */
-		if (p[2].revents) {
+		/* A window change before what was typed after it.  The pipe
+		 * is read whatever poll said: a SIGWINCH that came while poll
+		 * returned for stdin has run its handler by now, though poll's
+		 * answer predates it. */
+		if (tty && winch_pipe[0] >= 0) {
 			char b[64];
 			uint16_t rows, cols;
 			if (read(winch_pipe[0], b, sizeof(b)) > 0) {

@@ -266,6 +266,29 @@ def test_acl_read_only_token_is_refused(agents, tmp_path):
     assert marker.exists()
 
 
+def sleepers(arg):
+    """Host pids of processes whose command line is `sleep ARG`."""
+    found = []
+    for d in pathlib.Path('/proc').iterdir():
+        try:
+            if d.name.isdigit() and (d / 'cmdline').read_bytes() == b'sleep\x00' + arg.encode() + b'\x00':
+                found.append(int(d.name))
+        except OSError:
+            pass
+    return found
+
+
+def hang_up_kills(env, aid, arg):
+    """exec `sleep ARG`, kill the CLI: the command must go."""
+    p = subprocess.Popen([str(HERD), 'alloc', 'exec', aid, 'sleep', arg],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env, cwd=REPO)
+    wait_for(lambda: sleepers(arg), 30, 'the command to start')
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=10)
+    wait_for(lambda: not sleepers(arg), 30, 'the command to be killed')
+
+
 def test_exec_in_exec_driver_task(agents, tmp_path):
     """An exec-driver task: the command is in the task's root, PID
     namespace and cgroup, as the task's user."""
@@ -310,22 +333,7 @@ def test_exec_in_exec_driver_task(agents, tmp_path):
     os.close(master)
     os.close(slave)
     # the caller hangs up: the command inside the task is killed too
-    def sleepers():
-        found = []
-        for d in pathlib.Path('/proc').iterdir():
-            try:
-                if d.name.isdigit() and (d / 'cmdline').read_bytes() == b'sleep\x006001\x00':
-                    found.append(int(d.name))
-            except OSError:
-                pass
-        return found
-    p = subprocess.Popen([str(HERD), 'alloc', 'exec', aid, 'sleep', '6001'],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env=env, cwd=REPO)
-    wait_for(sleepers, 30, 'the command to start')
-    p.send_signal(signal.SIGKILL)
-    p.wait(timeout=10)
-    wait_for(lambda: not sleepers(), 30, 'the command to be killed')
+    hang_up_kills(env, aid, '6001')
 
 
 def test_exec_in_docker_task(engine, agents, tmp_path):
@@ -373,17 +381,35 @@ job "dk" {{
     assert r.returncode == 5 and r.stdout == b'out\n' and r.stderr == b'err\n', r
     r = exec_cli(server.port, aid, 'cat', stdin=b'via the engine\n')
     assert r.returncode == 0 and r.stdout == b'via the engine\n', r
-    # a terminal: the engine's pty; an engine before API 1.42 gets its size
-    # by a resize after the start, so the command waits for it (busybox's
-    # stty refuses a 0x0 terminal)
+    # a terminal: the engine's pty.  Its first size may land after the
+    # command started (engines before API 1.42 take it only by a resize,
+    # and busybox's stty gives up on a 0x0 terminal), so the size checked
+    # is a later one: the CLI passes a window change (SIGWINCH) on before
+    # the line typed after it
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack('HHHH', 21, 61, 0, 0))
     env = dict(os.environ, HERD_ADDR=f'http://127.0.0.1:{server.port}')
     p = subprocess.Popen([str(HERD), 'alloc', 'exec', aid, 'sh', '-c',
-                          'test -t 0 && echo is-a-tty; i=0; while [ $i -lt 200 ]; do '
-                          'stty size 2>/dev/null && break; sleep 0.1; i=$((i+1)); done'],
+                          'test -t 0 && echo is-a-tty; read x; stty size; read y'],
                          stdin=slave, stdout=slave, stderr=slave, env=env, cwd=REPO)
-    out = read_pty_until_exit(master, p).decode(errors='replace')
-    assert p.returncode == 0 and 'is-a-tty' in out and '21 61' in out, out + client.log()[-3000:]
+    out = b''
+    for _ in range(600):
+        if b'is-a-tty' in out or p.poll() is not None:
+            break
+        if select.select([master], [], [], 0.1)[0]:
+            out += os.read(master, 65536)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack('HHHH', 22, 62, 0, 0))
+    p.send_signal(signal.SIGWINCH)
+    os.write(master, b'go\r')
+    for _ in range(600):
+        if b'22 62' in out or p.poll() is not None:
+            break
+        if select.select([master], [], [], 0.1)[0]:
+            out += os.read(master, 65536)
+    os.write(master, b'done\r')
+    out = (out + read_pty_until_exit(master, p)).decode(errors='replace')
+    assert p.returncode == 0 and 'is-a-tty' in out and '22 62' in out, out + client.log()[-3000:]
     os.close(master)
     os.close(slave)
+    # the caller hangs up: the engine's exec process is killed
+    hang_up_kills(env, aid, '6002')
