@@ -58,6 +58,7 @@ struct client_http {
 	char *alloc_dir, *state_dir;
 	char *auth_server;    /* "host:port" that authorizes reads; NULL: none */
 	struct tls_client auth_tls; /* how auth_server is reached */
+	const struct httpc_local *auth_local; /* it, in this process; NULL: over HTTP */
 	bool verify_client;   /* tls: callers need a certificate (check_peer) */
 	bool tls;             /* https: exec sessions run on threads of their own */
 	char *cgroup_parent;  /* the exec driver's; NULL: its default */
@@ -238,6 +239,7 @@ static int authorize(struct client_http *h, struct MHD_Connection *conn, const c
 		return 0;
 	}
 	httpc_init_tls(&c, h->auth_server, &h->auth_tls);
+	c.local = h->auth_local;
 	free(c.token);   /* never the agent's own $HERD_TOKEN */
 	c.token = token ? xstrdup(token) : NULL;
 	c.timeout_ms = 10000;
@@ -1123,10 +1125,11 @@ void client_http_set_client(struct client_http *h, struct client *c)
 }
 
 void client_http_set_auth_server(struct client_http *h, const char *server,
-				 const struct tls_client *tls)
+				 const struct tls_client *tls, const struct httpc_local *local)
 {
 	free(h->auth_server);
 	h->auth_server = server ? xstrdup(server) : NULL;
+	h->auth_local = local;
 	tls_client_release(&h->auth_tls);
 	if (tls)
 		tls_client_copy(&h->auth_tls, tls);

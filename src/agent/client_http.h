@@ -79,11 +79,14 @@ int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_di
  * only when the token may also submit there.  Refusals: 404 (no such
  * allocation, or not readable: the server does not tell them apart), 403,
  * 503 when no server answers.  tls (copied; NULL: plain HTTP) is how the
- * server is reached: the agent's tls block, never the environment.  Call
- * before the address is published (not thread-safe with requests in
- * flight). */
+ * server is reached: the agent's tls block, never the environment.  local
+ * (NULL: none) is the server of this process when server is it: asked
+ * without a socket (httpc.h, struct httpc_local), so that neither TLS nor
+ * the name in the agent's certificate matter there.  Call before the
+ * address is published (not thread-safe with requests in flight). */
+struct httpc_local;
 void client_http_set_auth_server(struct client_http *h, const char *server,
-				 const struct tls_client *tls);
+				 const struct tls_client *tls, const struct httpc_local *local);
 
 /* The driver settings a stats sample needs: the exec driver's cgroup
  * parent and the docker engine socket (copied; NULL: the drivers'

@@ -309,7 +309,8 @@ int cmd_agent(int argc, char **argv)
 			 * first configured. */
 			client_http_set_auth_server(chttp, local ? local
 						   : cfg.client.nr_servers ? cfg.client.servers[0]
-						   : NULL, &cfg.tls.client);
+						   : NULL, &cfg.tls.client,
+						   srv ? server_local_transport(srv) : NULL);
 			client_http_set_drivers(chttp, cfg.exec.cgroup_parent, cfg.docker.socket);
 			char *host = xstrdup(cfg.advertise_http ? cfg.advertise_http : "127.0.0.1");
 			char *colon = host[0] == '[' ? strstr(host, "]:") : strchr(host, ':');

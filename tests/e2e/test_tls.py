@@ -8,6 +8,7 @@ Real herd agents on 127.0.0.1 (the `agents` fixture of test_control_plane)."""
 import json
 import os
 import shutil
+import socket
 import ssl
 import subprocess
 import urllib.error
@@ -275,6 +276,42 @@ def test_alloc_exec_over_https(agents, tmp_path, certs):
                  HERD_CLIENT_KEY=str(certs / 'rogue-key.pem'))
     r = run(rogue, 'alloc', 'exec', alloc, 'true')
     assert r.returncode == 1 and 'not signed by a CA' in r.stderr, r.stderr
+
+
+def test_server_and_client_in_one_agent(agents, tmp_path, certs):
+    """One agent that is both (as -dev with a tls file), whose certificate
+    names only localhost: its client reaches its server in-process, the
+    log API's token checks included, so the name of 127.0.0.1 does not
+    matter there."""
+    make_cert(certs, 'ca', 'local', 'subjectAltName=DNS:localhost\n'
+              'extendedKeyUsage=serverAuth,clientAuth\n')
+    cfg = tmp_path / 'agent.hcl'
+    cfg.write_text('bind_addr = "127.0.0.1"\nadvertise {\n  http = "localhost"\n}\n'
+                   'server {\n  enabled = true\n}\nclient {\n  enabled = true\n}\n'
+                   'plugin "raw_exec" {\n  config {\n    enabled = true\n  }\n}\n'
+                   f'tls {{\n  http = true\n  ca_file = "{certs}/ca.pem"\n'
+                   f'  cert_file = "{certs}/local.pem"\n  key_file = "{certs}/local-key.pem"\n}}\n')
+    # a port of our own: with -http-port 0 the agent advertises the address
+    # it listens on (127.0.0.1), not the advertise block's host
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    a = Agent(tmp_path, 'both', ['-config', str(cfg), '-http-port', str(port)],
+              gpu_file=GPUS / 't4-2x.json', port=port).start()
+    agents.append(a)
+    env = dict(tls_env(a.port, certs), HERD_ADDR=f'https://localhost:{a.port}')
+
+    def ready():
+        r = run(env, 'node', 'status', '-json')
+        return r.returncode == 0 and any(n['status'] == 'ready' for n in json.loads(r.stdout))
+    wait_for(ready, 20, 'the node to be ready')
+    alloc = run_batch(env, tmp_path)
+    r = run(env, 'alloc', 'logs', alloc, 't')
+    assert r.returncode == 0 and r.stdout == 'secret-over-tls\n', r.stdout + r.stderr
+    # the certificate does not name 127.0.0.1: a caller that dials it so
+    # is refused, which is what makes the in-process check necessary
+    r = run(tls_env(a.port, certs), 'node', 'status')
+    assert r.returncode == 1 and 'not trusted' in r.stderr, r.stderr
 
 
 def test_agent_with_a_bad_tls_file_does_not_start(agents, tmp_path, certs):
