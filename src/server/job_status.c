@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/xalloc.h"
+#include "server/depends.h"
 #include "server/server-int.h"
 
 json_t *eval_new(const char *ns, const char *job_id, const char *trigger, const char *node_id)
@@ -105,6 +106,11 @@ json_t *job_for_reader(struct server *srv, const json_t *stored, struct herd_err
 	out = json_deep_copy(stored);
 	json_object_set_new(out, "status", json_string(job_status(stored, allocs)));
 	json_object_set(out, "job_modify_index", json_object_get(stored, "modify_index"));
+	if (json_array_size(json_object_get(stored, "depends_on"))) {
+		json_t *deps = depends_describe(srv, stored, NULL);
+		if (deps)
+			json_object_set_new(out, "dependencies", deps);
+	}
 	json_decref(allocs);
 	return out;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/xalloc.h"
+#include "server/depends.h"
 #include "server/server-int.h"
 #include "server/teams.h"
 
@@ -37,6 +38,9 @@ void plan_release(struct plan *p)
 	json_decref(p->extra_evals);
 	json_decref(p->preempted);
 	free(p->queued);
+	free(p->dep_waiting);
+	free(p->dep_never);
+	json_decref(p->dep_waiting_for);
 	quota_state_release(p->quota);
 	free(p->quota);
 	for (size_t i = 0; i < p->nnodes; i++)
@@ -565,6 +569,32 @@ static int plan_read_quota(struct server *srv, struct sched_view *v, const char 
 	return rc;
 }
 
+/* The dependency gate: a job that names dependencies and has no
+ * allocation yet is placed only once they all hold.  Returns 1 when it
+ * must not be placed now (p says why: every group fails with the
+ * reason, so readers and `job run` see it), 0 to go on, or an error. */
+static int plan_gate(struct server *srv, struct sched_view *v, const json_t *job,
+		     const struct job *model, struct plan *p, struct herd_err *err)
+{
+	char *why = NULL;
+	int verdict;
+
+	if (!model || !model->ndepends_on || json_array_size(v->job_allocs))
+		return 0;
+	verdict = depends_gate(srv, job, &why, &p->dep_waiting_for, err);
+	if (verdict < 0 || verdict == DEPENDS_HOLD)
+		return verdict;
+	if (verdict == DEPENDS_NEVER) {
+		p->dep_never = why;
+		return 1;
+	}
+	p->dep_waiting = why;
+	for (size_t g = 0; g < model->ngroups; g++)
+		for (int64_t k = 0; k < model->groups[g].count; k++)
+			add_failure(p, model->groups[g].name, NULL, NULL, why);
+	return 1;
+}
+
 int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 		 const char *eval_id, struct plan *p, struct herd_err *err)
 {
@@ -581,6 +611,11 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 		model = job_from_stored(job);
 		if (!model)
 			return herd_errf(err, -EINVAL, "stored job %s does not decode", jstr(job, "id", "?"));
+	}
+	rc = plan_gate(srv, v, job, model, p, err);
+	if (rc != 0) {
+		job_free(model);
+		return rc < 0 ? rc : 0;
 	}
 	rc = reconcile(srv->store, job, model, v, now, &r, err);
 	if (rc < 0) {

@@ -218,6 +218,11 @@ static int64_t reschedule_at(const struct job_reschedule *p, const json_t *alloc
 	return jint(alloc, "modify_time", now) + delay;
 }
 
+bool reconcile_reschedules(const struct job_group *g, const json_t *alloc, int64_t now)
+{
+	return reschedule_at(&g->reschedule, alloc, now) >= 0;
+}
+
 static int find_group(const struct job *job, const char *name)
 {
 	for (size_t i = 0; i < job->ngroups; i++)

@@ -7,6 +7,7 @@
 
 #include "server/acl.h"
 #include "common/xalloc.h"
+#include "server/depends.h"
 #include "server/server-int.h"
 
 #define STATUS_ATTEMPTS 20
@@ -202,6 +203,10 @@ static void status_change_committed(struct server *srv, const struct status_chan
 	if (ch->eval)
 		broker_enqueue(&srv->broker, jstr(ch->eval, "id", ""), jstr(ch->eval, "namespace", ""),
 			       jstr(ch->eval, "job_id", ""), 0);
+	/* the job may have ended: jobs that depend on it look again */
+	if (ch->freed)
+		depends_job_changed(srv, jstr(ch->alloc, "namespace", "default"),
+				    jstr(ch->alloc, "job_id", ""));
 }
 
 /* PUT /v1/allocation/:id/status.  A terminal status frees capacity

@@ -11,6 +11,7 @@
 #include "common/units.h"
 #include "common/xalloc.h"
 #include "server/acl.h"
+#include "server/depends.h"
 #include "server/server-int.h"
 #include "spec/spec.h"
 
@@ -158,7 +159,7 @@ static int register_job(struct server *srv, struct http_request *req, struct htt
 		struct store_key nk = { NULL, rg->ns, 0 };
 		struct store_batch b = STORE_BATCH_INIT;
 		struct register_read rd = { rg->ns, rg->id, 0, NULL };
-		json_t *old, *stored, *eval, *canon;
+		json_t *old, *stored, *eval, *canon, *deps_req = NULL, *deps;
 		uint64_t idx = 0;
 
 		rc = store_view(srv->store, read_for_register, &rd, err);
@@ -176,7 +177,14 @@ static int register_job(struct server *srv, struct http_request *req, struct htt
 			json_decref(old);
 			return 0;
 		}
+		rc = depends_check_register(srv, rg->ns, canon, &deps_req, resp, err);
+		if (rc) {
+			json_decref(old);
+			json_decref(canon);
+			return rc > 0 ? 0 : rc;
+		}
 		if (old && same_job(old, canon)) {
+			json_decref(deps_req);
 			http_reply(resp, 200, json_pack("{s:s, s:I, s:I, s:o}", "eval_id", "",
 							"job_modify_index", (json_int_t)jint(old, "modify_index", 0),
 							"index", (json_int_t)req->index, "warnings", answer_warnings(rg->dl)));
@@ -186,6 +194,7 @@ static int register_job(struct server *srv, struct http_request *req, struct htt
 		}
 		/* the launcher reads periodic jobs again when one changes */
 		bool periodic = job_is_periodic(canon) || job_is_periodic(old);
+		deps = json_incref(json_object_get(canon, "depends_on"));
 		stored = stored_from_canon(canon, old ? jint(old, "version", 0) + 1 : 0,
 					   rg->parent_id, rg->payload);
 		json_decref(canon);
@@ -200,9 +209,15 @@ static int register_job(struct server *srv, struct http_request *req, struct htt
 		/* the namespace as read: one deleted meanwhile (its delete checks
 		 * for jobs inside its own commit) fails this, and the retry says so */
 		store_batch_require_index(&b, STORE_NAMESPACE, &nk, rd.ns_index);
+		/* the jobs it depends on still there at the commit */
+		depends_require(&b, rg->ns, deps_req);
 		rc = store_commit(srv->store, &b, &idx, err);
 		store_batch_release(&b);
 		json_decref(old);
+		json_decref(deps_req);
+		if (rc == 0)
+			depends_note_job(srv, rg->ns, rg->id, deps);
+		json_decref(deps);
 		if (rc == 0) {
 			/* eval is the store's cached record now: only read */
 			broker_enqueue(&srv->broker, jstr(eval, "id", ""), rg->ns, rg->id, 0);
@@ -846,6 +861,8 @@ static int delete_job(struct http_request *req, struct http_response *resp, void
 			/* a stopped or purged parent launches nothing more */
 			if (job_is_periodic(job))
 				periodic_wake(srv);
+			/* jobs waiting for this one learn that it ended */
+			depends_job_changed(srv, key.ns, key.id);
 		}
 		json_decref(eval);
 		json_decref(versions);

@@ -425,6 +425,9 @@ json_t *reconcile_user_stop(const json_t *alloc, int64_t now);
 int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 	      struct sched_view *v, int64_t now, struct reconcile_result *out,
 	      struct herd_err *err);
+/* Whether a failed allocation of group g (or a service's that ended) is
+ * due a replacement under the group's reschedule policy, now or later. */
+bool reconcile_reschedules(const struct job_group *g, const json_t *alloc, int64_t now);
 
 /* ---- placement: worker.c / plan_apply.c ------------------------------- */
 
@@ -443,6 +446,10 @@ struct plan {
 	json_t *placements;        /* for the plan endpoint; NULL: not kept */
 	int create, destroy, update, ignore;
 	int64_t followup_at;
+	/* the dependency gate (depends.c): why the job waits, and for which
+	 * jobs (ids); or why it never will run (the worker stops it) */
+	char *dep_waiting, *dep_never;
+	json_t *dep_waiting_for;
 	char **nodes; size_t nnodes, anodes; /* nodes receiving new allocations */
 };
 
@@ -677,6 +684,7 @@ struct server {
 	struct gc *gc;         /* gc.c's timer */
 	struct periodic *periodic; /* periodic.c's launcher */
 	struct metrics_seen *metrics_seen; /* routes_metrics.c's memory of its counters */
+	struct depends *deps;  /* depends.c's index of dependents */
 };
 
 void server_log(struct server *srv, const char *level, const char *fmt, ...)

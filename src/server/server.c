@@ -11,6 +11,7 @@
 
 #include "common/xalloc.h"
 #include "server/acl.h"
+#include "server/depends.h"
 #include "server/server-int.h"
 
 void server_log(struct server *srv, const char *level, const char *fmt, ...)
@@ -77,6 +78,7 @@ static void server_free(struct server *srv)
 	heartbeat_stop(srv);
 	gc_stop(srv);
 	broker_release(&srv->broker);
+	depends_stop(srv);
 	fair_queue_release(&srv->fq);
 	view_cache_release(&srv->view_cache);
 	pthread_mutex_destroy(&srv->plan_lock);
@@ -190,6 +192,9 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 		rc = routes_operator(srv, err);
 	if (!rc)
 		rc = namespace_default_ensure(srv, err);
+	/* before the evaluations: those that wait for a dependency park */
+	if (!rc)
+		rc = depends_start(srv, err);
 	if (!rc)
 		rc = requeue_evals(srv, err);
 	if (!rc)

@@ -7,11 +7,15 @@
 #include <string.h>
 
 #include "common/xalloc.h"
+#include "server/depends.h"
 #include "server/server-int.h"
 
 #define WORKER_MAX_ATTEMPTS 50
 
-enum eval_outcome { EVAL_DONE, EVAL_BLOCKED, EVAL_SKIPPED };
+/* EVAL_WAITING: blocked on its dependencies, parked by depends.c (not
+ * with the broker: capacity does not change what it waits for);
+ * EVAL_NEVER: a dependency can never hold, the job is stopped. */
+enum eval_outcome { EVAL_DONE, EVAL_BLOCKED, EVAL_SKIPPED, EVAL_WAITING, EVAL_NEVER };
 
 /* What the plan means for the fair queue, once committed: a job that
  * placed everything, or waits for its own quota, leaves it (and those
@@ -66,7 +70,20 @@ static json_t *eval_final(const json_t *eval, const struct plan *p, enum eval_ou
 
 	json_object_del(done, "create_index");
 	json_object_del(done, "modify_index");
-	if (json_object_size(p->failed)) {
+	json_object_del(done, "waiting_for");
+	if (p->dep_never) {
+		json_object_set_new(done, "status", json_string("complete"));
+		json_object_set_new(done, "status_description",
+				    json_sprintf("job stopped: %s", p->dep_never));
+		json_object_set_new(done, "failed_placements", json_object());
+		*outcome = EVAL_NEVER;
+	} else if (p->dep_waiting) {
+		json_object_set_new(done, "status", json_string("blocked"));
+		json_object_set_new(done, "status_description", json_string(p->dep_waiting));
+		json_object_set(done, "failed_placements", p->failed);
+		json_object_set(done, "waiting_for", p->dep_waiting_for);
+		*outcome = EVAL_WAITING;
+	} else if (json_object_size(p->failed)) {
 		json_object_set_new(done, "status", json_string(p->queued ? "queued" : "blocked"));
 		json_object_set_new(done, "status_description",
 				    json_string(p->queued ? p->queued : "some allocations could not be placed"));
@@ -120,6 +137,13 @@ static int process_once(struct server *srv, const json_t *eval, enum eval_outcom
 	if (!plan_changes_nothing(&p, extra, eval, done))
 		rc = plan_apply(srv, &v, &p, done, extra, NULL, err);
 	json_decref(done);
+	if (rc == 0 && p.dep_never) {
+		struct herd_err e = { 0 };
+		int r = depends_stop_job(srv, v.job, p.dep_never, &e);
+		/* -ESTALE: registered again meanwhile; its own evaluation decides */
+		if (r < 0 && r != -ESTALE)
+			server_log(srv, "error", "stop job %s: %s", job_id, e.msg);
+	}
 	if (rc == 0) {
 		fair_queue_after(srv, eval, v.job, &p);
 		/* still in the queue: its evaluation is parked there */
@@ -156,7 +180,7 @@ static void process_eval(struct server *srv, struct broker_item *it)
 	int rc = -ESTALE;
 	/* read before the snapshot: capacity that appears from here on must
 	 * not be lost if this evaluation ends up parked as failed */
-	uint64_t fq_gen = fair_queue_gen(srv);
+	uint64_t fq_gen = fair_queue_gen(srv), dep_gen = depends_gen(srv);
 
 	if (store_get(srv->store, STORE_EVAL, &key, &eval, &err) < 0)
 		return;
@@ -174,7 +198,9 @@ static void process_eval(struct server *srv, struct broker_item *it)
 		if (fair_queue_remove(&srv->fq, it->ns, it->job_id))
 			broker_unblock_all(&srv->broker);
 	} else {
-		if (outcome == EVAL_BLOCKED &&
+		if (outcome == EVAL_WAITING)
+			depends_park(srv, it->ns, it->job_id, it->id, dep_gen);
+		else if (outcome == EVAL_BLOCKED &&
 		    !(fq_held && fair_queue_park(srv, it->ns, it->job_id, it->id, !queue_held, fq_gen)))
 			broker_block(&srv->broker, it);
 		server_queue_evals(srv, followups);
@@ -260,7 +286,9 @@ static size_t plan_entries(struct server *srv, struct sched_view *v, struct batc
 			e[i].done = true; /* gone or finished meanwhile */
 			continue;
 		}
-		if (e[i].job && job_asks_devices(e[i].job)) {
+		/* the dependency gate may stop the job or park its evaluation */
+		if (e[i].job && (job_asks_devices(e[i].job) ||
+				 json_array_size(json_object_get(e[i].job, "depends_on")))) {
 			e[i].alone = true;
 			continue;
 		}

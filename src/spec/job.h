@@ -44,6 +44,7 @@
 #define JOB_MAX_LIST 1024         /* strings in datacenters */
 #define JOB_MAX_SERVICES 32       /* service blocks per group or task */
 #define JOB_MAX_CHECKS 32         /* check blocks per service */
+#define JOB_MAX_DEPENDS 64        /* depends_on blocks per job */
 #define JOB_MAX_VOLUMES 64        /* volumes per group, volume mounts per task */
 
 /* A string -> string map (meta, env, artifact options), in source order. */
@@ -330,6 +331,15 @@ struct job_parameterized {
 #define JOB_DISPATCH_SUFFIX_MAX 30
 #define JOB_DISPATCH_MAX_ID (JOB_MAX_ID - JOB_DISPATCH_SUFFIX_MAX)
 
+/* depends_on { job condition }: the job is placed only once the job it
+ * names (same namespace) has ended as condition says (docs/jobspec.md,
+ * "Dependencies"); the server's gate is src/server/depends.c. */
+struct job_dependency {
+	struct hcl_pos pos;
+	char *job;              /* required: a job id of the same namespace */
+	char *condition;        /* complete | failed | dead; default complete */
+};
+
 struct job {
 	struct hcl_pos pos;
 	char *id;               /* required */
@@ -350,6 +360,8 @@ struct job {
 	/* reschedule { }: the policy of every group, each group's own fields
 	 * over it (Nomad's merge); NULL: the type's defaults */
 	struct job_reschedule *reschedule;
+	struct job_dependency *depends_on; /* at most JOB_MAX_DEPENDS */
+	size_t ndepends_on;
 };
 
 /* Checks the rules that span fields (docs/jobspec.md, "Validation") and

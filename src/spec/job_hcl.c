@@ -82,6 +82,7 @@ static const struct block_rule rules_job[] = {
 	{ "periodic", "periodic", false, NULL, rules_none },
 	{ "parameterized", "parameterized", false, NULL, rules_none },
 	{ "reschedule", "reschedule", false, NULL, rules_none },
+	{ "depends_on", "depends_on", true, NULL, rules_none },
 	RULE_END,
 };
 

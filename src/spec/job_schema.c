@@ -466,6 +466,18 @@ static const struct schema parameterized_schema = {
 	"parameterized", sizeof(struct job_parameterized), NULL, parameterized_fields, NULL,
 };
 
+/* --- depends_on --- */
+
+static const char *const dependency_conditions[] = { "complete", "failed", "dead", NULL };
+static const struct field dependency_fields[] = {
+	STR("job", struct job_dependency, job, JOB_MAX_ID),
+	ENUM("condition", struct job_dependency, condition, dependency_conditions),
+	END,
+};
+static const struct schema dependency_schema = {
+	"depends_on", sizeof(struct job_dependency), NULL, dependency_fields, NULL,
+};
+
 /* --- job --- */
 
 static void init_job(void *obj)
@@ -494,6 +506,7 @@ static const struct field job_fields[] = {
 	OBJ("parameterized", F_OBJECT_PTR, struct job, parameterized, parameterized_schema),
 	INT("time_limit", F_DURATION, struct job, time_limit, 0, YEAR),
 	OBJ("reschedule", F_OBJECT_PTR, struct job, reschedule, reschedule_schema),
+	ARR("depends_on", struct job, depends_on, ndepends_on, dependency_schema, JOB_MAX_DEPENDS),
 	END,
 };
 const struct schema job_schema = {

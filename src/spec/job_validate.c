@@ -771,6 +771,26 @@ static void check_parameterized(struct validator *v, struct job *job)
 	pop(v, old);
 }
 
+/* depends_on: each names another job (a job waiting for itself would wait
+ * forever) once, with condition complete by default. */
+static void check_dependencies(struct validator *v, struct job *job)
+{
+	for (size_t i = 0; i < job->ndepends_on; i++) {
+		struct job_dependency *d = &job->depends_on[i];
+		size_t old = push(v, "depends_on", (ssize_t)i);
+		if (!failed(v, d)) {
+			check_name(v, d->pos, "job", &d->job);
+			default_str(&d->condition, "complete");
+			if (d->job && job->id && !strcmp(d->job, job->id))
+				fail(v, d->pos, "a job cannot depend on itself");
+			for (size_t j = 0; j < i && d->job; j++)
+				if (job->depends_on[j].job && !strcmp(job->depends_on[j].job, d->job))
+					fail(v, d->pos, "job \"%s\" is named twice", d->job);
+		}
+		pop(v, old);
+	}
+}
+
 int job_validate_decoded(struct job *job, const struct job_failed *failed_fields,
 			 struct diag_list *diags)
 {
@@ -809,6 +829,7 @@ int job_validate_decoded(struct job *job, const struct job_failed *failed_fields
 		default_reschedule(&v, job->reschedule);
 		v.job_reschedule = job->reschedule;
 	}
+	check_dependencies(&v, job);
 	if (job->ngroups == 0 && !failed(&v, &job->groups))
 		fail(&v, job->pos, "a job needs at least one group");
 	for (size_t i = 0; i < job->ngroups; i++) {
