@@ -413,3 +413,25 @@ job "dk" {{
     os.close(slave)
     # the caller hangs up: the engine's exec process is killed
     hang_up_kills(env, aid, '6002')
+
+
+def test_sessions_per_node_are_limited(agents, tmp_path):
+    dev = start_dev(agents, tmp_path)
+    aid = run_job(dev, tmp_path, 'svc', job('svc'))['id']
+    env = dict(os.environ, HERD_ADDR=f'http://127.0.0.1:{dev.port}')
+    procs = [subprocess.Popen([str(HERD), 'alloc', 'exec', aid, 'sleep', '6003'],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env=env, cwd=REPO) for _ in range(16)]
+    try:
+        wait_for(lambda: len(sleepers('6003')) == 16, 60, '16 sessions')
+        r = exec_cli(dev.port, aid, 'true')
+        assert r.returncode == 1 and b'too many exec sessions' in r.stderr, r
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=10)
+    wait_for(lambda: not sleepers('6003'), 30, 'the commands to be killed')
+    # the slots are free again
+    r = wait_for(lambda: (x := exec_cli(dev.port, aid, 'true')).returncode == 0 and x, 30,
+                 'a session to be accepted again')
+    assert r.stderr == b''
