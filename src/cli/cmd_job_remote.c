@@ -331,6 +331,20 @@ int job_follow(const char *cmd, const char *eval_id, const char *job_id, const c
 		return 1;
 	printf("==> evaluation %s\n", js(ev, "status"));
 	failed = json_object_get(ev, "failed_placements");
+	if (json_array_size(json_object_get(ev, "waiting_for"))) {
+		/* Waits for other jobs to end: that may take hours; not a
+		 * failure, and nothing to follow yet. */
+		printf("==> job \"%s\" waits: %s\n", job_id, js(ev, "status_description"));
+		printf("==> it is placed once its dependencies hold (herd job status %s)\n", job_id);
+		json_decref(ev);
+		return 0;
+	}
+	if (!strcmp(js(ev, "status"), "complete") && *js(ev, "status_description")) {
+		/* a dependency that can never hold stopped the job */
+		printf("==> job \"%s\": %s\n", job_id, js(ev, "status_description"));
+		json_decref(ev);
+		return 1;
+	}
 	if (!strcmp(js(ev, "status"), "queued")) {
 		/* Held by the quota or waiting its turn in the fair queue: not
 		 * a failure, it starts by itself. */
@@ -526,6 +540,29 @@ static json_t *latest_eval(const char *cmd, const char *id, const char *ns)
 	return best;
 }
 
+/* The job's dependencies and where each stands (GET /v1/job/:id's
+ * "dependencies"); nothing when it names none. */
+static void print_dependencies(const json_t *deps)
+{
+	static const char *const heads[] = { "JOB", "CONDITION", "JOB STATUS", "STATE" };
+	struct table t;
+	size_t i;
+	json_t *d;
+
+	if (!json_array_size(deps))
+		return;
+	printf("\nDependencies\n");
+	table_init(&t, 4, heads);
+	json_array_foreach(deps, i, d) {
+		table_add(&t, js(d, "job"));
+		table_add(&t, js(d, "condition"));
+		table_add(&t, js(d, "job_status"));
+		table_add(&t, js(d, "state"));
+	}
+	table_print(&t, stdout, "");
+	table_release(&t);
+}
+
 static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as_json)
 {
 	char *ns = api_job_namespace(cmd, id, ns_arg);
@@ -579,8 +616,12 @@ static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as
 		       (long long)ji(r.body, "version"), "Status", js(r.body, "status"),
 		       jb(r.body, "stop") ? " (stopped)" : "", "Submitted",
 		       format_ago(ji(r.body, "submit_time"), buf, sizeof(buf)));
-		if (ev && !strcmp(js(ev, "status"), "queued"))
+		if (ev && (!strcmp(js(ev, "status"), "queued") ||
+			   json_array_size(json_object_get(ev, "waiting_for"))))
 			printf("%-12s %s\n", "Waiting", js(ev, "status_description"));
+		if (*js(r.body, "stop_reason"))
+			printf("%-12s %s\n", "Stopped", js(r.body, "stop_reason"));
+		print_dependencies(json_object_get(r.body, "dependencies"));
 		if (*js(r.body, "parent_id"))
 			printf("%-12s %s\n", "Parent", js(r.body, "parent_id"));
 		if (json_is_integer(json_object_get(r.body, "payload_size")))
@@ -627,6 +668,7 @@ static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as
 		else
 			printf("none\n");
 		if (ev && !strcmp(js(ev, "status"), "blocked") &&
+		    !json_array_size(json_object_get(ev, "waiting_for")) &&
 		    json_object_size(json_object_get(ev, "failed_placements"))) {
 			/* Why not placed: the engine's explanation per group. */
 			printf("\nPlacement failures\n");
