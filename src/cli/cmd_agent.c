@@ -284,6 +284,8 @@ int cmd_agent(int argc, char **argv)
 		local = xasprintf("%s:%u",
 				  strcmp(cfg.bind_addr, "0.0.0.0") ? cfg.bind_addr : "127.0.0.1",
 				  server_port(srv));
+		/* served by every server, no token needed to load it */
+		log_info("server: web UI on %s://%s/ui", cfg.tls.http ? "https" : "http", local);
 		if (cfg.http_port == 0) {
 			/* Tell a caller that asked for any port which one it got. */
 			printf("http port %u\n", server_port(srv));

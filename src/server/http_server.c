@@ -24,6 +24,7 @@
 
 #include "common/units.h"
 #include "common/xalloc.h"
+#include "server/http_ui.h"
 
 struct waiter {
 	struct MHD_Connection *conn;
@@ -347,6 +348,45 @@ static enum MHD_Result run_and_send(struct http_server *srv, struct MHD_Connecti
 	return send_response(conn, &resp, index);
 }
 
+/* The web UI (http_ui.h): its files straight from the binary's memory,
+ * with the UI's security headers; its errors are the API's (JSON). */
+static enum MHD_Result send_ui(struct http_server *srv, struct MHD_Connection *conn,
+			       const struct conn_ctx *cc)
+{
+	struct http_ui_answer ui;
+	struct http_response resp = { 0 };
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	http_ui_answer(cc->st.method, cc->st.path, &ui);
+	if (ui.status == 405) {
+		snprintf(resp.allow, sizeof(resp.allow), "GET, HEAD");
+		http_error(&resp, 405, "method_not_allowed", "%s is not allowed on %s",
+			   cc->st.method, cc->st.path);
+		return send_response(conn, &resp, index_watch_current(srv->watch));
+	}
+	if (ui.status != 200 && ui.status != 302) {
+		http_error(&resp, 404, "not_found", "no UI path %s", cc->st.path);
+		return send_response(conn, &resp, index_watch_current(srv->watch));
+	}
+	r = MHD_create_response_from_buffer(ui.len, (void *)ui.data, MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	if (ui.location) {
+		MHD_add_response_header(r, "Location", ui.location);
+	} else {
+		MHD_add_response_header(r, "Content-Type", ui.content_type);
+		MHD_add_response_header(r, "Content-Security-Policy", HTTP_UI_CSP);
+		MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+		MHD_add_response_header(r, "X-Frame-Options", "DENY");
+		MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	}
+	MHD_add_response_header(r, "Cache-Control", "no-cache");
+	ret = MHD_queue_response(conn, (unsigned)ui.status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static int body_too_large_declared(struct http_server *srv, struct MHD_Connection *conn)
 {
 	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
@@ -428,6 +468,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (cc->phase == CONN_RUNNING)
 		return MHD_YES; /* not resumed yet */
+	if (http_ui_path(cc->st.path)) /* the web UI is not routed: not under /v1 */
+		return send_ui(srv, conn, cc);
 	if (http_request_prepare(&cc->st, srv->router, &srv->limits, &resp))
 		return send_response(conn, &resp, index_watch_current(srv->watch));
 	if (http_request_should_wait(&cc->st, index_watch_current(srv->watch))) {
