@@ -16,6 +16,8 @@ static const struct {
 	{ "/ui", "index.html", "text/html; charset=utf-8" },
 	{ "/ui/app.js", "app.js", "text/javascript; charset=utf-8" },
 	{ "/ui/style.css", "style.css", "text/css; charset=utf-8" },
+	/* without an icon of its own, a browser asks for /favicon.ico: a 404 */
+	{ "/ui/favicon.svg", "favicon.svg", "image/svg+xml" },
 };
 
 bool http_ui_path(const char *path)

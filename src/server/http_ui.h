@@ -1,7 +1,7 @@
 /* http_ui.h: the read-only web UI at GET /ui; private to src/server.
  *
- * The page (index.html), its script (app.js) and its style sheet
- * (style.css) are compiled into the binary (ui_files.h) and answered by
+ * The page (index.html), its script (app.js), its style sheet
+ * (style.css) and its icon (favicon.svg) are compiled into the binary (ui_files.h) and answered by
  * the HTTP layer before routing (http_server.c): they hold no data, so
  * they need no token; the page reads the farm with ordinary API calls
  * (GET /v1/gpus, ...), each with the token the user typed.  GET / sends
@@ -38,7 +38,7 @@ struct http_ui_answer {
 bool http_ui_path(const char *path);
 
 /* The answer to method on path (a UI path): 200 with a file for GET or HEAD
- * of /ui (the page), /ui/app.js, /ui/style.css; 302 to /ui for / and /ui/;
+ * of /ui (the page), /ui/app.js, /ui/style.css, /ui/favicon.svg; 302 to /ui for / and /ui/;
  * 404 for any other path under /ui/; 405 for another method (the Allow
  * header is then "GET, HEAD"). */
 void http_ui_answer(const char *method, const char *path, struct http_ui_answer *out);

@@ -1,6 +1,7 @@
 /* ui_files.h: the web UI's files, compiled into the binary; private to
  * src/server.  src/server/ui/embed.py generates the table at build time
- * from src/server/ui/ (index.html, app.js, style.css); http_ui.c serves it. */
+ * from src/server/ui/ (index.html, app.js, style.css, favicon.svg); http_ui.c
+ * serves it. */
 #ifndef HERD_SERVER_UI_FILES_H
 #define HERD_SERVER_UI_FILES_H
 

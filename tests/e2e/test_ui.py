@@ -138,7 +138,8 @@ def test_ui_is_served_with_its_headers(dev):
     assert status == 302 and hdrs['location'] == '/ui'
     for path, name, ctype in (('/ui', 'index.html', 'text/html; charset=utf-8'),
                               ('/ui/app.js', 'app.js', 'text/javascript; charset=utf-8'),
-                              ('/ui/style.css', 'style.css', 'text/css; charset=utf-8')):
+                              ('/ui/style.css', 'style.css', 'text/css; charset=utf-8'),
+                              ('/ui/favicon.svg', 'favicon.svg', 'image/svg+xml')):
         status, hdrs, body = fetch(port, path)
         assert status == 200, path
         assert hdrs['content-type'] == ctype
@@ -168,7 +169,7 @@ def test_page_loads_only_its_own_files(dev):
         if tag == 'a':
             assert url.startswith('#/'), url   # the views are hash routes
             continue
-        assert url in ('/ui/app.js', '/ui/style.css'), (tag, attr, url)
+        assert url in ('/ui/app.js', '/ui/style.css', '/ui/favicon.svg'), (tag, attr, url)
         assert fetch(dev.port, url)[0] == 200
     # nothing in the script builds markup from strings, nor keeps the token
     # anywhere but sessionStorage

@@ -632,8 +632,10 @@ function startPage() {
 					errors.set(name, text);
 				else
 					errors.delete(name);
-				if (had !== text)
+				if (had !== text) {
 					showErrors();
+					draw(); /* "Loading…" becomes "Nothing to show." */
+				}
 			});
 		}
 		return followers[name];

@@ -192,6 +192,7 @@ static void test_page_script_and_style(void **state)
 	check_file(f, "/ui", "index.html", "text/html; charset=utf-8");
 	check_file(f, "/ui/app.js", "app.js", "text/javascript; charset=utf-8");
 	check_file(f, "/ui/style.css", "style.css", "text/css; charset=utf-8");
+	check_file(f, "/ui/favicon.svg", "favicon.svg", "image/svg+xml");
 }
 
 /* The policy allows the page's own files only: nothing inline, no eval,
@@ -302,6 +303,7 @@ static void test_page_references_only_its_own_files(void **state)
 	}
 	assert_int_equal(scripts, 1);
 	assert_non_null(strstr(page.buf, "<link rel=\"stylesheet\" href=\"/ui/style.css\">"));
+	assert_non_null(strstr(page.buf, "<link rel=\"icon\" href=\"/ui/favicon.svg\""));
 	assert_null(strstr(page.buf, "style="));
 	assert_null(strstr(page.buf, "<style"));
 	assert_null(strstr(page.buf, "http:"));
