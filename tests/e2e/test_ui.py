@@ -16,6 +16,7 @@ assertions: each wait polls with a generous deadline."""
 import html.parser
 import http.client
 import json
+import re
 import shutil
 import subprocess
 
@@ -308,6 +309,66 @@ def test_rows_from_real_answers(dev, tmp_path):
     assert out['forbidden'] == 'this token may not read GPUs: permission denied'
     assert out['url'] == '/v1/jobs?namespace=*&index=17&wait=30s'
     assert out['backoff'] == [1000, 2000, 4000, 30000]
+
+
+FOLLOW_SCRIPT = r"""
+const ui = require(process.argv[2]);
+const base = process.argv[3];
+/* every URL the follower asks for, through node's own fetch */
+const urls = [];
+const realFetch = fetch;
+globalThis.fetch = (url, opts) => { urls.push(url); return realFetch(base + url, opts); };
+let answers = 0;
+const f = new ui.Follower('/v1/jobs?namespace=*', 'jobs', (body, index) => {
+	answers++;
+	if (answers === 1) {
+		console.log(JSON.stringify({ first: index }));
+		return;
+	}
+	if (body.some(j => j.id === 'followed')) {
+		f.stop();
+		console.log(JSON.stringify({ urls, answers, index }));
+		process.exit(0);
+	}
+}, text => { if (text) { console.error(text); process.exit(1); } });
+f.start();
+"""
+
+
+@pytest.mark.skipif(not NODE, reason='node is not installed')
+def test_follower_uses_blocking_queries(dev, tmp_path):
+    """app.js's Follower under node against the agent: the first read
+    answers at once, each next one is a blocking query with the index of
+    the answer before it, and a job submitted meanwhile reaches it."""
+    port = dev.port
+    js = tmp_path / 'app.js'
+    js.write_bytes(fetch(port, '/ui/app.js')[2])
+    (tmp_path / 'follow.js').write_text(FOLLOW_SCRIPT)
+    p = subprocess.Popen([NODE, str(tmp_path / 'follow.js'), str(js), f'http://127.0.0.1:{port}'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = json.loads(p.stdout.readline())['first']
+        assert first > 0
+        job = GPU_JOB.replace('job "train"', 'job "followed"')
+        r = cli(port, 'job', 'run', '-detach', write_job(tmp_path, 'followed', job))
+        assert r.returncode == 0, r.stderr
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 0, err
+    res = json.loads(out)
+    assert res['index'] > first
+    urls = res['urls']
+    assert urls[0] == '/v1/jobs?namespace=*'
+    # every read after the first waits for a change past the index it had
+    asked = []
+    for u in urls[1:]:
+        m = re.fullmatch(r'/v1/jobs\?namespace=\*&index=(\d+)&wait=30s', u)
+        assert m, u
+        asked.append(int(m.group(1)))
+    assert len(asked) >= 1 and asked[0] == first
+    assert asked == sorted(asked)
+    assert len(urls) == res['answers']   # one answer per read: no read failed
 
 
 def test_acl_page_needs_no_token_and_reads_do(agents, tmp_path):  # noqa: F811

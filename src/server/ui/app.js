@@ -496,7 +496,7 @@ class Follower {
 		let index = 0, failures = 0;
 		while (!signal.aborted) {
 			const started = Date.now();
-			let status = 0, body = null;
+			let status = 0, body = null, next = 0;
 			try {
 				const headers = {};
 				const token = getToken();
@@ -508,11 +508,7 @@ class Follower {
 				body = await resp.json().catch(() => null);
 				if (!resp.ok)
 					throw new Error('status ' + status);
-				const next = Number(resp.headers.get('X-Herd-Index')) || 0;
-				failures = 0;
-				this.onError(null);
-				this.onData(body, next);
-				index = next;
+				next = Number(resp.headers.get('X-Herd-Index')) || 0;
 			} catch (e) {
 				if (signal.aborted)
 					return;
@@ -520,6 +516,16 @@ class Follower {
 				this.onError(errorText(this.what, status, body, e && e.message));
 				await sleep(backoffMs(failures), signal);
 				continue;
+			}
+			failures = 0;
+			index = next;
+			/* a drawing failure is the page's bug, not a failed read:
+			 * say so in the console and keep following */
+			try {
+				this.onError(null);
+				this.onData(body, next);
+			} catch (e) {
+				console.error('herd ui: cannot draw ' + this.what, e);
 			}
 			/* Many changes in a row (a big job starting) would refetch
 			 * the whole list for each; a short pause lets them
@@ -688,11 +694,12 @@ function startPage() {
 }
 
 if (typeof module !== 'undefined' && module.exports) {
-	/* under node (tests/e2e/test_ui.py): the pure functions only */
+	/* under node (tests/e2e/test_ui.py): the pure functions, and the
+	 * follower (node has fetch); nothing starts */
 	module.exports = { shortId, fmtMiB, fmtMilli, holderRows, gpuGroups, holdsResources, jobRows,
 			   nodeRows, serviceRows, queueWaiting, summarize, errorText, backoffMs,
 			   blockingUrl, h, gpusView, jobsView, nodesView, servicesView, summaryView,
-			   mount };
+			   mount, Follower };
 } else {
 	document.addEventListener('DOMContentLoaded', startPage);
 }
