@@ -179,11 +179,79 @@ void depends_park(struct server *srv, const char *ns, const char *id, const char
 
 /* ---- registration ---------------------------------------------------- */
 
+#define DEPENDS_CYCLE_SCAN 4096 /* jobs a cycle check reads at most */
+
+/* The path back from id to the job registered (parent holds each job's
+ * predecessor), "a -> b -> c -> a" with me first and last.  A new string. */
+static char *cycle_path(const json_t *parent, const char *me, const char *last)
+{
+	json_t *chain = json_array();
+	struct strbuf sb = STRBUF_INIT;
+	size_t i;
+	json_t *x;
+
+	for (const char *c = last; c && strcmp(c, me); c = json_string_value(json_object_get(parent, c)))
+		json_array_insert_new(chain, 0, json_string(c));
+	strbuf_adds(&sb, me);
+	json_array_foreach(chain, i, x)
+		strbuf_addf(&sb, " -> %s", json_string_value(x));
+	strbuf_addf(&sb, " -> %s", me);
+	json_decref(chain);
+	return strbuf_detach(&sb, NULL);
+}
+
+/* Whether the jobs canon names lead back to it through the stored jobs'
+ * depends_on (breadth first, at most DEPENDS_CYCLE_SCAN jobs): such a
+ * cycle would wait forever.  *path gets it ("a -> b -> a").  0, 1 (a
+ * cycle), or the store's error. */
+static int find_cycle(struct server *srv, const char *ns, const json_t *canon, char **path,
+		      struct herd_err *err)
+{
+	const char *me = jstr(canon, "id", "");
+	json_t *parent = json_object(), *queue = json_array(), *x;
+	size_t i, head = 0;
+	int rc = 0;
+
+	json_array_foreach(json_object_get(canon, "depends_on"), i, x) {
+		json_object_set_new(parent, jstr(x, "job", ""), json_string(me));
+		json_array_append_new(queue, json_string(jstr(x, "job", "")));
+	}
+	while (rc == 0 && head < json_array_size(queue) && head < DEPENDS_CYCLE_SCAN) {
+		const char *id = json_string_value(json_array_get(queue, head++));
+		struct store_key key = { ns, id, 0 };
+		json_t *job = NULL, *d;
+		size_t k;
+		rc = store_get_shared(srv->store, STORE_JOB, &key, &job, err);
+		if (rc == -ENOENT) {
+			rc = 0;
+			continue;
+		}
+		json_array_foreach(json_object_get(job, "depends_on"), k, d) {
+			const char *next = jstr(d, "job", "");
+			if (!strcmp(next, me)) {
+				*path = cycle_path(parent, me, id);
+				rc = 1;
+				break;
+			}
+			if (json_object_get(parent, next))
+				continue;
+			json_object_set_new(parent, next, json_string(id));
+			json_array_append_new(queue, json_string(next));
+		}
+		json_decref(job);
+	}
+	json_decref(parent);
+	json_decref(queue);
+	return rc;
+}
+
 int depends_check_register(struct server *srv, const char *ns, const json_t *canon,
 			   json_t **required, struct http_response *resp, struct herd_err *err)
 {
 	json_t *deps = json_object_get(canon, "depends_on"), *req, *x;
+	char *path = NULL;
 	size_t i;
+	int rc;
 
 	*required = NULL;
 	if (!json_array_size(deps))
@@ -192,7 +260,7 @@ int depends_check_register(struct server *srv, const char *ns, const json_t *can
 	json_array_foreach(deps, i, x) {
 		struct store_key key = { ns, jstr(x, "job", ""), 0 };
 		uint64_t idx = 0;
-		int rc = store_get_index(srv->store, STORE_JOB, &key, &idx, err);
+		rc = store_get_index(srv->store, STORE_JOB, &key, &idx, err);
 		if (rc == -ENOENT) {
 			json_decref(req);
 			http_error(resp, 400, "dependency_not_found",
@@ -205,6 +273,15 @@ int depends_check_register(struct server *srv, const char *ns, const json_t *can
 			return rc;
 		}
 		json_object_set_new(req, key.id, json_integer((json_int_t)idx));
+	}
+	rc = find_cycle(srv, ns, canon, &path, err);
+	if (rc) {
+		json_decref(req);
+		if (rc > 0)
+			http_error(resp, 400, "dependency_cycle",
+				   "job %s would wait for itself: %s", jstr(canon, "id", ""), path);
+		free(path);
+		return rc;
 	}
 	*required = req;
 	return 0;

@@ -53,10 +53,12 @@ void depends_park(struct server *srv, const char *ns, const char *id, const char
 		  uint64_t gen_seen);
 
 /* For a registration of canon (the job to store) in namespace ns: that
- * every job it names exists there.  Returns 0 and in *required (NULL when
- * the job names none; the caller releases it) {"<job>": modify_index} of
- * what it names, for depends_require; 1 after answering resp 400
- * dependency_not_found; or the store's error with err. */
+ * every job it names exists there and none of them leads back to it
+ * through the stored jobs' depends_on.  Returns 0 and in *required (NULL
+ * when the job names none; the caller releases it) {"<job>":
+ * modify_index} of what it names, for depends_require; 1 after answering
+ * resp 400 dependency_not_found or dependency_cycle; or the store's error
+ * with err. */
 int depends_check_register(struct server *srv, const char *ns, const json_t *canon,
 			   json_t **required, struct http_response *resp, struct herd_err *err);
 /* Puts on b a condition per job of required (depends_check_register's)

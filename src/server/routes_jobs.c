@@ -79,7 +79,7 @@ static json_t *stored_from_canon(const json_t *canon, int64_t version, const cha
  * store's indexes): without them a stored job is its canonical job. */
 static const char *const server_fields[] = { "version", "stop", "status", "submit_time",
 					     "create_index", "modify_index", "job_modify_index",
-					     "parent_id", "payload", NULL };
+					     "parent_id", "payload", "stop_reason", NULL };
 
 /* A copy of a stored job without the server's fields (new reference). */
 static json_t *canon_of_stored(const json_t *stored)

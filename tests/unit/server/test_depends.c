@@ -181,6 +181,22 @@ static void test_failed_condition_never(void **state)
 	assert_string_equal(fx_s(j, "stop_reason"), "dependency ok completed: will never be failed");
 	json_decref(j);
 	assert_int_equal(nallocs(f, "cleanup"), 0);
+
+	/* the stopped job is a job like another: reverted (a new version from
+	 * a stored one), it is judged again, and stopped again */
+	json_decref(fx_ok(f, "POST", "/v1/job/cleanup/revert", "{\"version\": 0}"));
+	fx_idle(f);
+	j = job_of(f, "cleanup");
+	assert_int_equal(fx_i(j, "version"), 1);
+	assert_string_equal(fx_s(j, "stop_reason"), "dependency ok completed: will never be failed");
+	json_decref(j);
+	/* registered again with a condition that holds, it runs */
+	submit_dep(f, "cleanup", "[{\"job\": \"ok\", \"condition\": \"dead\"}]");
+	j = job_of(f, "cleanup");
+	assert_null(json_object_get(j, "stop_reason"));
+	assert_false(json_is_true(json_object_get(j, "stop")));
+	json_decref(j);
+	assert_int_equal(nallocs(f, "cleanup"), 1);
 	fx_free(f);
 }
 
@@ -256,6 +272,21 @@ static void test_refused(void **state)
 	assert_int_equal(fx_status(f, "POST", "/v1/jobs", t), 400);
 	free(t);
 	assert_int_equal(fx_status(f, "GET", "/v1/job/bad", NULL), 404);
+
+	/* a cycle would wait forever: x -> y -> z, then x naming z */
+	submit_dep(f, "y", "[{\"job\": \"x\"}]");
+	submit_dep(f, "z", "[{\"job\": \"y\", \"condition\": \"dead\"}]");
+	t = dep_job("x", "[{\"job\": \"z\"}]");
+	r = fx_call(f, "POST", "/v1/jobs", t, &st);
+	free(t);
+	assert_int_equal(st, 400);
+	assert_string_equal(fx_s(json_object_get(r, "error"), "code"), "dependency_cycle");
+	assert_string_equal(fx_s(json_object_get(r, "error"), "message"),
+			    "job x would wait for itself: x -> z -> y -> x");
+	json_decref(r);
+	r = job_of(f, "x");
+	assert_int_equal(json_array_size(json_object_get(r, "depends_on")), 0);
+	json_decref(r);
 	fx_free(f);
 }
 
