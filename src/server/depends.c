@@ -87,6 +87,27 @@ uint64_t depends_gen(struct server *srv)
 	return __atomic_load_n(&srv->deps->gen, __ATOMIC_ACQUIRE);
 }
 
+bool depends_awaited(struct server *srv, const char *ns, const char *id)
+{
+	struct depends *d = srv->deps;
+	bool awaited = false;
+	const char *dep;
+	json_t *set, *v;
+	char *k;
+
+	if (!d || __atomic_load_n(&d->nedges, __ATOMIC_ACQUIRE) == 0)
+		return false;
+	k = key_of(ns, id);
+	pthread_mutex_lock(&d->lock);
+	set = json_object_get(d->dependents, k);
+	json_object_foreach(set, dep, v)
+		if (json_object_get(d->parked, dep))
+			awaited = true;
+	pthread_mutex_unlock(&d->lock);
+	free(k);
+	return awaited;
+}
+
 /* The evaluation ids of what (ns, id)'s dependents had parked, taken out;
  * every dependent is marked poked at a new generation. */
 static json_t *take_dependents(struct depends *d, const char *ns, const char *id)

@@ -18,6 +18,7 @@
 #define HERD_SERVER_DEPENDS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -36,6 +37,11 @@ void depends_stop(struct server *srv);
 /* Records that job (ns, id) names the jobs of deps (a stored job's
  * depends_on array; NULL or empty: nothing to record). */
 void depends_note_job(struct server *srv, const char *ns, const char *id, const json_t *deps);
+
+/* Whether a job that names job (ns, id) has an evaluation parked,
+ * waiting (the garbage collector keeps such a job: gone, it would be
+ * purged, and a dependency on it could never complete). */
+bool depends_awaited(struct server *srv, const char *ns, const char *id);
 
 /* Job (ns, id) may have ended (an allocation of it ended, it was stopped
  * or purged): the evaluations of the jobs that name it run again. */

@@ -26,6 +26,7 @@
 #include "common/units.h"
 #include "common/xalloc.h"
 #include "server/acl.h"
+#include "server/depends.h"
 #include "server/server-int.h"
 #include "server/teams.h"
 
@@ -124,6 +125,9 @@ static size_t collect_job(struct server *srv, const json_t *e, int64_t now, cons
 			latest = x;
 	}
 	over = !job || jbool(job, "stop", false) || !strcmp(job_status(job, allocs), "dead");
+	/* a job that another waits for stays: purged, it could never complete */
+	if (over && job && depends_awaited(srv, jstr(job, "namespace", "default"), jstr(job, "id", "")))
+		over = false;
 	if (over && all_ended && now - last >= (job ? g->job_threshold : g->eval_threshold)) {
 		if (job) {
 			struct store_key k = { jstr(job, "namespace", "default"), jstr(job, "id", ""), 0 };

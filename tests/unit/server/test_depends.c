@@ -321,6 +321,38 @@ static void test_restart(void **state)
 	fx_free(f);
 }
 
+/* The garbage collector keeps a job that another waits for: purged, it
+ * could never complete. */
+static void test_gc_keeps_awaited(void **state)
+{
+	struct server_config cfg = { 0 };
+	struct fx *f;
+	json_t *j;
+	(void)state;
+
+	cfg.job_gc_threshold_ns = 1;
+	cfg.eval_gc_threshold_ns = 1;
+	f = fx_new_cfg(&cfg);
+	fx_node(f, "n1", 1, "H100", "exclusive", NULL);
+	submit_dep(f, "early", NULL);
+	submit_dep(f, "late", NULL);
+	submit_dep(f, "both", "[{\"job\": \"early\"}, {\"job\": \"late\"}]");
+	submit_dep(f, "done", NULL);
+	finish_job(f, "early", "complete");
+	finish_job(f, "done", "complete");
+	usleep(2000);
+	json_decref(fx_ok(f, "POST", "/v1/system/gc", NULL));
+	/* what nothing waits for goes; what both waits for stays */
+	assert_int_equal(fx_status(f, "GET", "/v1/job/done", NULL), 404);
+	assert_int_equal(fx_status(f, "GET", "/v1/job/early", NULL), 200);
+	finish_job(f, "late", "complete");
+	assert_int_equal(nallocs(f, "both"), 1);
+	j = job_of(f, "both");
+	assert_null(json_object_get(j, "stop_reason"));
+	json_decref(j);
+	fx_free(f);
+}
+
 /* A service may wait for a batch job (a model served once trained). */
 static void test_service_waits(void **state)
 {
@@ -347,4 +379,4 @@ static void test_service_waits(void **state)
 fx_main(cmocka_unit_test(test_chain_in_order), cmocka_unit_test(test_failed_and_dead_conditions),
 	cmocka_unit_test(test_failed_condition_never), cmocka_unit_test(test_stopped_and_purged),
 	cmocka_unit_test(test_refused), cmocka_unit_test(test_restart),
-	cmocka_unit_test(test_service_waits))
+	cmocka_unit_test(test_service_waits), cmocka_unit_test(test_gc_keeps_awaited))
