@@ -584,14 +584,13 @@ static int plan_gate(struct server *srv, struct sched_view *v, const json_t *job
 	verdict = depends_gate(srv, job, &why, &p->dep_waiting_for, err);
 	if (verdict < 0 || verdict == DEPENDS_HOLD)
 		return verdict;
-	if (verdict == DEPENDS_NEVER) {
-		p->dep_never = why;
-		return 1;
-	}
-	p->dep_waiting = why;
 	for (size_t g = 0; g < model->ngroups; g++)
 		for (int64_t k = 0; k < model->groups[g].count; k++)
 			add_failure(p, model->groups[g].name, NULL, NULL, why);
+	if (verdict == DEPENDS_NEVER)
+		p->dep_never = why;
+	else
+		p->dep_waiting = why;
 	return 1;
 }
 

@@ -100,6 +100,26 @@ static void test_chain_in_order(void **state)
 	assert_string_equal(fx_s(dep, "condition"), "complete");
 	assert_string_equal(fx_s(dep, "state"), "waiting");
 	json_decref(j);
+	/* a plan says so too, and so does one whose dependency can never be */
+	{
+		char *t = dep_job("train", "[{\"job\": \"prep\"}, {\"job\": \"eval\"}]");
+		json_t *p = fx_ok(f, "POST", "/v1/job/train/plan", t);
+		assert_string_equal(fx_s(json_object_get(json_object_get(p, "failed_placements"), "g"),
+					 "explanation"),
+				    "waiting for job prep (pending) to be complete; "
+				    "waiting for job eval (pending) to be complete");
+		assert_int_equal(fx_i(json_object_get(p, "changes"), "create"), 0);
+		json_decref(p);
+		free(t);
+		t = dep_job("train", "[{\"job\": \"gone\"}]");
+		p = fx_ok(f, "POST", "/v1/job/train/plan", t);
+		assert_string_equal(fx_s(json_object_get(json_object_get(p, "failed_placements"), "g"),
+					 "explanation"),
+				    "dependency gone was purged: will never be complete");
+		json_decref(p);
+		free(t);
+		assert_int_equal(nallocs(f, "train"), 0);
+	}
 
 	/* running is not complete: still waiting */
 	{
