@@ -198,6 +198,29 @@ void depends_park(struct server *srv, const char *ns, const char *id, const char
 	free(k);
 }
 
+void depends_unpark(struct server *srv, const char *ns, const char *id, const char *eval_id)
+{
+	struct depends *d = srv->deps;
+	char *k, *old = NULL;
+	const char *prev;
+
+	if (!d || __atomic_load_n(&d->nedges, __ATOMIC_ACQUIRE) == 0)
+		return;
+	k = key_of(ns, id);
+	pthread_mutex_lock(&d->lock);
+	prev = json_string_value(json_object_get(d->parked, k));
+	if (prev) {
+		if (strcmp(prev, eval_id))
+			old = xstrdup(prev);
+		json_object_del(d->parked, k);
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (old)
+		eval_supersede(srv, old, eval_id);
+	free(old);
+	free(k);
+}
+
 /* ---- registration ---------------------------------------------------- */
 
 #define DEPENDS_CYCLE_SCAN 4096 /* jobs a cycle check reads at most */

@@ -58,6 +58,12 @@ uint64_t depends_gen(struct server *srv);
 void depends_park(struct server *srv, const char *ns, const char *id, const char *eval_id,
 		  uint64_t gen_seen);
 
+/* An evaluation eval_id of job (ns, id) ended without waiting for
+ * dependencies (placed, stopped, registered again without them): an
+ * evaluation parked for the job before is marked canceled and forgotten,
+ * so that it holds nothing back (depends_awaited). */
+void depends_unpark(struct server *srv, const char *ns, const char *id, const char *eval_id);
+
 /* For a registration of canon (the job to store) in namespace ns: that
  * every job it names exists there and none of them leads back to it
  * through the stored jobs' depends_on.  Returns 0 and in *required (NULL

@@ -198,11 +198,15 @@ static void process_eval(struct server *srv, struct broker_item *it)
 		if (fair_queue_remove(&srv->fq, it->ns, it->job_id))
 			broker_unblock_all(&srv->broker);
 	} else {
-		if (outcome == EVAL_WAITING)
+		if (outcome == EVAL_WAITING) {
 			depends_park(srv, it->ns, it->job_id, it->id, dep_gen);
-		else if (outcome == EVAL_BLOCKED &&
-		    !(fq_held && fair_queue_park(srv, it->ns, it->job_id, it->id, !queue_held, fq_gen)))
-			broker_block(&srv->broker, it);
+		} else {
+			depends_unpark(srv, it->ns, it->job_id, it->id);
+			if (outcome == EVAL_BLOCKED &&
+			    !(fq_held && fair_queue_park(srv, it->ns, it->job_id, it->id, !queue_held,
+							 fq_gen)))
+				broker_block(&srv->broker, it);
+		}
 		server_queue_evals(srv, followups);
 	}
 	json_decref(followups);
@@ -366,6 +370,7 @@ static int batch_attempt(struct server *srv, struct batch *b, size_t n)
 			if (!x->planned)
 				continue;
 			x->done = true;
+			depends_unpark(srv, x->it->ns, x->it->job_id, x->it->id);
 			fair_queue_after(srv, x->eval, x->job, &x->p);
 			if (x->outcome == EVAL_BLOCKED)
 				broker_block(&srv->broker, x->it);

@@ -370,6 +370,24 @@ static void test_gc_keeps_awaited(void **state)
 	j = job_of(f, "both");
 	assert_null(json_object_get(j, "stop_reason"));
 	json_decref(j);
+
+	/* a waiting job stopped by its user waits no more: its parked
+	 * evaluation is canceled and holds nothing back */
+	submit_dep(f, "held", NULL);
+	submit_dep(f, "quitter", "[{\"job\": \"held\"}]");
+	json_decref(fx_ok(f, "DELETE", "/v1/job/quitter", NULL));
+	fx_idle(f);
+	j = fx_evals(f, "quitter", "canceled");
+	assert_int_equal(json_array_size(j), 1);
+	json_decref(j);
+	j = fx_evals(f, "quitter", "blocked");
+	assert_int_equal(json_array_size(j), 0);
+	json_decref(j);
+	finish_job(f, "held", "complete");
+	usleep(2000);
+	json_decref(fx_ok(f, "POST", "/v1/system/gc", NULL));
+	assert_int_equal(fx_status(f, "GET", "/v1/job/held", NULL), 404);
+	assert_int_equal(fx_status(f, "GET", "/v1/job/early", NULL), 404);
 	fx_free(f);
 }
 
