@@ -108,8 +108,10 @@ bool depends_awaited(struct server *srv, const char *ns, const char *id)
 	return awaited;
 }
 
-/* The evaluation ids of what (ns, id)'s dependents had parked, taken out;
- * every dependent is marked poked at a new generation. */
+/* The evaluation ids of what (ns, id)'s dependents had parked; every
+ * dependent is marked poked at a new generation.  The entries stay until
+ * their evaluations park again or end (depends_unpark): meanwhile the
+ * garbage collector must still see the dependencies as awaited. */
 static json_t *take_dependents(struct depends *d, const char *ns, const char *id)
 {
 	json_t *wake = json_array(), *set, *v;
@@ -123,10 +125,8 @@ static json_t *take_dependents(struct depends *d, const char *ns, const char *id
 		json_object_foreach(set, dep, v) {
 			json_t *eval = json_object_get(d->parked, dep);
 			json_object_set_new(d->poked, dep, json_integer((json_int_t)gen));
-			if (eval) {
+			if (eval)
 				json_array_append_new(wake, json_pack("{s:s, s:O}", "key", dep, "eval", eval));
-				json_object_del(d->parked, dep);
-			}
 		}
 	}
 	pthread_mutex_unlock(&d->lock);
@@ -178,16 +178,15 @@ void depends_park(struct server *srv, const char *ns, const char *id, const char
 {
 	struct depends *d = srv->deps;
 	char *k = key_of(ns, id), *old = NULL;
+	const char *prev;
 	bool now;
 
 	pthread_mutex_lock(&d->lock);
 	now = (uint64_t)jint(d->poked, k, 0) > gen_seen;
-	if (!now) {
-		const char *prev = json_string_value(json_object_get(d->parked, k));
-		if (prev && strcmp(prev, eval_id))
-			old = xstrdup(prev);
-		json_object_set_new(d->parked, k, json_string(eval_id));
-	}
+	prev = json_string_value(json_object_get(d->parked, k));
+	if (prev && strcmp(prev, eval_id))
+		old = xstrdup(prev);
+	json_object_set_new(d->parked, k, json_string(eval_id));
 	pthread_mutex_unlock(&d->lock);
 	/* a dependency changed while this evaluation ran: look again */
 	if (now)

@@ -52,9 +52,10 @@ void depends_job_changed(struct server *srv, const char *ns, const char *id);
  * not missed. */
 uint64_t depends_gen(struct server *srv);
 /* Keeps the blocked evaluation eval_id of job (ns, id), which waits for its
- * dependencies, until one of them changes; at once when one changed since
- * gen_seen.  An evaluation it kept before for the job, superseded by this
- * one, is marked canceled in the store. */
+ * dependencies: queued again whenever one of them changes (at once when
+ * one changed since gen_seen), kept until it ends without waiting
+ * (depends_unpark).  An evaluation it kept before for the job, superseded
+ * by this one, is marked canceled in the store. */
 void depends_park(struct server *srv, const char *ns, const char *id, const char *eval_id,
 		  uint64_t gen_seen);
 
