@@ -423,6 +423,8 @@ static void start_script(struct check *c)
 	posix_spawnattr_setsigdefault(&attr, &dfl);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
 				 POSIX_SPAWN_SETSIGDEF);
+	/* only 0-2: libraries' fds are not all close-on-exec (libcurl's) */
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	rc = posix_spawn(&c->pid, c->argv[0], &fa, &attr, c->argv, c->envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);

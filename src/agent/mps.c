@@ -122,6 +122,8 @@ static int run_control(const struct mps *m, const struct daemon *d, const char *
 		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	/* only 0-2: libraries' fds are not all close-on-exec (libcurl's) */
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	rc = posix_spawn(&pid, m->control, &fa, NULL, argv, env);
 	posix_spawn_file_actions_destroy(&fa);
 	strv_release(env);

@@ -237,6 +237,10 @@ int shim_launch(const struct driver_ops *ops, const struct driver_env *env,
 	posix_spawn_file_actions_adddup2(&fa, 0, 1);
 	posix_spawn_file_actions_adddup2(&fa, 0, 2);
 	posix_spawn_file_actions_adddup2(&fa, sp[1], TASK_SHIM_STATUS_FD);
+	/* the shim (and so the task) gets 0-2 and its status fd only: every
+	 * fd herd opens is close-on-exec, libraries' are not all (libcurl
+	 * 7.88's internal socket pair) */
+	posix_spawn_file_actions_addclosefrom_np(&fa, TASK_SHIM_STATUS_FD + 1);
 	posix_spawnattr_init(&attr);
 	sigemptyset(&none);
 	sigfillset(&all);

@@ -112,6 +112,9 @@ static int spawn_setup(const struct task_exec *x, posix_spawn_file_actions_t *fa
 		for (int i = 0; i < 3; i++)
 			posix_spawn_file_actions_adddup2(fa, x->fds[i], i);
 	}
+	/* Nothing else of the agent's: every fd herd opens is close-on-exec,
+	 * but libraries' are not all (libcurl 7.88's internal socket pair). */
+	posix_spawn_file_actions_addclosefrom_np(fa, 3);
 	posix_spawnattr_init(attr);
 	sigemptyset(&none);
 	sigfillset(&all);

@@ -137,6 +137,36 @@ def read_pty_until_exit(master, proc, limit=60):
     return out
 
 
+def test_commands_get_only_their_stdio(agents, tmp_path, monkeypatch):
+    # An agent whose parent left it an fd that is not close-on-exec (as
+    # libraries leave some too: libcurl 7.88's internal socket pair): no
+    # task and no exec'd command may inherit it.
+    r, w = os.pipe()
+    real_popen = subprocess.Popen
+
+    def leaky_popen(*args, **kw):
+        return real_popen(*args, **dict(kw, pass_fds=(w,)))
+    with monkeypatch.context() as m:
+        m.setattr(subprocess, 'Popen', leaky_popen)
+        dev = start_dev(agents, tmp_path)
+    os.close(r)
+    os.close(w)
+    agent_fds = os.listdir(f'/proc/{dev.proc.pid}/fd')
+    assert str(w) in agent_fds, 'the agent did not get the stray fd: the test tests nothing'
+    task = ('    task "t" {\n      driver = "raw_exec"\n      config {\n'
+            '        command = "/bin/sh"\n'
+            '        args = ["-c", "ls /proc/$$/fd > $HERD_TASK_DIR/fds; sleep 300"]\n'
+            '      }\n      resources {\n        cpu = 10\n        memory = 10\n      }\n'
+            '    }\n')
+    a = run_job(dev, tmp_path, 'fds', f'job "fds" {{\n  group "g" {{\n{task}  }}\n}}\n')
+    fds = alloc_dir(dev, a['id']) / 't' / 'fds'
+    listed = wait_for(lambda: fds.exists() and fds.read_text().split(), 30, "the task's fds")
+    # dash keeps its redirected stdout on fd 10
+    assert set(listed) - {'10'} == {'0', '1', '2'}, listed
+    r = exec_cli(dev.port, a['id'], 'sh', '-c', 'ls /proc/$$/fd')
+    assert r.returncode == 0 and sorted(r.stdout.decode().split()) == ['0', '1', '2'], r
+
+
 def test_exec_with_a_terminal(agents, tmp_path):
     dev = start_dev(agents, tmp_path)
     aid = run_job(dev, tmp_path, 'svc', job('svc'))['id']
