@@ -422,7 +422,7 @@ static const char *outcome_verb(enum outcome o)
 	case OUT_COMPLETE: return "completed";
 	case OUT_FAILED: return "failed";
 	case OUT_STOPPED: return "was stopped";
-	case OUT_PURGED: return "was purged";
+	case OUT_PURGED: return "does not exist";
 	default: return "runs";
 	}
 }

@@ -115,7 +115,7 @@ static void test_chain_in_order(void **state)
 		p = fx_ok(f, "POST", "/v1/job/train/plan", t);
 		assert_string_equal(fx_s(json_object_get(json_object_get(p, "failed_placements"), "g"),
 					 "explanation"),
-				    "dependency gone was purged: will never be complete");
+				    "dependency gone does not exist: will never be complete");
 		json_decref(p);
 		free(t);
 		assert_int_equal(nallocs(f, "train"), 0);
@@ -240,7 +240,7 @@ static void test_stopped_and_purged(void **state)
 	assert_string_equal(fx_s(j, "stop_reason"), "dependency s was stopped: will never be complete");
 	json_decref(j);
 	j = job_of(f, "after-p");
-	assert_string_equal(fx_s(j, "stop_reason"), "dependency p was purged: will never be complete");
+	assert_string_equal(fx_s(j, "stop_reason"), "dependency p does not exist: will never be complete");
 	json_decref(j);
 	/* dead holds whatever the end */
 	assert_int_equal(nallocs(f, "end-p"), 1);
