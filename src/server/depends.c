@@ -145,12 +145,14 @@ static void enqueue_keyed(struct server *srv, const char *key, const char *eval_
 
 void depends_job_changed(struct server *srv, const char *ns, const char *id)
 {
+	struct depends *d = srv->deps; /* read once: gcc's sanitized build then
+					* knows it is not NULL below */
 	json_t *wake, *x;
 	size_t i;
 
-	if (!srv->deps || __atomic_load_n(&srv->deps->nedges, __ATOMIC_ACQUIRE) == 0)
+	if (!d || __atomic_load_n(&d->nedges, __ATOMIC_ACQUIRE) == 0)
 		return;
-	wake = take_dependents(srv->deps, ns, id);
+	wake = take_dependents(d, ns, id);
 	json_array_foreach(wake, i, x)
 		enqueue_keyed(srv, jstr(x, "key", ""), jstr(x, "eval", ""));
 	json_decref(wake);
