@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/diag.h"
 #include "common/strbuf.h"
@@ -47,6 +48,33 @@ static inline struct job *decode_text(const char *text, char **out)
 	diag_list_release(&dl);
 	json_decref(root);
 	return job;
+}
+
+/* The job's canonical JSON text (caller frees), once it was checked that
+ * the text decodes without a diagnostic to a job of the very same text:
+ * what the store keeps reads back as it was written.  Aborts otherwise. */
+static inline char *canonical_round_trip(const struct job *job)
+{
+	json_t *ja = job_to_json_sorted(job), *jb;
+	char *a = json_dumps(ja, JSON_COMPACT | JSON_SORT_KEYS), *b, *diags;
+	struct job *again = decode_text(a, &diags);
+
+	if (!again || *diags) {
+		fprintf(stderr, "canonical JSON does not decode cleanly:\n%s\n%s", a, diags);
+		abort();
+	}
+	jb = job_to_json_sorted(again);
+	b = json_dumps(jb, JSON_COMPACT | JSON_SORT_KEYS);
+	if (strcmp(a, b)) {
+		fprintf(stderr, "canonical JSON changed on a round trip:\n%s\n%s\n", a, b);
+		abort();
+	}
+	free(b);
+	free(diags);
+	json_decref(ja);
+	json_decref(jb);
+	job_free(again);
+	return a;
 }
 
 #endif

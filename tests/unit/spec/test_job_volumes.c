@@ -153,9 +153,8 @@ static void test_hcl_and_round_trip(void **state)
 		"  }\n"
 		"}\n";
 	struct diag_list dl;
-	struct job *job, *again;
-	char *diags, *a, *b;
-	json_t *ja, *jb;
+	struct job *job;
+	char *diags, *a;
 
 	(void)state;
 	diag_list_init(&dl);
@@ -177,25 +176,14 @@ static void test_hcl_and_round_trip(void **state)
 	assert_string_equal(job->groups[0].tasks[0].volume_mounts[1].destination, "/ckpt");
 	assert_int_equal(job->groups[0].tasks[0].volume_mounts[1].pos.line, 20);
 
-	ja = job_to_json_sorted(job);
-	a = json_dumps(ja, JSON_COMPACT | JSON_SORT_KEYS);
+	a = canonical_round_trip(job);
 	assert_non_null(strstr(a, "\"volumes\":[{\"name\":\"data\",\"read_only\":true,"
 				  "\"source\":\"datasets\",\"type\":\"host\"},"));
 	assert_non_null(strstr(a, "\"volume_mounts\":[{\"destination\":\"/data\","
 				  "\"read_only\":false,\"volume\":\"data\"},"));
 	assert_non_null(strstr(a, "\"leader\":true"));
-	again = decode_text(a, &diags);
-	assert_string_equal(diags, "");
-	jb = job_to_json_sorted(again);
-	b = json_dumps(jb, JSON_COMPACT | JSON_SORT_KEYS);
-	assert_string_equal(a, b);
-	free(diags);
 	free(a);
-	free(b);
-	json_decref(ja);
-	json_decref(jb);
 	job_free(job);
-	job_free(again);
 }
 
 int main(void)
