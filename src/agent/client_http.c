@@ -31,6 +31,7 @@
 #include "common/httpc.h"
 #include "common/strbuf.h"
 #include "common/tls.h"
+#include "common/tls_mhd.h"
 #include "common/xalloc.h"
 #include "common/units.h"
 
@@ -904,34 +905,6 @@ static enum MHD_Result reply_method_not_allowed(struct MHD_Connection *conn, con
 	return rc;
 }
 
-/* tls { verify_https_client }: the connection's certificate, checked once
- * (tls_peer_check); 0, or -EACCES with err saying why. */
-static int check_peer(struct MHD_Connection *conn, struct herd_err *err)
-{
-	const union MHD_ConnectionInfo *sc =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	const union MHD_ConnectionInfo *ss =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-
-	if (!sc || !sc->socket_context)
-		return herd_errf(err, -EACCES, "the connection's certificate cannot be checked");
-	return tls_peer_check(sc->socket_context, ss ? ss->tls_session : NULL, err);
-}
-
-/* Each TLS connection's struct tls_peer (its socket context). */
-static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-			  enum MHD_ConnectionNotificationCode toe)
-{
-	(void)cls;
-	(void)conn;
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		*socket_context = xcalloc(1, sizeof(struct tls_peer));
-	} else {
-		free(*socket_context);
-		*socket_context = NULL;
-	}
-}
-
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_size, void **con_cls)
@@ -957,7 +930,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (h->verify_client) {
 		/* after the body: an answer queued mid-upload drops the connection */
 		struct herd_err perr = { 0, "" };
-		if (check_peer(conn, &perr) < 0)
+		if (tls_mhd_check_peer(conn, &perr) < 0)
 			return reply_error(conn, MHD_HTTP_FORBIDDEN, "tls_client_certificate",
 					   perr.msg);
 	}
@@ -1012,23 +985,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 }
 
-/* The MHD options of https (as the server's, http_server.c): key and
- * certificate, and with verify_client the CA of callers' certificates and
- * the per-connection verdict.  out has room for 5 items, the last END. */
-static void tls_options(const struct tls_server *tls, struct MHD_OptionItem *out)
-{
-	size_t n = 0;
-
-	out[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, tls->key_pem };
-	out[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, tls->cert_pem };
-	if (tls->verify_client) {
-		out[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, tls->ca_pem };
-		out[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION,
-						    (intptr_t)on_connection, NULL };
-	}
-	out[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
-}
-
 int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_dir,
 		      const char *state_dir, const struct tls_server *tls,
 		      struct client_http **out, struct herd_err *err)
@@ -1069,7 +1025,7 @@ int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_di
 		flags |= MHD_USE_TLS;
 		h->tls = true;
 		h->verify_client = tls->verify_client;
-		tls_options(tls, tls_opts);
+		tls_mhd_options(tls, tls_opts);
 	}
 	errno = 0;
 	h->mhd = MHD_start_daemon(flags, port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, sa,

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "common/tls_mhd.h"
 #include "common/units.h"
 #include "common/xalloc.h"
 #include "server/http_ui.h"
@@ -397,33 +398,16 @@ static int body_too_large_declared(struct http_server *srv, struct MHD_Connectio
 }
 
 /* tls { verify_https_client }: the connection's certificate checked once
- * (tls_peer_check); 0, or -EACCES with resp set to the refusal. */
+ * (tls_mhd_check_peer); 0, or -EACCES with resp set to the refusal. */
 static int check_peer(struct MHD_Connection *conn, struct http_response *resp)
 {
-	const union MHD_ConnectionInfo *sc =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	const union MHD_ConnectionInfo *ss =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 	struct herd_err err = { 0, "" };
 
-	if (sc && sc->socket_context &&
-	    tls_peer_check(sc->socket_context, ss ? ss->tls_session : NULL, &err) == 0)
+	if (tls_mhd_check_peer(conn, &err) == 0)
 		return 0;
 	http_error(resp, 403, "tls_client_certificate", "%s",
 		   err.msg[0] ? err.msg : "the connection's certificate cannot be checked");
 	return -EACCES;
-}
-
-/* Each TLS connection's struct tls_peer (its socket context). */
-static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
-			  enum MHD_ConnectionNotificationCode toe)
-{
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-		*socket_context = xcalloc(1, sizeof(struct tls_peer));
-	} else {
-		free(*socket_context);
-		*socket_context = NULL;
-	}
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -504,25 +488,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 }
 
 /* --- start and stop --------------------------------------------------- */
-
-/* The MHD options of https (MHD_USE_TLS is the caller's): the key and
- * certificate, and with verify_client the CA whose certificates callers
- * present (MHD then asks each caller for one; check_peer decides) and the
- * per-connection verdict.  out has room for 5 items, the last END. */
-static void http_tls_options(const struct tls_server *tls, struct MHD_OptionItem *out,
-			     MHD_NotifyConnectionCallback notify)
-{
-	size_t n = 0;
-
-	out[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, tls->key_pem };
-	out[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, tls->cert_pem };
-	if (tls->verify_client) {
-		out[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0, tls->ca_pem };
-		out[n++] = (struct MHD_OptionItem){ MHD_OPTION_NOTIFY_CONNECTION,
-						    (intptr_t)notify, NULL };
-	}
-	out[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
-}
 
 /* MHD threads by default.  Writes now run on the writer threads
  * (write_queue); before, a write held its MHD thread until its group
@@ -617,7 +582,7 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 	if (cfg->tls && cfg->tls->cert_pem) {
 		flags |= MHD_USE_TLS;
 		srv->verify_client = cfg->tls->verify_client;
-		http_tls_options(cfg->tls, tls_opts, on_connection);
+		tls_mhd_options(cfg->tls, tls_opts);
 	}
 	srv->mhd = MHD_start_daemon(flags, cfg->port, NULL, NULL, on_request, srv,
 				    MHD_OPTION_SOCK_ADDR, sa,
