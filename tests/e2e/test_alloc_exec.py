@@ -368,35 +368,11 @@ def test_exec_in_exec_driver_task(agents, tmp_path):
 
 def test_exec_in_docker_task(engine, agents, tmp_path):
     """A docker task: an exec instance of the Engine API in its container."""
-    from docker_engine import IMAGE
     from test_control_plane import job_allocs
-    from test_tasks_docker import _configs
-    server_hcl, client_hcl = _configs(tmp_path, engine['socket'])
-    server = Agent(tmp_path, 'server', ['-config', str(server_hcl), '-http-port', '0']).start()
-    agents.append(server)
-    client = Agent(tmp_path, 'c1', ['-config', str(client_hcl), '-servers',
-                                    f'127.0.0.1:{server.port}', '-node', 'c1',
-                                    '-http-port', '0']).start()
-    agents.append(client)
-    wait_for(lambda: [n for n in api(server.port, '/v1/nodes') if n['status'] == 'ready'], 15,
-             'the client node')
-    f = write_job(tmp_path, 'dk', f'''
-job "dk" {{
-  group "g" {{
-    task "box" {{
-      driver = "docker"
-      config {{
-        image = "{IMAGE}"
-        command = "/bin/sh"
-        args = ["-c", "echo in-the-box > /tmp/marker; while true; do sleep 0.2; done"]
-      }}
-      resources {{
-        memory = 64
-      }}
-    }}
-  }}
-}}
-''')
+    from test_tasks_docker import docker_job, start_docker_cluster
+    server, client, _ = start_docker_cluster(agents, tmp_path, engine['socket'])
+    f = write_job(tmp_path, 'dk', docker_job(
+        'dk', 'echo in-the-box > /tmp/marker; while true; do sleep 0.2; done'))
     r = cli(server.port, 'job', 'run', '-detach', f)
     assert r.returncode == 0, r.stdout + r.stderr
     a = wait_for(lambda: [x for x in job_allocs(server.port, 'dk')

@@ -280,34 +280,11 @@ def test_acl_read_only_token_is_refused(agents, tmp_path):
 def test_docker_signal_and_restart(engine, agents, tmp_path):
     """The docker driver: the signal through the Engine API's kill, a
     restart as a new container of the same allocation."""
-    from docker_engine import IMAGE
-    from test_tasks_docker import _configs
-    server_hcl, client_hcl = _configs(tmp_path, engine['socket'])
-    server = Agent(tmp_path, 'server', ['-config', str(server_hcl), '-http-port', '0']).start()
-    agents.append(server)
-    client = Agent(tmp_path, 'c1', ['-config', str(client_hcl), '-servers',
-                                    f'127.0.0.1:{server.port}', '-node', 'c1',
-                                    '-http-port', '0']).start()
-    agents.append(client)
-    wait_for(lambda: [n for n in api(server.port, '/v1/nodes') if n['status'] == 'ready'], 15,
-             'the client node')
-    f = write_job(tmp_path, 'dk', f'''
-job "dk" {{
-  group "g" {{
-    task "box" {{
-      driver = "docker"
-      config {{
-        image = "{IMAGE}"
-        command = "/bin/sh"
-        args = ["-c", "echo $(date +%s%N) >> /alloc/starts; trap 'echo usr1 >> /alloc/usr1' USR1; while true; do sleep 0.1; done"]
-      }}
-      resources {{
-        memory = 64
-      }}
-    }}
-  }}
-}}
-''')
+    from test_tasks_docker import docker_job, start_docker_cluster
+    server, client, _ = start_docker_cluster(agents, tmp_path, engine['socket'])
+    f = write_job(tmp_path, 'dk', docker_job(
+        'dk', "echo $(date +%s%N) >> /alloc/starts; trap 'echo usr1 >> /alloc/usr1' USR1; "
+        "while true; do sleep 0.1; done"))
     r = cli(server.port, 'job', 'run', '-detach', f)
     assert r.returncode == 0, r.stdout + r.stderr
     a = wait_for(lambda: [x for x in job_allocs(server.port, 'dk')

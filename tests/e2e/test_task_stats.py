@@ -74,36 +74,11 @@ def test_raw_exec_task_stats(agents, tmp_path):
 
 def test_docker_task_stats(engine, agents, tmp_path):
     """The same through the docker driver, when a private dockerd can run."""
-    from docker_engine import IMAGE
-    from test_control_plane import Agent
-    from test_tasks_docker import _configs
-    server_hcl, client_hcl = _configs(tmp_path, engine['socket'])
-    server = Agent(tmp_path, 'server', ['-config', str(server_hcl), '-http-port', '0']).start()
-    agents.append(server)
-    client = Agent(tmp_path, 'c1', ['-config', str(client_hcl), '-servers',
-                                    f'127.0.0.1:{server.port}', '-node', 'c1',
-                                    '-http-port', '0']).start()
-    agents.append(client)
-    node = wait_for(lambda: [n for n in api(server.port, '/v1/nodes')
-                             if n['status'] == 'ready'], 15, 'the client node')[0]
+    from test_tasks_docker import docker_job, start_docker_cluster
+    server, client, node = start_docker_cluster(agents, tmp_path, engine['socket'])
     addr = api(server.port, f'/v1/node/{node["id"]}')['http_addr']
-    job = write_job(tmp_path, 'dks', f'''
-job "dks" {{
-  group "g" {{
-    task "box" {{
-      driver = "docker"
-      config {{
-        image = "{IMAGE}"
-        command = "/bin/sh"
-        args = ["-c", "x=$(head -c 31457280 /dev/zero | tr '\\\\0' a); while :; do :; done"]
-      }}
-      resources {{
-        memory = 128
-      }}
-    }}
-  }}
-}}
-''')
+    job = write_job(tmp_path, 'dks', docker_job(
+        'dks', "x=$(head -c 31457280 /dev/zero | tr '\\0' a); while :; do :; done", memory=128))
     r = cli(server.port, 'job', 'run', '-detach', job)
     assert r.returncode == 0, r.stderr
     a = wait_for(lambda: [a for a in job_allocs(server.port, 'dks')

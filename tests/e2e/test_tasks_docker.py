@@ -31,8 +31,9 @@ def _configs(tmp_path, sock):
     return server, client
 
 
-def test_docker_task_through_the_agent(engine, agents, tmp_path):
-    sock = engine['socket']
+def start_docker_cluster(agents, tmp_path, sock):  # noqa: F811
+    """A server and a client c1 whose docker plugin uses the engine at
+    sock: (server, client, the client's node as GET /v1/nodes lists it)."""
     server_hcl, client_hcl = _configs(tmp_path, sock)
     server = Agent(tmp_path, 'server', ['-config', str(server_hcl), '-http-port', '0']).start()
     agents.append(server)
@@ -42,6 +43,35 @@ def test_docker_task_through_the_agent(engine, agents, tmp_path):
     agents.append(client)
     node = wait_for(lambda: [n for n in api(server.port, '/v1/nodes')
                              if n['status'] == 'ready'], 15, 'the client node')[0]
+    return server, client, node
+
+
+def docker_job(job_id, script, memory=64):
+    """A service job of one docker task "box" running script in the test
+    image (HCL text)."""
+    args = json.dumps(['-c', script])
+    return f'''
+job "{job_id}" {{
+  group "g" {{
+    task "box" {{
+      driver = "docker"
+      config {{
+        image = "{IMAGE}"
+        command = "/bin/sh"
+        args = {args}
+      }}
+      resources {{
+        memory = {memory}
+      }}
+    }}
+  }}
+}}
+'''
+
+
+def test_docker_task_through_the_agent(engine, agents, tmp_path):
+    sock = engine['socket']
+    server, client, node = start_docker_cluster(agents, tmp_path, sock)
     node = api(server.port, f'/v1/node/{node["id"]}')
     attrs = node.get('attributes', {})
     assert attrs.get('driver.docker') in ('1', 1, True), \
