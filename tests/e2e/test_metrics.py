@@ -18,6 +18,7 @@ import urllib.request
 
 from test_acl import call, herd, no_ambient_token, secret_of  # noqa: F401
 from test_control_plane import GPUS, Agent, agents, api, cli, wait_for, write_job  # noqa: F401
+from test_sharing import start as start_dev
 
 TEXT_TYPE = 'text/plain; version=0.0.4; charset=utf-8'
 NAME = re.compile(r'[a-zA-Z_:][a-zA-Z0-9_:]*')
@@ -178,19 +179,6 @@ job "{job_id}" {{
   }}
 }}
 '''
-
-
-def start_dev(agents, tmp_path, gpu_file, config=None):
-    args = ['-dev', '-http-port', '0']
-    if config:
-        p = tmp_path / 'agent.hcl'
-        p.write_text(config)
-        args += ['-config', str(p)]
-    a = Agent(tmp_path, 'dev', args, gpu_file=GPUS / gpu_file).start()
-    agents.append(a)
-    wait_for(lambda: [n for n in api(a.port, '/v1/nodes') if n['status'] == 'ready'], 15,
-             'the dev node to be ready')
-    return a
 
 
 def run_running(a, tmp_path, job_id, block):
