@@ -101,6 +101,53 @@ struct store;
  * the store; free it with store_close. */
 int store_open_sqlite(const char *path, struct store **out, struct herd_err *err);
 
+/* The PostgreSQL backend (postgres.c; docs/operations.md, "High
+ * availability").  Several herd servers may name one database; exactly one
+ * of them, the leader, holds the store open at a time, and the others wait
+ * in store_open_postgres (standbys) until the leader goes.
+ *
+ * Leadership is PostgreSQL's session-level advisory lock, taken on the one
+ * connection that commits: a server that loses that connection (its
+ * process died, the network or the database went away) loses the lock with
+ * it, and no commit can ever reach the database without holding it, so a
+ * deposed leader cannot write behind its successor's back (fencing).  The
+ * backend never reconnects that connection: once it is lost, the store is
+ * fenced, every later commit fails with -ENOTCONN, and opts->lost is
+ * called once, from a thread of the store's own, so the server can stop
+ * (and be started again as a standby).  The store checks the connection
+ * at least once a second even when nothing commits. */
+struct store_pg_options {
+	/* Who this server is (its advertised address, "10.0.0.5:4646"),
+	 * recorded for standbys' messages; NULL: "". */
+	const char *holder;
+	/* How long to wait for the lock: < 0 forever, 0 try once (-EBUSY
+	 * when another server holds it). */
+	int64_t lock_wait_ns;
+	/* Called once, before waiting, when another server holds the lock,
+	 * with that server's holder string ("" when unknown).  May be NULL. */
+	void (*waiting)(const char *holder, void *arg);
+	/* Polled (at least every 500 ms) while waiting; true ends the wait
+	 * with -ECANCELED.  May be NULL. */
+	bool (*cancelled)(void *arg);
+	/* Called once when the store has lost the lock; why names the cause.
+	 * May be NULL. */
+	void (*lost)(const char *why, void *arg);
+	void *arg;
+};
+
+/* Opens the store in the PostgreSQL database that conninfo names (a libpq
+ * connection string or URI; passwords through PGPASSWORD, ~/.pgpass or
+ * PGPASSFILE as libpq reads them), creating herd's tables when absent and
+ * refusing a schema newer than STORE_SCHEMA_VERSION (-EPROTONOSUPPORT), after
+ * taking the leadership lock as opts says (opts may be NULL: wait forever,
+ * no callbacks).  Every semantic of store.h holds as for SQLite; durability
+ * is PostgreSQL's (synchronous_commit on: a change is acknowledged after
+ * the database flushed its commit record).  store_snapshot writes an
+ * SQLite store file (the same backup format for both backends).  On success
+ * *out owns the store; free it with store_close (which gives the lock up). */
+int store_open_postgres(const char *conninfo, const struct store_pg_options *opts,
+			struct store **out, struct herd_err *err);
+
 /* Backups (docs/operations.md, "Backups and restore").  store_snapshot
  * writes a consistent copy of the whole store, as it was at one index, to
  * dest, a file that must not exist yet (-EEXIST), while commits go on; the
