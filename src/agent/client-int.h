@@ -25,17 +25,20 @@
 struct alloc_gc;
 struct alloc_runner;
 struct mps;
+struct server_list;
 struct status_sync;
 
 struct client {
 	const struct agent_config *cfg;
 	char node_id[64];
-	char *server_addr;            /* "host:port" currently used */
-	/* The server in this process, when server_addr is it (client_start):
-	 * every connection then goes through it without a socket. */
+	/* client { servers }, else the server in this process: one of them
+	 * current, the others tried in turn when it fails (server_list.h). */
+	struct server_list *servers;
+	/* The server in this process ("host:port"; NULL: none): while it is
+	 * the current one, every connection goes through local_transport
+	 * without a socket. */
+	char *local_server;
 	const struct httpc_local *local_transport;
-	char **servers;               /* all known */
-	size_t nr_servers;
 	struct driver_env driver_env;
 	struct gpu_host *gpus;        /* NULL until fingerprinted */
 	struct mps *mps;              /* MPS daemons of mps GPUs (mps.h); may be NULL */
@@ -46,7 +49,7 @@ struct client {
 	bool shutting_down;
 	bool registered;
 	int64_t heartbeat_ttl_ns;
-	bool server_down_logged;      /* one log line per outage */
+	bool server_down_logged;      /* one log line per refusal (client_server_refused) */
 	/* runners, nr_runners, runner_pos: changed by the watch (new work)
 	 * and by client_collect_runners (finished work), under runners_lock;
 	 * taken before any runner's lock and before the status sync's. */
@@ -129,8 +132,9 @@ json_t *client_job_version(struct client *c, const char *ns, const char *job_id,
 json_t *client_node_json(struct client *c);
 /* The device health/stats list of a heartbeat. */
 json_t *client_devices_heartbeat(struct client *c);
-/* Registers (blocking, one try).  0 or -errno with err. */
-int client_register(struct client *c, struct httpc *h, struct herd_err *err);
+/* Registers (blocking, one try).  0 or -errno with err; *status gets the
+ * answer's HTTP status (0: none came). */
+int client_register(struct client *c, struct httpc *h, long *status, struct herd_err *err);
 
 /* mps_task.c: taskenv's gpu_shares for the devices of alloc that task
  * owns, in the order of task_gpu_ids.  Returns 0 with *out (*n entries;
@@ -149,11 +153,33 @@ void *client_docker_sweep_main(void *arg);
 void *client_heartbeat_main(void *arg);
 /* Sleeps up to ns or until shutdown; returns true when shutting down. */
 bool client_sleep(struct client *c, int64_t ns);
-/* Notes that a server answered or not; logs the change once. */
-void client_server_reachable(struct client *c, bool ok, const char *why);
-/* Sets up h to talk to the client's server: its address and the node
- * token (client { token }, else $HERD_TOKEN as httpc_init reads it).  The
- * one place every client thread's connection is made; release h with
+/* Failover between servers (server_list.h).  Before each request a
+ * thread points its connection at the current server
+ * (client_httpc_point, which returns that server's generation); after it,
+ * it says how that server did:
+ *   client_server_failed    no answer, or a 5xx (client_server_failure):
+ *                           the client moves on to the next server (the
+ *                           move logged once: "server A unreachable (why);
+ *                           using B").  Returns true when every server
+ *                           failed since the last answer: back off before
+ *                           the next try; false: try again at once.
+ *   client_server_answered  any other answer: a run of failures is over.
+ *   client_server_refused   an answer that refused the request for a
+ *                           reason of the client's (a 4xx where none was
+ *                           expected): logged once until the next answer. */
+uint64_t client_httpc_point(struct client *c, struct httpc *h);
+bool client_server_failed(struct client *c, uint64_t gen, const char *why);
+void client_server_answered(struct client *c, uint64_t gen);
+void client_server_refused(struct client *c, const char *why);
+/* Whether an answer (or its absence) is the server's failure rather than
+ * the request's: nothing came back, or a 5xx. */
+static inline bool client_server_failure(const struct httpc_response *r)
+{
+	return r->status == 0 || r->status >= 500;
+}
+/* Sets up h to talk to the client's current server: its address and the
+ * node token (client { token }, else $HERD_TOKEN as httpc_init reads it).
+ * The one place every client thread's connection is made; release h with
  * httpc_release. */
 void client_httpc_init(struct client *c, struct httpc *h);
 

@@ -11,6 +11,7 @@
 #include "agent/client-int.h"
 #include "agent/log.h"
 #include "agent/mps.h"
+#include "agent/server_list.h"
 #include "agent/status_sync.h"
 #include "common/strbuf.h"
 #include "common/xalloc.h"
@@ -275,6 +276,7 @@ static void *watch_main(void *arg)
 		struct httpc_response r = { 0 };
 		struct herd_err err = { 0, "" };
 		bool registered, stop;
+		uint64_t gen;
 		int rc;
 
 		pthread_mutex_lock(&c->lock);
@@ -287,6 +289,7 @@ static void *watch_main(void *arg)
 			break;
 		(void)registered;
 		snprintf(path + since_at, sizeof(path) - since_at, "%llu", (unsigned long long)index);
+		gen = client_httpc_point(c, &h);
 		rc = httpc_get_blocking(&h, path, index, WATCH_WAIT_MS, &r, &err);
 		pthread_mutex_lock(&c->lock);
 		stop = c->shutting_down;
@@ -296,18 +299,22 @@ static void *watch_main(void *arg)
 			break;
 		}
 		if (rc < 0) {
-			if (r.status == 0)
-				client_server_reachable(c, false, err.msg);
+			bool all = true;
+			if (client_server_failure(&r))
+				all = client_server_failed(c, gen, err.msg);
 			else
 				log_warn("client: allocations: %s", err.msg);
 			/* A restarted server may count from a lower index. */
 			index = 0;
 			httpc_response_release(&r);
+			if (!all)
+				continue;   /* the next server, at once */
 			if (client_sleep(c, backoff))
 				break;
 			backoff = backoff * 2 > 2000000000LL ? 2000000000LL : backoff * 2;
 			continue;
 		}
+		client_server_answered(c, gen);
 		backoff = 100 * 1000000LL;
 		/* An index that went backwards means a new server state. */
 		if (r.index < index)
@@ -421,15 +428,18 @@ int client_start(const struct agent_config *cfg, const char *local_server,
 	c->driver_env.shim_argv = shim_argv;
 	c->driver_env.raw_exec_enabled = cfg->client.raw_exec_enabled;
 	if (cfg->client.nr_servers)
-		c->server_addr = xstrdup(cfg->client.servers[0]);
+		c->servers = server_list_new((const char *const *)cfg->client.servers,
+					     cfg->client.nr_servers);
 	else if (local_server)
-		c->server_addr = xstrdup(local_server);
+		c->servers = server_list_new(&local_server, 1);
 	else {
 		rc = herd_errf(err, -EINVAL, "client: no server address (client { servers = [...] })");
 		goto fail;
 	}
-	if (local_server && !strcmp(c->server_addr, local_server))
+	if (local_server) {
+		c->local_server = xstrdup(local_server);
 		c->local_transport = local_transport;
+	}
 	if ((rc = mkdir_p(cfg->client.state_dir, 0700)) < 0) {
 		rc = herd_errf(err, rc, "client: cannot make %s: %s", cfg->client.state_dir,
 			       strerror(-rc));
@@ -469,12 +479,20 @@ int client_start(const struct agent_config *cfg, const char *local_server,
 	if (cfg->docker.gc_dangling &&
 	    pthread_create(&c->docker_sweep_thread, NULL, client_docker_sweep_main, c) == 0)
 		c->docker_sweep_started = true;
-	log_info("client: started, node id %s, server %s%s", c->node_id, c->server_addr,
-		 c->local_transport ? " (in this process: no socket)" : "");
+	{
+		char first[SERVER_ADDR_MAX];
+		size_t n = server_list_size(c->servers);
+		server_list_current(c->servers, first, sizeof(first));
+		log_info("client: started, node id %s, server %s%s%s", c->node_id, first,
+			 n > 1 ? " (then the others of client { servers })" : "",
+			 c->local_server && !strcmp(first, c->local_server)
+				 ? " (in this process: no socket)" : "");
+	}
 	*out = c;
 	return 0;
 fail:
-	free(c->server_addr);
+	server_list_free(c->servers);
+	free(c->local_server);
 	free(c);
 	return rc;
 }
@@ -522,7 +540,8 @@ void client_stop(struct client *c, bool stop_tasks)
 	state_close(c->state);
 	client_shared_release(c);
 	pthread_mutex_destroy(&c->shared_lock);
-	free(c->server_addr);
+	server_list_free(c->servers);
+	free(c->local_server);
 	pthread_mutex_destroy(&c->lock);
 	pthread_mutex_destroy(&c->runners_lock);
 	pthread_mutex_destroy(&c->finished_lock);

@@ -25,6 +25,7 @@
 #include "agent/client_http.h"
 #include "agent/exec_session.h"
 #include "agent/logs.h"
+#include "agent/server_list.h"
 #include "agent/state.h"
 #include "drivers/docker.h"
 #include "drivers/driver.h"
@@ -57,8 +58,10 @@
 struct client_http {
 	struct MHD_Daemon *mhd;
 	char *alloc_dir, *state_dir;
-	char *auth_server;    /* "host:port" that authorizes reads; NULL: none */
-	struct tls_client auth_tls; /* how auth_server is reached */
+	/* the servers that authorize reads, one current (server_list.h);
+	 * NULL: none */
+	struct server_list *auth_servers;
+	struct tls_client auth_tls; /* how auth_servers are reached */
 	const struct httpc_local *auth_local; /* it, in this process; NULL: over HTTP */
 	bool verify_client;   /* tls: callers need a certificate (check_peer) */
 	bool tls;             /* https: exec sessions run on threads of their own */
@@ -232,19 +235,34 @@ static int authorize(struct client_http *h, struct MHD_Connection *conn, const c
 	const char *token = caller_token(conn);
 	char *id = httpc_escape(alloc_id);
 	char *path = xasprintf("/v1/allocation/%s%s", id, submit ? "?acl=submit" : "");
+	char addr[SERVER_ADDR_MAX];
 	int r;
 
-	if (!h->auth_server) {
+	if (!h->auth_servers) {
 		free(path);
 		free(id);
 		return 0;
 	}
-	httpc_init_tls(&c, h->auth_server, &h->auth_tls);
+	httpc_init_tls(&c, "", &h->auth_tls);
 	c.local = h->auth_local;
 	free(c.token);   /* never the agent's own $HERD_TOKEN */
 	c.token = token ? xstrdup(token) : NULL;
 	c.timeout_ms = 10000;
-	r = httpc_request(&c, "GET", path, NULL, &resp, &err);
+	/* The current server, else the next ones (a failover): each tried
+	 * once per check. */
+	for (size_t tries = server_list_size(h->auth_servers);; tries--) {
+		uint64_t gen = server_list_current(h->auth_servers, addr, sizeof(addr));
+		httpc_set_addr(&c, addr);
+		httpc_response_release(&resp);
+		r = httpc_request(&c, "GET", path, NULL, &resp, &err);
+		if (r == 0 || (resp.status && resp.status < 500)) {
+			server_list_answered(h->auth_servers, gen);
+			break;
+		}
+		server_list_failed(h->auth_servers, gen, NULL);
+		if (tries <= 1)
+			break;
+	}
 	httpc_response_release(&resp);
 	httpc_release(&c);
 	free(path);
@@ -1062,7 +1080,7 @@ void client_http_stop(struct client_http *h)
 		MHD_stop_daemon(h->mhd);
 	free(h->alloc_dir);
 	free(h->state_dir);
-	free(h->auth_server);
+	server_list_free(h->auth_servers);
 	tls_client_release(&h->auth_tls);
 	free(h->cgroup_parent);
 	free(h->docker_socket);
@@ -1080,11 +1098,11 @@ void client_http_set_client(struct client_http *h, struct client *c)
 	pthread_mutex_unlock(&h->client_lock);
 }
 
-void client_http_set_auth_server(struct client_http *h, const char *server,
-				 const struct tls_client *tls, const struct httpc_local *local)
+void client_http_set_auth_servers(struct client_http *h, const char *const *servers, size_t n,
+				  const struct tls_client *tls, const struct httpc_local *local)
 {
-	free(h->auth_server);
-	h->auth_server = server ? xstrdup(server) : NULL;
+	server_list_free(h->auth_servers);
+	h->auth_servers = n ? server_list_new(servers, n) : NULL;
 	h->auth_local = local;
 	tls_client_release(&h->auth_tls);
 	if (tls)

@@ -71,8 +71,10 @@ int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_di
 		      const char *state_dir, const struct tls_server *tls,
 		      struct client_http **out, struct herd_err *err);
 
-/* Makes every request ask a server ("host:port", copied; NULL: none)
- * whether the caller may read the allocation: GET /v1/allocation/:id with
+/* Makes every request ask a server (one of servers[0..n), "host:port",
+ * copied; n = 0: none; the one that answered last, else the next in turn:
+ * server_list.h) whether the caller may read the allocation: GET
+ * /v1/allocation/:id with
  * the caller's X-Herd-Token / Authorization: Bearer, which the server
  * answers only when the token may read the allocation's namespace (to
  * anyone with ACL off); a restart or signal asks ?acl=submit, answered
@@ -85,8 +87,8 @@ int client_http_start(const char *bind_addr, uint16_t port, const char *alloc_di
  * the name in the agent's certificate matter there.  Call before the
  * address is published (not thread-safe with requests in flight). */
 struct httpc_local;
-void client_http_set_auth_server(struct client_http *h, const char *server,
-				 const struct tls_client *tls, const struct httpc_local *local);
+void client_http_set_auth_servers(struct client_http *h, const char *const *servers, size_t n,
+				  const struct tls_client *tls, const struct httpc_local *local);
 
 /* The driver settings a stats sample needs: the exec driver's cgroup
  * parent and the docker engine socket (copied; NULL: the drivers'

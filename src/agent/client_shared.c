@@ -81,6 +81,9 @@ void client_httpc_take(struct client *c, struct httpc *h)
 	if (c->nr_idle) {
 		*h = c->idle[--c->nr_idle];
 		pthread_mutex_unlock(&c->shared_lock);
+		/* made for the server current then, which may have failed
+		 * since */
+		client_httpc_point(c, h);
 		return;
 	}
 	pthread_mutex_unlock(&c->shared_lock);
@@ -96,8 +99,8 @@ void client_httpc_give(struct client *c, struct httpc *h)
 	h->abort_cb = NULL;
 	h->abort_arg = NULL;
 	pthread_mutex_lock(&c->shared_lock);
-	/* c->server_addr never changes after client_start: every idle
-	 * connection goes to it. */
+	/* Its address may be of a server that failed since: the next taker
+	 * points it at the current one. */
 	if (c->nr_idle < IDLE_MAX) {
 		ALLOC_GROW(c->idle, c->nr_idle + 1, c->alloc_idle);
 		c->idle[c->nr_idle++] = *h;

@@ -1,8 +1,10 @@
 /* heartbeat: registration and heartbeats (client.h).  A heartbeat goes out
  * every TTL/2; a 404 means the server does not know the node (its state
- * was lost, or it marked us gone and collected us): register again.  While
- * no server answers, retry with a backoff capped at 2 s, so that agents are
- * back within a moment of a server restart. */
+ * was lost, or it marked us gone and collected us): register again.  A
+ * server that does not answer (or answers 5xx) hands the client on to the
+ * next of client { servers } at once (client_server_failed); only once
+ * every server failed does it retry with a backoff capped at 2 s, so that
+ * agents are back within a moment of a server restart or a failover. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 
 #include "agent/client-int.h"
 #include "agent/log.h"
+#include "agent/server_list.h"
 #include "common/units.h"
 #include "common/xalloc.h"
 
@@ -34,37 +37,73 @@ bool client_sleep(struct client *c, int64_t ns)
 	return stop;
 }
 
-void client_server_reachable(struct client *c, bool ok, const char *why)
+uint64_t client_httpc_point(struct client *c, struct httpc *h)
 {
-	pthread_mutex_lock(&c->lock);
-	if (!ok && !c->server_down_logged) {
-		c->server_down_logged = true;
-		pthread_mutex_unlock(&c->lock);
-		log_warn("client: server %s unreachable (%s); tasks keep running, retrying",
-			 c->server_addr, why);
-		return;
-	}
-	if (ok && c->server_down_logged) {
-		c->server_down_logged = false;
-		pthread_mutex_unlock(&c->lock);
-		log_info("client: server %s reachable again", c->server_addr);
-		return;
-	}
-	pthread_mutex_unlock(&c->lock);
+	char addr[SERVER_ADDR_MAX];
+	uint64_t gen = server_list_current(c->servers, addr, sizeof(addr));
+
+	/* curl keeps a connection per host: the same address reuses it */
+	httpc_set_addr(h, addr);
+	h->local = c->local_server && !strcmp(addr, c->local_server) ? c->local_transport : NULL;
+	return gen;
 }
 
-static bool is_transport_error(int rc, const struct httpc_response *r)
+bool client_server_failed(struct client *c, uint64_t gen, const char *why)
 {
-	return r->status == 0 || rc == -ECONNREFUSED || rc == -ETIMEDOUT;
+	struct server_move mv;
+
+	server_list_failed(c->servers, gen, &mv);
+	/* During an outage of every server the moves go on quietly: one
+	 * line said it. */
+	if (mv.moved && !mv.in_outage)
+		log_warn("client: server %s unreachable (%s); using %s", mv.from, why, mv.to);
+	if (mv.first_all_failed) {
+		if (server_list_size(c->servers) == 1)
+			log_warn("client: server %s unreachable (%s); tasks keep running, retrying",
+				 mv.from, why);
+		else
+			log_warn("client: no server reachable (%s); tasks keep running, retrying",
+				 why);
+	}
+	return mv.all_failed;
+}
+
+void client_server_answered(struct client *c, uint64_t gen)
+{
+	char addr[SERVER_ADDR_MAX];
+	bool refused;
+
+	pthread_mutex_lock(&c->lock);
+	refused = c->server_down_logged;
+	c->server_down_logged = false;
+	pthread_mutex_unlock(&c->lock);
+	if (server_list_answered(c->servers, gen) || refused) {
+		server_list_current(c->servers, addr, sizeof(addr));
+		log_info("client: server %s reachable again", addr);
+	}
+}
+
+void client_server_refused(struct client *c, const char *why)
+{
+	bool logged;
+
+	pthread_mutex_lock(&c->lock);
+	logged = c->server_down_logged;
+	c->server_down_logged = true;
+	pthread_mutex_unlock(&c->lock);
+	if (!logged)
+		log_warn("client: the server refused this node (%s); retrying", why);
 }
 
 void client_httpc_init(struct client *c, struct httpc *h)
 {
 	const char *token = c->cfg->client.token;
+	char addr[SERVER_ADDR_MAX];
 
+	server_list_current(c->servers, addr, sizeof(addr));
 	/* TLS from the agent's tls block, never the environment */
-	httpc_init_tls(h, c->server_addr, &c->cfg->tls.client);
-	h->local = c->local_transport;
+	httpc_init_tls(h, addr, &c->cfg->tls.client);
+	client_httpc_point(c, h);
 	if (token && *token) {
 		free(h->token);
 		h->token = xstrdup(token);
@@ -80,11 +119,16 @@ void *client_heartbeat_main(void *arg)
 
 	client_httpc_init(c, &h);
 	h.timeout_ms = 5000;
+	/* A server that vanished (no refusal, packets dropped) costs this
+	 * much before the next one is tried: well under the TTL. */
+	h.connect_timeout_ms = 2000;
 	for (;;) {
 		struct herd_err err = { 0, "" };
 		struct httpc_response r = { 0 };
+		uint64_t gen = client_httpc_point(c, &h);
 		int64_t ttl;
 		bool registered;
+		long status = 0;
 		int rc;
 
 		pthread_mutex_lock(&c->lock);
@@ -93,15 +137,19 @@ void *client_heartbeat_main(void *arg)
 		pthread_mutex_unlock(&c->lock);
 
 		if (!registered) {
-			rc = client_register(c, &h, &err);
+			rc = client_register(c, &h, &status, &err);
 			if (rc < 0) {
-				client_server_reachable(c, false, err.msg);
+				r.status = status;
+				if (!client_server_failure(&r))
+					client_server_refused(c, err.msg);
+				else if (!client_server_failed(c, gen, err.msg))
+					continue;   /* the next server, at once */
 				if (client_sleep(c, backoff))
 					break;
 				backoff = backoff * 2 > 2000000000LL ? 2000000000LL : backoff * 2;
 				continue;
 			}
-			client_server_reachable(c, true, NULL);
+			client_server_answered(c, gen);
 			backoff = 100 * 1000000LL;
 			log_info("client: node registered%s (id %s, heartbeat ttl %llds)",
 				 was_registered ? " again" : "", c->node_id,
@@ -120,7 +168,7 @@ void *client_heartbeat_main(void *arg)
 		json_decref(body);
 		if (rc == 0) {
 			int64_t t = json_integer_value(json_object_get(r.body, "heartbeat_ttl"));
-			client_server_reachable(c, true, NULL);
+			client_server_answered(c, gen);
 			backoff = 100 * 1000000LL;
 			if (t > 0) {
 				pthread_mutex_lock(&c->lock);
@@ -140,11 +188,17 @@ void *client_heartbeat_main(void *arg)
 			httpc_response_release(&r);
 			continue;
 		}
-		if (is_transport_error(rc, &r))
-			client_server_reachable(c, false, err.msg);
-		else
+		if (client_server_failure(&r)) {
+			/* a heartbeat must not wait out a backoff while another
+			 * server may take it: the TTL runs */
+			bool all = client_server_failed(c, gen, err.msg);
+			httpc_response_release(&r);
+			if (!all)
+				continue;
+		} else {
 			log_warn("client: heartbeat: %s", err.msg);
-		httpc_response_release(&r);
+			httpc_response_release(&r);
+		}
 		if (client_sleep(c, backoff))
 			break;
 		backoff = backoff * 2 > 2000000000LL ? 2000000000LL : backoff * 2;

@@ -236,7 +236,7 @@ json_t *client_devices_heartbeat(struct client *c)
 	return devs;
 }
 
-int client_register(struct client *c, struct httpc *h, struct herd_err *err)
+int client_register(struct client *c, struct httpc *h, long *status, struct herd_err *err)
 {
 	json_t *body = json_object();
 	struct httpc_response r;
@@ -245,6 +245,7 @@ int client_register(struct client *c, struct httpc *h, struct herd_err *err)
 	json_object_set_new(body, "node", client_node_json(c));
 	rc = httpc_request(h, "POST", "/v1/node/register", body, &r, err);
 	json_decref(body);
+	*status = r.status;
 	if (rc == 0) {
 		int64_t ttl = json_integer_value(json_object_get(r.body, "heartbeat_ttl"));
 		pthread_mutex_lock(&c->lock);

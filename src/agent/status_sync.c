@@ -42,6 +42,7 @@ struct status_sync {
 	bool stopping;            /* the sender tries once more and ends */
 	bool per_alloc;           /* the server lacks the batch route */
 	char *path;               /* /v1/node/<id>/allocations/status */
+	uint64_t gen;             /* the sender's server (client_httpc_point) */
 	pthread_t thread;
 };
 
@@ -54,7 +55,8 @@ struct sync_entry {
 
 /* What a send did: everything settled; something to send again; or no
  * server answered (then the rest waits too). */
-enum { SYNC_OK = 0, SYNC_RETRY = -EAGAIN, SYNC_UNREACHABLE = -ECONNREFUSED };
+enum { SYNC_OK = 0, SYNC_RETRY = -EAGAIN, SYNC_UNREACHABLE = -ECONNREFUSED,
+       SYNC_MOVED = -EHOSTUNREACH /* that server failed; the next is to be tried at once */ };
 
 static void settle_log(const char *id, const char *why)
 {
@@ -100,6 +102,13 @@ static void finish_batch(struct status_sync *s, struct sync_entry *v, size_t n)
 	free(v);
 }
 
+/* The sender's server did not answer, or failed (5xx): the client moves
+ * on (client_server_failed). */
+static int server_failed(struct status_sync *s, const char *why)
+{
+	return client_server_failed(s->c, s->gen, why) ? SYNC_UNREACHABLE : SYNC_MOVED;
+}
+
 /* One PUT /v1/allocation/:id/status per entry: a server without the
  * batch route. */
 static int send_each(struct status_sync *s, struct httpc *h, struct sync_entry *v, size_t n)
@@ -119,10 +128,10 @@ static int send_each(struct status_sync *s, struct httpc *h, struct sync_entry *
 			if (q < 0)
 				settle_log(v[i].id, err.msg);
 			v[i].settled = true;
-		} else if (r.status == 0) {
-			client_server_reachable(s->c, false, err.msg);
+		} else if (client_server_failure(&r)) {
+			rc = server_failed(s, err.msg);
 			httpc_response_release(&r);
-			return SYNC_UNREACHABLE;   /* the rest waits for the retry */
+			return rc;   /* the rest waits for the retry */
 		} else {
 			settle_log(v[i].id, err.msg);
 			rc = SYNC_RETRY;
@@ -173,7 +182,7 @@ static int send_batch(struct status_sync *s, struct httpc *h, struct sync_entry 
 	q = httpc_request(h, "PUT", s->path, body, &r, &err);
 	json_decref(body);
 	if (q == 0) {
-		client_server_reachable(s->c, true, NULL);
+		client_server_answered(s->c, s->gen);
 		rc = read_results(v, n, r.body);
 	} else if ((r.status == 404 || r.status == 405) && strcmp(r.error_code, "node_not_found")) {
 		/* an older server: no such route */
@@ -193,9 +202,8 @@ static int send_batch(struct status_sync *s, struct httpc *h, struct sync_entry 
 			v[i].settled = true;
 		}
 		rc = SYNC_OK;
-	} else if (r.status == 0) {
-		client_server_reachable(s->c, false, err.msg);
-		rc = SYNC_UNREACHABLE;
+	} else if (client_server_failure(&r)) {
+		rc = server_failed(s, err.msg);
 	} else {
 		log_warn("client: status reports: %s", err.msg);
 		rc = SYNC_RETRY;
@@ -246,6 +254,7 @@ static void *sync_main(void *arg)
 		per_alloc = s->per_alloc;
 		v = take_batch(s, &n);
 		pthread_mutex_unlock(&s->lock);
+		s->gen = client_httpc_point(s->c, &h);
 		rc = per_alloc ? send_each(s, &h, v, n) : send_batch(s, &h, v, n);
 		pthread_mutex_lock(&s->lock);
 		finish_batch(s, v, n);
@@ -259,12 +268,16 @@ static void *sync_main(void *arg)
 			pthread_mutex_lock(&s->lock);
 			continue;
 		}
+		/* A server that went away may come back upgraded, and the
+		 * next one may be newer: ask for the batch route again. */
+		if (rc == SYNC_UNREACHABLE || rc == SYNC_MOVED)
+			s->per_alloc = false;
+		/* another server to try (a bounded number of times: once
+		 * every server failed, the answer is SYNC_UNREACHABLE) */
+		if (rc == SYNC_MOVED)
+			continue;
 		if (last_try)
 			break;
-		/* A server that went away may come back upgraded: ask for
-		 * the batch route again. */
-		if (rc == SYNC_UNREACHABLE)
-			s->per_alloc = false;
 		backoff_wait(s, backoff);
 		backoff = backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
 	}

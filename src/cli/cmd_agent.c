@@ -307,12 +307,17 @@ int cmd_agent(int argc, char **argv)
 			log_warn("%s: task logs cannot be read through the API", err.msg);
 		} else {
 			/* Log reads are authorized by a server (ACL on the
-			 * allocation's namespace): the in-process one, else the
-			 * first configured. */
-			client_http_set_auth_server(chttp, local ? local
-						   : cfg.client.nr_servers ? cfg.client.servers[0]
-						   : NULL, &cfg.tls.client,
-						   srv ? server_local_transport(srv) : NULL);
+			 * allocation's namespace): the in-process one, else
+			 * the configured ones, in turn when one fails. */
+			if (local)
+				client_http_set_auth_servers(chttp, (const char *const *)&local, 1,
+							     &cfg.tls.client,
+							     server_local_transport(srv));
+			else
+				client_http_set_auth_servers(chttp,
+							     (const char *const *)cfg.client.servers,
+							     cfg.client.nr_servers, &cfg.tls.client,
+							     NULL);
 			client_http_set_drivers(chttp, cfg.exec.cgroup_parent, cfg.docker.socket);
 			char *host = xstrdup(cfg.advertise_http ? cfg.advertise_http : "127.0.0.1");
 			char *colon = host[0] == '[' ? strstr(host, "]:") : strchr(host, ':');
