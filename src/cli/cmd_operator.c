@@ -43,6 +43,14 @@ static int fetch_snapshot(const char *cmd, FILE *out)
 		httpc_release(&c);
 		return 1;
 	}
+	/* With several servers (HERD_ADDR="a,b"): the stream goes to the
+	 * one that answers (httpc's failover picks it). */
+	if (c.nr_addrs > 1) {
+		struct httpc_response r = { 0 };
+		struct herd_err err = { 0, "" };
+		httpc_request(&c, "GET", "/v1/agent/health", NULL, &r, &err);
+		httpc_response_release(&r);
+	}
 	url = xasprintf("%s/v1/operator/snapshot", c.base);
 	rc = cli_get_stream(cmd, c.base, url, &c.tls, to_file, out);
 	if (rc == 2)

@@ -37,6 +37,49 @@ static char *normalise_addr(const char *addr, bool https)
 	return s;
 }
 
+static void free_addrs(struct httpc *c)
+{
+	for (size_t i = 0; i < c->nr_addrs; i++)
+		free(c->addrs[i]);
+	free(c->addrs);
+	c->addrs = NULL;
+	c->nr_addrs = c->cur = 0;
+}
+
+/* "a, b,,c" -> addrs a, b, c (blanks around each dropped); one left: no
+ * list. */
+static void split_addrs(struct httpc *c, const char *list)
+{
+	const char *p = list;
+
+	while (*p) {
+		const char *end = strchr(p, ','), *b = p, *e;
+		if (!end)
+			end = p + strlen(p);
+		e = end;
+		while (b < e && isspace((unsigned char)*b))
+			b++;
+		while (e > b && isspace((unsigned char)e[-1]))
+			e--;
+		if (e > b) {
+			c->addrs = xreallocarray(c->addrs, c->nr_addrs + 1, sizeof(*c->addrs));
+			c->addrs[c->nr_addrs++] = xstrndup(b, (size_t)(e - b));
+		}
+		p = *end ? end + 1 : end;
+	}
+	if (c->nr_addrs < 2) {
+		char *one = c->nr_addrs ? c->addrs[0] : NULL;
+		c->nr_addrs = 0;
+		free(c->addrs);
+		c->addrs = NULL;
+		if (one) {   /* the one address, without its blanks or commas */
+			c->addrs = xcalloc(1, sizeof(*c->addrs));
+			c->addrs[0] = one;
+			c->nr_addrs = 1;
+		}
+	}
+}
+
 static void init_tls(struct httpc *c, const char *addr, const struct tls_client *tls)
 {
 	const char *tok = getenv("HERD_TOKEN");
@@ -51,7 +94,9 @@ static void init_tls(struct httpc *c, const char *addr, const struct tls_client 
 		addr = getenv("HERD_ADDR");
 	if (!addr || !*addr)
 		addr = HTTPC_DEFAULT_ADDR;
-	c->base = normalise_addr(addr, c->tls.https);
+	if (strchr(addr, ','))
+		split_addrs(c, addr);
+	c->base = normalise_addr(c->nr_addrs ? c->addrs[0] : addr, c->tls.https);
 	c->token = tok && *tok ? xstrdup(tok) : NULL;
 	c->timeout_ms = HTTPC_DEFAULT_TIMEOUT_MS;
 	c->connect_timeout_ms = 5000;
@@ -75,12 +120,14 @@ void httpc_release(struct httpc *c)
 		curl_easy_cleanup(c->curl);
 	free(c->base);
 	free(c->token);
+	free_addrs(c);
 	tls_client_release(&c->tls);
 	memset(c, 0, sizeof(*c));
 }
 
 void httpc_set_addr(struct httpc *c, const char *addr)
 {
+	free_addrs(c);
 	free(c->base);
 	c->base = normalise_addr(addr, c->tls.https);
 }
@@ -340,15 +387,38 @@ out:
 	return rc;
 }
 
+/* After a request to base failed with rc: whether to send it to the next
+ * of several addresses (made base), tried counting those tried so far.
+ * Only what cannot have reached a server that acts on it moves on: no
+ * connection, or a 503 (a server that is not serving: retrying a write
+ * elsewhere does not do it twice). */
+static bool next_addr(struct httpc *c, int rc, struct httpc_response *resp, size_t *tried)
+{
+	if (c->nr_addrs < 2 || *tried >= c->nr_addrs)
+		return false;
+	if (rc != -ECONNREFUSED && resp->status != 503)
+		return false;
+	httpc_response_release(resp);
+	c->cur = (c->cur + 1) % c->nr_addrs;
+	free(c->base);
+	c->base = normalise_addr(c->addrs[c->cur], c->tls.https);
+	(*tried)++;
+	return true;
+}
+
 int httpc_request(struct httpc *c, const char *method, const char *path, const json_t *body,
 		  struct httpc_response *resp, struct herd_err *err)
 {
+	size_t tried = 1;
+	int rc;
+
 	if (c->local)
 		return perform_local(c, method, path, body, resp, err);
-	char *url = xasprintf("%s%s", c->base, path);
-	int rc = perform(c, method, url, body, c->timeout_ms, resp, err);
-
-	free(url);
+	do {
+		char *url = xasprintf("%s%s", c->base, path);
+		rc = perform(c, method, url, body, c->timeout_ms, resp, err);
+		free(url);
+	} while (rc < 0 && next_addr(c, rc, resp, &tried));
 	return rc;
 }
 
@@ -362,11 +432,14 @@ int httpc_get_blocking(struct httpc *c, const char *path, uint64_t index, long w
 	if (c->local) {
 		rc = perform_local(c, "GET", query, NULL, resp, err);
 	} else {
-		char *url = xasprintf("%s%s", c->base, query);
-		/* The server may answer up to wait later (plus its jitter):
-		 * allow that and the ordinary limit on top. */
-		rc = perform(c, "GET", url, NULL, wait_ms + c->timeout_ms, resp, err);
-		free(url);
+		size_t tried = 1;
+		do {
+			char *url = xasprintf("%s%s", c->base, query);
+			/* The server may answer up to wait later (plus its
+			 * jitter): allow that and the ordinary limit on top. */
+			rc = perform(c, "GET", url, NULL, wait_ms + c->timeout_ms, resp, err);
+			free(url);
+		} while (rc < 0 && next_addr(c, rc, resp, &tried));
 	}
 	free(query);
 	return rc;

@@ -67,6 +67,12 @@ struct httpc {
 	 * request fails with it. */
 	struct tls_client tls;
 	struct herd_err tls_err;
+	/* Several servers (HERD_ADDR="a:4646,b:4646"): base is addrs[cur];
+	 * a request that cannot connect there (or gets 503) is sent to the
+	 * next, each address tried once per request, and the one that
+	 * answered stays base.  NULL (nr_addrs 0): one address only. */
+	char **addrs;
+	size_t nr_addrs, cur;
 };
 
 struct httpc_response {
@@ -77,7 +83,8 @@ struct httpc_response {
 };
 
 /* Sets up c for addr ("http://host:port", "https://host:port",
- * "host:port" or NULL for $HERD_ADDR, else HTTPC_DEFAULT_ADDR), the token
+ * "host:port" or NULL for $HERD_ADDR, else HTTPC_DEFAULT_ADDR; several of
+ * them separated by commas: the failover above, in that order), the token
  * from $HERD_TOKEN and TLS from the environment (tls_client_from_env).
  * "host:port" is https:// when $HERD_ADDR is (the nodes' client APIs
  * follow the server's scheme), else http://.  Never fails (the address
@@ -91,7 +98,8 @@ void httpc_init_tls(struct httpc *c, const char *addr, const struct tls_client *
 /* Frees what c owns; accepts NULL. */
 void httpc_release(struct httpc *c);
 
-/* Replaces the base address (for an agent that moves to another server). */
+/* Replaces the base address (for an agent that moves to another server);
+ * one address: the list of several, if any, is dropped. */
 void httpc_set_addr(struct httpc *c, const char *addr);
 
 /* Sends method (GET, POST, PUT, DELETE) to base + path (path starts with
@@ -107,7 +115,7 @@ void httpc_set_addr(struct httpc *c, const char *addr);
  *     (HERD_CACERT / tls { ca_file } names the CA), -EINVAL for a bad TLS
  *     environment;
  *   - abort_cb said stop: -ECANCELED.
- * A 2xx answer whose body is not JSON is -EPROTO.  The caller releases
+ * With several addresses, these are the last one tried's.  A 2xx answer whose body is not JSON is -EPROTO.  The caller releases
  * resp with httpc_response_release in every case. */
 int httpc_request(struct httpc *c, const char *method, const char *path, const json_t *body,
 		  struct httpc_response *resp, struct herd_err *err);
