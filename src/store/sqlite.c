@@ -36,22 +36,16 @@
  * unacknowledgeable.  A thread inside a commit's check or a view reads on
  * that transaction's connection (thread_conn), so it sees that state.
  *
- * Group commit.  The fsync of COMMIT costs 1-3 ms on an ordinary disk, far
- * more than the SQL of a change, so one transaction per change caps the
- * store at a few hundred changes per second however many threads write.
- * Writers therefore queue their changes; the first writer that finds no
- * commit in progress becomes the leader and commits everything queued in
- * one transaction, each change inside its own SAVEPOINT: a change whose
- * conditions or check fail is rolled back to its savepoint alone and
- * answered with its own error, the others go on.  Each change still bumps
- * the index by one (its own index, in queue order).  One COMMIT, one fsync,
- * then every writer of the group is answered: no change is acknowledged
- * before the COMMIT that carries it has returned, so the durability
- * argument above holds unchanged.  While the leader commits, new writers
- * queue up for the next group; a writer alone commits at once, paying no
- * extra latency.  Each waiting writer sleeps on a condition of its own: a
- * commit wakes its group and the first writer queued since (who leads
- * next), not every writer waiting. */
+ * Group commit (commit_queue.h).  The fsync of COMMIT costs 1-3 ms on an
+ * ordinary disk, far more than the SQL of a change, so writers queue their
+ * changes and one leader commits everything queued in one transaction,
+ * each change inside its own SAVEPOINT: a change whose conditions or check
+ * fail is rolled back to its savepoint alone and answered with its own
+ * error, the others go on.  Each change still bumps the index by one (its
+ * own index, in queue order).  One COMMIT, one fsync, then every writer of
+ * the group is answered: no change is acknowledged before the COMMIT that
+ * carries it has returned, so the durability argument above holds
+ * unchanged. */
 #include "store/store-int.h"
 
 #include <errno.h>
@@ -64,6 +58,7 @@
 
 #include "common/strbuf.h"
 #include "common/xalloc.h"
+#include "store/commit_queue.h"
 
 enum stmt_slot {
 	SQL_GET,
@@ -108,32 +103,7 @@ struct sqlite_store {
 	struct sqlite_conn *r_idle;
 	int r_open;
 
-	/* group commit: guarded by q_lock */
-	pthread_mutex_t q_lock;
-	struct commit_req *q_head, **q_tail;
-	bool leading;          /* a leader is committing a group */
-	uint64_t groups, changes; /* counters for benchmarks */
-};
-
-/* One writer's change waiting in the group-commit queue. */
-struct commit_req {
-	struct store_row *rows;
-	size_t nrows;
-	const struct store_cond *conds;
-	size_t nconds;
-	store_check_fn *check;
-	void *check_arg;
-	struct herd_err *err;
-	uint64_t index;
-	int rc;
-	bool done;
-	/* Signalled when done, or when this writer is first in the queue and
-	 * the group before has committed (it leads next).  One per writer, so
-	 * that a commit wakes exactly its group and the next leader; with one
-	 * condition for all, every commit woke every waiting writer, and those
-	 * queued for the next group went back to sleep. */
-	pthread_cond_t wake;
-	struct commit_req *next;
+	struct commit_queue queue; /* group commit (commit_queue.h) */
 };
 
 /* The connection whose transaction this thread runs (a commit's on the
@@ -932,8 +902,9 @@ rollback:
 }
 
 /* The leader's work: one transaction for the group, one COMMIT. */
-static void commit_group(struct sqlite_store *ss, struct commit_req *group)
+static void commit_group(void *backend, struct commit_req *group)
 {
+	struct sqlite_store *ss = backend;
 	struct herd_err berr = { 0 };
 	struct commit_req *r;
 	uint64_t top = 0;
@@ -982,51 +953,11 @@ static int sqlite_commit(struct store *s, struct store_row *rows, size_t nrows,
 			 void *check_arg, uint64_t *out_index, struct herd_err *err)
 {
 	struct sqlite_store *ss = ss_of(s);
-	struct herd_err scratch = { 0 };
-	struct commit_req req = { rows, nrows, conds, nconds, check, check_arg,
-				  err ? err : &scratch, 0, 0, false, PTHREAD_COND_INITIALIZER,
-				  NULL };
 
 	if (thread_conn)
 		return herd_errf(err, -EDEADLK, "store: a write inside a check or view");
-	pthread_mutex_lock(&ss->q_lock);
-	*ss->q_tail = &req;
-	ss->q_tail = &req.next;
-	while (!req.done) {
-		struct commit_req *group, *r;
-		size_t n = 0;
-		if (ss->leading) {
-			pthread_cond_wait(&req.wake, &ss->q_lock);
-			continue;
-		}
-		/* lead: take everything queued (this writer's change among it) */
-		ss->leading = true;
-		group = ss->q_head;
-		ss->q_head = NULL;
-		ss->q_tail = &ss->q_head;
-		pthread_mutex_unlock(&ss->q_lock);
-		commit_group(ss, group);
-		pthread_mutex_lock(&ss->q_lock);
-		/* Wakes the group's writers (each returns once it has q_lock,
-		 * after we let go: its condition, on its stack, is not touched
-		 * after that) and the first of those queued meanwhile, which
-		 * leads the next group. */
-		for (r = group; r; r = r->next, n++) {
-			r->done = true;
-			if (r != &req)
-				pthread_cond_signal(&r->wake);
-		}
-		ss->groups++;
-		ss->changes += n;
-		ss->leading = false;
-		if (ss->q_head)
-			pthread_cond_signal(&ss->q_head->wake);
-	}
-	pthread_mutex_unlock(&ss->q_lock);
-	pthread_cond_destroy(&req.wake);
-	if (req.rc == 0)
-		*out_index = req.index;
-	return req.rc;
+	return commit_queue_submit(&ss->queue, rows, nrows, conds, nconds, check, check_arg,
+				   out_index, err);
 }
 
 static int sqlite_view(struct store *s, store_check_fn *fn, void *arg, struct herd_err *err)
@@ -1080,7 +1011,7 @@ static void sqlite_close(struct store *s)
 	pthread_mutex_destroy(&ss->lock);
 	pthread_mutex_destroy(&ss->r_lock);
 	pthread_cond_destroy(&ss->r_free);
-	pthread_mutex_destroy(&ss->q_lock);
+	commit_queue_release(&ss->queue);
 	store_base_release(s);
 	free(ss->path);
 	free(ss);
@@ -1253,8 +1184,7 @@ int store_open_sqlite(const char *path, struct store **out, struct herd_err *err
 	pthread_mutexattr_destroy(&attr);
 	pthread_mutex_init(&ss->r_lock, NULL);
 	pthread_cond_init(&ss->r_free, NULL);
-	pthread_mutex_init(&ss->q_lock, NULL);
-	ss->q_tail = &ss->q_head;
+	commit_queue_init(&ss->queue, commit_group, ss);
 	rc = sqlite3_open_v2(path, &ss->w.db,
 			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXRESCODE |
 				     SQLITE_OPEN_FULLMUTEX,
@@ -1281,7 +1211,242 @@ fail:
 	pthread_mutex_destroy(&ss->lock);
 	pthread_mutex_destroy(&ss->r_lock);
 	pthread_cond_destroy(&ss->r_free);
-	pthread_mutex_destroy(&ss->q_lock);
+	commit_queue_release(&ss->queue);
 	free(ss);
+	return rc;
+}
+
+/* --- import and export of raw rows (store-int.h) ---------------------- */
+
+struct sqlite_import {
+	sqlite3 *db;
+	char *path;
+	sqlite3_stmt *insert[STORE_KIND_COUNT];
+	sqlite3_stmt *group;
+};
+
+static int import_err(struct sqlite_import *im, int rc, const char *what, struct herd_err *err)
+{
+	return herd_errf(err, (rc & 0xff) == SQLITE_FULL ? -ENOSPC : -EIO, "snapshot: %s: %s: %s",
+			 im->path, what, im->db ? sqlite3_errmsg(im->db) : sqlite3_errstr(rc));
+}
+
+int sqlite_import_begin(const char *dest, struct sqlite_import **out, struct herd_err *err)
+{
+	struct sqlite_import *im;
+	struct strbuf sql = STRBUF_INIT;
+	/* made first, empty and 0600 (the store holds token hashes); O_EXCL
+	 * refuses a dest that exists */
+	int fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int rc;
+
+	if (fd < 0)
+		return herd_errf(err, -errno, "snapshot: %s: %s", dest, strerror(errno));
+	close(fd);
+	im = xcalloc(1, sizeof(*im));
+	im->path = xstrdup(dest);
+	rc = sqlite3_open_v2(dest, &im->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_EXRESCODE, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(im->db, "PRAGMA trusted_schema=OFF; BEGIN", NULL, NULL, NULL);
+	if (rc == SQLITE_OK) {
+		strbuf_addf(&sql, "%sCREATE INDEX allocations_by_node_change"
+			    " ON allocations (node_id, modify_index);"
+			    "PRAGMA application_id=%d;"
+			    "INSERT INTO meta VALUES ('schema_version', %d), ('index', 0);",
+			    schema_sql, HERD_APPLICATION_ID, STORE_SCHEMA_VERSION);
+		rc = sqlite3_exec(im->db, sql.buf, NULL, NULL, NULL);
+		strbuf_release(&sql);
+	}
+	if (rc != SQLITE_OK) {
+		rc = import_err(im, rc, "creating the schema", err);
+		sqlite_import_end(im, 0, false, NULL);
+		return rc;
+	}
+	*out = im;
+	return 0;
+}
+
+int sqlite_import_row(struct sqlite_import *im, const struct store_kind_desc *kd,
+		      const struct store_raw_row *r, struct herd_err *err)
+{
+	sqlite3_stmt **st = &im->insert[kd->kind];
+	int rc;
+
+	if (!*st) {
+		struct strbuf sql = STRBUF_INIT;
+		/* one parameter layout for every kind: ?2-?6 where it has
+		 * those columns */
+		strbuf_addf(&sql, "INSERT INTO %s (id, %s%s%s%s%screate_index, modify_index, body)"
+			    " VALUES (?1, %s%s%s%s%s?7, ?8, ?9)", kd->table,
+			    kd->cols & STORE_COL_NS ? "namespace, " : "",
+			    kd->cols & STORE_COL_VERSION ? "version, " : "",
+			    kd->cols & STORE_COL_JOB ? "job_id, " : "",
+			    kd->cols & STORE_COL_NODE ? "node_id, " : "",
+			    kd->cols & STORE_COL_NODE ? "alloc_modify_index, " : "",
+			    kd->cols & STORE_COL_NS ? "?2, " : "",
+			    kd->cols & STORE_COL_VERSION ? "?3, " : "",
+			    kd->cols & STORE_COL_JOB ? "?4, " : "",
+			    kd->cols & STORE_COL_NODE ? "?5, " : "",
+			    kd->cols & STORE_COL_NODE ? "?6, " : "");
+		rc = sqlite3_prepare_v2(im->db, sql.buf, -1, st, NULL);
+		strbuf_release(&sql);
+		if (rc != SQLITE_OK)
+			return import_err(im, rc, kd->table, err);
+	}
+	sqlite3_reset(*st);
+	sqlite3_clear_bindings(*st);
+	sqlite3_bind_text(*st, 1, r->id, -1, SQLITE_STATIC);
+	if (kd->cols & STORE_COL_NS)
+		sqlite3_bind_text(*st, 2, r->ns, -1, SQLITE_STATIC);
+	if (kd->cols & STORE_COL_VERSION)
+		sqlite3_bind_int64(*st, 3, r->version);
+	if (kd->cols & STORE_COL_JOB)
+		sqlite3_bind_text(*st, 4, r->job_id, -1, SQLITE_STATIC);
+	if (kd->cols & STORE_COL_NODE) {
+		sqlite3_bind_text(*st, 5, r->node_id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(*st, 6, (sqlite3_int64)r->alloc_modify_index);
+	}
+	sqlite3_bind_int64(*st, 7, (sqlite3_int64)r->create_index);
+	sqlite3_bind_int64(*st, 8, (sqlite3_int64)r->modify_index);
+	sqlite3_bind_text(*st, 9, r->body, -1, SQLITE_STATIC);
+	rc = sqlite3_step(*st);
+	sqlite3_reset(*st);
+	return rc == SQLITE_DONE ? 0 : import_err(im, rc, kd->table, err);
+}
+
+int sqlite_import_group(struct sqlite_import *im, const char *name, uint64_t idx,
+			struct herd_err *err)
+{
+	int rc;
+	if (!im->group &&
+	    (rc = sqlite3_prepare_v2(im->db, "INSERT INTO group_index (name, idx) VALUES (?1, ?2)",
+				     -1, &im->group, NULL)) != SQLITE_OK)
+		return import_err(im, rc, "group_index", err);
+	sqlite3_reset(im->group);
+	sqlite3_bind_text(im->group, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(im->group, 2, (sqlite3_int64)idx);
+	rc = sqlite3_step(im->group);
+	sqlite3_reset(im->group);
+	return rc == SQLITE_DONE ? 0 : import_err(im, rc, "group_index", err);
+}
+
+int sqlite_import_end(struct sqlite_import *im, uint64_t index, bool keep, struct herd_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = 0;
+
+	if (keep) {
+		rc = sqlite3_prepare_v2(im->db, "UPDATE meta SET value=?1 WHERE key='index'", -1,
+					&st, NULL);
+		if (rc == SQLITE_OK) {
+			sqlite3_bind_int64(st, 1, (sqlite3_int64)index);
+			rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(im->db);
+		}
+		sqlite3_finalize(st);
+		/* COMMIT in the default rollback-journal mode with
+		 * synchronous=FULL: the file is on disk when this returns */
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(im->db, "COMMIT", NULL, NULL, NULL);
+		rc = rc == SQLITE_OK ? 0 : import_err(im, rc, "commit", err);
+	}
+	for (int k = 0; k < STORE_KIND_COUNT; k++)
+		sqlite3_finalize(im->insert[k]);
+	sqlite3_finalize(im->group);
+	sqlite3_close(im->db);
+	if (!keep || rc)
+		unlink(im->path);
+	free(im->path);
+	free(im);
+	return rc;
+}
+
+/* Steps st, calling fn for each raw row of kd (columns: id, namespace,
+ * version, job_id, node_id, alloc_modify_index, create_index,
+ * modify_index, body). */
+static int export_rows(sqlite3 *db, sqlite3_stmt *st, const struct store_kind_desc *kd,
+		       store_raw_row_fn *fn, void *arg, const char *path, struct herd_err *err)
+{
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_raw_row r = {
+			(const char *)sqlite3_column_text(st, 0),
+			(const char *)sqlite3_column_text(st, 1),
+			sqlite3_column_int64(st, 2),
+			(const char *)sqlite3_column_text(st, 3),
+			(const char *)sqlite3_column_text(st, 4),
+			(uint64_t)sqlite3_column_int64(st, 6),
+			(uint64_t)sqlite3_column_int64(st, 7),
+			(uint64_t)sqlite3_column_int64(st, 5),
+			(const char *)sqlite3_column_text(st, 8),
+		};
+		if ((rc = fn(kd, &r, arg, err)))
+			return rc;
+	}
+	return rc == SQLITE_DONE ? 0
+				 : herd_errf(err, -EIO, "%s: reading %s: %s", path, kd->table,
+					     sqlite3_errmsg(db));
+}
+
+int sqlite_export(const char *path, store_raw_row_fn *row_fn, store_raw_group_fn *group_fn,
+		  void *arg, uint64_t *index, struct herd_err *err)
+{
+	struct strbuf sql = STRBUF_INIT;
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_EXRESCODE, NULL);
+
+	if (rc != SQLITE_OK) {
+		rc = herd_errf(err, -EIO, "%s: cannot open: %s", path,
+			       db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+		goto out;
+	}
+	if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = herd_errf(err, -EIO, "%s: %s", path, sqlite3_errmsg(db));
+		goto out;
+	}
+	for (int k = 0; k < STORE_KIND_COUNT && rc == 0; k++) {
+		const struct store_kind_desc *kd = &store_kinds[k];
+		strbuf_reset(&sql);
+		strbuf_addf(&sql, "SELECT id, %s, %s, %s, %s, %s, create_index, modify_index, body"
+			    " FROM %s", kd->cols & STORE_COL_NS ? "namespace" : "NULL",
+			    kd->cols & STORE_COL_VERSION ? "version" : "0",
+			    kd->cols & STORE_COL_JOB ? "job_id" : "NULL",
+			    kd->cols & STORE_COL_NODE ? "node_id" : "NULL",
+			    kd->cols & STORE_COL_NODE ? "alloc_modify_index" : "0", kd->table);
+		if (sqlite3_prepare_v2(db, sql.buf, -1, &st, NULL) != SQLITE_OK) {
+			rc = herd_errf(err, -EINVAL, "%s: reading %s: %s", path, kd->table,
+				       sqlite3_errmsg(db));
+			break;
+		}
+		rc = export_rows(db, st, kd, row_fn, arg, path, err);
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (rc == 0 &&
+	    sqlite3_prepare_v2(db, "SELECT name, idx FROM group_index", -1, &st, NULL) == SQLITE_OK) {
+		while (rc == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+			rc = group_fn((const char *)sqlite3_column_text(st, 0),
+				      (uint64_t)sqlite3_column_int64(st, 1), arg, err);
+		if (rc == SQLITE_DONE)
+			rc = 0;
+		else if (rc > 0)
+			rc = herd_errf(err, -EIO, "%s: reading group_index: %s", path,
+				       sqlite3_errmsg(db));
+		sqlite3_finalize(st);
+		st = NULL;
+	} else if (rc == 0) {
+		rc = herd_errf(err, -EINVAL, "%s: no group_index: %s", path, sqlite3_errmsg(db));
+	}
+	if (rc == 0 &&
+	    sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='index'", -1, &st, NULL) ==
+		    SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		*index = (uint64_t)sqlite3_column_int64(st, 0);
+	else if (rc == 0)
+		rc = herd_errf(err, -EINVAL, "%s: no index in meta", path);
+out:
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	strbuf_release(&sql);
 	return rc;
 }

@@ -98,6 +98,40 @@ struct store_ops {
 	int (*snapshot)(struct store *s, const char *dest, struct herd_err *err);
 };
 
+/* One record as a backend stores it, every column (the PostgreSQL
+ * backend's snapshot and restore move rows between backends). */
+struct store_raw_row {
+	const char *id, *ns;      /* ns: NULL for kinds without one */
+	int64_t version;          /* kinds keyed on a version */
+	const char *job_id, *node_id; /* kinds with those columns, else NULL */
+	uint64_t create_index, modify_index, alloc_modify_index;
+	const char *body;         /* canonical JSON text */
+};
+
+/* sqlite.c: a new SQLite store file written from raw rows, in one
+ * transaction (the PostgreSQL backend's snapshot: one backup format for
+ * both backends).  begin creates dest (0600; -EEXIST when it exists) with
+ * the schema; end with keep commits the file at index and closes it, or
+ * else (keep false, or any failure) removes it.  end frees im. */
+struct sqlite_import;
+int sqlite_import_begin(const char *dest, struct sqlite_import **out, struct herd_err *err);
+int sqlite_import_row(struct sqlite_import *im, const struct store_kind_desc *kd,
+		      const struct store_raw_row *r, struct herd_err *err);
+int sqlite_import_group(struct sqlite_import *im, const char *name, uint64_t idx,
+			struct herd_err *err);
+int sqlite_import_end(struct sqlite_import *im, uint64_t index, bool keep, struct herd_err *err);
+
+/* sqlite.c: reads every raw row of a store file that is not in use (a
+ * snapshot), in one read transaction: row_fn for each record, group_fn
+ * for each group index; *index gets the file's index.  Non-zero from a
+ * callback stops and is returned.  The file must be a herd store of this
+ * herd's schema version (store_snapshot_inspect checks it first). */
+typedef int store_raw_row_fn(const struct store_kind_desc *kd, const struct store_raw_row *r,
+			     void *arg, struct herd_err *err);
+typedef int store_raw_group_fn(const char *name, uint64_t idx, void *arg, struct herd_err *err);
+int sqlite_export(const char *path, store_raw_row_fn *row_fn, store_raw_group_fn *group_fn,
+		  void *arg, uint64_t *index, struct herd_err *err);
+
 /* "herd" in ASCII: marks an SQLite file as a herd store (PRAGMA
  * application_id). */
 #define HERD_APPLICATION_ID 0x68657264
