@@ -9,7 +9,11 @@
  *                  offline: puts FILE in place as DIR's state.db while no
  *                  server runs there (the data dir's lock, store_dir_lock).
  *                  The state.db it replaces is kept beside it, renamed
- *                  with its WAL, as a store of its own. */
+ *                  with its WAL, as a store of its own.
+ *   restore -postgres CONNINFO FILE
+ *                  into a PostgreSQL store, while no server holds its
+ *                  leadership lock (store_restore_postgres); the state it
+ *                  replaces is saved first as FILE.replaced-<time>. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -248,20 +252,42 @@ static int fsync_dir(const char *dir)
 	return rc;
 }
 
+/* restore -postgres: the whole of it is store_restore_postgres. */
+static int restore_postgres(const char *cmd, const char *conninfo, const char *file)
+{
+	struct herd_err err = { 0 };
+	char *keep = xasprintf("%s.replaced-%lld", file, (long long)time(NULL));
+	uint64_t index = 0;
+	int rc = store_restore_postgres(conninfo, file, keep, &index, &err);
+
+	if (rc < 0)
+		fprintf(stderr, "%s: %s%s\n", cmd, err.msg,
+			rc == -EBUSY ? ": stop every server of that database first" : "");
+	else
+		printf("Restored the state as of index %llu into the PostgreSQL store\n"
+		       "The state it replaced is kept as %s\n", (unsigned long long)index, keep);
+	free(keep);
+	return rc < 0 ? 1 : 0;
+}
+
 static int snapshot_restore(int argc, char **argv)
 {
-	const char *data_dir = NULL;
+	const char *data_dir = NULL, *postgres = NULL;
 	const struct flag flags[] = {
 		{ "data-dir", FLAG_STRING, &data_dir,
 		  "the server's data dir: the agent's data_dir/server, or server { data_dir }" },
+		{ "postgres", FLAG_STRING, &postgres,
+		  "instead of -data-dir: the PostgreSQL store's connection string (server { "
+		  "postgres_url })" },
 		{ 0 },
 	};
 	const struct command_help help = {
-		"herd operator snapshot restore -data-dir DIR FILE",
-		"Puts a snapshot in place as the state of the server whose data dir is DIR.  The "
-		"server must be stopped; the state it had is kept beside it "
-		"(state.db.replaced-<time>).  Start it again afterwards: clients reconcile their "
-		"allocations with the restored state.", flags,
+		"herd operator snapshot restore -data-dir DIR|-postgres CONNINFO FILE",
+		"Puts a snapshot in place as the state of the server whose data dir is DIR, or of "
+		"the servers of a PostgreSQL store.  The server(s) must be stopped; the state it had "
+		"is kept (state.db.replaced-<time> in DIR; FILE.replaced-<time> for PostgreSQL).  "
+		"Start them again afterwards: clients reconcile their allocations with the restored "
+		"state.", flags,
 	};
 	struct store_snapshot_info info;
 	struct herd_err err = { 0 };
@@ -273,8 +299,12 @@ static int snapshot_restore(int argc, char **argv)
 		return rc == -1 ? 0 : EXIT_USAGE;
 	if (rc != 1)
 		return usage_error(argv[0], "expected FILE");
+	if (postgres && data_dir)
+		return usage_error(argv[0], "-data-dir and -postgres exclude each other");
+	if (postgres && *postgres)
+		return restore_postgres(argv[0], postgres, pos[0]);
 	if (!data_dir || !*data_dir)
-		return usage_error(argv[0], "-data-dir is required");
+		return usage_error(argv[0], "-data-dir or -postgres is required");
 	struct stat st;
 	if (stat(data_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "%s: %s is not a directory (the server's data dir)\n", argv[0],

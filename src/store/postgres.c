@@ -1437,3 +1437,99 @@ fail:
 	pg_free(ps);
 	return rc;
 }
+
+/* --- restore ---------------------------------------------------------- */
+
+static int restore_row(const struct store_kind_desc *kd, const struct store_raw_row *r,
+		       void *arg, struct herd_err *err)
+{
+	struct pg_store *ps = arg;
+	struct store_key key = { r->ns, r->id, r->version };
+	struct kparams p;
+	PGresult *res;
+	int rc;
+
+	kparams_key(&p, &key);
+	p.v[KP_JOB] = r->job_id;
+	p.v[KP_NODE] = r->node_id;
+	kparams_int(&p, KP_CI, p.ci, sizeof(p.ci), r->create_index);
+	kparams_int(&p, KP_MI, p.mi, sizeof(p.mi), r->modify_index);
+	kparams_int(&p, KP_AMI, p.ami, sizeof(p.ami), r->alloc_modify_index);
+	p.v[KP_BODY] = r->body;
+	if ((rc = kind_run(ps, &ps->w, kd, PG_UPSERT, &p, &res, err)))
+		return rc;
+	PQclear(res);
+	return 0;
+}
+
+static int restore_group(const char *name, uint64_t idx, void *arg, struct herd_err *err)
+{
+	return bump_group(arg, name, idx, err);
+}
+
+/* Everything of the file in place of what the tables hold: one
+ * transaction on w, which holds the lock. */
+static int restore_rows(struct pg_store *ps, const char *file, uint64_t *index,
+			struct herd_err *err)
+{
+	static const Oid types[] = { INT8OID };
+	struct strbuf sql = STRBUF_INIT;
+	char idx_s[24];
+	const char *v[] = { idx_s };
+	PGresult *res;
+	int rc;
+
+	strbuf_adds(&sql, "TRUNCATE group_index");
+	for (int k = 0; k < STORE_KIND_COUNT; k++)
+		strbuf_addf(&sql, ", %s", store_kinds[k].table);
+	pthread_mutex_lock(&ps->lock);
+	if ((rc = exec_cmd(ps, &ps->w, "BEGIN", err)))
+		goto out;
+	if ((rc = exec_cmd(ps, &ps->w, sql.buf, err)) ||
+	    (rc = sqlite_export(file, restore_row, restore_group, ps, index, err)))
+		goto rollback;
+	snprintf(idx_s, sizeof(idx_s), "%llu", (unsigned long long)*index);
+	res = PQexecParams(ps->w.db, "UPDATE meta SET value = $1 WHERE key = 'index'", 1, types, v,
+			   NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		rc = pg_err(ps, &ps->w, res, "restore: set the index", err);
+	PQclear(res);
+	if (rc == 0 && (rc = exec_cmd(ps, &ps->w, "COMMIT", err)) == 0)
+		goto out;
+rollback:
+	(void)exec_cmd(ps, &ps->w, "ROLLBACK", NULL);
+out:
+	pthread_mutex_unlock(&ps->lock);
+	strbuf_release(&sql);
+	return rc;
+}
+
+int store_restore_postgres(const char *conninfo, const char *file, const char *keep,
+			   uint64_t *index, struct herd_err *err)
+{
+	struct store_pg_options opts = { "herd operator snapshot restore", 0, NULL, NULL, NULL,
+					 NULL };
+	struct store_snapshot_info info;
+	struct store *s = NULL;
+	uint64_t idx = 0;
+	int rc;
+
+	if ((rc = store_snapshot_inspect(file, &info, err)))
+		return rc;
+	if (info.schema_version != STORE_SCHEMA_VERSION)
+		return herd_errf(err, -EPROTONOSUPPORT,
+				 "%s: schema version %d; a restore into PostgreSQL takes version %d "
+				 "(restore it into a data dir and start a server there once to "
+				 "upgrade it, then take a snapshot of that)",
+				 file, info.schema_version, STORE_SCHEMA_VERSION);
+	if ((rc = store_open_postgres(conninfo, &opts, &s, err)))
+		return rc;
+	if (keep && (rc = pg_snapshot(s, keep, err)))
+		herd_err_prefix(err, "saving the state it would replace");
+	if (rc == 0)
+		rc = restore_rows(ps_of(s), file, &idx, err);
+	store_close(s);
+	if (rc == 0 && index)
+		*index = idx;
+	return rc;
+}

@@ -148,6 +148,19 @@ struct store_pg_options {
 int store_open_postgres(const char *conninfo, const struct store_pg_options *opts,
 			struct store **out, struct herd_err *err);
 
+/* Restores a snapshot (a file store_snapshot wrote, of either backend)
+ * into the PostgreSQL database that conninfo names: in one transaction,
+ * every record, group index and the index of the file replace what the
+ * database held (tables are created when absent).  Refused with -EBUSY,
+ * changing nothing, while a server holds the leadership lock, which the
+ * restore holds meanwhile.  keep (may be NULL): a new file where the state
+ * it replaces is saved first, as a snapshot.  The file must pass
+ * store_snapshot_inspect and be of schema version STORE_SCHEMA_VERSION
+ * (-EPROTONOSUPPORT otherwise).  On success *index (may be NULL) gets the
+ * restored index. */
+int store_restore_postgres(const char *conninfo, const char *file, const char *keep,
+			   uint64_t *index, struct herd_err *err);
+
 /* Backups (docs/operations.md, "Backups and restore").  store_snapshot
  * writes a consistent copy of the whole store, as it was at one index, to
  * dest, a file that must not exist yet (-EEXIST), while commits go on; the

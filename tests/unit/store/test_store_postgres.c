@@ -443,6 +443,90 @@ static void test_byte_order(void **state)
 	json_decref(l);
 }
 
+/* A snapshot of the PostgreSQL store is an SQLite store file; restored,
+ * it replaces what the database holds (refused while a server holds the
+ * lock), indexes included, and what it replaced is kept. */
+static void test_snapshot_and_restore(void **state)
+{
+	struct tmpstore *t = *state;
+	struct herd_err err = { 0 };
+	struct store_snapshot_info info;
+	struct store_key ka = { NULL, "a1", 0 };
+	char snap[4300], keep[4300], sqlite_path[4300];
+	uint64_t idx = 0, ami = 0;
+	json_t *l = NULL, *a = NULL;
+	struct store *sq = NULL;
+
+	put_ok(t->s, STORE_NODE, json_pack("{s:s}", "id", "n1"));
+	put_ok(t->s, STORE_ALLOC, json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", "a1", "namespace",
+					    "default", "job_id", "j", "node_id", "n1", "s", "pending"));
+	/* a report: modify_index moves, alloc_modify_index stays */
+	{
+		struct store_batch b = STORE_BATCH_INIT;
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", "a1", "namespace",
+				      "default", "job_id", "j", "node_id", "n1", "s", "running");
+		store_batch_put_report(&b, STORE_ALLOC, o);
+		json_decref(o);
+		assert_int_equal(store_commit(t->s, &b, NULL, &err), 0);
+		store_batch_release(&b);
+	}
+	snprintf(snap, sizeof(snap), "%s/snap.db", t->dir);
+	assert_int_equal(store_snapshot(t->s, snap, &err), 0);
+	assert_int_equal(store_snapshot_inspect(snap, &info, &err), 0);
+	assert_int_equal(info.index, 3);
+	assert_int_equal(info.records[STORE_NODE], 1);
+	assert_int_equal(info.records[STORE_ALLOC], 1);
+
+	/* the copy is a store like any SQLite one, groups and all */
+	snprintf(sqlite_path, sizeof(sqlite_path), "%s/copy.db", t->dir);
+	assert_int_equal(rename(snap, sqlite_path), 0);
+	assert_int_equal(store_open_sqlite(sqlite_path, &sq, &err), 0);
+	assert_int_equal(store_node_allocs_index(sq, "n1", &idx, &err), 0);
+	assert_int_equal(idx, 3);
+	assert_int_equal(store_list_allocs_server_changed(sq, NULL, 2, &l, &err), 0);
+	assert_int_equal(json_array_size(l), 0); /* the report is not a server change */
+	json_decref(l);
+	assert_int_equal(store_snapshot(sq, snap, &err), 0); /* the SQLite way: same format */
+	store_close(sq);
+
+	/* changes after it */
+	put_ok(t->s, STORE_NODE, json_pack("{s:s}", "id", "n2"));
+	assert_int_equal(store_delete(t->s, STORE_NODE, &(struct store_key){ NULL, "n1", 0 }, NULL,
+				      &err),
+			 0);
+	/* refused while a server holds the lock */
+	assert_int_equal(store_restore_postgres(t->conninfo, snap, NULL, NULL, &err), -EBUSY);
+	store_close(t->s);
+	t->s = NULL;
+	snprintf(keep, sizeof(keep), "%s/replaced.db", t->dir);
+	if (store_restore_postgres(t->conninfo, snap, keep, &idx, &err))
+		fail_msg("restore: %s", err.msg);
+	assert_int_equal(idx, 3);
+	/* what it replaced: index 5, nodes n2 only */
+	assert_int_equal(store_snapshot_inspect(keep, &info, &err), 0);
+	assert_int_equal(info.index, 5);
+	assert_int_equal(info.records[STORE_NODE], 1);
+
+	tmpstore_reopen(t);
+	assert_int_equal(store_index(t->s), 3);
+	assert_int_equal(store_list(t->s, STORE_NODE, NULL, &l, &err), 0);
+	assert_int_equal(json_array_size(l), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(l, 0), "id")), "n1");
+	json_decref(l);
+	assert_int_equal(store_get(t->s, STORE_ALLOC, &ka, &a, &err), 0);
+	assert_string_equal(json_string_value(json_object_get(a, "s")), "running");
+	assert_int_equal(json_integer_value(json_object_get(a, "create_index")), 2);
+	json_decref(a);
+	assert_int_equal(store_list_allocs_server_changed(t->s, NULL, 2, &l, &err), 0);
+	assert_int_equal(json_array_size(l), 0);
+	json_decref(l);
+	assert_int_equal(store_node_allocs_index(t->s, "n1", &ami, &err), 0);
+	assert_int_equal(ami, 3);
+	/* and the index goes on from the restored one */
+	put_ok(t->s, STORE_NODE, json_pack("{s:s}", "id", "n3"));
+	assert_int_equal(store_index(t->s), 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -455,6 +539,7 @@ int main(void)
 		T(test_no_lost_updates),
 		T(test_view_is_one_snapshot),
 		T(test_byte_order),
+		T(test_snapshot_and_restore),
 	};
 	const char *pg = getenv("HERD_TEST_PG");
 	if (!pg || !*pg) {
