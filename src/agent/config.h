@@ -100,6 +100,10 @@ struct agent_config {
 	struct {
 		bool enabled;            /* false; -dev: true */
 		char *data_dir;          /* NULL: <data_dir>/server (finish) */
+		/* postgres_url: the PostgreSQL store several servers share
+		 * (a libpq URI or conninfo; docs/operations.md, "High
+		 * availability"); NULL: SQLite in data_dir */
+		char *postgres_url;
 		int64_t heartbeat_ttl_ns;  /* 10s: a node silent this long is down */
 		int64_t heartbeat_grace_ns; /* 2s: extra time before "down" */
 		int64_t job_gc_threshold_ns; /* 4h (-dev 5m): dead jobs older than this are purged */

@@ -385,9 +385,29 @@ static void walk_acl(struct walk *w, const struct hcl_body *body)
 	}
 }
 
+/* server { postgres_url }: any libpq connection string; the database
+ * checks it when the server starts.  "" would silently mean libpq's
+ * defaults: refused. */
+static void read_postgres_url(struct walk *w, const struct hcl_attribute *a)
+{
+	char *v = NULL;
+
+	if (cfg_read_string(a, &v, w->dl) < 0)
+		return;
+	if (!*v) {
+		diag_error(w->dl, a->value->pos.line, a->value->pos.col,
+			   "postgres_url: expected a PostgreSQL URL (postgresql://...) or "
+			   "connection string, not \"\"");
+		free(v);
+		return;
+	}
+	free(w->cfg->server.postgres_url);
+	w->cfg->server.postgres_url = v;
+}
+
 static void walk_server(struct walk *w, const struct hcl_body *body)
 {
-	static const char *const known[] = { "enabled", "data_dir", "heartbeat_ttl",
+	static const char *const known[] = { "enabled", "data_dir", "postgres_url", "heartbeat_ttl",
 		"heartbeat_grace", "job_gc_threshold", "eval_gc_threshold", "job_gc_interval",
 		"scheduler", "preemption", NULL };
 	struct agent_config *cfg = w->cfg;
@@ -409,6 +429,8 @@ static void walk_server(struct walk *w, const struct hcl_body *body)
 			cfg_read_bool(a, &cfg->server.enabled, w->dl);
 		else if (!strcmp(a->name, "data_dir"))
 			cfg_read_string(a, &cfg->server.data_dir, w->dl);
+		else if (!strcmp(a->name, "postgres_url"))
+			read_postgres_url(w, a);
 		else if (!strcmp(a->name, "heartbeat_ttl"))
 			cfg_read_duration(a, NS_PER_SEC, &cfg->server.heartbeat_ttl_ns, w->dl);
 		else if (!strcmp(a->name, "heartbeat_grace"))

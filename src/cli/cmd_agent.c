@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@
 #include "drivers/shim.h"
 #include "agent/client_http.h"
 #include "server/server.h"
+#include "store/store.h"
 
 #ifndef HERD_SOURCE_ROOT
 #define HERD_SOURCE_ROOT "."
@@ -127,6 +130,38 @@ static void server_log(const char *level, const char *msg, void *arg)
 	agent_log(!strcmp(level, "error") ? AGENT_LOG_ERROR : AGENT_LOG_WARN, "server: %s", msg);
 }
 
+/* server { postgres_url }: the store's callbacks (store.h, struct
+ * store_pg_options).  A standby says once who leads and waits; SIGINT or
+ * SIGTERM (blocked, so pending) end the wait; a leader that loses the lock
+ * stops with a non-zero status, to be started again (systemd's
+ * Restart=on-failure) as a standby. */
+static atomic_bool pg_lost;
+
+static void pg_waiting(const char *holder, void *arg)
+{
+	(void)arg;
+	log_info("server: standby; the leader is %s (holds the PostgreSQL lock); waiting",
+		 holder && *holder ? holder : "a server that did not say its address");
+}
+
+static bool pg_cancelled(void *arg)
+{
+	sigset_t pending;
+
+	(void)arg;
+	return sigpending(&pending) == 0 &&
+	       (sigismember(&pending, SIGINT) == 1 || sigismember(&pending, SIGTERM) == 1);
+}
+
+static void pg_lost_cb(const char *why, void *arg)
+{
+	(void)arg;
+	log_error("server: lost the PostgreSQL leadership lock (%s); stopping", why);
+	atomic_store(&pg_lost, true);
+	/* the main thread waits in sigwait: wake it as a SIGTERM would */
+	kill(getpid(), SIGTERM);
+}
+
 static void split_servers(struct agent_config *cfg, const char *list)
 {
 	char *dup = xstrdup(list), *save = NULL;
@@ -149,7 +184,7 @@ static void split_servers(struct agent_config *cfg, const char *list)
 int cmd_agent(int argc, char **argv)
 {
 	const char *config_file = NULL, *bind = NULL, *data_dir = NULL, *gpu_sim = NULL;
-	const char *servers = NULL, *node = NULL, *log_level = NULL;
+	const char *servers = NULL, *node = NULL, *log_level = NULL, *postgres_url = NULL;
 	bool dev = false;
 	int64_t http_port = -1;
 	const struct flag flags[] = {
@@ -160,6 +195,8 @@ int cmd_agent(int argc, char **argv)
 		{ "data-dir", FLAG_STRING, &data_dir, "where state is kept" },
 		{ "gpu-sim", FLAG_STRING, &gpu_sim, "simulated GPUs from a description (examples/gpus)" },
 		{ "servers", FLAG_STRING, &servers, "servers a client joins: host:port,..." },
+		{ "postgres-url", FLAG_STRING, &postgres_url,
+		  "the PostgreSQL store servers share (server { postgres_url })" },
 		{ "node", FLAG_STRING, &node, "this node's name" },
 		{ "log-level", FLAG_STRING, &log_level, "trace, debug, info, warn or error" },
 		{ NULL, 0, NULL, NULL },
@@ -178,6 +215,7 @@ int cmd_agent(int argc, char **argv)
 	struct server *srv = NULL;
 	struct client *cl = NULL;
 	struct client_http *chttp = NULL;
+	struct store_pg_options pg = { 0 };   /* the store's callbacks: lives as long as srv */
 	char *local = NULL, *shim_exe = NULL;
 	const char *shim_argv[3];
 	sigset_t sigs;
@@ -213,6 +251,15 @@ int cmd_agent(int argc, char **argv)
 	}
 	if (servers)
 		split_servers(&cfg, servers);
+	if (postgres_url) {
+		if (!*postgres_url) {
+			fprintf(stderr, "%s: -postgres-url: expected a PostgreSQL URL or connection "
+				"string, not \"\"\n", argv[0]);
+			goto out;
+		}
+		free(cfg.server.postgres_url);
+		cfg.server.postgres_url = xstrdup(postgres_url);
+	}
 	if (node) {
 		free(cfg.name);
 		cfg.name = xstrdup(node);
@@ -274,10 +321,30 @@ int cmd_agent(int argc, char **argv)
 			sc.preempt_types = SERVER_PREEMPT_NONE;
 		sc.client_enabled = cfg.client.enabled;
 		sc.log = server_log;
-		if (server_start(&sc, &srv, &err) < 0) {
+		sc.postgres_url = cfg.server.postgres_url;
+		pg.holder = cfg.advertise_http;   /* what standbys name */
+		pg.lock_wait_ns = -1;
+		pg.waiting = pg_waiting;
+		pg.cancelled = pg_cancelled;
+		pg.lost = pg_lost_cb;
+		sc.postgres_options = &pg;
+		if (cfg.server.postgres_url)
+			log_info("server: PostgreSQL store; taking the leadership lock as %s",
+				 cfg.advertise_http);
+		rc = server_start(&sc, &srv, &err);
+		if (rc == -ECANCELED && cfg.server.postgres_url) {
+			/* a standby told to stop: a clean end */
+			log_info("server: stopped while a standby");
+			rc = 0;
+			goto out;
+		}
+		rc = 1;
+		if (!srv) {
 			log_error("server: %s", err.msg);
 			goto out;
 		}
+		if (cfg.server.postgres_url)
+			log_info("server: leader (holds the PostgreSQL lock as %s)", cfg.advertise_http);
 		log_info("server: listening on %s://%s:%u (data dir %s)",
 			 cfg.tls.http ? "https" : "http", cfg.bind_addr, server_port(srv),
 			 cfg.server.data_dir);
@@ -377,8 +444,14 @@ int cmd_agent(int argc, char **argv)
 
 	while (sigwait(&sigs, &sig) != 0)
 		;
-	log_info("agent: %s: shutting down", sig == SIGINT ? "interrupt" : "terminated");
-	rc = 0;
+	if (atomic_load(&pg_lost)) {
+		/* pg_lost_cb said why; the store is fenced: stop, and let
+		 * the service manager start a standby */
+		rc = 1;
+	} else {
+		log_info("agent: %s: shutting down", sig == SIGINT ? "interrupt" : "terminated");
+		rc = 0;
+	}
 stop:
 	/* The API first: a restart or signal in progress holds one of the
 	 * client's runners, which client_stop frees. */

@@ -4,7 +4,11 @@
  * heartbeat would bump the global index every few seconds per node and wake
  * every blocking query for nothing.  The store learns only of changes of
  * state (ready -> down -> ready).  After a restart every node known as
- * ready gets a full TTL from the moment the server started.
+ * ready gets a full TTL from the moment the server started, and so from
+ * the moment a standby became the leader of a shared store (a new
+ * process: server_start runs once it holds the store): a node is never
+ * marked down for a silence that happened before this server led, while
+ * the agents were failing over to it.
  *
  * A timer thread looks every quarter TTL (at most every 250 ms) for nodes
  * whose last heartbeat is older than the TTL and marks them down: their
@@ -134,7 +138,7 @@ int node_mark_down(struct server *srv, const char *id, struct herd_err *err)
 	return herd_errf(err, -EAGAIN, "node %s kept changing while being marked down", id);
 }
 
-static void check_nodes(struct server *srv)
+void heartbeat_check(struct server *srv)
 {
 	json_t *nodes = NULL, *n;
 	struct herd_err err = { 0 };
@@ -180,7 +184,7 @@ static void *heartbeat_main(void *arg)
 		if (srv->hb_stop)
 			break;
 		pthread_mutex_unlock(&srv->hb_lock);
-		check_nodes(srv);
+		heartbeat_check(srv);
 		pthread_mutex_lock(&srv->hb_lock);
 	}
 	pthread_mutex_unlock(&srv->hb_lock);

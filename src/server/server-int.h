@@ -643,6 +643,10 @@ struct node_live {
 
 int heartbeat_start(struct server *srv, struct herd_err *err);
 void heartbeat_stop(struct server *srv);
+/* One look of the timer: marks down the nodes whose last heartbeat (or,
+ * for a node not heard of since this server started, the start) is older
+ * than the TTL.  The timer's work; tests call it to know that it ran. */
+void heartbeat_check(struct server *srv);
 /* Records a heartbeat of node id now (stats may be NULL: a device array). */
 void heartbeat_touch(struct server *srv, const char *id, const json_t *devices);
 /* Fills last_heartbeat, heartbeat_ttl and device stats into a node for a reader. */

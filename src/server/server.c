@@ -129,6 +129,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	srv->cfg.data_dir = srv->data_dir;
 	srv->cfg.bind_addr = srv->bind_addr;
 	srv->cfg.self_config = NULL;
+	srv->cfg.postgres_url = NULL;       /* used during start only */
+	srv->cfg.postgres_options = NULL;
 	srv->self_config = cfg->self_config ? json_deep_copy(cfg->self_config) : json_object();
 	srv->self_node_id = xstrdup(cfg->self_node_id ? cfg->self_node_id : "");
 	srv->ttl_ns = cfg->heartbeat_ttl_ns > 0 ? cfg->heartbeat_ttl_ns : SERVER_DEFAULT_HEARTBEAT_TTL_NS;
@@ -161,9 +163,18 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	rc = store_dir_lock(srv->data_dir, &srv->lock_fd, err);
 	if (rc < 0)
 		goto fail;
-	db = xasprintf("%s/state.db", srv->data_dir);
-	rc = store_open_sqlite(db, &srv->store, err);
-	free(db);
+	if (cfg->postgres_url) {
+		/* A standby waits here: the leadership lock comes with the
+		 * store (store.h).  What follows is what a restart does, so a
+		 * new leader takes over as a restarted server would: the
+		 * evaluations queued again, and every node a full heartbeat
+		 * TTL from now (heartbeat.c), whatever its silence before. */
+		rc = store_open_postgres(cfg->postgres_url, cfg->postgres_options, &srv->store, err);
+	} else {
+		db = xasprintf("%s/state.db", srv->data_dir);
+		rc = store_open_sqlite(db, &srv->store, err);
+		free(db);
+	}
 	if (rc < 0)
 		goto fail;
 	http_router_on_error(srv->router, log_http_error, srv);

@@ -34,8 +34,20 @@ typedef void server_log_fn(const char *level, const char *msg, void *arg);
 
 struct tls_server;
 
+struct store_pg_options;
+
 struct server_config {
-	const char *data_dir;      /* required; created when absent; holds state.db */
+	const char *data_dir;      /* required; created when absent; holds state.db
+				    * (SQLite), server.lock and snapshot temp files */
+	/* The PostgreSQL store several servers share (store_open_postgres:
+	 * a libpq URI or conninfo) instead of SQLite in data_dir; NULL:
+	 * SQLite.  server_start then waits, as a standby, for as long as
+	 * another server holds the store (docs/operations.md, "High
+	 * availability"), as postgres_options says (borrowed, used during
+	 * server_start and, for its lost callback, until server_stop; NULL:
+	 * wait forever, no callbacks). */
+	const char *postgres_url;
+	const struct store_pg_options *postgres_options;
 	const char *bind_addr;     /* numeric address; NULL: 127.0.0.1 */
 	uint16_t http_port;        /* 0: an ephemeral port (see server_port) */
 	int64_t heartbeat_ttl_ns;  /* 0: SERVER_DEFAULT_HEARTBEAT_TTL_NS */
@@ -84,8 +96,12 @@ struct server;
 
 /* Starts a server.  On failure returns -errno with a message in err
  * (-EINVAL: bad configuration such as an unknown policy; -EADDRINUSE: the
- * port is taken; store errors as store_open_sqlite reports them) and
- * leaves nothing running.  On success *out owns the server. */
+ * port is taken; store errors as store_open_sqlite / store_open_postgres
+ * report them, -ECANCELED among them when postgres_options' cancelled
+ * ended a standby's wait) and leaves nothing running.  With postgres_url
+ * nothing listens until the store is open: a standby waits here, and
+ * agents and the CLI find the leader by its port alone answering.  On
+ * success *out owns the server. */
 int server_start(const struct server_config *cfg, struct server **out, struct herd_err *err);
 
 /* The HTTP port the server listens on (the chosen one when asked for 0). */

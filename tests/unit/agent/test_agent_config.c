@@ -60,7 +60,8 @@ static const char full_file[] =
 	"log_level = \"WARN\"\n"
 	"ports { http = 5656 }\n"
 	"advertise { http = \"192.168.1.10\" }\n"
-	"server {\n  enabled = true\n  heartbeat_ttl = \"30s\"\n}\n"
+	"server {\n  enabled = true\n  heartbeat_ttl = \"30s\"\n"
+	"  postgres_url = \"postgresql://herd@db.example/herd\"\n}\n"
 	"client {\n"
 	"  enabled = true\n"
 	"  servers = [\"10.0.0.1:4646\", \"[fd00::1]:4646\"]\n"
@@ -92,6 +93,32 @@ static struct agent_gpu_share share_of(const struct agent_config *cfg, const cha
 	return agent_config_gpu_share(cfg, &d);
 }
 
+/* postgres_url: absent means SQLite; "" is refused, not taken for libpq's
+ * defaults; a copy owns its own */
+static void test_postgres_url(void **state)
+{
+	struct agent_config cfg, copy;
+	struct diag_list dl;
+
+	agent_config_init(&cfg);
+	assert_null(cfg.server.postgres_url);
+	diag_list_init(&dl);
+	assert_true(parse(&cfg, "server {\n  postgres_url = \"\"\n}\n", &dl) < 0);
+	assert_true(has_diag(&dl, 2, 0, "postgres_url: expected a PostgreSQL URL"));
+	assert_null(cfg.server.postgres_url);
+	diag_list_release(&dl);
+	diag_list_init(&dl);
+	assert_int_equal(parse(&cfg, "server {\n  postgres_url = \"host=/tmp/pg dbname=herd\"\n}\n",
+			       &dl), 0);
+	assert_string_equal(cfg.server.postgres_url, "host=/tmp/pg dbname=herd");
+	agent_config_copy(&copy, &cfg);
+	assert_ptr_not_equal(copy.server.postgres_url, cfg.server.postgres_url);
+	assert_string_equal(copy.server.postgres_url, "host=/tmp/pg dbname=herd");
+	agent_config_release(&copy);
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+}
+
 static void test_full_file(void **state)
 {
 	struct agent_config cfg;
@@ -108,6 +135,7 @@ static void test_full_file(void **state)
 	assert_int_equal(cfg.http_port, 5656);
 	assert_true(cfg.server.enabled);
 	assert_int_equal(cfg.server.heartbeat_ttl_ns, 30 * NS_PER_SEC);
+	assert_string_equal(cfg.server.postgres_url, "postgresql://herd@db.example/herd");
 	assert_true(cfg.client.enabled);
 	assert_int_equal(cfg.client.nr_servers, 2);
 	assert_string_equal(cfg.client.servers[1], "[fd00::1]:4646");
@@ -607,6 +635,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_full_file),
+		cmocka_unit_test(test_postgres_url),
 		cmocka_unit_test(test_gpu_sharing),
 		cmocka_unit_test(test_every_error_reported),
 		cmocka_unit_test(test_syntax_error),

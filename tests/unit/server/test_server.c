@@ -3,6 +3,7 @@
  * dir, driven with libcurl the way agents and the CLI drive it. */
 #include <pthread.h>
 
+#include "server/server-int.h"   /* heartbeat_check */
 #include "server_fx.h"
 
 static struct fx *srv_new(unsigned workers, int64_t ttl, size_t max_body, const char *policy)
@@ -270,6 +271,42 @@ static void test_heartbeat_expiry_reschedules(void **state)
 	fx_free(f);
 }
 
+static const char *node_status(struct fx *f, const char *id)
+{
+	static char st[32];
+	json_t *n = fx_get(f, "/v1/node/%s", id);
+	snprintf(st, sizeof(st), "%s", fx_s(n, "status"));
+	json_decref(n);
+	return st;
+}
+
+/* A server that starts (a restart, or a standby that became the leader of
+ * a shared store: server_start runs once it holds the store) gives every
+ * node it finds ready a full TTL from its start: a silence before it led
+ * (agents failing over to it) is not held against the node.  Its own
+ * silence afterwards is. */
+static void test_start_gives_nodes_a_fresh_ttl(void **state)
+{
+	struct fx *f = srv_new(2, SEC, 0, NULL);
+
+	fx_node(f, "quiet", 1, "H100", "exclusive", NULL);
+	assert_string_equal(node_status(f, "quiet"), "ready");
+	server_stop(f->srv);
+	usleep(1500 * 1000);   /* longer than the TTL since its last heartbeat */
+	fx_start(f);
+	heartbeat_check(f->srv);
+	assert_string_equal(node_status(f, "quiet"), "ready");
+	/* a heartbeat to the new server keeps it so */
+	fx_heartbeat(f, "quiet");
+	heartbeat_check(f->srv);
+	assert_string_equal(node_status(f, "quiet"), "ready");
+	/* silent for a TTL under this server: down */
+	usleep(1500 * 1000);
+	heartbeat_check(f->srv);
+	assert_string_equal(node_status(f, "quiet"), "down");
+	fx_free(f);
+}
+
 static void test_restart_keeps_state(void **state)
 {
 	struct fx *f = srv_new(2, 0, 0, NULL);
@@ -449,6 +486,7 @@ int main(void)
 		cmocka_unit_test(test_concurrent_never_overcommit),
 		cmocka_unit_test(test_heartbeat_expiry_reschedules),
 		cmocka_unit_test(test_restart_keeps_state),
+		cmocka_unit_test(test_start_gives_nodes_a_fresh_ttl),
 		cmocka_unit_test(test_devices_per_task),
 		cmocka_unit_test(test_invalid_job_and_unknown),
 		cmocka_unit_test(test_oversize_body),
