@@ -1,0 +1,227 @@
+"""End-to-end: high availability (docs/operations.md, "High availability").
+
+Two server agents share one private PostgreSQL cluster (scripts/pg-test-cluster:
+PostgreSQL must be installed; the tests fail, not skip, without it); one leads
+and listens, the other waits as a standby without listening.  A client agent
+with simulated GPUs lists both servers.  Killing the leader with SIGKILL
+hands the store to the standby; the client fails over to it and keeps its
+allocations; the CLI with HERD_ADDR="dead,alive" keeps working.
+
+The failover figures (kill -9 to the new leader answering, and to the next
+placement running on the client) are printed; run with -s to see them."""
+import os
+import pathlib
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import HERD, REPO
+from test_control_plane import (GPUS, Agent, agents, api, gpu_job, job_allocs,  # noqa: F401
+                                running_allocs, wait_for, write_job)
+
+TTL = 3
+PG_CLUSTER = REPO / 'scripts/pg-test-cluster'
+
+
+@pytest.fixture
+def pg():
+    """A private PostgreSQL cluster; yields its libpq conninfo."""
+    # short: the unix socket lives in it (about 100 bytes at most)
+    d = tempfile.mkdtemp(prefix='hpg', dir='/tmp')
+    r = subprocess.run([str(PG_CLUSTER), 'start', d], capture_output=True, text=True,
+                       timeout=120)
+    if r.returncode != 0:
+        pytest.fail(f'scripts/pg-test-cluster start failed (is PostgreSQL installed?):\n'
+                    f'{r.stdout}{r.stderr}')
+    conninfo = r.stdout.strip().splitlines()[-1]
+    yield conninfo
+    subprocess.run([str(PG_CLUSTER), 'stop', d], capture_output=True, text=True, timeout=120)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def listening(port):
+    s = socket.socket()
+    s.settimeout(1)
+    try:
+        s.connect(('127.0.0.1', port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def server_config(tmp_path, name, conninfo):
+    p = tmp_path / f'{name}.hcl'
+    p.write_text(f'bind_addr = "127.0.0.1"\n'
+                 f'server {{\n  enabled = true\n  heartbeat_ttl = "{TTL}s"\n'
+                 f'  heartbeat_grace = "0s"\n  postgres_url = "{conninfo}"\n}}\n')
+    return str(p)
+
+
+def start_server(agents, tmp_path, name, conninfo):
+    port = free_port()
+    s = Agent(tmp_path, name, ['-config', server_config(tmp_path, name, conninfo),
+                               '-http-port', str(port)], port=port).start()
+    agents.append(s)
+    return s
+
+
+def leading(s):
+    """The server answers its API (only a leader listens)."""
+    try:
+        return api(s.port, '/v1/agent/health') is not None
+    except OSError:
+        return False
+
+
+def standby_line(s, leader):
+    return (f'server: standby; the leader is 127.0.0.1:{leader.port} '
+            f'(holds the PostgreSQL lock); waiting') in s.log()
+
+
+def cli(addr, *args, timeout=60):
+    env = dict(os.environ, HERD_ADDR=addr)
+    return subprocess.run([str(HERD), *args], capture_output=True, text=True, env=env,
+                          timeout=timeout, cwd=REPO)
+
+
+def client_config(tmp_path):
+    p = tmp_path / 'client.hcl'
+    p.write_text('client {\n  enabled = true\n}\n'
+                 'plugin "raw_exec" {\n  config {\n    enabled = true\n  }\n}\n')
+    return str(p)
+
+
+def psql(conninfo, sql):
+    """Runs sql as the cluster's superuser (trust authentication)."""
+    for d in ['/usr/bin'] + sorted(str(p) for p in pathlib.Path('/usr/lib/postgresql').glob('*/bin')):
+        exe = os.path.join(d, 'psql')
+        if os.access(exe, os.X_OK):
+            break
+    else:
+        pytest.fail('psql not found')
+    r = subprocess.run([exe, '-X', '-q', '-At', '-d', conninfo, '-c', sql],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_standby_waits_without_listening_and_stops_cleanly(agents, tmp_path, pg):
+    leader = start_server(agents, tmp_path, 's1', pg)
+    wait_for(lambda: leading(leader), 20, 'the first server to lead')
+    standby = start_server(agents, tmp_path, 's2', pg)
+    wait_for(lambda: standby_line(standby, leader), 20, 'the standby line')
+    # it does not serve the API: agents and the CLI fail over by refusal
+    assert not listening(standby.port)
+    assert standby.proc.poll() is None
+    standby.proc.send_signal(signal.SIGTERM)
+    assert standby.proc.wait(timeout=15) == 0, standby.log()
+    assert 'server: stopped while a standby' in standby.log()
+    assert leading(leader)
+
+
+def test_leader_that_loses_its_lock_exits_nonzero(agents, tmp_path, pg):
+    leader = start_server(agents, tmp_path, 's1', pg)
+    wait_for(lambda: leading(leader), 20, 'the first server to lead')
+    standby = start_server(agents, tmp_path, 's2', pg)
+    wait_for(lambda: standby_line(standby, leader), 20, 'the standby line')
+    # the leader's connection (the one holding the advisory lock) goes
+    killed = psql(pg, "SELECT pg_terminate_backend(pid) FROM pg_locks "
+                      "WHERE locktype = 'advisory' AND granted")
+    assert 't' in killed
+    assert leader.proc.wait(timeout=20) == 1, leader.log()
+    assert 'server: lost the PostgreSQL leadership lock (' in leader.log()
+    assert '); stopping' in leader.log()
+    # and the standby takes over
+    wait_for(lambda: leading(standby), 20, 'the standby to lead')
+    assert 'server: leader (holds the PostgreSQL lock' in standby.log()
+
+
+def test_failover_keeps_allocations_and_serves(agents, tmp_path, pg):
+    s1 = start_server(agents, tmp_path, 's1', pg)
+    wait_for(lambda: leading(s1), 20, 'the first server to lead')
+    s2 = start_server(agents, tmp_path, 's2', pg)
+    wait_for(lambda: standby_line(s2, s1), 20, 'the standby line')
+    a1, a2 = f'127.0.0.1:{s1.port}', f'127.0.0.1:{s2.port}'
+    client = Agent(tmp_path, 'gpu-node', ['-config', client_config(tmp_path), '-servers',
+                                          f'{a1},{a2}', '-node', 'gpu-node'],
+                   gpu_file=GPUS / 'h100-sxm-8x-nvlink.json').start()
+    agents.append(client)
+    wait_for(lambda: [n for n in api(s1.port, '/v1/nodes') if n['status'] == 'ready'], 20,
+             'the node to be ready')
+
+    # acknowledged before the kill: a service, a batch job that finished and
+    # one still running across the failover
+    r = cli(a1, 'job', 'run', write_job(tmp_path, 'svc', gpu_job(
+        'svc', 'device "nvidia/gpu" { count = 1 }', jtype='service', command='sleep 300')))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = cli(a1, 'job', 'run', write_job(tmp_path, 'done', gpu_job(
+        'done', 'device "nvidia/gpu" { count = 1 }', command='true')))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = cli(a1, 'job', 'run', '-detach', write_job(tmp_path, 'across', gpu_job(
+        'across', 'device "nvidia/gpu" { count = 1 }', command='sleep 6')))
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_for(lambda: running_allocs(s1.port, 'across'), 20, 'the batch job to run')
+    [svc] = running_allocs(s1.port, 'svc')
+    acked = {j['id'] for j in api(s1.port, '/v1/jobs')}
+    assert {'svc', 'done', 'across'} <= acked
+
+    s1.kill9()
+    killed_at = time.monotonic()
+    wait_for(lambda: leading(s2), 30, 'the standby to lead', step=0.02)
+    leader_at = time.monotonic()
+    # a job submitted now, through the CLI with the dead server first
+    both = f'{a1},{a2}'
+    r = cli(both, 'job', 'run', '-detach', write_job(tmp_path, 'after', gpu_job(
+        'after', 'device "nvidia/gpu" { count = 1 }', jtype='service', command='sleep 300')))
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_for(lambda: running_allocs(s2.port, 'after'), 30, 'the new job to run', step=0.02)
+    placed_at = time.monotonic()
+    print(f'\nfailover: kill -9 -> new leader answering {leader_at - killed_at:.2f}s, '
+          f'-> next placement running {placed_at - killed_at:.2f}s (ttl {TTL}s)')
+
+    # the client said it moved, once per move
+    wait_for(lambda: re.search(rf'client: server {re.escape(a1)} unreachable \(.*\); '
+                               rf'using {re.escape(a2)}', client.log()), 10,
+             'the client to say it failed over')
+    assert s2.log().count('server: leader (holds the PostgreSQL lock') == 1
+
+    # more than a TTL under the new leader: the node stayed ready and the
+    # service kept its allocation (not lost, not placed again)
+    time.sleep(2 * TTL)
+    nodes = api(s2.port, '/v1/nodes')
+    assert [n['status'] for n in nodes] == ['ready'], nodes
+    allocs = job_allocs(s2.port, 'svc')
+    assert [a['id'] for a in allocs] == [svc['id']], allocs
+    assert allocs[0]['client_status'] == 'running'
+    # every job acknowledged before the kill is there; the one that ran
+    # across the failover completed, reported to the new leader
+    assert acked <= {j['id'] for j in api(s2.port, '/v1/jobs')}
+    wait_for(lambda: [a for a in job_allocs(s2.port, 'across')
+                      if a['client_status'] == 'complete'], 30,
+             'the batch job that ran across the failover to complete')
+    assert len(job_allocs(s2.port, 'across')) == 1
+    [done] = job_allocs(s2.port, 'done')
+    assert done['client_status'] == 'complete'
+
+    # the CLI with the dead address first works for reads too
+    r = cli(both, 'job', 'status', 'svc')
+    assert r.returncode == 0 and 'running' in r.stdout, r.stdout + r.stderr
+    r = cli(both, 'node', 'status')
+    assert r.returncode == 0 and 'gpu-node' in r.stdout, r.stdout + r.stderr
+    # and the node's log API checks tokens with the live server
+    r = cli(both, 'alloc', 'logs', svc['id'][:8])
+    assert r.returncode == 0, r.stdout + r.stderr
