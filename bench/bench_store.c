@@ -21,7 +21,13 @@
  *             (WAL and checkpoints, /proc/self/io).
  *
  *   bench_store DIR N jobs   runs only the jobs mix, over N jobs.
- * Prints one line per run: name, count, seconds, per second. */
+ * Prints one line per run: name, count, seconds, per second.
+ *
+ * With HERD_BENCH_PG set to a libpq connection string, the same runs on
+ * the PostgreSQL store in that database instead (emptied before each
+ * store is opened: a database of its own, e.g. scripts/pg-test-cluster's;
+ * DIR is then unused).  Bytes written per job are then the benchmark
+ * process's (nearly none): PostgreSQL's own writes are the server's. */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -30,6 +36,8 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <libpq-fe.h>
 
 #include "common/units.h"
 #include "store/store.h"
@@ -312,6 +320,30 @@ static void run_jobs(struct store *s, int64_t jobs)
 	free(m.eval_pad);
 }
 
+/* Opens a new store: an SQLite file at path, or the PostgreSQL database
+ * of HERD_BENCH_PG, emptied first. */
+static void open_store(const char *path, struct store **s)
+{
+	const char *pg = getenv("HERD_BENCH_PG");
+	struct herd_err err = { 0 };
+	if (pg && *pg) {
+		PGconn *c = PQconnectdb(pg);
+		PGresult *res = PQexec(c, "SET client_min_messages = warning;"
+					  " DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+			fprintf(stderr, "bench_store: emptying %s: %s", pg, PQerrorMessage(c));
+			exit(1);
+		}
+		PQclear(res);
+		PQfinish(c);
+		if (store_open_postgres(pg, NULL, s, &err))
+			die("open", &err);
+		return;
+	}
+	if (store_open_sqlite(path, s, &err))
+		die("open", &err);
+}
+
 static void remove_db(const char *path)
 {
 	for (const char *suffix = ""; suffix; suffix = *suffix == '\0' ? "-wal" :
@@ -336,16 +368,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	snprintf(path, sizeof(path), "%s/bench-store-%d-jobs.db", argv[1], (int)getpid());
-	if (store_open_sqlite(path, &s, &err))
-		die("open", &err);
+	open_store(path, &s);
 	run_jobs(s, argc > 3 ? n : (n / 10 > 0 ? n / 10 : 1));
 	store_close(s);
 	remove_db(path);
 	if (argc > 3)
 		return 0;
 	snprintf(path, sizeof(path), "%s/bench-store-%d.db", argv[1], (int)getpid());
-	if (store_open_sqlite(path, &s, &err))
-		die("open", &err);
+	open_store(path, &s);
 
 	t0 = now_s();
 	for (int64_t i = 0; i < n; i++) {

@@ -82,24 +82,27 @@
 /* PostgreSQL's type oids (pg_type.dat), for parameters. */
 #define TEXTOID 25
 #define INT8OID 20
-#define INT4OID 23
+#define BOOLOID 16
+#define TEXTARRAYOID 1009
 
+/* Per kind: a write is one statement and one round trip (PG_PUT,
+ * PG_DELETE), which answers with what the commit must know of the row it
+ * replaced: a round trip (~50 us on a local socket) costs more than the
+ * SQL, and a plan writes many rows. */
 enum pg_slot {
 	PG_GET,
-	PG_EXISTING,
-	PG_UPSERT,
+	PG_PUT,
 	PG_DELETE,
 	PG_MODIFY_INDEX,
-	PG_UPDATE,
-	PG_UPDATE_SERVER,
+	PG_INSERT_RAW, /* a restore's rows, indexes as given */
 	PG_SLOTS_PER_KIND
 };
 
 enum pg_global {
-	PG_BUMP_INDEX,
 	PG_READ_INDEX,
 	PG_READ_GROUP,
 	PG_BUMP_GROUP,
+	PG_BUMP_GROUPS,
 	PG_GLOBALS
 };
 
@@ -207,57 +210,81 @@ static void add_key_where(struct strbuf *sb, const struct store_kind_desc *kd)
 	strbuf_adds(sb, "id=$1");
 }
 
-/* The kind statements' parameters, always all nine (unused ones are typed,
+/* The kind statements' parameters, always all ten (unused ones are typed,
  * so PostgreSQL accepts them). */
-enum { KP_ID, KP_NS, KP_VERSION, KP_JOB, KP_NODE, KP_CI, KP_MI, KP_AMI, KP_BODY, KP_COUNT };
+enum { KP_ID, KP_NS, KP_VERSION, KP_JOB, KP_NODE, KP_CI, KP_MI, KP_AMI, KP_BODY, KP_REPORT,
+       KP_COUNT };
 static const Oid kind_param_types[KP_COUNT] = { TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID,
-						INT8OID, INT8OID, INT8OID, TEXTOID };
+						INT8OID, INT8OID, INT8OID, TEXTOID, BOOLOID };
 
-static void kind_sql(struct strbuf *sql, const struct store_kind_desc *kd, enum pg_slot slot)
+/* INSERT INTO table (columns) VALUES (parameters) of a row of kd. */
+static void insert_sql(struct strbuf *sql, const struct store_kind_desc *kd)
 {
 	bool ns = kd->cols & STORE_COL_NS, ver = kd->cols & STORE_COL_VERSION,
 	     job = kd->cols & STORE_COL_JOB, node = kd->cols & STORE_COL_NODE;
+	strbuf_addf(sql, "INSERT INTO %s (id, %s%s%s%s%screate_index, modify_index, body)"
+		    " VALUES ($1, %s%s%s%s%s$6, $7, $9)",
+		    kd->table, ns ? "namespace, " : "", ver ? "version, " : "",
+		    job ? "job_id, " : "", node ? "node_id, " : "",
+		    node ? "alloc_modify_index, " : "", ns ? "$2, " : "", ver ? "$3, " : "",
+		    job ? "$4, " : "", node ? "$5, " : "", node ? "$8, " : "");
+}
+
+static void kind_sql(struct strbuf *sql, const struct store_kind_desc *kd, enum pg_slot slot)
+{
+	bool ns = kd->cols & STORE_COL_NS, job = kd->cols & STORE_COL_JOB,
+	     node = kd->cols & STORE_COL_NODE;
 	switch (slot) {
 	case PG_GET:
 		strbuf_addf(sql, "SELECT create_index, modify_index, body FROM %s", kd->table);
 		add_key_where(sql, kd);
 		break;
-	case PG_EXISTING:
-		strbuf_addf(sql, "SELECT create_index, %s, %s, %s, %s FROM %s",
-			    ns ? "namespace" : "NULL::text", job ? "job_id" : "NULL::text",
-			    node ? "node_id" : "NULL::text", node ? "alloc_modify_index" : "0",
+	case PG_PUT:
+		/* Insert, or update keeping create_index; answers the record's
+		 * create_index.  An allocation also keeps alloc_modify_index
+		 * on a report ($10), and answers the namespace, job and node
+		 * it had before, whose groups a move changes too: every part
+		 * of a WITH query sees the state before it, so old is the row
+		 * as it was. */
+		if (!node) {
+			insert_sql(sql, kd);
+			strbuf_addf(sql, " ON CONFLICT (%sid%s) DO UPDATE SET %s%s"
+				    "modify_index=excluded.modify_index, body=excluded.body"
+				    " RETURNING create_index",
+				    kd->key_cols & STORE_COL_NS ? "namespace, " : "",
+				    kd->key_cols & STORE_COL_VERSION ? ", version" : "",
+				    ns && !(kd->key_cols & STORE_COL_NS)
+					    ? "namespace=excluded.namespace, " : "",
+				    job ? "job_id=excluded.job_id, " : "");
+			break;
+		}
+		strbuf_addf(sql, "WITH old AS (SELECT namespace, job_id, node_id FROM %s",
 			    kd->table);
 		add_key_where(sql, kd);
-		break;
-	case PG_UPSERT:
-		strbuf_addf(sql, "INSERT INTO %s (id, %s%s%s%s%screate_index, modify_index, body)"
-			    " VALUES ($1, %s%s%s%s%s$6, $7, $9) ON CONFLICT (%s%sid%s) DO UPDATE SET"
-			    " %s%screate_index=$6, modify_index=$7, %sbody=$9",
-			    kd->table, ns ? "namespace, " : "", ver ? "version, " : "",
-			    job ? "job_id, " : "", node ? "node_id, " : "",
-			    node ? "alloc_modify_index, " : "", ns ? "$2, " : "", ver ? "$3, " : "",
-			    job ? "$4, " : "", node ? "$5, " : "", node ? "$8, " : "",
-			    kd->key_cols & STORE_COL_NS ? "namespace, " : "",
-			    "", kd->key_cols & STORE_COL_VERSION ? ", version" : "",
-			    ns && !(kd->key_cols & STORE_COL_NS) ? "namespace=$2, " : "",
-			    job ? "job_id=$4, " : "", node ? "node_id=$5, alloc_modify_index=$8, " : "");
+		strbuf_adds(sql, "), up AS (");
+		insert_sql(sql, kd);
+		strbuf_addf(sql, " ON CONFLICT (id) DO UPDATE SET namespace=excluded.namespace,"
+			    " job_id=excluded.job_id, node_id=excluded.node_id,"
+			    " alloc_modify_index = CASE WHEN $10 THEN %s.alloc_modify_index"
+			    " ELSE excluded.alloc_modify_index END,"
+			    " modify_index=excluded.modify_index, body=excluded.body"
+			    " RETURNING create_index) SELECT up.create_index, old.namespace,"
+			    " old.job_id, old.node_id FROM up LEFT JOIN old ON true",
+			    kd->table);
 		break;
 	case PG_DELETE:
 		strbuf_addf(sql, "DELETE FROM %s", kd->table);
 		add_key_where(sql, kd);
+		strbuf_addf(sql, " RETURNING create_index, %s, %s, %s",
+			    ns ? "namespace" : "NULL::text", job ? "job_id" : "NULL::text",
+			    node ? "node_id" : "NULL::text");
 		break;
 	case PG_MODIFY_INDEX:
 		strbuf_addf(sql, "SELECT modify_index FROM %s", kd->table);
 		add_key_where(sql, kd);
 		break;
-	case PG_UPDATE:
-		strbuf_addf(sql, "UPDATE %s SET modify_index=$7, body=$9", kd->table);
-		add_key_where(sql, kd);
-		break;
-	case PG_UPDATE_SERVER:
-		strbuf_addf(sql, "UPDATE %s SET modify_index=$7, alloc_modify_index=$8, body=$9",
-			    kd->table);
-		add_key_where(sql, kd);
+	case PG_INSERT_RAW:
+		insert_sql(sql, kd);
 		break;
 	case PG_SLOTS_PER_KIND:
 		break;
@@ -653,20 +680,85 @@ out:
 
 /* --- writes ----------------------------------------------------------- */
 
-/* The groups one change has bumped already (see sqlite.c). */
-struct bumped {
-	unsigned kinds;
-	char *nodes[8];
-	size_t nnodes;
+/* The groups one change touches, each once: bumped together at the end
+ * of the change, in one statement (a plan of 64 allocations on 64 nodes
+ * touches 66 groups). */
+struct groups {
+	char **v;
+	size_t n, a;
 };
 
-static void bumped_release(struct bumped *b)
+static void groups_add(struct groups *g, const char *name)
 {
-	for (size_t i = 0; i < b->nnodes; i++)
-		free(b->nodes[i]);
-	memset(b, 0, sizeof(*b));
+	for (size_t i = 0; i < g->n; i++)
+		if (!strcmp(g->v[i], name))
+			return;
+	if (g->n == g->a) {
+		g->a = g->a ? 2 * g->a : 8;
+		g->v = xreallocarray(g->v, g->a, sizeof(*g->v));
+	}
+	g->v[g->n++] = xstrdup(name);
 }
 
+static void groups_add_alloc(struct groups *g, const char *ns, const char *job_id,
+			     const char *node_id)
+{
+	struct strbuf sb = STRBUF_INIT;
+	store_group_node_allocs(&sb, node_id);
+	groups_add(g, sb.buf);
+	store_group_job_allocs(&sb, ns, job_id);
+	groups_add(g, sb.buf);
+	strbuf_release(&sb);
+}
+
+static void groups_release(struct groups *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free(g->v[i]);
+	free(g->v);
+	memset(g, 0, sizeof(*g));
+}
+
+/* Sets every group of g to idx: one parameter, a text[] in PostgreSQL's
+ * array syntax (each element quoted, '"' and '\' escaped). */
+static int groups_bump(struct pg_store *ps, const struct groups *g, uint64_t idx,
+		       struct herd_err *err)
+{
+	static const Oid types[] = { TEXTARRAYOID, INT8OID };
+	struct strbuf arr = STRBUF_INIT;
+	char idx_s[24];
+	const char *v[] = { NULL, idx_s };
+	PGresult *res;
+	int rc;
+
+	if (g->n == 0)
+		return 0;
+	strbuf_addch(&arr, '{');
+	for (size_t i = 0; i < g->n; i++) {
+		if (i)
+			strbuf_addch(&arr, ',');
+		strbuf_addch(&arr, '"');
+		for (const char *p = g->v[i]; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				strbuf_addch(&arr, '\\');
+			strbuf_addch(&arr, *p);
+		}
+		strbuf_addch(&arr, '"');
+	}
+	strbuf_addch(&arr, '}');
+	v[0] = arr.buf;
+	snprintf(idx_s, sizeof(idx_s), "%llu", (unsigned long long)idx);
+	rc = run_stmt(ps, &ps->w, PG_BUMP_GROUPS, "bump group indexes",
+		      "INSERT INTO group_index (name, idx) SELECT unnest($1::text[]), $2"
+		      " ON CONFLICT (name) DO UPDATE SET idx = excluded.idx",
+		      2, types, v, &res, err);
+	if (rc == 0)
+		PQclear(res);
+	strbuf_release(&arr);
+	return rc;
+}
+
+/* One group set to idx (a restore's). */
 static int bump_group(struct pg_store *ps, const char *group, uint64_t idx, struct herd_err *err)
 {
 	static const Oid types[] = { TEXTOID, INT8OID };
@@ -684,109 +776,47 @@ static int bump_group(struct pg_store *ps, const char *group, uint64_t idx, stru
 	return rc;
 }
 
-static int bump_alloc_groups(struct pg_store *ps, struct bumped *done, const char *ns,
-			     const char *job_id, const char *node_id, uint64_t idx,
-			     struct herd_err *err)
-{
-	struct strbuf g = STRBUF_INIT;
-	bool node_done = false;
-	int rc = 0;
-
-	for (size_t i = 0; i < done->nnodes && !node_done; i++)
-		node_done = strcmp(done->nodes[i], node_id) == 0;
-	if (!node_done) {
-		store_group_node_allocs(&g, node_id);
-		rc = bump_group(ps, g.buf, idx, err);
-		if (rc == 0 && done->nnodes < sizeof(done->nodes) / sizeof(done->nodes[0]))
-			done->nodes[done->nnodes++] = xstrdup(node_id);
-	}
-	if (rc == 0) {
-		store_group_job_allocs(&g, ns, job_id);
-		rc = bump_group(ps, g.buf, idx, err);
-	}
-	strbuf_release(&g);
-	return rc;
-}
-
-static bool same_text(const PGresult *res, int col, const char *v)
-{
-	return !PQgetisnull(res, 0, col) && v && strcmp(PQgetvalue(res, 0, col), v) == 0;
-}
-
-/* One row of a change (see sqlite.c's apply_row: the same logic). */
-static int apply_row(struct pg_store *ps, struct store_row *row, uint64_t idx,
-		     struct bumped *done, struct herd_err *err)
+/* One row of a change: one statement (PG_PUT or PG_DELETE); the groups it
+ * touches go into g (the same as sqlite.c's apply_row bumps: its kind; an
+ * allocation's node and job, and those it had before when it moved or
+ * went away). */
+static int apply_row(struct pg_store *ps, struct store_row *row, uint64_t idx, struct groups *g,
+		     struct herd_err *err)
 {
 	const struct store_kind_desc *kd = row->kd;
-	char *old_ns = NULL, *old_job = NULL, *old_node = NULL;
-	uint64_t ci = idx, ami = idx;
-	bool found = false, in_place = false;
+	struct strbuf sb = STRBUF_INIT;
 	struct kparams p;
 	PGresult *res;
-	enum pg_slot slot;
 	int rc;
 
 	kparams_key(&p, &row->key);
-	if ((rc = kind_run(ps, &ps->w, kd, PG_EXISTING, &p, &res, err)))
-		return rc;
-	if (PQntuples(res) > 0) {
-		found = true;
-		ci = value_u64(res, 0, 0);
-		in_place = row->op == STORE_OP_PUT &&
-			   (!(kd->cols & STORE_COL_NS) || (kd->key_cols & STORE_COL_NS) ||
-			    same_text(res, 1, row->key.ns)) &&
-			   (!(kd->cols & STORE_COL_JOB) || same_text(res, 2, row->job_id)) &&
-			   (!(kd->cols & STORE_COL_NODE) || same_text(res, 3, row->node_id));
-		if ((kd->cols & STORE_COL_NODE) && !in_place) {
-			old_ns = xstrdup(PQgetvalue(res, 0, 1));
-			old_job = xstrdup(PQgetvalue(res, 0, 2));
-			old_node = xstrdup(PQgetvalue(res, 0, 3));
-		}
-		if ((kd->cols & STORE_COL_NODE) && row->report)
-			ami = value_u64(res, 0, 4);
-	}
-	PQclear(res);
-	row->create_index = ci;
-
-	if (row->op == STORE_OP_DELETE) {
-		if (!found) {
-			rc = herd_errf(err, -ENOENT, "store: no %s \"%s\" to delete", kd->name,
-				       row->key.id);
-			goto out;
-		}
-		slot = PG_DELETE;
-	} else if (in_place) {
-		slot = (kd->cols & STORE_COL_NODE) && !row->report ? PG_UPDATE_SERVER : PG_UPDATE;
-	} else {
-		slot = PG_UPSERT;
-	}
 	p.v[KP_JOB] = row->job_id;
 	p.v[KP_NODE] = row->node_id;
-	kparams_int(&p, KP_CI, p.ci, sizeof(p.ci), ci);
+	kparams_int(&p, KP_CI, p.ci, sizeof(p.ci), idx);
 	kparams_int(&p, KP_MI, p.mi, sizeof(p.mi), idx);
-	kparams_int(&p, KP_AMI, p.ami, sizeof(p.ami), ami);
+	kparams_int(&p, KP_AMI, p.ami, sizeof(p.ami), idx);
 	p.v[KP_BODY] = row->op == STORE_OP_PUT ? row->body : NULL;
-	if ((rc = kind_run(ps, &ps->w, kd, slot, &p, &res, err)))
-		goto out;
-	PQclear(res);
-	if (!(done->kinds & (1u << kd->kind))) {
-		struct strbuf g = STRBUF_INIT;
-		store_group_kind(&g, kd);
-		rc = bump_group(ps, g.buf, idx, err);
-		strbuf_release(&g);
-		if (rc)
-			goto out;
-		done->kinds |= 1u << kd->kind;
+	p.v[KP_REPORT] = row->report ? "t" : "f";
+	if ((rc = kind_run(ps, &ps->w, kd, row->op == STORE_OP_PUT ? PG_PUT : PG_DELETE, &p, &res,
+			   err)))
+		return rc;
+	if (PQntuples(res) == 0) {
+		/* only a delete finds nothing (a put always answers its row) */
+		PQclear(res);
+		return herd_errf(err, -ENOENT, "store: no %s \"%s\" to delete", kd->name,
+				 row->key.id);
 	}
-	if (old_node && (rc = bump_alloc_groups(ps, done, old_ns, old_job, old_node, idx, err)))
-		goto out;
+	row->create_index = value_u64(res, 0, 0);
+	if ((kd->cols & STORE_COL_NODE) && !PQgetisnull(res, 0, 3))
+		groups_add_alloc(g, PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2),
+				 PQgetvalue(res, 0, 3));
+	PQclear(res);
+	store_group_kind(&sb, kd);
+	groups_add(g, sb.buf);
+	strbuf_release(&sb);
 	if (row->op == STORE_OP_PUT && row->node_id)
-		rc = bump_alloc_groups(ps, done, row->key.ns, row->job_id, row->node_id, idx, err);
-out:
-	free(old_ns);
-	free(old_job);
-	free(old_node);
-	return rc;
+		groups_add_alloc(g, row->key.ns, row->job_id, row->node_id);
+	return 0;
 }
 
 static int check_cond(struct pg_store *ps, const struct store_cond *c, struct herd_err *err)
@@ -829,46 +859,46 @@ static int check_cond(struct pg_store *ps, const struct store_cond *c, struct he
 	return 0;
 }
 
-/* One change of a group in its own savepoint (see sqlite.c). */
+/* One change of a group in its own savepoint (see sqlite.c): bump the
+ * index, check, write, bump the groups. */
 static int apply_change(struct pg_store *ps, struct commit_req *r)
 {
 	struct herd_err *err = r->err;
-	struct bumped done = { 0 };
+	struct groups g = { 0 };
 	PGresult *res;
 	uint64_t idx = 0;
-	int rc;
+	int rc = 0;
 
-	if ((rc = exec_cmd(ps, &ps->w, "SAVEPOINT change", err)))
-		return rc;
-	rc = run_stmt(ps, &ps->w, PG_BUMP_INDEX, "bump index",
-		      "UPDATE meta SET value = value + 1 WHERE key='index' RETURNING value", 0, NULL,
-		      NULL, &res, err);
-	if (rc)
-		goto rollback;
-	if (PQntuples(res) == 1)
-		idx = value_u64(res, 0, 0);
-	PQclear(res);
-	if (idx == 0) {
-		rc = herd_errf(err, -EIO, "store: meta table has no index");
+	/* one round trip for both (no parameters: the simple protocol takes
+	 * several statements and answers the last) */
+	res = PQexec(ps->w.db, "SAVEPOINT change;"
+			       " UPDATE meta SET value = value + 1 WHERE key = 'index' RETURNING value");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+		rc = pg_err(ps, &ps->w, res, "bump index", err);
+		PQclear(res);
 		goto rollback;
 	}
+	idx = value_u64(res, 0, 0);
+	PQclear(res);
 	for (size_t i = 0; i < r->nconds; i++)
 		if ((rc = check_cond(ps, &r->conds[i], err)))
 			goto rollback;
 	if (r->check && (rc = r->check(&ps->base, r->check_arg, err)))
 		goto rollback;
 	for (size_t i = 0; i < r->nrows; i++)
-		if ((rc = apply_row(ps, &r->rows[i], idx, &done, err)))
+		if ((rc = apply_row(ps, &r->rows[i], idx, &g, err)))
 			goto rollback;
-	if ((rc = exec_cmd(ps, &ps->w, "RELEASE SAVEPOINT change", err)))
+	if ((rc = groups_bump(ps, &g, idx, err)) ||
+	    (rc = exec_cmd(ps, &ps->w, "RELEASE SAVEPOINT change", err)))
 		goto rollback;
-	bumped_release(&done);
+	groups_release(&g);
 	r->index = idx;
 	return 0;
 rollback:
-	bumped_release(&done);
+	groups_release(&g);
 	/* short of a broken connection these cannot fail; then COMMIT fails
-	 * too and answers everyone */
+	 * too and answers everyone (a failed SAVEPOINT leaves nothing to
+	 * roll back to: the group's ROLLBACK covers it) */
 	(void)exec_cmd(ps, &ps->w, "ROLLBACK TO SAVEPOINT change", NULL);
 	(void)exec_cmd(ps, &ps->w, "RELEASE SAVEPOINT change", NULL);
 	return rc > 0 ? -EIO : rc;
@@ -1456,7 +1486,8 @@ static int restore_row(const struct store_kind_desc *kd, const struct store_raw_
 	kparams_int(&p, KP_MI, p.mi, sizeof(p.mi), r->modify_index);
 	kparams_int(&p, KP_AMI, p.ami, sizeof(p.ami), r->alloc_modify_index);
 	p.v[KP_BODY] = r->body;
-	if ((rc = kind_run(ps, &ps->w, kd, PG_UPSERT, &p, &res, err)))
+	p.v[KP_REPORT] = "f";
+	if ((rc = kind_run(ps, &ps->w, kd, PG_INSERT_RAW, &p, &res, err)))
 		return rc;
 	PQclear(res);
 	return 0;

@@ -443,6 +443,30 @@ static void test_byte_order(void **state)
 	json_decref(l);
 }
 
+/* Group names travel as one text[] parameter: quotes, backslashes, braces
+ * and commas in keys stay what they are. */
+static void test_odd_group_names(void **state)
+{
+	struct tmpstore *t = *state;
+	struct herd_err err = { 0 };
+	const char *nodes[] = { "we\"ird", "back\\slash", "{brace}", "a,b", "NULL", " sp " };
+	uint64_t v = 0;
+	for (int i = 0; i < 6; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "a%d", i);
+		put_ok(t->s, STORE_ALLOC, json_pack("{s:s, s:s, s:s, s:s}", "id", id, "namespace",
+						    "n\"s", "job_id", "j{1}", "node_id", nodes[i]));
+	}
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(store_node_allocs_index(t->s, nodes[i], &v, &err), 0);
+		assert_int_equal(v, (uint64_t)i + 1);
+	}
+	assert_int_equal(store_job_allocs_index(t->s, "n\"s", "j{1}", &v, &err), 0);
+	assert_int_equal(v, 6);
+	assert_int_equal(store_node_allocs_index(t->s, "we", &v, &err), 0);
+	assert_int_equal(v, 0);
+}
+
 /* A snapshot of the PostgreSQL store is an SQLite store file; restored,
  * it replaces what the database holds (refused while a server holds the
  * lock), indexes included, and what it replaced is kept. */
@@ -540,6 +564,7 @@ int main(void)
 		T(test_view_is_one_snapshot),
 		T(test_byte_order),
 		T(test_snapshot_and_restore),
+		T(test_odd_group_names),
 	};
 	const char *pg = getenv("HERD_TEST_PG");
 	if (!pg || !*pg) {
