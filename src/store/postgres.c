@@ -291,8 +291,28 @@ static void kind_sql(struct strbuf *sql, const struct store_kind_desc *kd, enum 
 	}
 }
 
+/* Prepares statement n ("s<n>") on c once, from sql. */
+static int prepare_stmt(struct pg_store *ps, struct pg_conn *c, int n, const char *what,
+			const char *sql, int nparams, const Oid *types, struct herd_err *err)
+{
+	char name[16];
+	PGresult *res;
+	int rc = 0;
+
+	if (c->prepared[n])
+		return 0;
+	snprintf(name, sizeof(name), "s%d", n);
+	res = PQprepare(c->db, name, sql, nparams, types);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		rc = pg_err(ps, c, res, what, err);
+	else
+		c->prepared[n] = true;
+	PQclear(res);
+	return rc;
+}
+
 /* Runs statement n on c with params (text), preparing it on first use from
- * the SQL that build writes.  On success *out is the result (PQclear it). */
+ * sql.  On success *out is the result (PQclear it). */
 static int run_stmt(struct pg_store *ps, struct pg_conn *c, int n, const char *what,
 		    const char *sql, int nparams, const Oid *types, const char *const *values,
 		    PGresult **out, struct herd_err *err)
@@ -300,22 +320,15 @@ static int run_stmt(struct pg_store *ps, struct pg_conn *c, int n, const char *w
 	char name[16];
 	PGresult *res;
 	ExecStatusType st;
+	int rc;
 
+	if ((rc = prepare_stmt(ps, c, n, what, sql, nparams, types, err)))
+		return rc;
 	snprintf(name, sizeof(name), "s%d", n);
-	if (!c->prepared[n]) {
-		res = PQprepare(c->db, name, sql, nparams, types);
-		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-			int rc = pg_err(ps, c, res, what, err);
-			PQclear(res);
-			return rc;
-		}
-		PQclear(res);
-		c->prepared[n] = true;
-	}
 	res = PQexecPrepared(c->db, name, nparams, values, NULL, NULL, 0);
 	st = PQresultStatus(res);
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-		int rc = pg_err(ps, c, res, what, err);
+		rc = pg_err(ps, c, res, what, err);
 		PQclear(res);
 		return rc;
 	}
@@ -341,6 +354,25 @@ static void kparams_int(struct kparams *p, int which, char *buf, size_t size, ui
 {
 	snprintf(buf, size, "%llu", (unsigned long long)v);
 	p->v[which] = buf;
+}
+
+static int kind_stmt_number(const struct store_kind_desc *kd, enum pg_slot slot)
+{
+	return PG_GLOBALS + (int)kd->kind * PG_SLOTS_PER_KIND + (int)slot;
+}
+
+static int kind_prepare(struct pg_store *ps, struct pg_conn *c, const struct store_kind_desc *kd,
+			enum pg_slot slot, struct herd_err *err)
+{
+	struct strbuf sql = STRBUF_INIT;
+	int n = kind_stmt_number(kd, slot);
+	int rc;
+	if (c->prepared[n])
+		return 0;
+	kind_sql(&sql, kd, slot);
+	rc = prepare_stmt(ps, c, n, kd->table, sql.buf, KP_COUNT, kind_param_types, err);
+	strbuf_release(&sql);
+	return rc;
 }
 
 static int kind_run(struct pg_store *ps, struct pg_conn *c, const struct store_kind_desc *kd,
@@ -776,47 +808,124 @@ static int bump_group(struct pg_store *ps, const char *group, uint64_t idx, stru
 	return rc;
 }
 
-/* One row of a change: one statement (PG_PUT or PG_DELETE); the groups it
- * touches go into g (the same as sqlite.c's apply_row bumps: its kind; an
- * allocation's node and job, and those it had before when it moved or
- * went away). */
-static int apply_row(struct pg_store *ps, struct store_row *row, uint64_t idx, struct groups *g,
-		     struct herd_err *err)
+/* The parameters of a row's statement (PG_PUT or PG_DELETE) at idx. */
+static void row_params(struct kparams *p, const struct store_row *row, uint64_t idx)
+{
+	kparams_key(p, &row->key);
+	p->v[KP_JOB] = row->job_id;
+	p->v[KP_NODE] = row->node_id;
+	kparams_int(p, KP_CI, p->ci, sizeof(p->ci), idx);
+	kparams_int(p, KP_MI, p->mi, sizeof(p->mi), idx);
+	kparams_int(p, KP_AMI, p->ami, sizeof(p->ami), idx);
+	p->v[KP_BODY] = row->op == STORE_OP_PUT ? row->body : NULL;
+	p->v[KP_REPORT] = row->report ? "t" : "f";
+}
+
+static enum pg_slot row_slot(const struct store_row *row)
+{
+	return row->op == STORE_OP_PUT ? PG_PUT : PG_DELETE;
+}
+
+/* What a row's statement answered: the record's create_index, and the
+ * groups the row touches into g (as sqlite.c's apply_row bumps them: its
+ * kind; an allocation's node and job, and those it had before when it
+ * moved or went away). */
+static int row_result(struct pg_store *ps, struct store_row *row, const PGresult *res,
+		      struct groups *g, struct herd_err *err)
 {
 	const struct store_kind_desc *kd = row->kd;
 	struct strbuf sb = STRBUF_INIT;
-	struct kparams p;
-	PGresult *res;
-	int rc;
 
-	kparams_key(&p, &row->key);
-	p.v[KP_JOB] = row->job_id;
-	p.v[KP_NODE] = row->node_id;
-	kparams_int(&p, KP_CI, p.ci, sizeof(p.ci), idx);
-	kparams_int(&p, KP_MI, p.mi, sizeof(p.mi), idx);
-	kparams_int(&p, KP_AMI, p.ami, sizeof(p.ami), idx);
-	p.v[KP_BODY] = row->op == STORE_OP_PUT ? row->body : NULL;
-	p.v[KP_REPORT] = row->report ? "t" : "f";
-	if ((rc = kind_run(ps, &ps->w, kd, row->op == STORE_OP_PUT ? PG_PUT : PG_DELETE, &p, &res,
-			   err)))
-		return rc;
-	if (PQntuples(res) == 0) {
-		/* only a delete finds nothing (a put always answers its row) */
-		PQclear(res);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		return pg_err(ps, &ps->w, res, kd->table, err);
+	if (PQntuples(res) == 0) /* only a delete finds nothing */
 		return herd_errf(err, -ENOENT, "store: no %s \"%s\" to delete", kd->name,
 				 row->key.id);
-	}
 	row->create_index = value_u64(res, 0, 0);
 	if ((kd->cols & STORE_COL_NODE) && !PQgetisnull(res, 0, 3))
 		groups_add_alloc(g, PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2),
 				 PQgetvalue(res, 0, 3));
-	PQclear(res);
 	store_group_kind(&sb, kd);
 	groups_add(g, sb.buf);
 	strbuf_release(&sb);
 	if (row->op == STORE_OP_PUT && row->node_id)
 		groups_add_alloc(g, row->key.ns, row->job_id, row->node_id);
 	return 0;
+}
+
+/* One row: one statement, one round trip. */
+static int apply_row(struct pg_store *ps, struct store_row *row, uint64_t idx, struct groups *g,
+		     struct herd_err *err)
+{
+	struct kparams p;
+	PGresult *res = NULL;
+	int rc;
+
+	row_params(&p, row, idx);
+	if ((rc = kind_run(ps, &ps->w, row->kd, row_slot(row), &p, &res, err)))
+		return rc;
+	rc = row_result(ps, row, res, g, err);
+	PQclear(res);
+	return rc;
+}
+
+/* Several rows in one round trip (libpq's pipeline mode): no row's
+ * statement depends on another's answer.  The first error is the change's;
+ * PostgreSQL skips the statements after it (the change is rolled back to
+ * its savepoint anyway). */
+static int apply_rows(struct pg_store *ps, struct store_row *rows, size_t n, uint64_t idx,
+		      struct groups *g, struct herd_err *err)
+{
+	PGconn *db = ps->w.db;
+	struct kparams *p;
+	PGresult *res;
+	size_t sent = 0;
+	int rc = 0;
+
+	if (n == 1)
+		return apply_row(ps, &rows[0], idx, g, err);
+	for (size_t i = 0; i < n; i++)
+		if ((rc = kind_prepare(ps, &ps->w, rows[i].kd, row_slot(&rows[i]), err)))
+			return rc;
+	if (!PQenterPipelineMode(db))
+		return pg_err(ps, &ps->w, NULL, "enter pipeline mode", err);
+	p = xcalloc(n, sizeof(*p));
+	for (; sent < n; sent++) {
+		char name[16];
+		snprintf(name, sizeof(name), "s%d", kind_stmt_number(rows[sent].kd,
+								     row_slot(&rows[sent])));
+		row_params(&p[sent], &rows[sent], idx);
+		if (!PQsendQueryPrepared(db, name, KP_COUNT, p[sent].v, NULL, NULL, 0)) {
+			rc = pg_err(ps, &ps->w, NULL, rows[sent].kd->table, err);
+			break;
+		}
+	}
+	if (!PQpipelineSync(db) && rc == 0)
+		rc = pg_err(ps, &ps->w, NULL, "pipeline sync", err);
+	/* each statement's results end with a NULL; then the sync's */
+	for (size_t i = 0; i < sent; i++) {
+		bool first = true;
+		while ((res = PQgetResult(db))) {
+			if (first && rc == 0)
+				rc = row_result(ps, &rows[i], res, g, err);
+			first = false;
+			PQclear(res);
+		}
+		if (first && rc == 0) /* no result at all: the connection is gone */
+			rc = pg_err(ps, &ps->w, NULL, rows[i].kd->table, err);
+		if (PQstatus(db) != CONNECTION_OK)
+			break;
+	}
+	while (PQstatus(db) == CONNECTION_OK && (res = PQgetResult(db))) {
+		ExecStatusType st = PQresultStatus(res);
+		PQclear(res);
+		if (st == PGRES_PIPELINE_SYNC)
+			break;
+	}
+	if (!PQexitPipelineMode(db) && rc == 0)
+		rc = pg_err(ps, &ps->w, NULL, "leave pipeline mode", err);
+	free(p);
+	return rc;
 }
 
 static int check_cond(struct pg_store *ps, const struct store_cond *c, struct herd_err *err)
@@ -885,10 +994,8 @@ static int apply_change(struct pg_store *ps, struct commit_req *r)
 			goto rollback;
 	if (r->check && (rc = r->check(&ps->base, r->check_arg, err)))
 		goto rollback;
-	for (size_t i = 0; i < r->nrows; i++)
-		if ((rc = apply_row(ps, &r->rows[i], idx, &g, err)))
-			goto rollback;
-	if ((rc = groups_bump(ps, &g, idx, err)) ||
+	if ((rc = apply_rows(ps, r->rows, r->nrows, idx, &g, err)) ||
+	    (rc = groups_bump(ps, &g, idx, err)) ||
 	    (rc = exec_cmd(ps, &ps->w, "RELEASE SAVEPOINT change", err)))
 		goto rollback;
 	groups_release(&g);
