@@ -34,8 +34,8 @@
  * concurrency, see store_batch_require_node_allocs).  After each commit the
  * new index is published on store_watch(), for blocking queries.
  *
- * Backends are ops tables (store-int.h): SQLite now (store_open_sqlite),
- * PostgreSQL later.  A store may be used from several threads at once;
+ * Backends are ops tables (store-int.h): SQLite (store_open_sqlite) and
+ * PostgreSQL (store_open_postgres).  A store may be used from several threads at once;
  * reads outside a commit do not wait for commits (sqlite.c: readers).
  * Errors: -errno and a message in err; nothing is changed on failure. */
 #ifndef HERD_STORE_STORE_H
@@ -130,7 +130,8 @@ struct store_pg_options {
 	 * with -ECANCELED.  May be NULL. */
 	bool (*cancelled)(void *arg);
 	/* Called once when the store has lost the lock; why names the cause.
-	 * May be NULL. */
+	 * It runs on the store's thread, which store_close waits for: it must
+	 * not close the store itself (tell another thread to).  May be NULL. */
 	void (*lost)(const char *why, void *arg);
 	void *arg;
 };
@@ -188,7 +189,7 @@ int store_dir_lock(const char *dir, int *fd, struct herd_err *err);
 /* Closes the store; no call may be in progress.  Accepts NULL. */
 void store_close(struct store *s);
 
-/* The backend's name ("sqlite"). */
+/* The backend's name ("sqlite" or "postgres"). */
 const char *store_backend(const struct store *s);
 
 /* The global index of the last committed change (0 for a new store). */
