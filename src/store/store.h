@@ -35,8 +35,9 @@
  * new index is published on store_watch(), for blocking queries.
  *
  * Backends are ops tables (store-int.h): SQLite (store_open_sqlite) and
- * PostgreSQL (store_open_postgres).  A store may be used from several threads at once;
- * reads outside a commit do not wait for commits (sqlite.c: readers).
+ * PostgreSQL (store_open_postgres).  A store may be used from several
+ * threads at once; reads outside a commit do not wait for commits (sqlite.c,
+ * postgres.c: readers).
  * Errors: -errno and a message in err; nothing is changed on failure. */
 #ifndef HERD_STORE_STORE_H
 #define HERD_STORE_STORE_H
