@@ -53,8 +53,9 @@
  * would keep the session, hence the leadership lock, alive after the
  * server died, and could speak on it.  Every connection gets FD_CLOEXEC on
  * PQsocket() right after PQconnectdbParams returns (conn_open), the
- * shortest window libpq allows.  (The agent, which spawns, does not open
- * the store; the server's spawns are few.) */
+ * shortest window libpq allows; the agent's spawns (drivers, checks, MPS)
+ * also close every fd above 2 in the child (closefrom), which covers a
+ * spawn inside that window. */
 #include "store/store-int.h"
 
 #include <errno.h>
@@ -379,15 +380,10 @@ static int kind_run(struct pg_store *ps, struct pg_conn *c, const struct store_k
 		    enum pg_slot slot, const struct kparams *p, PGresult **out,
 		    struct herd_err *err)
 {
-	struct strbuf sql = STRBUF_INIT;
-	int n = PG_GLOBALS + (int)kd->kind * PG_SLOTS_PER_KIND + (int)slot;
-	int rc;
-	if (!c->prepared[n])
-		kind_sql(&sql, kd, slot);
-	rc = run_stmt(ps, c, n, kd->table, sql.buf ? sql.buf : "", KP_COUNT, kind_param_types,
-		      p->v, out, err);
-	strbuf_release(&sql);
-	return rc;
+	int rc = kind_prepare(ps, c, kd, slot, err);
+	/* prepared now: run_stmt needs no SQL */
+	return rc ? rc : run_stmt(ps, c, kind_stmt_number(kd, slot), kd->table, "", KP_COUNT,
+				  kind_param_types, p->v, out, err);
 }
 
 static uint64_t value_u64(const PGresult *res, int row, int col)
