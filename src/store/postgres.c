@@ -1646,23 +1646,25 @@ int store_restore_postgres(const char *conninfo, const char *file, const char *k
 	struct store_snapshot_info info;
 	struct store *s = NULL;
 	uint64_t idx = 0;
+	char *upgraded = NULL;
 	int rc;
 
+	/* checked, and of a newer herd refused, here */
 	if ((rc = store_snapshot_inspect(file, &info, err)))
 		return rc;
-	if (info.schema_version != STORE_SCHEMA_VERSION)
-		return herd_errf(err, -EPROTONOSUPPORT,
-				 "%s: schema version %d; a restore into PostgreSQL takes version %d "
-				 "(restore it into a data dir and start a server there once to "
-				 "upgrade it, then take a snapshot of that)",
-				 file, info.schema_version, STORE_SCHEMA_VERSION);
-	if ((rc = store_open_postgres(conninfo, &opts, &s, err)))
+	/* an older schema: a copy upgraded as a server would on opening it */
+	if (info.schema_version < STORE_SCHEMA_VERSION &&
+	    (rc = sqlite_upgraded_copy(file, &upgraded, err)))
 		return rc;
+	if ((rc = store_open_postgres(conninfo, &opts, &s, err)))
+		goto out;
 	if (keep && (rc = pg_snapshot(s, keep, err)))
 		herd_err_prefix(err, "saving the state it would replace");
 	if (rc == 0)
-		rc = restore_rows(ps_of(s), file, &idx, err);
+		rc = restore_rows(ps_of(s), upgraded ? upgraded : file, &idx, err);
 	store_close(s);
+out:
+	sqlite_remove_copy(upgraded);
 	if (rc == 0 && index)
 		*index = idx;
 	return rc;

@@ -1450,3 +1450,53 @@ out:
 	strbuf_release(&sql);
 	return rc;
 }
+
+int sqlite_upgraded_copy(const char *src, char **path, struct herd_err *err)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *p = xasprintf("%s/herd-upgrade-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	struct store *s = NULL;
+	int fd = mkostemp(p, O_CLOEXEC); /* 0600, empty: VACUUM INTO takes it */
+	int rc;
+
+	if (fd < 0) {
+		rc = herd_errf(err, -errno, "%s: %s", p, strerror(errno));
+		free(p);
+		return rc;
+	}
+	close(fd);
+	rc = sqlite3_open_v2(src, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_EXRESCODE, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(db, "VACUUM INTO ?", -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, p, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
+	}
+	if (rc != SQLITE_OK)
+		rc = herd_errf(err, -EIO, "%s: copying to %s: %s", src, p,
+			       db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	/* opening migrates it in place, one version at a time */
+	if (rc == 0 && (rc = store_open_sqlite(p, &s, err)) == 0)
+		store_close(s);
+	if (rc) {
+		sqlite_remove_copy(p);
+		return rc;
+	}
+	*path = p;
+	return 0;
+}
+
+void sqlite_remove_copy(char *path)
+{
+	static const char *const suffixes[] = { "", "-wal", "-shm" };
+	for (size_t i = 0; path && i < 3; i++) {
+		char *f = xasprintf("%s%s", path, suffixes[i]);
+		unlink(f);
+		free(f);
+	}
+	free(path);
+}

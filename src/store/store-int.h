@@ -132,6 +132,13 @@ typedef int store_raw_group_fn(const char *name, uint64_t idx, void *arg, struct
 int sqlite_export(const char *path, store_raw_row_fn *row_fn, store_raw_group_fn *group_fn,
 		  void *arg, uint64_t *index, struct herd_err *err);
 
+/* sqlite.c: a copy of the store file src, upgraded to this herd's schema
+ * (store_open_sqlite's migrations), in a new file of TMPDIR (or /tmp);
+ * *path (the caller frees it, and removes the file with
+ * sqlite_remove_copy) names it. */
+int sqlite_upgraded_copy(const char *src, char **path, struct herd_err *err);
+void sqlite_remove_copy(char *path);
+
 /* "herd" in ASCII: marks an SQLite file as a herd store (PRAGMA
  * application_id). */
 #define HERD_APPLICATION_ID 0x68657264

@@ -157,9 +157,9 @@ int store_open_postgres(const char *conninfo, const struct store_pg_options *opt
  * changing nothing, while a server holds the leadership lock, which the
  * restore holds meanwhile.  keep (may be NULL): a new file where the state
  * it replaces is saved first, as a snapshot.  The file must pass
- * store_snapshot_inspect and be of schema version STORE_SCHEMA_VERSION
- * (-EPROTONOSUPPORT otherwise).  On success *index (may be NULL) gets the
- * restored index. */
+ * store_snapshot_inspect (a file of an older schema is upgraded on the way,
+ * as opening it would; a newer one is -EPROTONOSUPPORT).  On success
+ * *index (may be NULL) gets the restored index. */
 int store_restore_postgres(const char *conninfo, const char *file, const char *keep,
 			   uint64_t *index, struct herd_err *err);
 

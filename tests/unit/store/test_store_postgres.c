@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -551,6 +552,51 @@ static void test_snapshot_and_restore(void **state)
 	assert_int_equal(store_index(t->s), 4);
 }
 
+/* A snapshot of an older schema (here version 3, before
+ * alloc_modify_index) is upgraded on the way into PostgreSQL, as opening
+ * it would upgrade it; the file itself is left as it was. */
+static void test_restore_upgrades_an_older_snapshot(void **state)
+{
+	struct tmpstore *t = *state;
+	struct herd_err err = { 0 };
+	struct store_snapshot_info info;
+	struct store *sq = NULL;
+	sqlite3 *db = NULL;
+	char path[4300];
+	json_t *l = NULL;
+	uint64_t idx = 0;
+
+	snprintf(path, sizeof(path), "%s/old.db", t->dir);
+	assert_int_equal(store_open_sqlite(path, &sq, &err), 0);
+	put_ok(sq, STORE_NODE, json_pack("{s:s}", "id", "n1"));
+	put_ok(sq, STORE_ALLOC, json_pack("{s:s, s:s, s:s, s:s}", "id", "a1", "namespace",
+					  "default", "job_id", "j", "node_id", "n1"));
+	store_close(sq);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "DROP INDEX allocations_by_node_server_change;"
+				      "ALTER TABLE allocations DROP COLUMN alloc_modify_index;"
+				      "UPDATE meta SET value = 3 WHERE key='schema_version'",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+
+	store_close(t->s);
+	t->s = NULL;
+	if (store_restore_postgres(t->conninfo, path, NULL, &idx, &err))
+		fail_msg("restore: %s", err.msg);
+	assert_int_equal(idx, 2);
+	assert_int_equal(store_snapshot_inspect(path, &info, &err), 0);
+	assert_int_equal(info.schema_version, 3); /* the file is as it was */
+	tmpstore_reopen(t);
+	/* the migration's alloc_modify_index: the allocation's modify_index */
+	assert_int_equal(store_list_allocs_server_changed(t->s, NULL, 1, &l, &err), 0);
+	assert_int_equal(json_array_size(l), 1);
+	json_decref(l);
+	assert_int_equal(store_list_allocs_server_changed(t->s, NULL, 2, &l, &err), 0);
+	assert_int_equal(json_array_size(l), 0);
+	json_decref(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -565,6 +611,7 @@ int main(void)
 		T(test_byte_order),
 		T(test_snapshot_and_restore),
 		T(test_odd_group_names),
+		T(test_restore_upgrades_an_older_snapshot),
 	};
 	const char *pg = getenv("HERD_TEST_PG");
 	if (!pg || !*pg) {
