@@ -61,6 +61,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -447,10 +448,17 @@ static int conn_open(const char *conninfo, bool reader, struct pg_conn *c, struc
 			       "(CREATE DATABASE ... ENCODING 'UTF8')", enc ? enc : "(unknown)");
 		goto fail;
 	}
-	/* w: durability is PostgreSQL's (file comment); readers: read only */
-	PGresult *res = PQexec(c->db, reader ? "SET default_transaction_read_only = on"
-					     : "SET synchronous_commit = on");
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+	/* w: durability is PostgreSQL's (file comment); readers: read only.
+	 * Both: no idle_session_timeout (PostgreSQL 14+), which would end a
+	 * reader resting in the pool, or w between the monitor's checks. */
+	PGresult *res = PQexec(c->db, reader
+		? "SET default_transaction_read_only = on;"
+		  " SELECT set_config('idle_session_timeout', '0', false) FROM pg_settings"
+		  " WHERE name = 'idle_session_timeout'"
+		: "SET synchronous_commit = on;"
+		  " SELECT set_config('idle_session_timeout', '0', false) FROM pg_settings"
+		  " WHERE name = 'idle_session_timeout'");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		one_line(msg, sizeof(msg), PQerrorMessage(c->db));
 		PQclear(res);
 		rc = herd_errf(err, -EIO, "store: configuring the PostgreSQL session: %s", msg);
@@ -471,6 +479,17 @@ static void conn_close(struct pg_conn *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* Whether an idle reader is still good: anything that arrived while it
+ * rested says it is not (its session was ended: a FATAL message, then
+ * EOF; a server's notice to an idle session is rare enough to cost a new
+ * connection).  One poll, no round trip; a reader lost without a word
+ * fails its next read once, and is replaced after it (conn_put). */
+static bool idle_reader_ok(struct pg_conn *c)
+{
+	struct pollfd p = { PQsocket(c->db), POLLIN, 0 };
+	return PQstatus(c->db) == CONNECTION_OK && poll(&p, 1, 0) == 0;
+}
+
 /* See sqlite.c's conn_get: this thread's transaction's connection, else
  * an idle reader, else a new one (up to PG_READERS_MAX), else wait. */
 static struct pg_conn *conn_get(struct pg_store *ps, struct herd_err *err)
@@ -483,13 +502,21 @@ static struct pg_conn *conn_get(struct pg_store *ps, struct herd_err *err)
 		return thread_conn;
 	}
 	pthread_mutex_lock(&ps->r_lock);
-	while (!ps->r_idle && ps->r_open >= PG_READERS_MAX)
-		pthread_cond_wait(&ps->r_free, &ps->r_lock);
-	c = ps->r_idle;
-	if (c) {
+	for (;;) {
+		while (!ps->r_idle && ps->r_open >= PG_READERS_MAX)
+			pthread_cond_wait(&ps->r_free, &ps->r_lock);
+		c = ps->r_idle;
+		if (!c)
+			break;
 		ps->r_idle = c->next;
-		pthread_mutex_unlock(&ps->r_lock);
-		return c;
+		if (idle_reader_ok(c)) {
+			pthread_mutex_unlock(&ps->r_lock);
+			return c;
+		}
+		/* the database restarted, or the session was ended */
+		conn_close(c);
+		free(c);
+		ps->r_open--;
 	}
 	ps->r_open++;
 	pthread_mutex_unlock(&ps->r_lock);
@@ -1033,7 +1060,9 @@ static void commit_group(void *backend, struct commit_req *group)
 	if (atomic_load(&ps->fenced))
 		rc = fenced_err(ps, &berr);
 	else
-		rc = exec_cmd(ps, &ps->w, "BEGIN", &berr);
+		/* READ COMMITTED whatever the role's default: the only writer
+		 * needs no more, and a stricter level could only fail it */
+		rc = exec_cmd(ps, &ps->w, "BEGIN ISOLATION LEVEL READ COMMITTED", &berr);
 	if (rc == 0) {
 		for (r = group; r; r = r->next) {
 			r->rc = apply_change(ps, r);

@@ -597,6 +597,49 @@ static void test_restore_upgrades_an_older_snapshot(void **state)
 	json_decref(l);
 }
 
+/* Readers are not the leadership: when their sessions end (a database
+ * restart, an administrator), the next reads get new ones, without an
+ * error, and the leader goes on. */
+static void test_readers_come_back(void **state)
+{
+	struct tmpstore *t = *state;
+	struct herd_err err = { 0 };
+	struct store_key k = { NULL, "n1", 0 };
+	struct seen a;
+	char n[32];
+	json_t *o = NULL;
+
+	seen_init(&a);
+	reopen_as(t, "leader-a", &a);
+	put_ok(t->s, STORE_NODE, json_pack("{s:s}", "id", "n1"));
+	assert_int_equal(store_get(t->s, STORE_NODE, &k, &o, &err), 0); /* a reader */
+	json_decref(o);
+	pg_sql(t->conninfo,
+	       "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+	       " WHERE application_name = 'herd' AND pid <> (SELECT pid FROM leader)",
+	       n, sizeof(n));
+	assert_true(strtol(n, NULL, 10) >= 1);
+	/* until they are gone (a bound against a hang only) */
+	for (int i = 0; i < 3000; i++) {
+		struct timespec nap = { 0, 10 * 1000000L };
+		pg_sql(t->conninfo,
+		       "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'herd'", n,
+		       sizeof(n));
+		if (strtol(n, NULL, 10) == 1)
+			break;
+		nanosleep(&nap, NULL);
+	}
+	assert_int_equal(strtol(n, NULL, 10), 1); /* the leader's */
+	for (int i = 0; i < 8; i++) {
+		if (store_get(t->s, STORE_NODE, &k, &o, &err))
+			fail_msg("read %d after the readers were ended: %s", i, err.msg);
+		json_decref(o);
+	}
+	put_ok(t->s, STORE_NODE, json_pack("{s:s}", "id", "n2"));
+	assert_int_equal(a.lost_calls, 0);
+	seen_release(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -612,6 +655,7 @@ int main(void)
 		T(test_snapshot_and_restore),
 		T(test_odd_group_names),
 		T(test_restore_upgrades_an_older_snapshot),
+		T(test_readers_come_back),
 	};
 	const char *pg = getenv("HERD_TEST_PG");
 	if (!pg || !*pg) {
