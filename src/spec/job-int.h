@@ -121,5 +121,10 @@ int job_services_validate(struct job_service *svcs, size_t n, const char *job_id
 			  struct job_path *path, const struct job_failed *failed,
 			  struct diag_list *diags);
 
+/* job_spread.c: validates and fills the defaults of n spread blocks (a
+ * job's or a group's), with messages under path; returns the number of
+ * errors added. */
+int job_spreads_validate(struct job_spread *spreads, size_t n, struct job_path *path,
+			 const struct job_failed *failed, struct diag_list *diags);
 
 #endif

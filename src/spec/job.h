@@ -46,6 +46,8 @@
 #define JOB_MAX_CHECKS 32         /* check blocks per service */
 #define JOB_MAX_DEPENDS 64        /* depends_on blocks per job */
 #define JOB_MAX_VOLUMES 64        /* volumes per group, volume mounts per task */
+#define JOB_MAX_SPREADS 8         /* spread blocks of a job or of a group */
+#define JOB_MAX_SPREAD_TARGETS 64 /* target blocks of one spread */
 
 /* A string -> string map (meta, env, artifact options), in source order. */
 struct job_kv {
@@ -72,6 +74,23 @@ struct job_constraint {
 struct job_rules {
 	struct job_constraint *v;
 	size_t n;
+};
+
+/* spread { attribute weight target "<value>" { percent } } at job or group
+ * level (docs/jobspec.md, "spread"): prefer nodes whose value of attribute
+ * holds fewer of the group's allocations than its share. */
+struct job_spread_target {
+	struct hcl_pos pos;
+	char *value;      /* required, unique within the spread */
+	int64_t percent;  /* 0..100, default 0; a spread's sum at most 100 */
+};
+
+struct job_spread {
+	struct hcl_pos pos;
+	char *attribute;  /* required: a node reference, "${node.datacenter}" */
+	int64_t weight;   /* -100..100, not 0; default 50 */
+	struct job_spread_target *targets;
+	size_t ntargets;
 };
 
 /* device "<vendor/type[/model]>" or "<type>" in resources.  compute and
@@ -229,6 +248,8 @@ struct job_group {
 	bool gang;
 	struct job_rules constraints;
 	struct job_rules affinities;
+	struct job_spread *spreads; /* the job's apply to every group as well */
+	size_t nspreads;
 	struct job_restart restart;
 	struct job_reschedule reschedule;
 	/* batch only: ns an allocation may run, from its first main task's
@@ -352,6 +373,8 @@ struct job {
 	struct job_map meta;
 	struct job_rules constraints;
 	struct job_rules affinities;
+	struct job_spread *spreads;
+	size_t nspreads;
 	struct job_group *groups;
 	size_t ngroups;
 	struct job_periodic *periodic; /* NULL: not periodic */

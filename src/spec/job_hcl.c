@@ -33,6 +33,12 @@ static const struct block_rule rules_none[] = { RULE_END };
 
 static const struct block_rule rules_device[] = { CONSTRAINT_RULES, RULE_END };
 
+/* spread { target "<value>" { percent } } */
+static const struct block_rule rules_spread[] = {
+	{ "target", "targets", true, "value", rules_none }, RULE_END,
+};
+#define SPREAD_RULE { "spread", "spreads", true, NULL, rules_spread }
+
 static const struct block_rule rules_resources[] = {
 	{ "device", "devices", true, "name", rules_device }, RULE_END,
 };
@@ -67,6 +73,7 @@ static const struct block_rule rules_task[] = {
 
 static const struct block_rule rules_group[] = {
 	CONSTRAINT_RULES,
+	SPREAD_RULE,
 	{ "restart", "restart", false, NULL, rules_none },
 	{ "volume", "volumes", true, "name", rules_none },
 	{ "reschedule", "reschedule", false, NULL, rules_none },
@@ -78,6 +85,7 @@ static const struct block_rule rules_group[] = {
 
 static const struct block_rule rules_job[] = {
 	CONSTRAINT_RULES,
+	SPREAD_RULE,
 	{ "group", "groups", true, "name", rules_group },
 	{ "periodic", "periodic", false, NULL, rules_none },
 	{ "parameterized", "parameterized", false, NULL, rules_none },

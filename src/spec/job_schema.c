@@ -85,6 +85,36 @@ static const struct schema affinity_schema = {
 #define RULES(type, member, sch) \
 	ARR(#member, type, member.v, member.n, sch, JOB_MAX_RULES)
 
+/* --- spread (validated in job_spread.c) --- */
+
+static const struct field spread_target_fields[] = {
+	STR("value", struct job_spread_target, value, JOB_MAX_STRING),
+	INT("percent", F_INT, struct job_spread_target, percent, 0, 100),
+	END,
+};
+static void init_spread_target(void *obj)
+{
+	((struct job_spread_target *)obj)->percent = JOB_UNSET;
+}
+static const struct schema spread_target_schema = {
+	"target", sizeof(struct job_spread_target), init_spread_target, spread_target_fields, NULL,
+};
+
+static const struct field spread_fields[] = {
+	STR("attribute", struct job_spread, attribute, JOB_MAX_STRING),
+	INT("weight", F_INT, struct job_spread, weight, -100, 100),
+	ARR("targets", struct job_spread, targets, ntargets, spread_target_schema,
+	    JOB_MAX_SPREAD_TARGETS),
+	END,
+};
+static void init_spread(void *obj)
+{
+	((struct job_spread *)obj)->weight = JOB_WEIGHT_UNSET;
+}
+static const struct schema spread_schema = {
+	"spread", sizeof(struct job_spread), init_spread, spread_fields, NULL,
+};
+
 /* --- resources and devices --- */
 
 static void init_device(void *obj)
@@ -410,7 +440,7 @@ static void init_group(void *obj)
 }
 
 static const char *const group_ignored[] = {
-	"update", "migrate", "ephemeral_disk", "scaling", "spread",
+	"update", "migrate", "ephemeral_disk", "scaling",
 	"consul", "vault", "shutdown_delay", "max_client_disconnect",
 	"stop_after_client_disconnect", "disconnect", "prevent_reschedule_on_lost", NULL,
 };
@@ -420,6 +450,7 @@ static const struct field group_fields[] = {
 	FIELD("gang", F_BOOL, struct job_group, gang),
 	RULES(struct job_group, constraints, constraint_schema),
 	RULES(struct job_group, affinities, affinity_schema),
+	ARR("spreads", struct job_group, spreads, nspreads, spread_schema, JOB_MAX_SPREADS),
 	OBJ("restart", F_OBJECT, struct job_group, restart, restart_schema),
 	OBJ("reschedule", F_OBJECT, struct job_group, reschedule, reschedule_schema),
 	INT("time_limit", F_DURATION, struct job_group, time_limit, 0, YEAR),
@@ -487,7 +518,7 @@ static void init_job(void *obj)
 }
 
 static const char *const job_ignored[] = {
-	"update", "migrate", "vault", "consul", "spread", "region", "all_at_once",
+	"update", "migrate", "vault", "consul", "region", "all_at_once",
 	"multiregion", "ui", "vault_token", "consul_token", NULL,
 };
 static const struct field job_fields[] = {
@@ -501,6 +532,7 @@ static const struct field job_fields[] = {
 	MAP("meta", F_MAP, struct job, meta, JOB_MAX_MAP),
 	RULES(struct job, constraints, constraint_schema),
 	RULES(struct job, affinities, affinity_schema),
+	ARR("spreads", struct job, spreads, nspreads, spread_schema, JOB_MAX_SPREADS),
 	ARR("groups", struct job, groups, ngroups, group_schema, JOB_MAX_GROUPS),
 	OBJ("periodic", F_OBJECT_PTR, struct job, periodic, periodic_schema),
 	OBJ("parameterized", F_OBJECT_PTR, struct job, parameterized, parameterized_schema),

@@ -668,6 +668,7 @@ static void check_group(struct validator *v, struct job_group *g)
 		     g->count);
 	check_rules(v, &g->constraints, "constraints", false);
 	check_rules(v, &g->affinities, "affinities", true);
+	v->errors += job_spreads_validate(g->spreads, g->nspreads, &v->path, v->failed, v->diags);
 	default_policies(v, g);
 	check_time_limit(v, g->pos, g->time_limit);
 	default_int(&g->time_limit, v->job_time_limit);
@@ -822,6 +823,7 @@ int job_validate_decoded(struct job *job, const struct job_failed *failed_fields
 			fail(&v, job->pos, "datacenters[%zu] must not be empty", i);
 	check_rules(&v, &job->constraints, "constraints", false);
 	check_rules(&v, &job->affinities, "affinities", true);
+	v.errors += job_spreads_validate(job->spreads, job->nspreads, &v.path, v.failed, v.diags);
 	check_time_limit(&v, job->pos, job->time_limit);
 	default_int(&job->time_limit, 0);
 	v.job_time_limit = job->time_limit;
