@@ -131,6 +131,8 @@ static int validate(const struct sched_request *req, struct herd_err *err)
 	int rc;
 	if (req->nvolumes && (rc = volumes_validate(req, err)))
 		return rc;
+	if (req->nspreads && (rc = spreads_validate(req, err)))
+		return rc;
 	for (size_t i = 0; i < req->nconstraints; i++)
 		if ((rc = constraint_validate(&req->constraints[i], err)))
 			return rc;
@@ -338,6 +340,27 @@ static bool ranks_before(const uint32_t *rank, size_t a, size_t b)
 	return rank[a] != rank[b] ? rank[a] < rank[b] : a < b;
 }
 
+/* Does node ni with score sc take the lead from best_node (best, ties)?
+ * Equal scores go by the tie ranks, herd's node order (the first node
+ * stays, so that the same nodes fill up), or a draw (reservoir sampling:
+ * each tied node wins with equal odds). */
+static bool takes_lead(const struct sched_options *opt, struct rng *r, double sc, size_t ni,
+		       int best_node, double *best, uint64_t *ties)
+{
+	if (sc > *best) {
+		*best = sc;
+		*ties = 1;
+		return true;
+	}
+	if (sc < *best)
+		return false;
+	if (opt->tie_rank && opt->policy != SCHED_RANDOM)
+		return ranks_before(opt->tie_rank, ni, (size_t)best_node);
+	if (opt->policy == SCHED_HERD)
+		return false;
+	return rng_below(r, ++*ties) == 0;
+}
+
 /* What the grouped scan's score callback needs. */
 struct group_ctx {
 	struct sched_snapshot *s;
@@ -384,7 +407,7 @@ static bool can_group(const struct sched_request *req, const struct sched_option
 	const struct sched_device_request *dr = req->device;
 	/* groups of identical nodes do not look at host volumes */
 	if (opt->scan_all || opt->policy == SCHED_RANDOM || req->nconstraints || req->naffinities ||
-	    req->nvolumes)
+	    req->nvolumes || req->nspreads)
 		return false;
 	if (!opt->tie_rank && opt->policy != SCHED_HERD)
 		return false;
@@ -412,6 +435,10 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 	double *paff = paff_fast, best = -INFINITY;
 	uint64_t ties = 0;
 	bool memo_ok;
+	/* with spreads: the feasible nodes, scored once all are known */
+	struct spread_cand *cand = NULL;
+	size_t ncand = 0;
+	double best_spread = 0;
 	struct shape k;
 	struct sched_workload *own_wl = NULL;
 	const struct sched_workload *wl = opt->workload;
@@ -472,6 +499,8 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 	memo_ok = opt->policy != SCHED_RANDOM && (!dr || !dr->naffinities);
 	for (size_t i = 0; dr && i < s->nprof; i++)
 		memo_ok = memo_ok && pok[i] >= 0;
+	if (req->nspreads)
+		cand = xcalloc(s->n + 1, sizeof(*cand));
 	for (size_t ni = 0; ni < s->n; ni++) {
 		struct sched_node *n = &s->node[ni];
 		int pick[SCHED_MAX_DEVS_PER_ASK] = { 0 };
@@ -513,26 +542,30 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 				goto out;
 			}
 		}
-		if (sc > best) {
-			best = sc;
-			ties = 1;
-		} else if (sc == best) {
-			if (opt->tie_rank && opt->policy != SCHED_RANDOM) {
-				if (!ranks_before(opt->tie_rank, ni, (size_t)best_node))
-					continue;
-			} else if (opt->policy == SCHED_HERD) {
-				/* herd packs: among equals the first node in the
-				 * snapshot's order, so that the same nodes fill up */
-				continue;
-			} else if (rng_below(&r, ++ties) != 0) {
-				/* reservoir sampling: each tied node wins with equal odds */
-				continue;
-			}
-		} else {
+		if (cand) {
+			cand[ncand].node = (int)ni;
+			cand[ncand].score = sc;
+			memcpy(cand[ncand++].pick, pick, sizeof(pick));
 			continue;
 		}
+		if (!takes_lead(opt, &r, sc, ni, best_node, &best, &ties))
+			continue;
 		best_node = (int)ni;
 		memcpy(best_pick, pick, sizeof(pick));
+	}
+	if (cand && ncand) {
+		/* the even shares depend on every feasible node's value */
+		double *part = xcalloc(ncand, sizeof(*part));
+		spread_score(s, req, cand, ncand, part);
+		for (size_t i = 0; i < ncand; i++) {
+			if (!takes_lead(opt, &r, cand[i].score, (size_t)cand[i].node, best_node, &best,
+					&ties))
+				continue;
+			best_node = cand[i].node;
+			best_spread = part[i];
+			memcpy(best_pick, cand[i].pick, sizeof(best_pick));
+		}
+		free(part);
 	}
 	if (best_node < 0) {
 		rc = -ENOSPC;
@@ -565,6 +598,7 @@ found:
 		out->memory_mib = q.a.mem;
 		out->ndev = q.a.num;
 		out->score = best;
+		out->spread = best_spread;
 		for (int j = 0; j < q.a.num; j++) {
 			const struct sched_dev *dv = &n->dev[idx[best_pick[j]]];
 			out->dev[j].dev = idx[best_pick[j]];
@@ -580,6 +614,7 @@ out:
 		free(paff);
 	}
 	sched_workload_free(own_wl);
+	free(cand);
 	free(v);
 	return rc;
 }
@@ -589,16 +624,28 @@ int sched_plan(struct sched_snapshot *s, const struct sched_request *req,
 	       struct sched_explain *why, struct herd_err *err)
 {
 	struct sched_options o = *opt;
+	struct sched_request counted;
+	/* spreads count what this plan places as it goes */
+	struct spread_tally *tally = req->nspreads ? spread_tally_new(req, &counted) : NULL;
+	int rc = req->count;
+
+	if (tally)
+		req = &counted;
 	for (int i = 0; i < req->count; i++) {
-		int rc;
 		o.seed = opt->seed + (uint64_t)i * 0x9e3779b97f4a7c15ULL;
 		rc = sched_place(s, req, &o, &out[i], why, err);
 		if (rc)
-			return rc;
-		if (sched_apply(s, &out[i]))
-			return herd_errf(err, -EINVAL, "placement did not apply");
+			break;
+		if (sched_apply(s, &out[i])) {
+			rc = herd_errf(err, -EINVAL, "placement did not apply");
+			break;
+		}
+		if (tally)
+			spread_tally_add(tally, s, out[i].node);
+		rc = req->count;
 	}
-	return req->count;
+	spread_tally_free(tally);
+	return rc;
 }
 
 void sched_explain_format(const struct sched_explain *why, const struct sched_request *req,

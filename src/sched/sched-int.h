@@ -263,6 +263,25 @@ int volumes_validate(const struct sched_request *req, struct herd_err *err);
 void volumes_explain_format(const struct sched_explain *why, const struct sched_request *req,
 			    struct strbuf *sb);
 
+/* spread.c: a feasible node with its score so far (policy, affinities). */
+struct spread_cand {
+	int node;
+	double score;
+	int pick[SCHED_MAX_DEVS_PER_ASK];
+};
+/* -EINVAL with err for a malformed spread of req. */
+int spreads_validate(const struct sched_request *req, struct herd_err *err);
+/* Adds to each of the n candidates' score its spread component, which it
+ * also writes to part[i] (score points: 100 per unit of weighted boost). */
+void spread_score(const struct sched_snapshot *s, const struct sched_request *req,
+		  struct spread_cand *c, size_t n, double *part);
+/* sched_plan's running counts: a copy of req's spreads whose counts grow
+ * with each placement (spread_tally_add); req2 is req pointing at them. */
+struct spread_tally;
+struct spread_tally *spread_tally_new(const struct sched_request *req, struct sched_request *req2);
+void spread_tally_add(struct spread_tally *t, const struct sched_snapshot *s, int node);
+void spread_tally_free(struct spread_tally *t); /* accepts NULL */
+
 /* constraint.c */
 struct sched_dev;
 /* Resolves "${...}" against a node (and a device when dev != NULL);

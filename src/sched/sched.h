@@ -153,6 +153,34 @@ struct sched_affinity {
 	int weight; /* -100..100; negative means avoid */
 };
 
+/* Nomad's spread: prefer nodes whose value of attribute holds fewer of the
+ * allocations counted for it than its share of sched_request.spread_desired
+ * (see docs/scheduling.md, "Spread").  Targets give values their percent of
+ * the desired count, the values without one share the rest; no targets
+ * spread evenly over the values of the feasible nodes (and those already
+ * holding allocations).  counts says how many allocations each value holds
+ * already (values absent hold none); sched_plan adds its own placements. */
+struct sched_spread_target {
+	const char *value;
+	int percent;  /* 0..100; a spread's percents sum to at most 100 */
+};
+
+struct sched_spread_count {
+	const char *value;
+	int count;    /* >= 0 */
+};
+
+#define SCHED_MAX_SPREADS 16 /* per request */
+
+struct sched_spread {
+	const char *attribute; /* a node reference: "${node.datacenter}", "${meta.rack}" */
+	int weight;            /* -100..100, not 0; negative gathers instead of spreading */
+	const struct sched_spread_target *targets;
+	size_t ntargets;       /* 0: even */
+	const struct sched_spread_count *counts;
+	size_t ncounts;
+};
+
 struct sched_device_request {
 	const char *name;  /* "gpu", "nvidia/gpu", "nvidia/gpu/T4": matches type, vendor/type, vendor/type/model */
 	int count;         /* devices; >= 1 */
@@ -178,6 +206,11 @@ struct sched_request {
 	 * groups of nodes (sched_options.scan_all) */
 	const struct sched_volume *volumes;
 	size_t nvolumes;
+	/* spreads (none for most requests: then nothing of them is computed);
+	 * a request with spreads is never scored by groups of nodes */
+	const struct sched_spread *spreads;
+	size_t nspreads;
+	int spread_desired; /* the count the targets' percents are of; 0: count */
 };
 
 /* ---- policies --------------------------------------------------------- */
@@ -249,6 +282,7 @@ struct sched_placement {
 	int ndev;
 	struct sched_device_share dev[SCHED_MAX_DEVS_PER_ASK];
 	double score;
+	double spread; /* the part of score that the request's spreads gave */
 };
 
 #define SCHED_EXPLAIN_MISSES 5
