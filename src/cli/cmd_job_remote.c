@@ -417,12 +417,16 @@ int job_plan_cmd(int argc, char **argv)
 		api_print_json(r.body);
 	} else {
 		struct table t;
-		static const char *const heads[] = { "GROUP", "NODE", "DEVICES" };
+		static const char *const heads[] = { "GROUP", "NODE", "DEVICES", "SPREAD" };
+		/* the score's spread part, when the job spreads */
+		bool spread = false;
+		json_array_foreach(json_object_get(r.body, "placements"), i, pl)
+			spread = spread || json_object_get(pl, "spread_score");
 		changes = json_object_get(r.body, "changes");
 		printf("job \"%s\": %lld to create, %lld to update, %lld to destroy, %lld unchanged\n",
 		       job->id, (long long)ji(changes, "create"), (long long)ji(changes, "update"),
 		       (long long)ji(changes, "destroy"), (long long)ji(changes, "ignore"));
-		table_init(&t, 3, heads);
+		table_init(&t, spread ? 4 : 3, heads);
 		json_array_foreach(json_object_get(r.body, "placements"), i, pl) {
 			struct strbuf d = STRBUF_INIT;
 			size_t k;
@@ -434,6 +438,12 @@ int job_plan_cmd(int argc, char **argv)
 			table_add(&t, js(pl, "task_group"));
 			table_add(&t, *js(pl, "node_name") ? js(pl, "node_name") : js(pl, "node_id"));
 			table_add(&t, d.len ? d.buf : "-");
+			if (spread) {
+				char sc[32];
+				snprintf(sc, sizeof(sc), "%+.1f",
+					 json_number_value(json_object_get(pl, "spread_score")));
+				table_add(&t, sc);
+			}
 			strbuf_release(&d);
 		}
 		if (json_array_size(json_object_get(r.body, "placements")))

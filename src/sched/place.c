@@ -548,7 +548,8 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 			memcpy(cand[ncand++].pick, pick, sizeof(pick));
 			continue;
 		}
-		if (!takes_lead(opt, &r, sc, ni, best_node, &best, &ties))
+		/* most nodes score below the best: no call for them */
+		if (sc < best || !takes_lead(opt, &r, sc, ni, best_node, &best, &ties))
 			continue;
 		best_node = (int)ni;
 		memcpy(best_pick, pick, sizeof(pick));

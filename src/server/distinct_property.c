@@ -44,7 +44,7 @@ static char *scalar_text(const json_t *v)
 
 /* The value of attribute (a ${...} reference or a literal) on node; a new
  * string, or NULL when the node does not have it. */
-static char *property_of(const json_t *node, const char *attribute)
+char *node_property(const json_t *node, const char *attribute)
 {
 	size_t n = strlen(attribute);
 	char *key, *out = NULL;
@@ -94,7 +94,7 @@ json_t *distinct_property_counts(struct sched_view *v, const struct group_ask *a
 			char *value, *key;
 			if (!d->job_level && !same_group)
 				continue;
-			value = property_of(vn->node, d->attribute);
+			value = node_property(vn->node, d->attribute);
 			if (!value)
 				continue;
 			key = count_key(d->attribute, value);
@@ -113,7 +113,7 @@ bool distinct_property_allows(const json_t *counts, const struct group_ask *a,
 		return true;
 	for (size_t k = 0; k < a->ndprops; k++) {
 		const struct group_distinct_prop *d = &a->dprops[k];
-		char *value = property_of(vn->node, d->attribute), *key;
+		char *value = node_property(vn->node, d->attribute), *key;
 		bool full;
 		if (!value)
 			return false;

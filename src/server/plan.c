@@ -384,6 +384,7 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 	 * group or evaluation planned against this view (a batch) when
 	 * nothing else changed the view's usage meanwhile. */
 	rebuild_each = rebuild_each || ask.distinct_hosts || ask.ndprops > 0;
+	spread_counts_init(&ask, v, live, p->allocs);
 	if (g->gang)
 		gang_mark(&gm, p, live);
 	if (rebuild_each)
@@ -470,16 +471,22 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 		if (group_ask_apply(snap, &ask, &pl) < 0 || pl.ndev > 0)
 			reusable = false;
 		node_usage_add_alloc(&vn->use, alloc, 1);
+		spread_counts_add(&ask, vn);
 		v->use_gen++;
 		json_array_append(live, alloc);
 		json_array_append(p->allocs, alloc);
 		plan_note_node(p, vn->id);
-		if (p->placements)
-			json_array_append_new(p->placements,
-				json_pack("{s:s, s:s, s:s, s:i, s:O}", "task_group", g->name, "node_id",
-					  vn->id, "node_name", jstr(vn->node, "name", vn->id), "index",
-					  needs[i].slot, "devices",
-					  json_object_get(json_object_get(alloc, "resources"), "devices")));
+		if (p->placements) {
+			json_t *pj = json_pack("{s:s, s:s, s:s, s:i, s:O}", "task_group", g->name,
+					       "node_id", vn->id, "node_name",
+					       jstr(vn->node, "name", vn->id), "index", needs[i].slot,
+					       "devices",
+					       json_object_get(json_object_get(alloc, "resources"), "devices"));
+			/* the score's spread part, where the group spreads */
+			if (ask.req.nspreads)
+				json_object_set_new(pj, "spread_score", json_real(pl.spread));
+			json_array_append_new(p->placements, pj);
+		}
 		json_decref(alloc);
 		p->create++;
 	}

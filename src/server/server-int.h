@@ -290,6 +290,9 @@ struct group_ask {
 	struct group_device_ask *extra; size_t nextra;
 	/* distinct_property constraints (distinct_property.c) */
 	struct group_distinct_prop *dprops; size_t ndprops;
+	/* the job's and the group's spreads and their counts (spread.c);
+	 * NULL when neither has one */
+	struct group_spreads *spreads;
 	const struct job *job;
 	const struct job_group *group;
 };
@@ -359,6 +362,25 @@ json_t *distinct_property_counts(struct sched_view *v, const struct group_ask *a
  * property cannot. */
 bool distinct_property_allows(const json_t *counts, const struct group_ask *a,
 			      const struct view_node *vn);
+
+/* The value of attribute (a ${...} node reference or a literal) on node
+ * (a node record); a new string, or NULL when the node does not have it. */
+char *node_property(const json_t *node, const char *attribute);
+
+/* ---- spread.c ----------------------------------------------------------- */
+
+/* Gives a->req the spreads of a's group and job (group_ask_init calls it),
+ * with the group's count as the desired count; frees them
+ * (group_ask_release calls it). */
+void group_ask_spreads_init(struct group_ask *a);
+void group_ask_spreads_release(struct group_ask *a);
+/* Sets the spreads' counts: the allocations of live of a's group that run
+ * or will (desired status run, not stopped by changed: the plan's stops),
+ * per value of each attribute on their node in v. */
+void spread_counts_init(struct group_ask *a, struct sched_view *v, const json_t *live,
+			const json_t *changed);
+/* One more allocation of a's group on node vn. */
+void spread_counts_add(struct group_ask *a, const struct view_node *vn);
 
 /* ---- placement_notes.c -------------------------------------------------- */
 

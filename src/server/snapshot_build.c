@@ -408,6 +408,7 @@ int group_ask_init(struct group_ask *a, const struct job *job, const struct job_
 	a->req.nconstraints = a->ncons;
 	a->req.affinities = a->affs;
 	a->req.naffinities = a->naffs;
+	group_ask_spreads_init(a);
 	/* host volumes: nodes that have each source (writable unless the
 	 * group's volume is read_only); none for most groups */
 	if (g->nvolumes) {
@@ -433,6 +434,7 @@ void group_ask_release(struct group_ask *a)
 	group_ask_extra_release(a);
 	free(a->dprops);
 	free(a->vols);
+	group_ask_spreads_release(a);
 	memset(a, 0, sizeof(*a));
 }
 
