@@ -1,8 +1,11 @@
 /* bench_throughput: batch-job throughput of `herd agent -dev` from submit
  * to complete, measured by a client that is not the bottleneck.
  *
- *     [HERD_BENCH_TASK=PATH] bench_throughput HERD_BIN [JOBS=10000] [THREADS=8] [RUNS=3]
+ *     [HERD_BENCH_TASK=PATH] [HERD_BENCH_PG=CONNINFO] \
+ *         bench_throughput HERD_BIN [JOBS=10000] [THREADS=8] [RUNS=3]
  *
+ * (HERD_BENCH_PG: the store on PostgreSQL; give an empty database, and
+ * RUNS=1 per database.)
  * Each run starts a fresh dev agent (server and client in one process, its
  * state under a new temporary dir), waits for its node, then THREADS
  * threads submit JOBS batch jobs running HERD_BENCH_TASK (default /bin/true;
@@ -120,8 +123,12 @@ static int agent_start(const char *herd, const char *dir, pid_t *pid, unsigned *
 	char log[600], tmpenv[600], line[256];
 	int fds[2];
 	posix_spawn_file_actions_t fa;
+	/* HERD_BENCH_PG: the server's store in that (empty) PostgreSQL
+	 * database instead of SQLite; one run per database, since a run's
+	 * jobs stay there */
+	const char *pg = getenv("HERD_BENCH_PG");
 	char *argv[] = { (char *)herd, "agent", "-dev", "-http-port", "0", "-log-level", "warn",
-			 NULL };
+			 pg && *pg ? "-postgres-url" : NULL, (char *)pg, NULL };
 	size_t n = 0;
 
 	while (environ[n])
