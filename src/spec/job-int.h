@@ -113,6 +113,17 @@ struct job *job_from_expr(const struct hcl_expr *root, struct diag_list *diags);
 int job_validate_decoded(struct job *job, const struct job_failed *failed,
 			 struct diag_list *diags);
 
+/* job_update.c: checks the update blocks of job and its groups, fills
+ * their defaults and merges the job's into each group's (a batch job's
+ * are dropped with a warning); messages under path.  Returns the number
+ * of errors added. */
+int job_update_validate(struct job *job, bool batch, struct job_path *path,
+			const struct job_failed *failed, struct diag_list *diags);
+/* job_schema.c: an update block with every field unset; frees one (and
+ * what it owns; accepts NULL). */
+void job_update_init(struct job_update *u);
+void job_update_free(struct job_update *u);
+
 /* job_service.c: validates and fills the defaults of n services of group g
  * (task: the task they belong to, NULL for group services), with messages
  * under path; returns the number of errors added. */

@@ -215,6 +215,26 @@ struct job_reschedule {
 	int unlimited_set;      /* decoder bookkeeping: 1 when the file set it */
 };
 
+/* update { } at job or group level (docs/jobspec.md, "Rolling updates"):
+ * how a service group's allocations move to a new job version.  A group's
+ * fields not set are the job's (Nomad's merge); no block at either level:
+ * NULL, every changed allocation is replaced at once.  Batch jobs: NULL
+ * (the block is ignored with a warning, as Nomad ignores it). */
+struct job_update {
+	struct hcl_pos pos;
+	int64_t max_parallel;      /* allocations replaced at a time; 0: all at once; default 1 */
+	char *health_check;        /* checks (default) | task_states */
+	int64_t min_healthy_time;  /* ns, default 10s */
+	int64_t healthy_deadline;  /* ns, default 5m */
+	int64_t progress_deadline; /* ns, default 10m; 0: none */
+	bool auto_revert;          /* a failed deployment re-registers the last stable version */
+	int auto_revert_set;       /* decoder bookkeeping: 1 when the file set it */
+	int64_t stagger;           /* ns, default 30s (accepted; batches wait for health instead) */
+	int64_t canary;            /* only 0: canaries are not supported */
+	bool auto_promote;         /* only false */
+	int auto_promote_set;
+};
+
 struct job_port {
 	struct hcl_pos pos;
 	char *label;
@@ -252,6 +272,7 @@ struct job_group {
 	size_t nspreads;
 	struct job_restart restart;
 	struct job_reschedule reschedule;
+	struct job_update *update; /* NULL: no rolling update (see struct job_update) */
 	/* batch only: ns an allocation may run, from its first main task's
 	 * start, before the agent stops it and it fails for good; 0: no
 	 * limit.  Default: the job's. */
@@ -383,6 +404,9 @@ struct job {
 	/* reschedule { }: the policy of every group, each group's own fields
 	 * over it (Nomad's merge); NULL: the type's defaults */
 	struct job_reschedule *reschedule;
+	/* update { }: every group's, each group's own fields over it; NULL:
+	 * none (validation moves it into the groups and frees it) */
+	struct job_update *update;
 	struct job_dependency *depends_on; /* at most JOB_MAX_DEPENDS */
 	size_t ndepends_on;
 };

@@ -77,6 +77,7 @@ static const struct block_rule rules_group[] = {
 	{ "restart", "restart", false, NULL, rules_none },
 	{ "volume", "volumes", true, "name", rules_none },
 	{ "reschedule", "reschedule", false, NULL, rules_none },
+	{ "update", "update", false, NULL, rules_none },
 	{ "network", "network", false, NULL, rules_network },
 	{ "task", "tasks", true, "name", rules_task },
 	{ "service", "services", true, NULL, rules_service },
@@ -90,6 +91,7 @@ static const struct block_rule rules_job[] = {
 	{ "periodic", "periodic", false, NULL, rules_none },
 	{ "parameterized", "parameterized", false, NULL, rules_none },
 	{ "reschedule", "reschedule", false, NULL, rules_none },
+	{ "update", "update", false, NULL, rules_none },
 	{ "depends_on", "depends_on", true, NULL, rules_none },
 	RULE_END,
 };

@@ -3,6 +3,7 @@
  * accepted and ignored with a warning are listed in docs/jobspec.md; keep
  * the two in step. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "spec/job-int.h"
 
@@ -41,6 +42,7 @@ static const char *const payload_modes[] = { "optional", "required", "forbidden"
 static const char *const check_types[] = { "http", "tcp", "script", NULL };
 static const char *const check_statuses[] = { "passing", "warning", "critical", NULL };
 static const char *const check_protocols[] = { "http", "https", NULL };
+static const char *const health_checks[] = { "checks", "task_states", "manual", NULL };
 static const char *const address_modes[] = { "auto", "host", "driver", "alloc", NULL };
 
 /* --- constraint / affinity --- */
@@ -390,6 +392,45 @@ static const struct schema reschedule_schema = {
 	"reschedule", sizeof(struct job_reschedule), init_reschedule, reschedule_fields, NULL,
 };
 
+static void init_update(void *obj)
+{
+	struct job_update *u = obj;
+	u->max_parallel = u->min_healthy_time = u->healthy_deadline = JOB_UNSET;
+	u->progress_deadline = u->stagger = u->canary = JOB_UNSET;
+}
+
+static const struct field update_fields[] = {
+	INT("max_parallel", F_INT, struct job_update, max_parallel, 0, 100000),
+	ENUM("health_check", struct job_update, health_check, health_checks),
+	INT("min_healthy_time", F_DURATION, struct job_update, min_healthy_time, 0, YEAR),
+	INT("healthy_deadline", F_DURATION, struct job_update, healthy_deadline, 0, YEAR),
+	INT("progress_deadline", F_DURATION, struct job_update, progress_deadline, 0, YEAR),
+	{ .key = "auto_revert", .kind = F_BOOL, .off = offsetof(struct job_update, auto_revert),
+	  .set_off = offsetof(struct job_update, auto_revert_set) },
+	INT("stagger", F_DURATION, struct job_update, stagger, 0, YEAR),
+	INT("canary", F_INT, struct job_update, canary, 0, 100000),
+	{ .key = "auto_promote", .kind = F_BOOL, .off = offsetof(struct job_update, auto_promote),
+	  .set_off = offsetof(struct job_update, auto_promote_set) },
+	END,
+};
+static const struct schema update_schema = {
+	"update", sizeof(struct job_update), init_update, update_fields, NULL,
+};
+
+void job_update_init(struct job_update *u)
+{
+	memset(u, 0, sizeof(*u));
+	init_update(u);
+}
+
+void job_update_free(struct job_update *u)
+{
+	if (!u)
+		return;
+	schema_release(&update_schema, u);
+	free(u);
+}
+
 static void init_port(void *obj)
 {
 	struct job_port *p = obj;
@@ -440,7 +481,7 @@ static void init_group(void *obj)
 }
 
 static const char *const group_ignored[] = {
-	"update", "migrate", "ephemeral_disk", "scaling",
+	"migrate", "ephemeral_disk", "scaling",
 	"consul", "vault", "shutdown_delay", "max_client_disconnect",
 	"stop_after_client_disconnect", "disconnect", "prevent_reschedule_on_lost", NULL,
 };
@@ -453,6 +494,7 @@ static const struct field group_fields[] = {
 	ARR("spreads", struct job_group, spreads, nspreads, spread_schema, JOB_MAX_SPREADS),
 	OBJ("restart", F_OBJECT, struct job_group, restart, restart_schema),
 	OBJ("reschedule", F_OBJECT, struct job_group, reschedule, reschedule_schema),
+	OBJ("update", F_OBJECT_PTR, struct job_group, update, update_schema),
 	INT("time_limit", F_DURATION, struct job_group, time_limit, 0, YEAR),
 	OBJ("network", F_OBJECT, struct job_group, network, network_schema),
 	ARR("volumes", struct job_group, volumes, nvolumes, volume_schema, JOB_MAX_VOLUMES),
@@ -518,7 +560,7 @@ static void init_job(void *obj)
 }
 
 static const char *const job_ignored[] = {
-	"update", "migrate", "vault", "consul", "region", "all_at_once",
+	"migrate", "vault", "consul", "region", "all_at_once",
 	"multiregion", "ui", "vault_token", "consul_token", NULL,
 };
 static const struct field job_fields[] = {
@@ -538,6 +580,7 @@ static const struct field job_fields[] = {
 	OBJ("parameterized", F_OBJECT_PTR, struct job, parameterized, parameterized_schema),
 	INT("time_limit", F_DURATION, struct job, time_limit, 0, YEAR),
 	OBJ("reschedule", F_OBJECT_PTR, struct job, reschedule, reschedule_schema),
+	OBJ("update", F_OBJECT_PTR, struct job, update, update_schema),
 	ARR("depends_on", struct job, depends_on, ndepends_on, dependency_schema, JOB_MAX_DEPENDS),
 	END,
 };
