@@ -7,7 +7,8 @@
  * shared by every value without a target (their allocations counted
  * together); or, without targets, an even share over the values of the
  * feasible nodes and of the allocations already placed.  A share of 0 and
- * a node without the attribute get -1.  The boosts are weighted by
+ * a node without the attribute get -1, and no boost goes below -1 (it is
+ * below 1 by construction).  The boosts are weighted by
  * weight / (sum of |weight|) over the request's spreads and scaled like
  * affinities (100 points per unit), so that one spread moves a node's score
  * by about as much as one affinity.  A negative weight turns the boost
@@ -157,8 +158,10 @@ static void spread_boosts(const struct sched_snapshot *s, const struct sched_spr
 			want = rest;
 			used = rest_used + 1;
 		}
-		/* a share under 1e-9 is none (rounding of the percents) */
-		boost[i] = want > 1e-9 ? (want - used) / want : -1.0;
+		/* a share under 1e-9 is none (rounding of the percents); far
+		 * over its share a value counts as -1, so that the part stays
+		 * within 100 points, the scale of affinities */
+		boost[i] = want > 1e-9 ? fmax((want - used) / want, -1.0) : -1.0;
 	}
 	free(vals);
 	free(cnt);

@@ -133,6 +133,15 @@ static void test_targets_and_rest(void **state)
 	assert_int_equal(place_one(s, cpu_req(&r, &sp, 1, 4), SCHED_BINPACK, &p), 0);
 	assert_true(p.node == 0 || p.node == 1);
 	assert_true(fabs(p.spread - 50.0) < 1e-9); /* the rest: (2 - 1) / 2 */
+
+	/* far over its share a value counts as -1: dc1 holding 5 of its 2 */
+	cnt[0] = (struct sched_spread_count){ "dc1", 5 };
+	assert_int_equal(sched_snapshot_add_node(s, &(struct sched_node_spec){ .id = "big",
+			 .cpu_milli = 900000, .memory_mib = 900000, .datacenter = "dc1" }, NULL), 4);
+	r.cpu_milli = 100000; /* only "big" fits */
+	assert_int_equal(place_one(s, &r, SCHED_BINPACK, &p), 0);
+	assert_int_equal(p.node, 4);
+	assert_true(fabs(p.spread + 100.0) < 1e-9);
 	sched_snapshot_free(s);
 
 	/* only the node without the attribute fits: it is still chosen
