@@ -504,7 +504,7 @@ static void *alloc_main(void *arg)
 		static const char *const server_fields[] = {
 			"version", "stop", "status", "submit_time", "create_index",
 			"modify_index", "job_modify_index", "status_description", "parent_id",
-			"payload", NULL };
+			"payload", "deployment", "stable", NULL };
 		json_t *copy = json_copy(ar->job_json);
 		for (size_t k = 0; server_fields[k]; k++)
 			json_object_del(copy, server_fields[k]);

@@ -124,6 +124,12 @@ int job_follow(const char *cmd, const char *eval_id, const char *job_id, const c
 	       bool batch, int64_t want);
 /* herd job history | revert | scale (cmd_job_versions.c). */
 int job_history_cmd(int argc, char **argv);
+/* cmd_deployment.c: prints deployment d under title (job status's "Latest
+ * Deployment"); follows the deployment of job version `version` until it
+ * ends, printing its progress: 0 successful, 1 failed, cancelled or an
+ * error, 2 when the version made no deployment. */
+void deployment_print(const json_t *d, const char *title);
+int deployment_follow(const char *cmd, const char *job_id, const char *ns, int64_t version);
 int job_revert_cmd(int argc, char **argv);
 int job_scale_cmd(int argc, char **argv);
 /* Periodic jobs (cmd_job_periodic.c): herd job periodic force; what job

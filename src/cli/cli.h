@@ -58,6 +58,7 @@ int cmd_alloc(int argc, char **argv);
 /* The task shim (drivers/shim.h) as a hidden subcommand: `herd task-shim`. */
 int cmd_task_shim(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_deployment(int argc, char **argv);
 int cmd_gpu(int argc, char **argv);
 int cmd_job(int argc, char **argv);
 int cmd_node(int argc, char **argv);

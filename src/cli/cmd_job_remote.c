@@ -228,6 +228,49 @@ static int follow_allocs(const char *cmd, const char *job_id, const char *ns, bo
 	return rc;
 }
 
+/* Whether a group of job rolls out new versions (update { max_parallel > 0 }). */
+static bool job_rolls(const struct job *job)
+{
+	for (size_t g = 0; g < job->ngroups; g++)
+		if (job->groups[g].update && job->groups[g].update->max_parallel > 0 &&
+		    !job->groups[g].gang)
+			return true;
+	return false;
+}
+
+/* Follows the evaluation, then the deployment of the job's version as it
+ * is now: as deployment_follow (2: no deployment came, follow the
+ * allocations instead). */
+static int follow_rollout(const char *cmd, const char *eval_id, const struct job *job)
+{
+	json_t *ev = api_follow_eval(cmd, eval_id);
+	char *path;
+	struct httpc_response r;
+	int64_t version;
+
+	if (!ev)
+		return 1;
+	if (strcmp(js(ev, "status"), "complete") ||
+	    json_object_size(json_object_get(ev, "failed_placements"))) {
+		json_decref(ev);
+		return 2; /* waiting or not placed: job_follow says why */
+	}
+	printf("==> evaluation %s\n", js(ev, "status"));
+	json_decref(ev);
+	path = api_job_path(job->id, "", job->namespace);
+	if (api_call(cmd, "GET", path, NULL, &r) < 0) {
+		free(path);
+		return 1;
+	}
+	free(path);
+	version = ji(r.body, "version");
+	httpc_response_release(&r);
+	printf("==> following the deployment of version %lld (Ctrl-C leaves it rolling)\n",
+	       (long long)version);
+	fflush(stdout);
+	return deployment_follow(cmd, job->id, job->namespace, version);
+}
+
 int job_run_cmd(int argc, char **argv)
 {
 	bool detach = false, as_json = false;
@@ -247,7 +290,9 @@ int job_run_cmd(int argc, char **argv)
 		"group and exits 1: the job stays pending and is placed when capacity\n"
 		"appears.  A job held by its namespace's quota or waiting its turn in the\n"
 		"fair queue is followed until it starts (the reason is printed; Ctrl-C\n"
-		"leaves it queued).  Exits 1 when an allocation fails.",
+		"leaves it queued).  Exits 1 when an allocation fails.  A service with an\n"
+		"update block rolls out a few allocations at a time: its deployment is\n"
+		"followed until it ends (exits 1 when it failed).",
 		flags,
 	};
 	char *pos[1], *path;
@@ -315,6 +360,15 @@ int job_run_cmd(int argc, char **argv)
 		return 0;
 	}
 	fflush(stdout);
+	if (job_rolls(job)) {
+		/* a rolling update: followed until its deployment ends */
+		rc = follow_rollout(argv[0], eval_id, job);
+		if (rc != 2) {
+			httpc_response_release(&r);
+			job_free(job);
+			return rc;
+		}
+	}
 	rc = job_follow(argv[0], eval_id, job->id, job->namespace, !strcmp(job->type, "batch"),
 			total_count(job));
 	httpc_response_release(&r);
@@ -573,6 +627,20 @@ static void print_dependencies(const json_t *deps)
 	table_release(&t);
 }
 
+/* The job's latest deployment (a rolling update), when it has one. */
+static void print_latest_deployment(const char *cmd, const char *id, const char *ns)
+{
+	char *path = api_job_path(id, "/deployment", ns);
+	struct httpc_response r;
+
+	if (api_call(cmd, "GET", path, NULL, &r) == 0) {
+		if (json_is_object(r.body))
+			deployment_print(r.body, "Latest Deployment");
+		httpc_response_release(&r);
+	}
+	free(path);
+}
+
 static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as_json)
 {
 	char *ns = api_job_namespace(cmd, id, ns_arg);
@@ -672,6 +740,7 @@ static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as
 		table_print(&t, stdout, "");
 		table_release(&t);
 		json_decref(sum);
+		print_latest_deployment(cmd, id, ns);
 		printf("\nAllocations\n");
 		if (json_array_size(ra.body))
 			print_allocs_table(ra.body, true);

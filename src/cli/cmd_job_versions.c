@@ -21,7 +21,7 @@ static bool server_field(const char *key)
 {
 	static const char *const fields[] = { "version", "stop", "status", "submit_time",
 					      "create_index", "modify_index", "job_modify_index",
-					      "parent_id", "payload", NULL };
+					      "parent_id", "payload", "deployment", "stable", NULL };
 	for (int i = 0; fields[i]; i++)
 		if (!strcmp(fields[i], key))
 			return true;

@@ -13,6 +13,7 @@ static const struct subcommand commands[] = {
 	{ "acl", cmd_acl, "bootstrap ACL; manage policies and tokens" },
 	{ "agent", cmd_agent, "run an agent: server, client, or both (-dev)" },
 	{ "alloc", cmd_alloc, "show, stop, restart or signal allocations" },
+	{ "deployment", cmd_deployment, "list, show and fail rolling updates of services" },
 	{ "eval", cmd_eval, "list evaluations, show one and why it is where it is" },
 	{ "gpu", cmd_gpu, "list this machine's GPUs, or the cluster's" },
 	{ "job", cmd_job, "run, plan, stop and inspect jobs; validate job files" },

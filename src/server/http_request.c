@@ -400,7 +400,9 @@ char *http_response_text(const struct http_response *resp, size_t *len)
 		return xstrndup(resp->text, *len);
 	}
 	strbuf_init(&sb, 512);
-	if (!resp->body || json_dump_callback(resp->body, dump_to_strbuf, &sb, JSON_COMPACT)) {
+	/* ENCODE_ANY: a bare null is an answer too (no deployment yet) */
+	if (!resp->body ||
+	    json_dump_callback(resp->body, dump_to_strbuf, &sb, JSON_COMPACT | JSON_ENCODE_ANY)) {
 		/* a body jansson cannot encode (NaN): a handler bug */
 		strbuf_reset(&sb);
 		strbuf_adds(&sb, "{\"error\":{\"code\":\"internal\",\"message\":\"internal error\"}}");

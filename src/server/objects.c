@@ -74,7 +74,7 @@ bool alloc_takes_capacity(const json_t *alloc)
 /* The server's fields on a stored job, which the job decoder does not know. */
 static const char *const server_job_fields[] = {
 	"version", "stop", "status", "submit_time", "create_index", "modify_index",
-	"job_modify_index", "parent_id", "payload", NULL,
+	"job_modify_index", "parent_id", "payload", "deployment", "stable", NULL,
 };
 
 bool job_is_parameterized(const json_t *job)

@@ -37,6 +37,8 @@ void plan_release(struct plan *p)
 	json_decref(p->placements);
 	json_decref(p->extra_evals);
 	json_decref(p->preempted);
+	json_decref(p->versions);
+	free(p->deployment_id);
 	free(p->queued);
 	free(p->dep_waiting);
 	free(p->dep_never);
@@ -452,6 +454,8 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 			continue;
 		}
 		alloc = alloc_new(job, g, &needs[i], eval_id, vn, snap, &pl, ports, now);
+		if (p->deployment_id && deploy_group_rolls(g))
+			deploy_join(alloc, g, p->deployment_id);
 		if (q) {
 			held = quota_exceeds(q, pl.cpu_milli, pl.memory_mib,
 					     json_object_get(json_object_get(alloc, "resources"), "devices"), 0,
@@ -644,6 +648,12 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 	}
 	p->ignore = r.ignore;
 	p->followup_at = r.followup_at;
+	p->versions = r.versions;
+	r.versions = NULL;
+	p->deployment_id = r.deployment_id;
+	r.deployment_id = NULL;
+	p->revert = r.revert;
+	p->revert_to = r.revert_to;
 	if (model && r.nplace > 0) {
 		const char *ns = jstr(job, "namespace", "default");
 		p->quota = xcalloc(1, sizeof(*p->quota));

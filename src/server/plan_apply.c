@@ -114,6 +114,13 @@ static void batch_add_plan(struct store_batch *b, const struct sched_view *v,
 		store_batch_put_owned(b, STORE_EVAL, json_incref(x));
 	json_array_foreach(p->extra_evals, i, x)
 		store_batch_put_owned(b, STORE_EVAL, json_incref(x));
+	/* deployments' progress: on the version records as read */
+	json_array_foreach(p->versions, i, x) {
+		struct store_key vk = { ns, job_id, jint(x, "version", 0) };
+		store_batch_put(b, STORE_JOB_VERSION, x);
+		store_batch_require_index(b, STORE_JOB_VERSION, &vk,
+					  (uint64_t)jint(x, "modify_index", 0));
+	}
 	/* preempted allocations of other jobs: as read, or plan again */
 	json_array_foreach(p->preempted, i, x) {
 		struct store_key ak = { NULL, jstr(x, "id", ""), 0 };

@@ -21,7 +21,13 @@
  * stop, waiting for a replacement) has no current allocation: it is
  * placed again, linked to the stopped one, whatever the client status
  * (the stop route refuses an allocation that ended).
- * Allocations of removed groups or of slots past count are stopped. */
+ * Allocations of removed groups or of slots past count are stopped.
+ *
+ * Rolling updates (deployment.c): in a service group with update {
+ * max_parallel > 0 } a live allocation whose group changed is not replaced
+ * at once: at most max_parallel of the group's allocations are replaced
+ * and not yet healthy at a time, the next ones once those are; a failed
+ * deployment replaces no more. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +42,8 @@ void reconcile_result_release(struct reconcile_result *r)
 		return;
 	json_decref(r->stops);
 	json_decref(r->updates);
+	json_decref(r->versions);
+	free(r->deployment_id);
 	for (size_t i = 0; i < r->nplace; i++)
 		json_decref(r->place[i].previous);
 	free(r->place);
@@ -129,6 +137,8 @@ static void drop_new_defaults(json_t *g)
 
 	if (!jint(g, "time_limit", 0))
 		json_object_del(g, "time_limit");
+	/* how a group rolls out is no part of what it runs */
+	json_object_del(g, "update");
 	copy = json_array();
 	json_array_foreach(tasks, i, t) {
 		t = json_copy(t);
@@ -393,6 +403,7 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 	struct reconcile_result r = { 0 };
 	unsigned char **slots = NULL; /* per group, per slot: taken */
 	const json_t ***gang = NULL;  /* per gang group, per slot: its member */
+	struct deploy *dep = NULL;    /* rolling updates; NULL: none */
 	json_t *replaced;
 	bool batch;
 	size_t i;
@@ -408,6 +419,8 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 		return 0;
 	}
 	batch = !strcmp(job_model->type, "batch");
+	if (!batch) /* batch jobs never pay for deployments */
+		dep = deploy_begin(s, job, job_model, now);
 	slots = xcalloc(job_model->ngroups + 1, sizeof(*slots));
 	for (size_t g = 0; g < job_model->ngroups; g++) {
 		slots[g] = xcalloc((size_t)job_model->groups[g].count + 1, 1);
@@ -424,6 +437,8 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 		struct view_node *vn;
 		int64_t at;
 
+		if (dep && (g = find_group(job_model, jstr(al, "task_group", ""))) >= 0)
+			deploy_note(dep, g, al);
 		if (strcmp(jstr(al, "desired_status", "run"), "run"))
 			continue;
 		g = find_group(job_model, jstr(al, "task_group", ""));
@@ -443,12 +458,19 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 		vn = sched_view_node(v, jstr(al, "node_id", ""));
 		if (!strcmp(client, "pending") || !strcmp(client, "running")) {
 			const char *why = NULL;
+			bool changed = false;
 			if (!vn || !strcmp(jstr(vn->node, "status", ""), "down"))
 				why = "node down; replaced";
 			else if (jbool(vn->node, "drain", false))
 				why = "node draining; migrated";
-			else if (group_changed(s, job, al))
+			else if ((changed = group_changed(s, job, al)))
 				why = "job version changed; replaced";
+			if (changed && dep && deploy_group_rolls(&job_model->groups[g])) {
+				/* its turn comes within max_parallel (below) */
+				deploy_defer(dep, g, al);
+				r.ignore++;
+				continue;
+			}
 			if (why) {
 				int attempts = (int)jint(al, "reschedule_attempts", 0);
 				stop_alloc(&r, al, why, now, attempts);
@@ -479,6 +501,13 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 			continue;
 		}
 		/* failed, or a service that completed */
+		if (dep && deploy_group_rolls(&job_model->groups[g]) && group_changed(s, job, al)) {
+			/* a rolling group's new version (a revert, a fix) gets a
+			 * fresh start where the old one failed */
+			stop_alloc(&r, al, "job version changed; replaced", now, 0);
+			add_place(&r, g, slot, al, 0);
+			continue;
+		}
 		at = reschedule_at(&job_model->groups[g].reschedule, al, now);
 		if (at < 0) {
 			r.ignore++; /* attempts exhausted: the slot stays failed */
@@ -511,6 +540,17 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 		}
 		free(slots[g]);
 	}
+	for (size_t g = 0; dep && g < job_model->ngroups; g++) {
+		size_t n = deploy_budget(dep, (int)g, &r);
+		for (size_t k = 0; k < n; k++) {
+			const json_t *old = deploy_deferred(dep, (int)g, k);
+			int attempts = (int)jint(old, "reschedule_attempts", 0);
+			stop_alloc(&r, old, "job version changed; replaced", now, attempts);
+			add_place(&r, (int)g, (int)jint(old, "index", 0), old, attempts);
+			r.ignore--;
+		}
+	}
+	deploy_end(dep, &r);
 	free(slots);
 	free(gang);
 	json_decref(replaced);

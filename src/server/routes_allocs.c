@@ -176,6 +176,9 @@ static int status_change_prepare(struct server *srv, json_t *alloc, const struct
 		json_object_set_new(alloc, "start_time", json_integer(now_ns()));
 	if (now_terminal && !was_terminal)
 		json_object_set_new(alloc, "end_time", json_integer(now_ns()));
+	/* an allocation of a rolling deployment that became ready: the
+	 * deployment looks again (deployment.c decides when it is healthy) */
+	bool ready = deploy_alloc_report(alloc, now_ns());
 	/* the agent's own report: its allocation watch is not sent it back
 	 * (alloc_modify_index stays) */
 	store_batch_put_report(b, STORE_ALLOC, alloc);
@@ -192,6 +195,11 @@ static int status_change_prepare(struct server *srv, json_t *alloc, const struct
 			store_batch_put(b, STORE_EVAL, ch->eval);
 		}
 		json_decref(job);
+	}
+	if (ready && !ch->eval) {
+		ch->eval = eval_new(jstr(alloc, "namespace", "default"), jstr(alloc, "job_id", ""),
+				    "deployment-watcher", NULL);
+		store_batch_put(b, STORE_EVAL, ch->eval);
 	}
 	return 0;
 }

@@ -79,7 +79,8 @@ static json_t *stored_from_canon(const json_t *canon, int64_t version, const cha
  * store's indexes): without them a stored job is its canonical job. */
 static const char *const server_fields[] = { "version", "stop", "status", "submit_time",
 					     "create_index", "modify_index", "job_modify_index",
-					     "parent_id", "payload", "stop_reason", NULL };
+					     "parent_id", "payload", "stop_reason",
+					     "deployment", "stable", NULL };
 
 /* A copy of a stored job without the server's fields (new reference). */
 static json_t *canon_of_stored(const json_t *stored)
@@ -581,6 +582,11 @@ static int get_job_version(struct http_request *req, struct http_response *resp,
 				  (long long)key.version, key.id, key.ns);
 	if (rc < 0)
 		return rc;
+	/* what agents fetch to run an allocation: the job as submitted, not
+	 * its rolling update's state (an agent from before deployments
+	 * would not decode it); GET /v1/job/:id/versions shows that */
+	json_object_del(job, "deployment");
+	json_object_del(job, "stable");
 	http_reply(resp, 200, job);
 	return 0;
 }
@@ -680,6 +686,32 @@ static json_t *build_revert(const json_t *old, void *arg, struct http_response *
 		return NULL;
 	}
 	return json_incref(rv->canon);
+}
+
+int job_revert_to(struct server *srv, const char *ns, const char *id, int64_t version,
+		  int64_t enforce, const char *trigger, struct http_response *resp,
+		  struct herd_err *err)
+{
+	struct store_key key = { ns, id, version };
+	struct revert rv = { id, NULL, enforce };
+	json_t *stored = NULL, *canon;
+	int rc = store_get(srv->store, STORE_JOB_VERSION, &key, &stored, err);
+
+	if (rc == -ENOENT)
+		return http_error(resp, 404, "job_not_found", "no version %lld of job %s in namespace %s",
+				  (long long)version, id, ns);
+	if (rc < 0)
+		return rc;
+	canon = canon_of_stored(stored);
+	json_decref(stored);
+	rv.canon = canon_revalidated(canon, resp);
+	json_decref(canon);
+	if (!rv.canon)
+		return 0;
+	struct registration rg = { ns, id, trigger, build_revert, &rv, NULL, NULL, NULL };
+	rc = register_job(srv, &(struct http_request){ 0 }, resp, &rg, err);
+	json_decref(rv.canon);
+	return rc;
 }
 
 static int post_job_revert(struct http_request *req, struct http_response *resp, void *ctx)

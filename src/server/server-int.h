@@ -430,6 +430,14 @@ struct reconcile_result {
 	int64_t followup_at;  /* a delayed reschedule is due then; 0 none */
 	int ignore;           /* allocations left as they are */
 	bool job_dead;        /* nothing of the job runs nor will */
+	/* rolling updates (deployment.c): job version records to write (a
+	 * deployment's progress; NULL: none), the deployment that new
+	 * allocations of rolling groups join (NULL: none), and a stable
+	 * version to re-register when revert (a deployment just failed) */
+	json_t *versions;
+	char *deployment_id;
+	bool revert;
+	int64_t revert_to;
 };
 
 void reconcile_result_release(struct reconcile_result *r);
@@ -451,6 +459,56 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
  * due a replacement under the group's reschedule policy, now or later. */
 bool reconcile_reschedules(const struct job_group *g, const json_t *alloc, int64_t now);
 
+/* ---- deployment.c: rolling updates of service groups --------------------
+ *
+ * A deployment moves a service job's rolling groups (update { max_parallel
+ * > 0 }, not gangs) to the job's current version a few allocations at a
+ * time.  Its record lives in the record of the job version it deploys
+ * ("deployment"; a version whose deployment succeeded is "stable"): no
+ * store kind of its own (docs/architecture.md, "Deployments").  reconcile
+ * drives it: deploy_begin, deploy_note for every allocation of the job,
+ * deploy_defer for each live allocation whose group changed (instead of
+ * replacing it), deploy_budget per group (how many of the deferred to
+ * replace now), deploy_end (status, follow-up, writes into r). */
+struct deploy;
+/* Whether group g rolls (update with max_parallel > 0, not a gang). */
+bool deploy_group_rolls(const struct job_group *g);
+/* The job's deployment state for one reconcile, or NULL when no group of
+ * job rolls (a batch job, no update block, max_parallel 0). */
+struct deploy *deploy_begin(struct store *s, const json_t *job, const struct job *model,
+			    int64_t now);
+void deploy_note(struct deploy *d, int g, const json_t *alloc);
+void deploy_defer(struct deploy *d, int g, const json_t *alloc);
+/* How many of group g's deferred allocations reconcile replaces now, and
+ * the k-th of them (slot order). */
+size_t deploy_budget(struct deploy *d, int g, const struct reconcile_result *r);
+const json_t *deploy_deferred(struct deploy *d, int g, size_t k);
+/* Decides the deployment's status, queues its writes and follow-up in r
+ * and frees d (accepts NULL). */
+void deploy_end(struct deploy *d, struct reconcile_result *r);
+/* An agent's report on alloc (the record to store, top-level fields
+ * changed in place): notes when an allocation of a deployment became ready
+ * (its tasks run and, with health_check "checks", its checks pass), the
+ * server's clock, in "deployment_status": {"ready_since"}.  true when it
+ * became ready now (an evaluation must look at the deployment). */
+bool deploy_alloc_report(json_t *alloc, int64_t now);
+/* A new allocation of rolling group g joins deployment id: its
+ * "deployment_id", and the checks its health waits for. */
+void deploy_join(json_t *alloc, const struct job_group *g, const char *id);
+/* After a commit whose deployment failed with auto_revert: re-registers
+ * version `to` of job (the stored job the plan read), unless the job
+ * changed meantime; what fails is logged. */
+void deploy_revert(struct server *srv, const json_t *job, int64_t to);
+/* routes_deployments.c */
+int routes_deployments(struct server *srv, struct herd_err *err);
+/* routes_jobs.c: re-registers version of job (ns, id) as a new version,
+ * as POST /v1/job/:id/revert does, on condition that the job is at
+ * version enforce (>= 0; else 409 and nothing is changed).  resp gets the
+ * answer; 0 or -errno with err. */
+int job_revert_to(struct server *srv, const char *ns, const char *id, int64_t version,
+		  int64_t enforce, const char *trigger, struct http_response *resp,
+		  struct herd_err *err);
+
 /* ---- placement: worker.c / plan_apply.c ------------------------------- */
 
 struct plan {
@@ -468,6 +526,11 @@ struct plan {
 	json_t *placements;        /* for the plan endpoint; NULL: not kept */
 	int create, destroy, update, ignore;
 	int64_t followup_at;
+	/* rolling updates (deployment.c): as reconcile_result's */
+	json_t *versions;          /* job version records to write; NULL: none */
+	char *deployment_id;       /* the deployment new allocations of rolling groups join */
+	bool revert;               /* after the commit, re-register version revert_to */
+	int64_t revert_to;
 	/* the dependency gate (depends.c): why the job waits, and for which
 	 * jobs (ids); or why it never will run (the worker stops it) */
 	char *dep_waiting, *dep_never;

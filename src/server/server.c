@@ -188,6 +188,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	if (!rc)
 		rc = routes_services(srv, err);
 	if (!rc)
+		rc = routes_deployments(srv, err);
+	if (!rc)
 		rc = routes_namespaces(srv, err);
 	if (!rc)
 		rc = routes_quotas(srv, err);

@@ -50,7 +50,7 @@ static bool plan_changes_nothing(const struct plan *p, const json_t *extra, cons
 	static const char *const fields[] = { "status", "status_description", "failed_placements",
 					      NULL };
 	if (json_array_size(p->allocs) || json_array_size(p->extra_evals) ||
-	    json_array_size(p->preempted) || json_array_size(extra))
+	    json_array_size(p->preempted) || json_array_size(extra) || json_array_size(p->versions))
 		return false;
 	for (int i = 0; fields[i]; i++) {
 		const json_t *a = json_object_get(eval, fields[i]), *b = json_object_get(done, fields[i]);
@@ -137,6 +137,8 @@ static int process_once(struct server *srv, const json_t *eval, enum eval_outcom
 	if (!plan_changes_nothing(&p, extra, eval, done))
 		rc = plan_apply(srv, &v, &p, done, extra, NULL, err);
 	json_decref(done);
+	if (rc == 0 && p.revert)
+		deploy_revert(srv, v.job, p.revert_to);
 	if (rc == 0 && p.dep_never) {
 		struct herd_err e = { 0 };
 		int r = depends_stop_job(srv, v.job, p.dep_never, &e);
@@ -307,7 +309,7 @@ static size_t plan_entries(struct server *srv, struct sched_view *v, struct batc
 		 * for the plans after it. */
 		if (rc < 0 || (e[i].p.quota && e[i].p.quota->spec) || e[i].p.reserve ||
 		    e[i].p.fq_held || e[i].p.queued || json_array_size(e[i].p.preempted) ||
-		    json_array_size(e[i].p.extra_evals)) {
+		    json_array_size(e[i].p.extra_evals) || e[i].p.versions || e[i].p.revert) {
 			plan_release(&e[i].p);
 			e[i].planned = false;
 			e[i].alone = true;

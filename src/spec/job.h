@@ -404,8 +404,8 @@ struct job {
 	/* reschedule { }: the policy of every group, each group's own fields
 	 * over it (Nomad's merge); NULL: the type's defaults */
 	struct job_reschedule *reschedule;
-	/* update { }: every group's, each group's own fields over it; NULL:
-	 * none (validation moves it into the groups and frees it) */
+	/* update { }: every group's, each group's own fields over it
+	 * (validation fills it and merges it into each group's); NULL: none */
 	struct job_update *update;
 	struct job_dependency *depends_on; /* at most JOB_MAX_DEPENDS */
 	size_t ndepends_on;

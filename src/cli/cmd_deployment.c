@@ -1,0 +1,274 @@
+/* herd deployment list | status | fail: the rolling updates of service
+ * jobs (GET /v1/deployments, GET /v1/deployment/:id, POST
+ * /v1/deployment/:id/fail; docs/api.md, "Deployments").  Also what herd
+ * job status shows as "Latest Deployment" and how herd job run follows a
+ * rolling update (deployment_print, deployment_follow). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli-api.h"
+#include "cli/cli.h"
+#include "common/xalloc.h"
+
+/* "6m0s from now"-style deadline: the time, or "-" for 0. */
+static void add_deadline_cell(struct table *t, int64_t at)
+{
+	char buf[64];
+	table_add(t, at ? format_ago(at, buf, sizeof(buf)) : "-");
+}
+
+void deployment_print(const json_t *d, const char *title)
+{
+	static const char *const heads[] = { "GROUP", "AUTO REVERT", "DESIRED", "PLACED",
+					     "HEALTHY", "UNHEALTHY", "PROGRESS DEADLINE" };
+	const char *g;
+	json_t *x;
+	struct table t;
+
+	printf("\n%s\n", title);
+	printf("%-12s %s\n%-12s %lld\n%-12s %s\n%-12s %s\n", "ID", js(d, "id"), "Job Version",
+	       (long long)ji(d, "job_version"), "Status", js(d, "status"), "Description",
+	       js(d, "status_description"));
+	printf("\nDeployed\n");
+	table_init(&t, 7, heads);
+	json_object_foreach(json_object_get(d, "groups"), g, x) {
+		table_add(&t, g);
+		table_add(&t, jb(x, "auto_revert") ? "true" : "false");
+		table_addf(&t, "%lld", (long long)ji(x, "desired_total"));
+		table_addf(&t, "%lld", (long long)ji(x, "placed_allocs"));
+		table_addf(&t, "%lld", (long long)ji(x, "healthy_allocs"));
+		table_addf(&t, "%lld", (long long)ji(x, "unhealthy_allocs"));
+		add_deadline_cell(&t, !strcmp(js(d, "status"), "running") ? ji(x, "require_progress_by")
+									  : 0);
+	}
+	table_print(&t, stdout, "");
+	table_release(&t);
+}
+
+/* One line of progress: "healthy 1/3" per group. */
+static void print_progress(const json_t *d)
+{
+	const char *g;
+	json_t *x;
+	char sid[16];
+
+	fputs("    deployment ", stdout);
+	fputs(short_id(js(d, "id"), sid), stdout);
+	fputs(": ", stdout);
+	fputs(js(d, "status"), stdout);
+	json_object_foreach(json_object_get(d, "groups"), g, x)
+		printf("; %s: %lld/%lld healthy, %lld placed, %lld unhealthy", g,
+		       (long long)ji(x, "healthy_allocs"), (long long)ji(x, "desired_total"),
+		       (long long)ji(x, "placed_allocs"), (long long)ji(x, "unhealthy_allocs"));
+	fputc('\n', stdout);
+}
+
+int deployment_follow(const char *cmd, const char *job_id, const char *ns, int64_t version)
+{
+	char *path = api_job_path(job_id, "/deployment", ns);
+	uint64_t index = 0;
+	char *last = NULL;
+	int rc = 1, empty = 0;
+
+	for (;;) {
+		struct httpc_response r;
+		char *now;
+		json_t *cmpv;
+		if (api_get_blocking(cmd, path, index, 30000, &r) < 0)
+			break;
+		index = r.index;
+		if (!json_is_object(r.body) || ji(r.body, "job_version") < version) {
+			httpc_response_release(&r);
+			/* the evaluation made none (nothing to roll out) */
+			if (++empty >= 2) {
+				rc = 2;
+				break;
+			}
+			continue;
+		}
+		/* printed again when anything but its modify_time changed */
+		cmpv = json_deep_copy(r.body);
+		json_object_del(cmpv, "modify_time");
+		now = json_dumps(cmpv, JSON_COMPACT | JSON_SORT_KEYS);
+		json_decref(cmpv);
+		if (!last || strcmp(last, now))
+			print_progress(r.body);
+		free(last);
+		last = now;
+		if (ji(r.body, "job_version") > version) {
+			printf("==> job \"%s\": a newer version (%lld) is deploying\n", job_id,
+			       (long long)ji(r.body, "job_version"));
+			httpc_response_release(&r);
+			break;
+		}
+		if (strcmp(js(r.body, "status"), "running")) {
+			printf("==> deployment %s: %s\n", js(r.body, "status"),
+			       js(r.body, "status_description"));
+			rc = strcmp(js(r.body, "status"), "successful") ? 1 : 0;
+			httpc_response_release(&r);
+			break;
+		}
+		fflush(stdout);
+		httpc_response_release(&r);
+	}
+	fflush(stdout);
+	free(last);
+	free(path);
+	return rc;
+}
+
+static int deployment_list_cmd(int argc, char **argv)
+{
+	bool as_json = false;
+	const char *ns_flag = NULL;
+	const struct flag flags[] = {
+		{ "json", FLAG_BOOL, &as_json, "print JSON" },
+		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP "; * for all" },
+		{ NULL, 0, NULL, NULL },
+	};
+	const struct command_help help = {
+		"herd deployment list [options]",
+		"Lists the deployments (rolling updates of service jobs), newest first.",
+		flags,
+	};
+	static const char *const heads[] = { "ID", "NAMESPACE", "JOB", "VERSION", "STATUS",
+					     "DESCRIPTION" };
+	struct httpc_response r;
+	struct table t;
+	const json_t *x;
+	size_t i;
+	char *path, sid[16];
+	int n = flags_parse_anywhere(&help, argc, argv, NULL, 0), rc;
+
+	if (n < 0)
+		return n == -1 ? 0 : EXIT_USAGE;
+	path = api_ns_path("/v1/deployments", cli_namespace(ns_flag));
+	rc = api_call(argv[0], "GET", path, NULL, &r);
+	free(path);
+	if (rc < 0)
+		return 1;
+	if (as_json) {
+		api_print_json(r.body);
+	} else if (!json_array_size(r.body)) {
+		printf("No deployments\n");
+	} else {
+		table_init(&t, 6, heads);
+		json_array_foreach(r.body, i, x) {
+			table_add(&t, short_id(js(x, "id"), sid));
+			table_add(&t, js(x, "namespace"));
+			table_add(&t, js(x, "job_id"));
+			table_addf(&t, "%lld", (long long)ji(x, "job_version"));
+			table_add(&t, js(x, "status"));
+			table_add(&t, js(x, "status_description"));
+		}
+		table_print(&t, stdout, "");
+		table_release(&t);
+	}
+	httpc_response_release(&r);
+	return 0;
+}
+
+/* The full id of deployment prefix (among the namespace's), or NULL after
+ * saying why. */
+static char *resolve(const char *cmd, const char *ns_flag, const char *prefix)
+{
+	char *list = api_ns_path("/v1/deployments", cli_namespace(ns_flag));
+	char *id = api_resolve_prefix(cmd, list, "deployment", prefix);
+	free(list);
+	return id;
+}
+
+static int deployment_status_cmd(int argc, char **argv)
+{
+	bool as_json = false;
+	const char *ns_flag = NULL;
+	const struct flag flags[] = {
+		{ "json", FLAG_BOOL, &as_json, "print JSON" },
+		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP "; * for all" },
+		{ NULL, 0, NULL, NULL },
+	};
+	const struct command_help help = {
+		"herd deployment status [options] ID",
+		"Shows one deployment (ID or a unique prefix): its status and, per group,\n"
+		"how many allocations are desired, placed, healthy and unhealthy.",
+		flags,
+	};
+	char *pos[1], *id, *path;
+	struct httpc_response r;
+	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc;
+
+	if (n < 0)
+		return n == -1 ? 0 : EXIT_USAGE;
+	if (n < 1)
+		return usage_error(argv[0], "missing deployment id");
+	id = resolve(argv[0], ns_flag, pos[0]);
+	if (!id)
+		return 1;
+	path = xasprintf("/v1/deployment/%s", id);
+	rc = api_call(argv[0], "GET", path, NULL, &r);
+	free(path);
+	free(id);
+	if (rc < 0)
+		return 1;
+	if (as_json) {
+		api_print_json(r.body);
+	} else {
+		printf("%-12s %s\n%-12s %s\n", "Job", js(r.body, "job_id"), "Namespace",
+		       js(r.body, "namespace"));
+		deployment_print(r.body, "Deployment");
+	}
+	httpc_response_release(&r);
+	return 0;
+}
+
+static int deployment_fail_cmd(int argc, char **argv)
+{
+	const char *ns_flag = NULL;
+	const struct flag flags[] = {
+		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP "; * for all" },
+		{ NULL, 0, NULL, NULL },
+	};
+	const struct command_help help = {
+		"herd deployment fail [options] ID",
+		"Fails a running deployment: no more allocations are replaced, and with\n"
+		"auto_revert the job's latest stable version is registered again.",
+		flags,
+	};
+	char *pos[1], *id, *path;
+	struct httpc_response r;
+	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc;
+
+	if (n < 0)
+		return n == -1 ? 0 : EXIT_USAGE;
+	if (n < 1)
+		return usage_error(argv[0], "missing deployment id");
+	id = resolve(argv[0], ns_flag, pos[0]);
+	if (!id)
+		return 1;
+	path = xasprintf("/v1/deployment/%s/fail", id);
+	rc = api_call(argv[0], "POST", path, NULL, &r);
+	free(path);
+	if (rc < 0) {
+		free(id);
+		return 1;
+	}
+	printf("deployment %s failed", id);
+	if (json_is_integer(json_object_get(r.body, "revert_to")))
+		printf("; job reverted to version %lld", (long long)ji(r.body, "revert_to"));
+	printf("\n");
+	httpc_response_release(&r);
+	free(id);
+	return 0;
+}
+
+int cmd_deployment(int argc, char **argv)
+{
+	static const struct subcommand cmds[] = {
+		{ "list", deployment_list_cmd, "list deployments, newest first" },
+		{ "status", deployment_status_cmd, "show one deployment's progress per group" },
+		{ "fail", deployment_fail_cmd, "fail a running deployment (auto_revert reverts)" },
+		{ NULL, NULL, NULL },
+	};
+	return dispatch(argv[0], cmds, argc, argv);
+}

@@ -1,0 +1,528 @@
+/* deployment: rolling updates of service groups (server-int.h, "deployment.c";
+ * docs/jobspec.md, "Rolling updates").
+ *
+ * The deployment of job version N is the "deployment" object of N's
+ * version record:
+ *   {id, namespace, job_id, job_version, status, status_description,
+ *    create_time, modify_time,
+ *    groups: {<name>: {desired_total, placed_allocs, healthy_allocs,
+ *                      unhealthy_allocs, max_parallel, auto_revert,
+ *                      progress_deadline, require_progress_by}}}
+ * status: running, successful, failed or cancelled.  A successful one
+ * marks the version "stable": true (auto_revert goes back to the latest).
+ *
+ * Health is decided on the server, from what agents report, with the
+ * server's clock: when a report shows an allocation of the deployment
+ * ready (every task running, or a prestart task ended well; with
+ * health_check "checks", every check of its services passing), the status
+ * route stamps "deployment_status": {"ready_since": now} on the record
+ * (deploy_alloc_report), and a report that shows it not ready removes the
+ * stamp.  reconcile then calls it healthy once ready_since is
+ * min_healthy_time old ({"healthy": true, "timestamp"}), unhealthy when it
+ * failed, or when healthy_deadline passed since it was created.  All of it
+ * is in the store: a server that restarts (or a standby that takes over)
+ * reads the same stamps and deadlines, and an agent that restarts reports
+ * its tasks again (a task that restarted clears the stamp); no agent clock
+ * is compared with the server's.  Follow-up evaluations come when a stamp
+ * or a deadline is due (reconcile's followup_at). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+#include "server/server-int.h"
+
+bool deploy_group_rolls(const struct job_group *g)
+{
+	return g->update && g->update->max_parallel > 0 && !g->gang;
+}
+
+struct deploy_group {
+	json_t *deferred;        /* live allocations of an older version, changed */
+	int64_t placed, healthy, unhealthy, inflight;
+	int64_t last_healthy;    /* the latest healthy timestamp; 0 none */
+	size_t replaced_now;     /* deferred ones replaced by this reconcile */
+};
+
+struct deploy {
+	struct store *s;
+	const json_t *job;
+	const struct job *model;
+	int64_t now;
+	json_t *vrec;            /* the current version's record (owned); NULL: none */
+	json_t *dep;             /* its deployment (a copy, owned); NULL: none yet */
+	json_t *decisions;       /* allocations with a health decision to write */
+	int64_t due;             /* when a stamp or deadline is due; 0 none */
+	struct deploy_group *g;  /* per group of model */
+};
+
+static void due_at(struct deploy *d, int64_t t)
+{
+	if (t > 0 && (!d->due || t < d->due))
+		d->due = t;
+}
+
+struct deploy *deploy_begin(struct store *s, const json_t *job, const struct job *model,
+			    int64_t now)
+{
+	struct store_key key = { jstr(job, "namespace", "default"), jstr(job, "id", ""),
+				 jint(job, "version", 0) };
+	struct deploy *d;
+	bool any = false;
+
+	if (strcmp(model->type, "service"))
+		return NULL;
+	for (size_t g = 0; g < model->ngroups; g++)
+		any = any || deploy_group_rolls(&model->groups[g]);
+	if (!any)
+		return NULL;
+	d = xcalloc(1, sizeof(*d));
+	d->s = s;
+	d->job = job;
+	d->model = model;
+	d->now = now;
+	d->decisions = json_array();
+	d->g = xcalloc(model->ngroups + 1, sizeof(*d->g));
+	for (size_t g = 0; g < model->ngroups; g++)
+		d->g[g].deferred = json_array();
+	if (store_get(s, STORE_JOB_VERSION, &key, &d->vrec, NULL) == 0) {
+		json_t *dep = json_object_get(d->vrec, "deployment");
+		if (json_is_object(dep))
+			d->dep = json_deep_copy(dep);
+	}
+	return d;
+}
+
+static const char *dep_status(const struct deploy *d)
+{
+	return d->dep ? jstr(d->dep, "status", "") : "";
+}
+
+/* Whether every task of alloc runs (a prestart task may have ended well)
+ * and, when it expects checks, every check passes. */
+static bool alloc_ready(const json_t *alloc)
+{
+	const json_t *ts = json_object_get(alloc, "task_states"), *t, *svc, *c;
+	int64_t want = jint(alloc, "deployment_checks", 0), seen = 0;
+	const char *name;
+	size_t i, k;
+
+	if (strcmp(jstr(alloc, "client_status", ""), "running"))
+		return false;
+	json_object_foreach((json_t *)ts, name, t) {
+		const char *st = jstr(t, "state", "");
+		if (strcmp(st, "running") && !(!strcmp(st, "dead") && !jbool(t, "failed", false)))
+			return false;
+	}
+	json_array_foreach(json_object_get(alloc, "services"), i, svc)
+		json_array_foreach(json_object_get(svc, "checks"), k, c) {
+			if (strcmp(jstr(c, "status", ""), "passing"))
+				return false;
+			seen++;
+		}
+	return seen >= want;
+}
+
+bool deploy_alloc_report(json_t *alloc, int64_t now)
+{
+	json_t *ds = json_object_get(alloc, "deployment_status"), *n;
+	bool ready, had;
+
+	if (!json_object_get(alloc, "deployment_id") || json_object_get(ds, "healthy"))
+		return false;
+	ready = alloc_ready(alloc);
+	had = json_object_get(ds, "ready_since") != NULL;
+	if (ready == had)
+		return false;
+	n = json_object();
+	if (ready)
+		json_object_set_new(n, "ready_since", json_integer(now));
+	json_object_set_new(alloc, "deployment_status", n);
+	return ready;
+}
+
+/* alloc with its health decided (a new object for r->updates). */
+static json_t *decided(const json_t *alloc, bool healthy, int64_t now)
+{
+	json_t *c = json_copy((json_t *)alloc), *ds;
+	ds = json_deep_copy(json_object_get(alloc, "deployment_status"));
+	if (!json_is_object(ds)) {
+		json_decref(ds);
+		ds = json_object();
+	}
+	json_object_set_new(ds, "healthy", json_boolean(healthy));
+	json_object_set_new(ds, "timestamp", json_integer(now));
+	json_object_set_new(c, "deployment_status", ds);
+	json_object_set_new(c, "modify_time", json_integer(now));
+	return c;
+}
+
+void deploy_note(struct deploy *d, int g, const json_t *alloc)
+{
+	const struct job_update *u = d->model->groups[g].update;
+	struct deploy_group *dg = &d->g[g];
+	const json_t *ds = json_object_get(alloc, "deployment_status"), *h;
+	const char *client = jstr(alloc, "client_status", "pending");
+	bool run = !strcmp(jstr(alloc, "desired_status", "run"), "run");
+	int64_t rs;
+
+	if (!d->dep || !deploy_group_rolls(&d->model->groups[g]) ||
+	    strcmp(jstr(alloc, "deployment_id", ""), jstr(d->dep, "id", "")))
+		return;
+	dg->placed++;
+	h = json_object_get(ds, "healthy");
+	if (json_is_boolean(h)) {
+		if (json_is_true(h)) {
+			dg->healthy++;
+			if (jint(ds, "timestamp", 0) > dg->last_healthy)
+				dg->last_healthy = jint(ds, "timestamp", 0);
+		} else {
+			dg->unhealthy++;
+		}
+		return;
+	}
+	if (!strcmp(client, "failed") || !strcmp(client, "lost") ||
+	    (run && !strcmp(client, "complete"))) {
+		dg->unhealthy++; /* its record may be stopped by this reconcile: counted only */
+		return;
+	}
+	if (!run || strcmp(dep_status(d), "running"))
+		return;
+	rs = jint(ds, "ready_since", 0);
+	if (rs && d->now >= rs + u->min_healthy_time) {
+		json_array_append_new(d->decisions, decided(alloc, true, d->now));
+		dg->healthy++;
+		dg->last_healthy = d->now;
+	} else if (d->now >= jint(alloc, "create_time", d->now) + u->healthy_deadline) {
+		json_array_append_new(d->decisions, decided(alloc, false, d->now));
+		dg->unhealthy++;
+	} else {
+		dg->inflight++;
+		if (rs)
+			due_at(d, rs + u->min_healthy_time);
+		due_at(d, jint(alloc, "create_time", d->now) + u->healthy_deadline);
+	}
+}
+
+void deploy_defer(struct deploy *d, int g, const json_t *alloc)
+{
+	json_array_append(d->g[g].deferred, (json_t *)alloc);
+}
+
+static int by_index(const void *a, const void *b)
+{
+	int64_t x = jint(*(json_t *const *)a, "index", 0), y = jint(*(json_t *const *)b, "index", 0);
+	return x < y ? -1 : x > y;
+}
+
+/* The placements r holds for group g. */
+static int64_t places_of(const struct reconcile_result *r, int g)
+{
+	int64_t n = 0;
+	for (size_t k = 0; k < r->nplace; k++)
+		n += r->place[k].group == g;
+	return n;
+}
+
+size_t deploy_budget(struct deploy *d, int g, const struct reconcile_result *r)
+{
+	struct deploy_group *dg = &d->g[g];
+	size_t n = json_array_size(dg->deferred);
+	int64_t left;
+	json_t **v;
+
+	if (!n)
+		return 0;
+	/* slot order: the same allocations go first on every evaluation */
+	v = xcalloc(n, sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_incref(json_array_get(dg->deferred, i));
+	qsort(v, n, sizeof(*v), by_index);
+	json_array_clear(dg->deferred);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(dg->deferred, v[i]);
+	free(v);
+	/* a failed deployment replaces nothing more: the old version keeps
+	 * running where it was not replaced yet */
+	if (!strcmp(dep_status(d), "failed"))
+		return 0;
+	/* nor one that fails now (deploy_end decides it) */
+	for (size_t k = 0; k < d->model->ngroups; k++)
+		if (d->g[k].unhealthy)
+			return 0;
+	left = d->model->groups[g].update->max_parallel - dg->inflight - places_of(r, g);
+	if (d->dep && strcmp(dep_status(d), "running"))
+		left = (int64_t)n; /* successful or cancelled: nothing rolls any more */
+	dg->replaced_now = left <= 0 ? 0 : (size_t)left < n ? (size_t)left : n;
+	return dg->replaced_now;
+}
+
+const json_t *deploy_deferred(struct deploy *d, int g, size_t k)
+{
+	return json_array_get(d->g[g].deferred, k);
+}
+
+/* The version records of the job (a new array), or NULL. */
+static json_t *job_versions(struct deploy *d)
+{
+	struct store_filter f = { jstr(d->job, "namespace", "default"), jstr(d->job, "id", ""), NULL };
+	json_t *list = NULL;
+	if (store_list(d->s, STORE_JOB_VERSION, &f, &list, NULL) < 0)
+		return NULL;
+	return list;
+}
+
+/* Cancels the running deployments of older versions (their records go
+ * into r->versions). */
+static void cancel_older(struct deploy *d, json_t *versions, struct reconcile_result *r)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(versions, i, v) {
+		json_t *dep = json_object_get(v, "deployment"), *c;
+		if (jint(v, "version", 0) == jint(d->job, "version", 0) ||
+		    strcmp(jstr(dep, "status", ""), "running"))
+			continue;
+		c = json_deep_copy(v);
+		dep = json_object_get(c, "deployment");
+		json_object_set_new(dep, "status", json_string("cancelled"));
+		json_object_set_new(dep, "status_description",
+				    json_string("Cancelled due to newer version of job"));
+		json_object_set_new(dep, "modify_time", json_integer(d->now));
+		json_array_append_new(r->versions, c);
+	}
+}
+
+/* The latest stable version other than the current, or -1. */
+static int64_t latest_stable(struct deploy *d, json_t *versions)
+{
+	int64_t best = -1, cur = jint(d->job, "version", 0);
+	size_t i;
+	json_t *v;
+	json_array_foreach(versions, i, v)
+		if (jbool(v, "stable", false) && jint(v, "version", 0) != cur &&
+		    jint(v, "version", 0) > best)
+			best = jint(v, "version", 0);
+	return best;
+}
+
+static json_t *dep_new(struct deploy *d)
+{
+	char id[ID_LEN];
+	new_id(id);
+	return json_pack("{s:s, s:s, s:s, s:O, s:s, s:s, s:I, s:I, s:{}}", "id", id, "namespace",
+			 jstr(d->job, "namespace", "default"), "job_id", jstr(d->job, "id", ""),
+			 "job_version", json_object_get(d->job, "version"), "status", "running",
+			 "status_description", "Deployment is running", "create_time",
+			 (json_int_t)d->now, "modify_time", (json_int_t)d->now, "groups");
+}
+
+/* Whether alloc id is among r's stops. */
+static bool stopped_now(const struct reconcile_result *r, const char *id)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(r->stops, i, x)
+		if (!strcmp(jstr(x, "id", ""), id))
+			return true;
+	return false;
+}
+
+/* The groups' counts into dep; whether every rolling group is done (no
+ * allocation waits for its turn or its health), and the first group past
+ * its progress deadline (NULL: none). */
+static bool groups_update(struct deploy *d, const struct reconcile_result *r, const char **late)
+{
+	json_t *groups = json_object_get(d->dep, "groups");
+	bool done = true;
+
+	*late = NULL;
+	for (size_t g = 0; g < d->model->ngroups; g++) {
+		const struct job_group *jg = &d->model->groups[g];
+		struct deploy_group *dg = &d->g[g];
+		int64_t now_places, left, base, by = 0;
+		if (!deploy_group_rolls(jg))
+			continue;
+		now_places = places_of(r, (int)g);
+		left = (int64_t)(json_array_size(dg->deferred) - dg->replaced_now);
+		base = dg->last_healthy ? dg->last_healthy : jint(d->dep, "create_time", d->now);
+		if (jg->update->progress_deadline > 0)
+			by = base + jg->update->progress_deadline;
+		bool group_done = !left && !now_places && !dg->inflight && !dg->unhealthy;
+		done = done && group_done;
+		if (!group_done && by && d->now > by && !*late)
+			*late = jg->name;
+		else if (!group_done && by)
+			due_at(d, by + 1);
+		json_object_set_new(groups, jg->name,
+				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I}",
+					      "desired_total", (json_int_t)jg->count,
+					      "placed_allocs", (json_int_t)(dg->placed + now_places),
+					      "healthy_allocs", (json_int_t)dg->healthy,
+					      "unhealthy_allocs", (json_int_t)dg->unhealthy,
+					      "max_parallel", (json_int_t)jg->update->max_parallel,
+					      "auto_revert", jg->update->auto_revert,
+					      "progress_deadline", (json_int_t)jg->update->progress_deadline,
+					      "require_progress_by", (json_int_t)by));
+	}
+	return done;
+}
+
+static bool any_auto_revert(const struct deploy *d)
+{
+	for (size_t g = 0; g < d->model->ngroups; g++)
+		if (deploy_group_rolls(&d->model->groups[g]) && d->model->groups[g].update->auto_revert)
+			return true;
+	return false;
+}
+
+/* Marks dep failed for why, reverting when a group asks it. */
+static void dep_fail(struct deploy *d, const char *why, struct reconcile_result *r)
+{
+	char *desc;
+	if (any_auto_revert(d)) {
+		json_t *versions = job_versions(d);
+		int64_t to = latest_stable(d, versions);
+		json_decref(versions);
+		if (to >= 0) {
+			desc = xasprintf("%s - rolling back to job version %lld", why, (long long)to);
+			r->revert = true;
+			r->revert_to = to;
+		} else {
+			desc = xasprintf("%s - no stable job version to auto revert to", why);
+		}
+	} else {
+		desc = xstrdup(why);
+	}
+	json_object_set_new(d->dep, "status", json_string("failed"));
+	json_object_set_new(d->dep, "status_description", json_string(desc));
+	free(desc);
+}
+
+static void deploy_free(struct deploy *d)
+{
+	if (!d)
+		return;
+	for (size_t g = 0; g < d->model->ngroups; g++)
+		json_decref(d->g[g].deferred);
+	free(d->g);
+	json_decref(d->vrec);
+	json_decref(d->dep);
+	json_decref(d->decisions);
+	free(d);
+}
+
+void deploy_end(struct deploy *d, struct reconcile_result *r)
+{
+	json_t *before, *x;
+	const char *late;
+	bool creating = false, done;
+	size_t i;
+
+	if (!d)
+		return;
+	if (!r->versions)
+		r->versions = json_array();
+	if (!d->dep) {
+		/* a version with something to place in a rolling group (its
+		 * first allocations, or replacements) gets a deployment */
+		bool work = false;
+		for (size_t g = 0; g < d->model->ngroups; g++)
+			if (deploy_group_rolls(&d->model->groups[g]) &&
+			    (places_of(r, (int)g) || json_array_size(d->g[g].deferred)))
+				work = true;
+		if (!work || !d->vrec)
+			goto out;
+		d->dep = dep_new(d);
+		creating = true;
+		json_t *versions = job_versions(d);
+		cancel_older(d, versions, r);
+		json_decref(versions);
+	}
+	before = json_deep_copy(d->dep);
+	json_array_foreach(d->decisions, i, x)
+		if (!stopped_now(r, jstr(x, "id", "")))
+			json_array_append(r->updates, x);
+	if (!strcmp(dep_status(d), "running")) {
+		r->deployment_id = xstrdup(jstr(d->dep, "id", ""));
+		done = groups_update(d, r, &late);
+		int64_t unhealthy = 0;
+		for (size_t g = 0; g < d->model->ngroups; g++)
+			unhealthy += d->g[g].unhealthy;
+		if (unhealthy) {
+			dep_fail(d, "Failed due to unhealthy allocations", r);
+		} else if (late) {
+			char *why = xasprintf("Failed due to progress deadline (group %s)", late);
+			dep_fail(d, why, r);
+			free(why);
+		} else if (done) {
+			json_object_set_new(d->dep, "status", json_string("successful"));
+			json_object_set_new(d->dep, "status_description",
+					    json_string("Deployment completed successfully"));
+		} else if (d->due && (!r->followup_at || d->due < r->followup_at)) {
+			r->followup_at = d->due;
+		}
+		if (strcmp(dep_status(d), "running")) {
+			/* it ended: nothing more joins it */
+			free(r->deployment_id);
+			r->deployment_id = NULL;
+		}
+	}
+	json_object_del(before, "modify_time");
+	x = json_copy(d->dep);
+	json_object_del(x, "modify_time");
+	if (creating || !json_equal(before, x)) {
+		json_t *v = json_deep_copy(d->vrec);
+		json_object_set_new(d->dep, "modify_time", json_integer(d->now));
+		json_object_set(v, "deployment", d->dep);
+		if (!strcmp(dep_status(d), "successful"))
+			json_object_set_new(v, "stable", json_true());
+		json_array_append_new(r->versions, v);
+	}
+	json_decref(x);
+	json_decref(before);
+out:
+	if (!json_array_size(r->versions)) {
+		json_decref(r->versions);
+		r->versions = NULL;
+	}
+	deploy_free(d);
+}
+
+void deploy_join(json_t *alloc, const struct job_group *g, const char *id)
+{
+	int64_t checks = 0;
+
+	json_object_set_new(alloc, "deployment_id", json_string(id));
+	if (strcmp(g->update->health_check, "checks"))
+		return;
+	for (size_t i = 0; i < g->nservices; i++)
+		checks += (int64_t)g->services[i].nchecks;
+	for (size_t t = 0; t < g->ntasks; t++)
+		for (size_t i = 0; i < g->tasks[t].nservices; i++)
+			checks += (int64_t)g->tasks[t].services[i].nchecks;
+	if (checks)
+		json_object_set_new(alloc, "deployment_checks", json_integer(checks));
+}
+
+void deploy_revert(struct server *srv, const json_t *job, int64_t to)
+{
+	struct http_response resp = { 0 };
+	struct herd_err err = { 0 };
+	const char *ns = jstr(job, "namespace", "default"), *id = jstr(job, "id", "");
+	int rc = job_revert_to(srv, ns, id, to, jint(job, "version", 0), "deployment-revert", &resp,
+			       &err);
+
+	if (rc < 0)
+		server_log(srv, "error", "job %s: auto revert to version %lld: %s", id, (long long)to,
+			   err.msg);
+	else if (resp.status != 200)
+		server_log(srv, "info", "job %s: auto revert to version %lld not done: %s", id,
+			   (long long)to,
+			   jstr(json_object_get(resp.body, "error"), "message", "refused"));
+	else
+		server_log(srv, "info", "job %s: deployment failed; reverted to version %lld", id,
+			   (long long)to);
+	http_response_release(&resp);
+}

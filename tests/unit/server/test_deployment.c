@@ -1,0 +1,440 @@
+/* Rolling updates (src/server/deployment.c): max_parallel respected, no
+ * replacement before the previous batch is healthy, an unhealthy
+ * allocation fails the deployment (auto_revert registers the last stable
+ * version again), a newer version cancels a running deployment,
+ * max_parallel 0 replaces all at once, an unchanged job and a batch job
+ * make no deployment, healthy_deadline, and POST /v1/deployment/:id/fail.
+ * Allocations turn "running" through the status route as an agent would
+ * report them (no task states: ready once running). */
+#include "server_fx.h"
+
+#define ROLL ", \"update\": {\"max_parallel\": 1, \"min_healthy_time\": \"%s\"," \
+	     " \"healthy_deadline\": \"1m\", \"progress_deadline\": \"5m\"%s}"
+
+/* Submits service job id, count 3, rolling one at a time, running cmd;
+ * extra goes into the update block.  Returns the eval id (caller frees). */
+static char *submit_roll_mht(struct fx *f, const char *id, const char *cmd, const char *mht,
+			     const char *extra)
+{
+	char group[512], *t, *eval;
+	snprintf(group, sizeof(group), ROLL, mht, extra ? extra : "");
+	t = fx_job(id, "service", 3, NULL, group, cmd);
+	eval = fx_submit_text(f, t);
+	free(t);
+	fx_idle(f);
+	return eval;
+}
+
+static char *submit_roll(struct fx *f, const char *id, const char *cmd, const char *extra)
+{
+	return submit_roll_mht(f, id, cmd, "0s", extra);
+}
+
+/* The job's latest deployment (a new reference; json null when none). */
+static json_t *deployment(struct fx *f, const char *id)
+{
+	return fx_get(f, "/v1/job/%s/deployment", id);
+}
+
+static json_t *dgroup(const json_t *d)
+{
+	return json_object_get(json_object_get(d, "groups"), "g");
+}
+
+/* The desired-run allocations of job id at job version v (a new array). */
+static json_t *at_version(struct fx *f, const char *id, long long v)
+{
+	json_t *all = fx_running(f, id), *out = json_array(), *a;
+	size_t i;
+	json_array_foreach(all, i, a)
+		if (fx_i(a, "job_version") == v)
+			json_array_append(out, a);
+	json_decref(all);
+	return out;
+}
+
+/* Reports every pending desired-run allocation of job id running. */
+static size_t run_pending(struct fx *f, const char *id)
+{
+	json_t *all = fx_running(f, id), *a;
+	size_t i, n = 0;
+	json_array_foreach(all, i, a)
+		if (!strcmp(fx_s(a, "client_status"), "pending")) {
+			fx_alloc_status(f, a, "running");
+			n++;
+		}
+	json_decref(all);
+	fx_idle(f);
+	return n;
+}
+
+static bool version_stable(struct fx *f, const char *id, long long v)
+{
+	json_t *vs = fx_get(f, "/v1/job/%s/versions", id), *x;
+	bool stable = false;
+	size_t i;
+	json_array_foreach(vs, i, x)
+		if (fx_i(x, "version") == v)
+			stable = json_is_true(json_object_get(x, "stable"));
+	json_decref(vs);
+	return stable;
+}
+
+/* Version 0 of id placed, running and its deployment successful. */
+static void deploy_first(struct fx *f, const char *id, const char *extra)
+{
+	json_t *d;
+	free(submit_roll(f, id, "/bin/true", extra));
+	d = deployment(f, id);
+	assert_string_equal(fx_s(d, "status"), "running");
+	assert_int_equal(fx_i(dgroup(d), "placed_allocs"), 3);
+	json_decref(d);
+	assert_int_equal(run_pending(f, id), 3);
+	d = deployment(f, id);
+	assert_string_equal(fx_s(d, "status"), "successful");
+	assert_int_equal(fx_i(dgroup(d), "healthy_allocs"), 3);
+	json_decref(d);
+	assert_true(version_stable(f, id, 0));
+}
+
+/* Waits (at most 10 s) until job id has n desired-run allocations of
+ * version v. */
+static void wait_at_version(struct fx *f, const char *id, long long v, size_t n)
+{
+	json_t *a = NULL;
+	for (int i = 0; i < 100; i++) {
+		json_decref(a);
+		fx_idle(f);
+		a = at_version(f, id, v);
+		if (json_array_size(a) == n)
+			break;
+		usleep(100000);
+	}
+	assert_int_equal(json_array_size(a), n);
+	json_decref(a);
+}
+
+static void test_one_at_a_time(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *d, *n, *old;
+	(void)state;
+	fx_node(f, "n", 0, "none", "exclusive", NULL);
+	deploy_first(f, "w", NULL);
+	free(submit_roll_mht(f, "w", "/bin/sleep", "1s", NULL));
+	for (int step = 1; step <= 3; step++) {
+		n = at_version(f, "w", 1);
+		old = at_version(f, "w", 0);
+		assert_int_equal(json_array_size(n), step);
+		assert_int_equal(json_array_size(old), 3 - step);
+		d = deployment(f, "w");
+		assert_int_equal(fx_i(d, "job_version"), 1);
+		assert_string_equal(fx_s(d, "status"), "running");
+		assert_int_equal(fx_i(dgroup(d), "healthy_allocs"), step - 1);
+		assert_string_equal(fx_s(json_array_get(n, 0), "deployment_id"), fx_s(d, "id"));
+		json_decref(d);
+		json_decref(n);
+		json_decref(old);
+		/* running, but not min_healthy_time yet: nothing more is
+		 * replaced by the evaluation its report made */
+		assert_int_equal(run_pending(f, "w"), 1);
+		n = at_version(f, "w", 1);
+		assert_int_equal(json_array_size(n), step);
+		json_decref(n);
+		/* healthy a second later (a follow-up evaluation): the next */
+		if (step < 3)
+			wait_at_version(f, "w", 1, (size_t)step + 1);
+	}
+	for (int i = 0; i < 100; i++) {
+		d = deployment(f, "w");
+		if (!strcmp(fx_s(d, "status"), "successful"))
+			break;
+		json_decref(d);
+		d = NULL;
+		usleep(100000);
+	}
+	assert_non_null(d);
+	assert_int_equal(fx_i(dgroup(d), "healthy_allocs"), 3);
+	assert_int_equal(fx_i(dgroup(d), "unhealthy_allocs"), 0);
+	json_decref(d);
+	assert_true(version_stable(f, "w", 1));
+	fx_free(f);
+}
+
+static void test_max_parallel_two(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *n;
+	(void)state;
+	fx_node(f, "n", 0, "none", "exclusive", NULL);
+	free(submit_roll(f, "w", "/bin/true", NULL));
+	run_pending(f, "w");
+	/* max_parallel 2 of the group over the job-wide 1 is not needed:
+	 * the group's own block says 2 */
+	char *t = fx_job("w", "service", 3, NULL,
+			 ", \"update\": {\"max_parallel\": 2, \"min_healthy_time\": \"0s\"}",
+			 "/bin/sleep");
+	free(fx_submit_text(f, t));
+	free(t);
+	fx_idle(f);
+	n = at_version(f, "w", 1);
+	assert_int_equal(json_array_size(n), 2);
+	json_decref(n);
+	run_pending(f, "w");
+	n = at_version(f, "w", 1);
+	assert_int_equal(json_array_size(n), 3);
+	json_decref(n);
+	fx_free(f);
+}
+
+static void test_unhealthy_fails_and_reverts(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *d, *n, *job, *all, *a;
+	size_t i;
+	(void)state;
+	fx_node(f, "n", 0, "none", "exclusive", NULL);
+	deploy_first(f, "w", ", \"auto_revert\": true");
+	free(submit_roll(f, "w", "/bin/false", ", \"auto_revert\": true"));
+	n = at_version(f, "w", 1);
+	assert_int_equal(json_array_size(n), 1);
+	fx_alloc_status(f, json_array_get(n, 0), "failed");
+	json_decref(n);
+	fx_idle(f);
+	/* failed: version 2 registered from version 0 */
+	job = fx_get(f, "/v1/job/%s", "w");
+	assert_int_equal(fx_i(job, "version"), 2);
+	json_decref(job);
+	all = fx_get(f, "/v1/job/%s/deployments", "w");
+	d = NULL;
+	json_array_foreach(all, i, a)
+		if (fx_i(a, "job_version") == 1)
+			d = a;
+	assert_non_null(d);
+	assert_string_equal(fx_s(d, "status"), "failed");
+	assert_non_null(strstr(fx_s(d, "status_description"), "rolling back to job version 0"));
+	assert_int_equal(fx_i(dgroup(d), "unhealthy_allocs"), 1);
+	json_decref(all);
+	/* version 2 (= 0): the two old ones kept in place, the failed slot
+	 * placed again; its deployment ends once that one is healthy */
+	n = at_version(f, "w", 2);
+	assert_int_equal(json_array_size(n), 3);
+	json_decref(n);
+	run_pending(f, "w");
+	d = deployment(f, "w");
+	assert_int_equal(fx_i(d, "job_version"), 2);
+	assert_string_equal(fx_s(d, "status"), "successful");
+	json_decref(d);
+	assert_false(version_stable(f, "w", 1));
+	fx_free(f);
+}
+
+static void test_unhealthy_without_revert_stays(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *d, *n, *job;
+	(void)state;
+	fx_node(f, "n", 0, "none", "exclusive", NULL);
+	deploy_first(f, "w", NULL);
+	free(submit_roll(f, "w", "/bin/false", NULL));
+	n = at_version(f, "w", 1);
+	fx_alloc_status(f, json_array_get(n, 0), "failed");
+	json_decref(n);
+	fx_idle(f);
+	d = deployment(f, "w");
+	assert_string_equal(fx_s(d, "status"), "failed");
+	assert_string_equal(fx_s(d, "status_description"), "Failed due to unhealthy allocations");
+	json_decref(d);
+	job = fx_get(f, "/v1/job/%s", "w");
+	assert_int_equal(fx_i(job, "version"), 1);
+	json_decref(job);
+	/* the old ones that were not replaced keep running, and stay */
+	n = at_version(f, "w", 0);
+	assert_int_equal(json_array_size(n), 2);
+	json_decref(n);
+	fx_free(f);
+}
+
+static void test_newer_version_cancels(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *all, *a;
+	size_t i;
+	(void)state;
+	fx_node(f, "n", 0, "none", "exclusive", NULL);
+	deploy_first(f, "w", NULL);
+	free(submit_roll(f, "w", "/bin/sleep", NULL));
+	free(submit_roll(f, "w", "/bin/echo", NULL));
+	all = fx_get(f, "/v1/job/%s/deployments", "w");
+	assert_int_equal(json_array_size(all), 3);
+	json_array_foreach(all, i, a) {
+		const char *want = fx_i(a, "job_version") == 2 ? "running"
+				 : fx_i(a, "job_version") == 1 ? "cancelled" : "successful";
+		assert_string_equal(fx_s(a, "status"), want);
+	}
+	/* newest first */
+	assert_int_equal(fx_i(json_array_get(all, 0), "job_version"), 2);
+	json_decref(all);
+	fx_free(f);
+}
+
+static void test_max_parallel_zero_all_at_once(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *n, *d;
+	char *t;
+	(void)state;
+	fx_node(f, "n", 0, "none", "exclusive", NULL);
+	t = fx_job("z", "service", 3, NULL, ", \"update\": {\"max_parallel\": 0}", "/bin/true");
+	free(fx_submit_text(f, t));
+	free(t);
+	fx_idle(f);
+	run_pending(f, "z");
+	t = fx_job("z", "service", 3, NULL, ", \"update\": {\"max_parallel\": 0}", "/bin/sleep");
+	free(fx_submit_text(f, t));
+	free(t);
+	fx_idle(f);
+	n = at_version(f, "z", 1);
+	assert_int_equal(json_array_size(n), 3);
+	json_decref(n);
+	d = deployment(f, "z");
+	assert_true(!d || json_is_null(d));
+	json_decref(d);
+	fx_free(f);
+}
+
+static void test_no_change_no_deployment(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *all, *d;
+	char *eval;
+	(void)state;
+	fx_node(f, "n", 0, "none", "exclusive", NULL);
+	deploy_first(f, "w", NULL);
+	eval = submit_roll(f, "w", "/bin/true", NULL);
+	assert_string_equal(eval, "");
+	free(eval);
+	all = fx_get(f, "/v1/job/%s/deployments", "w");
+	assert_int_equal(json_array_size(all), 1);
+	json_decref(all);
+	/* without an update block, and for a batch job: none at all */
+	fx_submit(f, "plain", "service", 2, NULL, NULL);
+	fx_idle(f);
+	d = deployment(f, "plain");
+	assert_true(!d || json_is_null(d));
+	json_decref(d);
+	fx_submit(f, "b", "batch", 2, NULL, ", \"update\": {\"max_parallel\": 1}");
+	fx_idle(f);
+	d = deployment(f, "b");
+	assert_true(!d || json_is_null(d));
+	json_decref(d);
+	d = fx_get(f, "/v1/job/%s", "b");
+	assert_true(json_is_null(json_object_get(json_array_get(json_object_get(d, "groups"), 0),
+						 "update")));
+	json_decref(d);
+	fx_free(f);
+}
+
+static void test_healthy_deadline(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *d = NULL;
+	char *t;
+	(void)state;
+	fx_node(f, "n", 0, "none", "exclusive", NULL);
+	t = fx_job("h", "service", 1, NULL,
+		   ", \"update\": {\"max_parallel\": 1, \"min_healthy_time\": \"0s\","
+		   " \"healthy_deadline\": \"1s\", \"progress_deadline\": \"1s\"}", "/bin/true");
+	free(fx_submit_text(f, t));
+	free(t);
+	fx_idle(f);
+	/* never reported running: unhealthy once the deadline passes (a
+	 * follow-up evaluation looks then) */
+	for (int i = 0; i < 100; i++) {
+		json_decref(d);
+		d = deployment(f, "h");
+		if (!strcmp(fx_s(d, "status"), "failed"))
+			break;
+		usleep(100000);
+	}
+	assert_string_equal(fx_s(d, "status"), "failed");
+	assert_int_equal(fx_i(dgroup(d), "unhealthy_allocs"), 1);
+	json_decref(d);
+	json_t *live = fx_running(f, "h");
+	d = fx_get(f, "/v1/allocation/%s", fx_s(json_array_get(live, 0), "id"));
+	json_decref(live);
+	assert_false(json_is_true(json_object_get(json_object_get(d, "deployment_status"),
+						  "healthy")));
+	json_decref(d);
+	fx_free(f);
+}
+
+static void test_manual_fail(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *d, *r, *list;
+	char path[128];
+	long st = 0;
+	(void)state;
+	fx_node(f, "n", 0, "none", "exclusive", NULL);
+	deploy_first(f, "w", ", \"auto_revert\": true");
+	free(submit_roll(f, "w", "/bin/sleep", ", \"auto_revert\": true"));
+	d = deployment(f, "w");
+	list = fx_get(f, "/v1/deployments%s", "");
+	assert_int_equal(json_array_size(list), 2);
+	json_decref(list);
+	snprintf(path, sizeof(path), "/v1/deployment/%s", fx_s(d, "id"));
+	r = fx_ok(f, "GET", path, NULL);
+	assert_string_equal(fx_s(r, "id"), fx_s(d, "id"));
+	json_decref(r);
+	snprintf(path, sizeof(path), "/v1/deployment/%s/fail", fx_s(d, "id"));
+	r = fx_ok(f, "POST", path, NULL);
+	assert_int_equal(fx_i(r, "revert_to"), 0);
+	json_decref(r);
+	/* not running any more */
+	json_decref(fx_call(f, "POST", path, NULL, &st));
+	assert_int_equal(st, 409);
+	json_decref(d);
+	fx_idle(f);
+	d = fx_get(f, "/v1/job/%s", "w");
+	assert_int_equal(fx_i(d, "version"), 2);
+	json_decref(d);
+	json_decref(fx_call(f, "GET", "/v1/deployment/no-such-id", NULL, &st));
+	assert_int_equal(st, 404);
+	fx_free(f);
+}
+
+static void test_validation(void **state)
+{
+	struct fx *f = fx_new();
+	long st = 0;
+	json_t *r;
+	char *t;
+	(void)state;
+	t = fx_job("v", "service", 1, NULL,
+		   ", \"update\": {\"min_healthy_time\": \"5m\", \"healthy_deadline\": \"1m\"}", NULL);
+	r = fx_call(f, "POST", "/v1/jobs", t, &st);
+	assert_int_equal(st, 400);
+	char *text = json_dumps(r, 0);
+	assert_non_null(strstr(text, "min_healthy_time"));
+	free(text);
+	json_decref(r);
+	free(t);
+	t = fx_job("v", "service", 1, NULL, ", \"update\": {\"canary\": 1}", NULL);
+	r = fx_call(f, "POST", "/v1/jobs", t, &st);
+	assert_int_equal(st, 400);
+	json_decref(r);
+	free(t);
+	fx_free(f);
+}
+
+fx_main(cmocka_unit_test(test_one_at_a_time),
+	cmocka_unit_test(test_max_parallel_two),
+	cmocka_unit_test(test_unhealthy_fails_and_reverts),
+	cmocka_unit_test(test_unhealthy_without_revert_stays),
+	cmocka_unit_test(test_newer_version_cancels),
+	cmocka_unit_test(test_max_parallel_zero_all_at_once),
+	cmocka_unit_test(test_no_change_no_deployment),
+	cmocka_unit_test(test_healthy_deadline),
+	cmocka_unit_test(test_manual_fail),
+	cmocka_unit_test(test_validation))
