@@ -50,7 +50,7 @@ struct deploy {
 	const json_t *job;
 	const struct job *model;
 	int64_t now;
-	json_t *vrec;            /* the current version's record (owned); NULL: none */
+	json_t *vrec;            /* the current version's record (shared: only read); NULL: none */
 	json_t *dep;             /* its deployment (a copy, owned); NULL: none yet */
 	json_t *decisions;       /* allocations with a health decision to write */
 	int64_t due;             /* when a stamp or deadline is due; 0 none */
@@ -86,7 +86,8 @@ struct deploy *deploy_begin(struct store *s, const json_t *job, const struct job
 	d->g = xcalloc(model->ngroups + 1, sizeof(*d->g));
 	for (size_t g = 0; g < model->ngroups; g++)
 		d->g[g].deferred = json_array();
-	if (store_get(s, STORE_JOB_VERSION, &key, &d->vrec, NULL) == 0) {
+	/* the store's cached record: no parse when it did not change */
+	if (store_get_shared(s, STORE_JOB_VERSION, &key, &d->vrec, NULL) == 0) {
 		json_t *dep = json_object_get(d->vrec, "deployment");
 		if (json_is_object(dep))
 			d->dep = json_deep_copy(dep);
@@ -97,6 +98,11 @@ struct deploy *deploy_begin(struct store *s, const json_t *job, const struct job
 static const char *dep_status(const struct deploy *d)
 {
 	return d->dep ? jstr(d->dep, "status", "") : "";
+}
+
+bool deploy_failed(const struct deploy *d)
+{
+	return !strcmp(dep_status(d), "failed");
 }
 
 /* Whether every task of alloc runs (a prestart task may have ended well)
@@ -525,4 +531,30 @@ void deploy_revert(struct server *srv, const json_t *job, int64_t to)
 		server_log(srv, "info", "job %s: deployment failed; reverted to version %lld", id,
 			   (long long)to);
 	http_response_release(&resp);
+}
+
+void deploy_cancel_stopped(struct store *s, const json_t *job, int64_t now,
+			   struct reconcile_result *r)
+{
+	struct store_key key = { jstr(job, "namespace", "default"), jstr(job, "id", ""),
+				 jint(job, "version", 0) };
+	bool any = json_is_object(json_object_get(job, "update"));
+	json_t *g, *v = NULL, *dep;
+	size_t i;
+
+	json_array_foreach(json_object_get(job, "groups"), i, g)
+		any = any || json_is_object(json_object_get(g, "update"));
+	if (!any || store_get(s, STORE_JOB_VERSION, &key, &v, NULL) < 0)
+		return;
+	dep = json_object_get(v, "deployment");
+	if (!strcmp(jstr(dep, "status", ""), "running")) {
+		json_object_set_new(dep, "status", json_string("cancelled"));
+		json_object_set_new(dep, "status_description",
+				    json_string("Cancelled because job is stopped"));
+		json_object_set_new(dep, "modify_time", json_integer(now));
+		if (!r->versions)
+			r->versions = json_array();
+		json_array_append(r->versions, v);
+	}
+	json_decref(v);
 }

@@ -415,6 +415,8 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 		json_array_foreach(v->job_allocs, i, al)
 			if (!strcmp(jstr(al, "desired_status", "run"), "run"))
 				stop_alloc(&r, al, job ? "job stopped" : "job purged", now, -1);
+		if (job)
+			deploy_cancel_stopped(s, job, now, &r);
 		*out = r;
 		return 0;
 	}
@@ -501,7 +503,8 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 			continue;
 		}
 		/* failed, or a service that completed */
-		if (dep && deploy_group_rolls(&job_model->groups[g]) && group_changed(s, job, al)) {
+		if (dep && !deploy_failed(dep) && deploy_group_rolls(&job_model->groups[g]) &&
+		    group_changed(s, job, al)) {
 			/* a rolling group's new version (a revert, a fix) gets a
 			 * fresh start where the old one failed */
 			stop_alloc(&r, al, "job version changed; replaced", now, 0);

@@ -479,6 +479,13 @@ struct deploy *deploy_begin(struct store *s, const json_t *job, const struct job
 			    int64_t now);
 void deploy_note(struct deploy *d, int g, const json_t *alloc);
 void deploy_defer(struct deploy *d, int g, const json_t *alloc);
+/* A stopped job (the stored one): its current version's running
+ * deployment, if any, is cancelled (the record into r->versions).  Reads
+ * nothing for a job without an update block. */
+void deploy_cancel_stopped(struct store *s, const json_t *job, int64_t now,
+			   struct reconcile_result *r);
+/* Whether the version's deployment failed (nothing more rolls). */
+bool deploy_failed(const struct deploy *d);
 /* How many of group g's deferred allocations reconcile replaces now, and
  * the k-th of them (slot order). */
 size_t deploy_budget(struct deploy *d, int g, const struct reconcile_result *r);

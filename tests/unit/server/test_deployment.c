@@ -275,6 +275,14 @@ static void test_newer_version_cancels(void **state)
 	/* newest first */
 	assert_int_equal(fx_i(json_array_get(all, 0), "job_version"), 2);
 	json_decref(all);
+	/* stopping the job cancels the one running */
+	json_decref(fx_ok(f, "DELETE", "/v1/job/w", NULL));
+	fx_idle(f);
+	json_t *d = deployment(f, "w");
+	assert_int_equal(fx_i(d, "job_version"), 2);
+	assert_string_equal(fx_s(d, "status"), "cancelled");
+	assert_string_equal(fx_s(d, "status_description"), "Cancelled because job is stopped");
+	json_decref(d);
 	fx_free(f);
 }
 
@@ -428,7 +436,66 @@ static void test_validation(void **state)
 	fx_free(f);
 }
 
+static long status_of(struct fx *f, const char *method, const char *path)
+{
+	long st = 0;
+	json_decref(fx_call(f, method, path, NULL, &st));
+	return st;
+}
+
+/* Reads need read on the deployment's namespace, fail needs submit; a
+ * token of another namespace does not learn that it exists. */
+static void test_acl(void **state)
+{
+	struct fx *f = fx_new_teams(0, 1);
+	json_t *r;
+	char *mgmt, *reader, *other, *submitter, *t, *body, path[160], fail[160], *id;
+	(void)state;
+	r = fx_ok(f, "POST", "/v1/acl/bootstrap", NULL);
+	mgmt = strdup(fx_s(r, "secret_id"));
+	json_decref(r);
+	f->token = mgmt;
+	json_decref(fx_ok(f, "POST", "/v1/namespaces", "{\"namespace\": {\"name\": \"a\"}}"));
+	reader = fx_token(f, "reader", "{\"namespace\": {\"a\": \"read\"}}");
+	other = fx_token(f, "other", "{\"namespace\": {\"default\": \"submit\"}}");
+	submitter = fx_token(f, "submitter", "{\"namespace\": {\"a\": \"submit\"}}");
+	node_add(f, "n1", 0, "none");
+	t = fx_job("w", "service", 2, NULL, ", \"update\": {\"min_healthy_time\": \"0s\"}", NULL);
+	assert_true(asprintf(&body, "{\"job\": {\"namespace\": \"a\", %s", t + strlen("{\"job\": {")) > 0);
+	free(t);
+	free(fx_submit_text(f, body));
+	free(body);
+	fx_idle(f);
+	r = fx_ok(f, "GET", "/v1/job/w/deployment?namespace=a", NULL);
+	id = strdup(fx_s(r, "id"));
+	json_decref(r);
+	snprintf(path, sizeof(path), "/v1/deployment/%s", id);
+	snprintf(fail, sizeof(fail), "/v1/deployment/%s/fail", id);
+
+	f->token = reader;
+	assert_int_equal(status_of(f, "GET", "/v1/job/w/deployment?namespace=a"), 200);
+	assert_int_equal(status_of(f, "GET", path), 200);
+	assert_int_equal(status_of(f, "POST", fail), 403);
+	f->token = other;
+	assert_int_equal(status_of(f, "GET", "/v1/job/w/deployment?namespace=a"), 403);
+	assert_int_equal(status_of(f, "GET", path), 404);
+	assert_int_equal(status_of(f, "POST", fail), 404);
+	r = fx_ok(f, "GET", "/v1/deployments?namespace=*", NULL);
+	assert_int_equal(json_array_size(r), 0);
+	json_decref(r);
+	f->token = submitter;
+	assert_int_equal(status_of(f, "POST", fail), 200);
+	f->token = NULL;
+	free(id);
+	free(mgmt);
+	free(reader);
+	free(other);
+	free(submitter);
+	fx_free(f);
+}
+
 fx_main(cmocka_unit_test(test_one_at_a_time),
+	cmocka_unit_test(test_acl),
 	cmocka_unit_test(test_max_parallel_two),
 	cmocka_unit_test(test_unhealthy_fails_and_reverts),
 	cmocka_unit_test(test_unhealthy_without_revert_stays),

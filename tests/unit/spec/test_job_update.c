@@ -1,0 +1,127 @@
+/* The update block (docs/jobspec.md, "Rolling updates"): Nomad's defaults,
+ * the job's block under every group's field by field, the rules between
+ * fields, what is not supported, batch jobs (ignored with a warning), and
+ * a canonical round trip. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "job_helpers.h"
+
+#define SEC 1000000000LL
+
+static struct job *load(const char *text, const char *want)
+{
+	char *diags;
+	struct job *job = decode_text(text, &diags);
+
+	assert_string_equal(diags, want);
+	if (strstr(want, "E "))
+		assert_null(job);
+	else
+		assert_non_null(job);
+	free(diags);
+	return job;
+}
+
+static void test_defaults_and_none(void **state)
+{
+	struct job *job;
+	const struct job_update *u;
+	char *canon;
+	(void)state;
+	/* no block anywhere: none (every changed allocation at once) */
+	job = load("{\"id\":\"s\",\"groups\":[" MIN_GROUP "]}", "");
+	assert_null(job->groups[0].update);
+	assert_null(job->update);
+	job_free(job);
+	/* an empty block: Nomad's defaults */
+	job = load("{\"id\":\"s\",\"groups\":[{\"name\":\"g\",\"update\":{},\"tasks\":[" MIN_TASK
+		   "]}]}", "");
+	u = job->groups[0].update;
+	assert_non_null(u);
+	assert_int_equal(u->max_parallel, 1);
+	assert_string_equal(u->health_check, "checks");
+	assert_int_equal(u->min_healthy_time, 10 * SEC);
+	assert_int_equal(u->healthy_deadline, 300 * SEC);
+	assert_int_equal(u->progress_deadline, 600 * SEC);
+	assert_int_equal(u->stagger, 30 * SEC);
+	assert_false(u->auto_revert);
+	assert_int_equal(u->canary, 0);
+	canon = canonical_round_trip(job);
+	assert_non_null(strstr(canon, "\"max_parallel\":1"));
+	free(canon);
+	job_free(job);
+}
+
+static void test_job_block_under_groups(void **state)
+{
+	struct job *job;
+	const struct job_update *a, *b;
+	(void)state;
+	job = load("{\"id\":\"s\",\"update\":{\"max_parallel\":3,\"auto_revert\":true,"
+		   "\"min_healthy_time\":\"2s\",\"health_check\":\"task_states\"},\"groups\":["
+		   "{\"name\":\"a\",\"tasks\":[" MIN_TASK "]},"
+		   "{\"name\":\"b\",\"update\":{\"max_parallel\":0,\"auto_revert\":false},"
+		   "\"tasks\":[" MIN_TASK "]}]}", "");
+	a = job->groups[0].update;
+	b = job->groups[1].update;
+	assert_int_equal(a->max_parallel, 3);
+	assert_true(a->auto_revert);
+	assert_int_equal(a->min_healthy_time, 2 * SEC);
+	assert_string_equal(a->health_check, "task_states");
+	assert_int_equal(a->healthy_deadline, 300 * SEC); /* the default */
+	assert_int_equal(b->max_parallel, 0);             /* its own */
+	assert_false(b->auto_revert);                     /* its own, over the job's true */
+	assert_int_equal(b->min_healthy_time, 2 * SEC);   /* the job's */
+	job_free(job);
+}
+
+static void test_rules(void **state)
+{
+	(void)state;
+	load("{\"id\":\"s\",\"groups\":[{\"name\":\"g\",\"update\":{\"min_healthy_time\":\"5m\","
+	     "\"healthy_deadline\":\"1m\"},\"tasks\":[" MIN_TASK "]}]}",
+	     "E 0:0 groups[0].update: min_healthy_time (300s) must be less than healthy_deadline "
+	     "(60s)\n");
+	load("{\"id\":\"s\",\"groups\":[{\"name\":\"g\",\"update\":{\"healthy_deadline\":\"20m\"},"
+	     "\"tasks\":[" MIN_TASK "]}]}",
+	     "E 0:0 groups[0].update: progress_deadline (600s) must be 0 (none) or at least "
+	     "healthy_deadline (1200s)\n");
+	load("{\"id\":\"s\",\"update\":{\"canary\":2,\"auto_promote\":true,\"health_check\":"
+	     "\"manual\"},\"groups\":[" MIN_GROUP "]}",
+	     "E 0:0 update: health_check \"manual\" is not supported: use \"checks\" or "
+	     "\"task_states\"\n"
+	     "E 0:0 update: canary = 2 is not supported: canary deployments are not implemented "
+	     "(use 0)\n"
+	     "E 0:0 update: auto_promote is not supported: canary deployments are not "
+	     "implemented\n");
+	load("{\"id\":\"s\",\"update\":{\"max_parallel\":-1},\"groups\":[" MIN_GROUP "]}",
+	     "E 0:0 update.max_parallel: must be between 0 and 100000, got -1\n");
+}
+
+static void test_batch_ignored(void **state)
+{
+	struct job *job;
+	(void)state;
+	job = load("{\"id\":\"b\",\"type\":\"batch\",\"update\":{\"max_parallel\":2},\"groups\":["
+		   "{\"name\":\"g\",\"update\":{},\"tasks\":[" MIN_TASK "]}]}",
+		   "W 0:0 update is ignored for batch jobs: only services roll out new versions\n");
+	assert_null(job->update);
+	assert_null(job->groups[0].update);
+	job_free(job);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults_and_none),
+		cmocka_unit_test(test_job_block_under_groups),
+		cmocka_unit_test(test_rules),
+		cmocka_unit_test(test_batch_ignored),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
