@@ -42,6 +42,9 @@ struct field {
 	const char *const *choices;
 	const struct schema *schema;
 	size_t count_off;
+	/* F_OBJECT_PTR: min = 1 leaves a NULL block out of the JSON instead
+	 * of null: a block added after jobs were stored (update), so that a
+	 * job without it keeps the canonical text it had */
 	/* F_BOOL: where to note that the file set it (an int), or (size_t)-1 */
 	size_t set_off;
 };

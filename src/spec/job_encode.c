@@ -149,8 +149,9 @@ static json_t *encode_field(const struct field *f, const void *obj, bool sorted)
 	case F_OBJECT:
 		return encode_object(f->schema, p, sorted);
 	case F_OBJECT_PTR:
-		return *(void *const *)p ? encode_object(f->schema, *(void *const *)p, sorted)
-					 : json_null();
+		if (!*(void *const *)p) /* min 1: left out (job-int.h) */
+			return f->min == 1 ? NULL : json_null();
+		return encode_object(f->schema, *(void *const *)p, sorted);
 	case F_ARRAY: {
 		const char *v = *(char *const *)p;
 		size_t n = *(const size_t *)((const char *)obj + f->count_off);

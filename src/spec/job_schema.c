@@ -17,6 +17,10 @@
 	{ .key = k, .kind = kind_, .off = offsetof(type, member), .min = lo, .max = hi, .set_off = NO_SET_OFF }
 #define OBJ(k, kind_, type, member, sch) \
 	{ .key = k, .kind = kind_, .off = offsetof(type, member), .schema = &sch, .set_off = NO_SET_OFF }
+/* a block left out of the JSON when absent (job-int.h, struct field) */
+#define OPTIONAL_OBJ(k, type, member, sch) \
+	{ .key = k, .kind = F_OBJECT_PTR, .off = offsetof(type, member), .schema = &sch, .min = 1, \
+	  .set_off = NO_SET_OFF }
 #define ARR(k, type, member, count, sch, maxn) \
 	{ .key = k, .kind = F_ARRAY, .off = offsetof(type, member), .count_off = offsetof(type, count), \
 	  .schema = &sch, .max = maxn, .set_off = NO_SET_OFF }
@@ -494,7 +498,7 @@ static const struct field group_fields[] = {
 	ARR("spreads", struct job_group, spreads, nspreads, spread_schema, JOB_MAX_SPREADS),
 	OBJ("restart", F_OBJECT, struct job_group, restart, restart_schema),
 	OBJ("reschedule", F_OBJECT, struct job_group, reschedule, reschedule_schema),
-	OBJ("update", F_OBJECT_PTR, struct job_group, update, update_schema),
+	OPTIONAL_OBJ("update", struct job_group, update, update_schema),
 	INT("time_limit", F_DURATION, struct job_group, time_limit, 0, YEAR),
 	OBJ("network", F_OBJECT, struct job_group, network, network_schema),
 	ARR("volumes", struct job_group, volumes, nvolumes, volume_schema, JOB_MAX_VOLUMES),
@@ -580,7 +584,7 @@ static const struct field job_fields[] = {
 	OBJ("parameterized", F_OBJECT_PTR, struct job, parameterized, parameterized_schema),
 	INT("time_limit", F_DURATION, struct job, time_limit, 0, YEAR),
 	OBJ("reschedule", F_OBJECT_PTR, struct job, reschedule, reschedule_schema),
-	OBJ("update", F_OBJECT_PTR, struct job, update, update_schema),
+	OPTIONAL_OBJ("update", struct job, update, update_schema),
 	ARR("depends_on", struct job, depends_on, ndepends_on, dependency_schema, JOB_MAX_DEPENDS),
 	END,
 };

@@ -37,6 +37,11 @@ static void test_defaults_and_none(void **state)
 	job = load("{\"id\":\"s\",\"groups\":[" MIN_GROUP "]}", "");
 	assert_null(job->groups[0].update);
 	assert_null(job->update);
+	/* and no trace in the canonical text: a job stored before the block
+	 * existed reads as the same job */
+	canon = canonical_round_trip(job);
+	assert_null(strstr(canon, "update"));
+	free(canon);
 	job_free(job);
 	/* an empty block: Nomad's defaults */
 	job = load("{\"id\":\"s\",\"groups\":[{\"name\":\"g\",\"update\":{},\"tasks\":[" MIN_TASK
