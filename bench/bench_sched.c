@@ -14,8 +14,11 @@
  * random running task leaves with probability 1/2), so that the cluster
  * stays near half full and keeps changing.  Prints the median of 5 runs.
  * With "scan" as fourth argument the engine scores every node
- * (sched_options.scan_all) instead of groups of identical nodes.
- * Usage: bench_sched [POLICY [NODES [PLACEMENTS [scan]]]] */
+ * (sched_options.scan_all) instead of groups of identical nodes.  With
+ * "spread", nodes sit in four datacenters and every request spreads evenly
+ * over them (a spread block on ${node.datacenter}, with the counts of the
+ * running tasks per datacenter): the cost of the spread score.
+ * Usage: bench_sched [POLICY [NODES [PLACEMENTS [scan|spread]]]] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +77,11 @@ struct held {
 	struct sched_placement *p;
 	size_t n, alloc;
 	int64_t gpu; /* milli held */
+	bool spread; /* requests spread over the datacenters */
+	int per_dc[4]; /* running tasks per datacenter (node index % 4) */
 };
+
+static const char *const dcs[4] = { "dc0", "dc1", "dc2", "dc3" };
 
 static void place_one(struct sched_snapshot *s, const struct sched_task_class *c,
 		      struct sched_options *o, struct held *h)
@@ -82,13 +89,23 @@ static void place_one(struct sched_snapshot *s, const struct sched_task_class *c
 	struct sched_device_request dr = { .name = "gpu" };
 	struct sched_request req = { .count = 1, .cpu_milli = c->cpu_milli };
 	struct sched_placement p;
+	struct sched_spread_count cnt[4];
+	struct sched_spread sp = { "${node.datacenter}", 50, NULL, 0, cnt, 4 };
 	if (c->num_gpu) {
 		dr.count = c->num_gpu;
 		dr.compute = c->gpu_milli;
 		req.device = &dr;
 	}
+	if (h->spread) {
+		for (int i = 0; i < 4; i++)
+			cnt[i] = (struct sched_spread_count){ dcs[i], h->per_dc[i] };
+		req.spreads = &sp;
+		req.nspreads = 1;
+		req.spread_desired = 1000;
+	}
 	if (sched_place(s, &req, o, &p, NULL, NULL) || sched_apply(s, &p))
 		return;
+	h->per_dc[p.node % 4]++;
 	ALLOC_GROW(h->p, h->n + 1, h->alloc);
 	h->p[h->n++] = p;
 	h->gpu += (int64_t)c->num_gpu * c->gpu_milli;
@@ -101,6 +118,7 @@ static void release_one(struct sched_snapshot *s, struct held *h, uint64_t *x)
 		return;
 	j = next(x) % h->n;
 	sched_release(s, &h->p[j]);
+	h->per_dc[h->p[j].node % 4]--;
 	for (int d = 0; d < h->p[j].ndev; d++)
 		h->gpu -= h->p[j].dev[d].compute;
 	h->p[j] = h->p[--h->n];
@@ -112,6 +130,7 @@ int main(int argc, char **argv)
 	int64_t nodes = 10000, count = 20000;
 	double rate[5], total = 0;
 	bool scan = argc > 4 && !strcmp(argv[4], "scan");
+	bool spread = argc > 4 && !strcmp(argv[4], "spread");
 	struct sched_workload *w = sched_workload_new(classes, NCLASSES);
 
 	if (argc > 1 && sched_policy_parse(argv[1], &pol)) {
@@ -120,8 +139,8 @@ int main(int argc, char **argv)
 	}
 	if ((argc > 2 && parse_int64(argv[2], 1, 1000000, &nodes, NULL)) ||
 	    (argc > 3 && parse_int64(argv[3], 1, 10000000, &count, NULL)) ||
-	    (argc > 4 && !scan)) {
-		fprintf(stderr, "usage: bench_sched [POLICY [NODES [PLACEMENTS [scan]]]]\n");
+	    (argc > 4 && !scan && !spread)) {
+		fprintf(stderr, "usage: bench_sched [POLICY [NODES [PLACEMENTS [scan|spread]]]]\n");
 		return 2;
 	}
 	for (size_t i = 0; i < NCLASSES; i++)
@@ -136,7 +155,8 @@ int main(int argc, char **argv)
 
 		for (int64_t i = 0; i < nodes; i++) {
 			char id[32];
-			struct sched_node_spec ns = { .id = id, .cpu_milli = 96000, .memory_mib = 393216 };
+			struct sched_node_spec ns = { .id = id, .cpu_milli = 96000, .memory_mib = 393216,
+						      .datacenter = spread ? dcs[i % 4] : NULL };
 			int n;
 			snprintf(id, sizeof(id), "node-%lld", (long long)i);
 			n = sched_snapshot_add_node(s, &ns, NULL);
@@ -159,6 +179,7 @@ int main(int argc, char **argv)
 		while (h.gpu < nodes * 8 * 1000 / 2) /* half full, not timed */
 			place_one(s, draw(&x, total), &o, &h);
 		o.scan_all = scan;
+		h.spread = spread; /* the fill above is the same in every mode */
 		t0 = now_s();
 		for (int64_t i = 0; i < count; i++) {
 			o.seed = (uint64_t)i;
@@ -173,7 +194,9 @@ int main(int argc, char **argv)
 	}
 	qsort(rate, 5, sizeof(rate[0]), cmp);
 	printf("%s%s: %lld nodes x 8 GPUs: median %.0f placements/s (min %.0f, max %.0f)\n",
-	       sched_policy_name(pol), scan ? " (scan every node)" : "", (long long)nodes, rate[2],
+	       sched_policy_name(pol),
+	       scan ? " (scan every node)" : spread ? " (spread over 4 datacenters)" : "",
+	       (long long)nodes, rate[2],
 	       rate[0], rate[4]);
 	sched_workload_free(w);
 	return 0;

@@ -55,33 +55,62 @@ int spreads_validate(const struct sched_request *req, struct herd_err *err)
 	return 0;
 }
 
-static int cmp_count(const void *a, const void *b)
+/* The distinct values of one spread during one placement: the
+ * candidates' and the counts', each once, with what it holds.  An open
+ * addressing table, so that a placement costs one hash per candidate
+ * whatever the number of values (4 datacenters or 10,000 node ids). */
+struct values {
+	size_t mask;       /* slots - 1, slots a power of two */
+	int *slot;         /* value index + 1; 0 empty */
+	const char **v;    /* by value index */
+	int *used;         /* allocations the value holds */
+	bool *seen;        /* a candidate has it, or it holds allocations */
+	size_t n;
+};
+
+static uint64_t hash_str(const char *s)
 {
-	return strcmp(((const struct sched_spread_count *)a)->value,
-		      ((const struct sched_spread_count *)b)->value);
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
 }
 
-static int cmp_str(const void *a, const void *b)
+static void values_init(struct values *t, size_t most)
 {
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
+	size_t slots = 16;
+	while (slots < 2 * most)
+		slots *= 2;
+	t->mask = slots - 1;
+	t->slot = xcalloc(slots, sizeof(*t->slot));
+	t->v = xcalloc(most + 1, sizeof(*t->v));
+	t->used = xcalloc(most + 1, sizeof(*t->used));
+	t->seen = xcalloc(most + 1, sizeof(*t->seen));
+	t->n = 0;
 }
 
-/* The allocations value holds, from counts sorted by value (a value given
- * twice counts once per entry). */
-static int used_of(const struct sched_spread_count *sorted, size_t n, const char *value)
+static void values_release(struct values *t)
 {
-	size_t lo = 0, hi = n;
-	int sum = 0;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(sorted[mid].value, value) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
+	free(t->slot);
+	free(t->v);
+	free(t->used);
+	free(t->seen);
+}
+
+/* The index of value (added when new; the table has room for it). */
+static int values_id(struct values *t, const char *value)
+{
+	size_t at = (size_t)hash_str(value) & t->mask;
+	for (;; at = (at + 1) & t->mask) {
+		int k = t->slot[at] - 1;
+		if (k < 0)
+			break;
+		if (!strcmp(t->v[k], value))
+			return k;
 	}
-	for (; lo < n && !strcmp(sorted[lo].value, value); lo++)
-		sum += sorted[lo].count;
-	return sum;
+	t->v[t->n] = value;
+	t->slot[at] = (int)++t->n;
+	return (int)t->n - 1;
 }
 
 static const struct sched_spread_target *target_of(const struct sched_spread *sp,
@@ -93,78 +122,93 @@ static const struct sched_spread_target *target_of(const struct sched_spread *sp
 	return NULL;
 }
 
-/* How many distinct values among the candidates' (vals, NULL skipped) and
- * those holding allocations. */
-static size_t distinct_values(const char *const *vals, size_t n,
-			      const struct sched_spread_count *cnt, size_t ncnt)
+/* A node's value of attribute: the node fields directly (one compare of
+ * the attribute per spread, not per node), anything else through
+ * resolve_target. */
+static const char *node_value(const struct sched_snapshot *s, const struct sched_node *n,
+			      const char *attribute, int field)
 {
-	const char **all = xcalloc(n + ncnt + 1, sizeof(*all));
-	size_t m = 0, d = 0;
-	for (size_t i = 0; i < n; i++)
-		if (vals[i])
-			all[m++] = vals[i];
-	for (size_t i = 0; i < ncnt; i++)
-		if (cnt[i].count > 0)
-			all[m++] = cnt[i].value;
-	qsort(all, m, sizeof(*all), cmp_str);
-	for (size_t i = 0; i < m; i++)
-		d += i == 0 || strcmp(all[i], all[i - 1]) != 0;
-	free(all);
-	return d;
+	char buf[8];
+	switch (field) {
+	case 1: return n->datacenter;
+	case 2: return n->node_class;
+	case 3: return n->name;
+	case 4: return n->id;
+	default: return resolve_target(s, n, NULL, NULL, attribute, buf, sizeof(buf));
+	}
 }
 
-/* The boost of one spread for each candidate, into boost[] (in -inf..1;
+static int field_of(const char *attribute)
+{
+	static const char *const fields[] = { "${node.datacenter}", "${node.class}",
+					      "${node.unique.name}", "${node.unique.id}" };
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(attribute, fields[i]))
+			return i + 1;
+	return 0;
+}
+
+/* The boost of one spread for each candidate, into boost[] (in -1..1;
  * NAN for a node without the attribute). */
 static void spread_boosts(const struct sched_snapshot *s, const struct sched_spread *sp,
 			  double desired_total, const struct spread_cand *c, size_t n,
 			  double *boost)
 {
-	struct sched_spread_count *cnt = xcalloc(sp->ncounts + 1, sizeof(*cnt));
-	const char **vals = xcalloc(n + 1, sizeof(*vals));
-	double even = 0, rest = desired_total;
+	struct values t;
+	int *id = xcalloc(n + 1, sizeof(*id));
+	double *want, rest = desired_total;
 	int rest_used = 0;
-	char buf[8];
+	size_t distinct = 0;
+	int field = field_of(sp->attribute);
 
-	memcpy(cnt, sp->counts, sp->ncounts * sizeof(*cnt));
-	qsort(cnt, sp->ncounts, sizeof(*cnt), cmp_count);
-	for (size_t i = 0; i < n; i++)
-		vals[i] = resolve_target(s, &s->node[c[i].node], NULL, NULL, sp->attribute, buf,
-					 sizeof(buf));
-	if (!sp->ntargets) {
-		size_t d = distinct_values(vals, n, cnt, sp->ncounts);
-		even = d ? desired_total / (double)d : 0;
-	} else {
-		/* the values without a target share what the targets leave */
-		for (size_t t = 0; t < sp->ntargets; t++)
-			rest -= desired_total * sp->targets[t].percent / 100.0;
-		for (size_t k = 0; k < sp->ncounts; k++)
-			if (!target_of(sp, cnt[k].value))
-				rest_used += cnt[k].count;
+	values_init(&t, n + sp->ncounts);
+	for (size_t i = 0; i < n; i++) {
+		const char *v = node_value(s, &s->node[c[i].node], sp->attribute, field);
+		id[i] = v ? values_id(&t, v) : -1;
+		if (v)
+			t.seen[id[i]] = true;
+	}
+	for (size_t k = 0; k < sp->ncounts; k++) {
+		int v = values_id(&t, sp->counts[k].value);
+		t.used[v] += sp->counts[k].count;
+		t.seen[v] = t.seen[v] || sp->counts[k].count > 0;
+	}
+	/* what each value should hold */
+	want = xcalloc(t.n + 1, sizeof(*want));
+	for (size_t v = 0; v < t.n; v++)
+		distinct += t.seen[v];
+	for (size_t k = 0; k < sp->ntargets; k++)
+		rest -= desired_total * sp->targets[k].percent / 100.0;
+	for (size_t v = 0; v < t.n; v++) {
+		const struct sched_spread_target *tg = sp->ntargets ? target_of(sp, t.v[v]) : NULL;
+		if (!sp->ntargets) {
+			want[v] = distinct ? desired_total / (double)distinct : 0;
+		} else if (tg) {
+			want[v] = desired_total * tg->percent / 100.0;
+		} else {
+			/* the values without a target share what the targets
+			 * leave, their allocations counted together */
+			want[v] = rest;
+			rest_used += t.used[v];
+			t.used[v] = -1;
+		}
 	}
 	for (size_t i = 0; i < n; i++) {
-		const struct sched_spread_target *t;
-		double want, used;
-		if (!vals[i]) {
+		double w, used;
+		if (id[i] < 0) {
 			boost[i] = NAN;
 			continue;
 		}
-		if (!sp->ntargets) {
-			want = even;
-			used = used_of(cnt, sp->ncounts, vals[i]) + 1;
-		} else if ((t = target_of(sp, vals[i]))) {
-			want = desired_total * t->percent / 100.0;
-			used = used_of(cnt, sp->ncounts, vals[i]) + 1;
-		} else {
-			want = rest;
-			used = rest_used + 1;
-		}
+		w = want[id[i]];
+		used = (t.used[id[i]] < 0 ? rest_used : t.used[id[i]]) + 1;
 		/* a share under 1e-9 is none (rounding of the percents); far
 		 * over its share a value counts as -1, so that the part stays
 		 * within 100 points, the scale of affinities */
-		boost[i] = want > 1e-9 ? fmax((want - used) / want, -1.0) : -1.0;
+		boost[i] = w > 1e-9 ? fmax((w - used) / w, -1.0) : -1.0;
 	}
-	free(vals);
-	free(cnt);
+	free(want);
+	free(id);
+	values_release(&t);
 }
 
 void spread_score(const struct sched_snapshot *s, const struct sched_request *req,
@@ -221,11 +265,9 @@ struct spread_tally *spread_tally_new(const struct sched_request *req, struct sc
 
 void spread_tally_add(struct spread_tally *t, const struct sched_snapshot *s, int node)
 {
-	char buf[8];
 	for (size_t k = 0; k < t->n; k++) {
 		struct sched_spread *sp = &t->sp[k];
-		const char *v = resolve_target(s, &s->node[node], NULL, NULL, sp->attribute, buf,
-					       sizeof(buf));
+		const char *v = node_value(s, &s->node[node], sp->attribute, field_of(sp->attribute));
 		size_t i;
 		if (!v)
 			continue;
