@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -10,6 +12,7 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
@@ -186,10 +189,137 @@ static int check_key(const char *cert_file, const char *key_file, const char *ce
 	return 0;
 }
 
+/* --- credentials a reload can replace ----------------------------------- */
+
+struct tls_keys {
+	atomic_int refs;
+	gnutls_pcert_st *pcerts;
+	unsigned n;
+	gnutls_privkey_t key;
+};
+
+struct tls_creds {
+	atomic_int refs;
+	pthread_mutex_t lock;    /* guards cur */
+	struct tls_keys *cur;
+};
+
+void tls_keys_unref(struct tls_keys *k)
+{
+	if (!k || atomic_fetch_sub(&k->refs, 1) != 1)
+		return;
+	for (unsigned i = 0; i < k->n; i++)
+		gnutls_pcert_deinit(&k->pcerts[i]);
+	free(k->pcerts);
+	gnutls_privkey_deinit(k->key);
+	free(k);
+}
+
+static struct tls_keys *keys_ref(struct tls_keys *k)
+{
+	atomic_fetch_add(&k->refs, 1);
+	return k;
+}
+
+void tls_keys_get(const struct tls_keys *k, void *pcert, unsigned *n, void *key)
+{
+	*(gnutls_pcert_st **)pcert = k->pcerts;
+	*n = k->n;
+	*(gnutls_privkey_t *)key = k->key;
+}
+
+/* Parses checked PEM (tls_server_load checked both and that they match)
+ * into keys; -EINVAL with err when GnuTLS still refuses them. */
+static int keys_parse(const char *cert_pem, const char *key_pem, unsigned ncerts,
+		      struct tls_keys **out, struct herd_err *err)
+{
+	gnutls_datum_t c = { (unsigned char *)cert_pem, (unsigned)strlen(cert_pem) };
+	gnutls_datum_t kd = { (unsigned char *)key_pem, (unsigned)strlen(key_pem) };
+	struct tls_keys *k = xcalloc(1, sizeof(*k));
+	unsigned n = ncerts;
+	int r;
+
+	atomic_init(&k->refs, 1);
+	k->pcerts = xcalloc(ncerts, sizeof(*k->pcerts));
+	r = gnutls_pcert_list_import_x509_raw(k->pcerts, &n, &c, GNUTLS_X509_FMT_PEM, 0);
+	if (r < 0) {
+		free(k->pcerts);
+		free(k);
+		return herd_errf(err, -EINVAL, "tls: the certificate cannot be used: %s",
+				 gnutls_strerror(r));
+	}
+	k->n = n;
+	gnutls_privkey_init(&k->key);
+	r = gnutls_privkey_import_x509_raw(k->key, &kd, GNUTLS_X509_FMT_PEM, NULL, 0);
+	if (r < 0) {
+		tls_keys_unref(k);
+		return herd_errf(err, -EINVAL, "tls: the key cannot be used: %s",
+				 gnutls_strerror(r));
+	}
+	*out = k;
+	return 0;
+}
+
+static struct tls_creds *creds_new(struct tls_keys *k)
+{
+	struct tls_creds *c = xcalloc(1, sizeof(*c));
+
+	atomic_init(&c->refs, 1);
+	pthread_mutex_init(&c->lock, NULL);
+	c->cur = k;
+	return c;
+}
+
+static struct tls_creds *creds_ref(struct tls_creds *c)
+{
+	if (c)
+		atomic_fetch_add(&c->refs, 1);
+	return c;
+}
+
+static void creds_unref(struct tls_creds *c)
+{
+	if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
+		return;
+	tls_keys_unref(c->cur);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+struct tls_keys *tls_creds_get(struct tls_creds *c)
+{
+	struct tls_keys *k;
+
+	if (!c)
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	k = keys_ref(c->cur);
+	pthread_mutex_unlock(&c->lock);
+	return k;
+}
+
+void tls_creds_swap(struct tls_creds *dst, struct tls_creds *src)
+{
+	struct tls_keys *k = tls_creds_get(src), *old;
+
+	if (!dst || !k || dst == src) {
+		tls_keys_unref(k);
+		return;
+	}
+	pthread_mutex_lock(&dst->lock);
+	old = dst->cur;
+	dst->cur = k;
+	pthread_mutex_unlock(&dst->lock);
+	/* connections that took the old keys keep a reference of their own */
+	tls_keys_unref(old);
+}
+
 int tls_server_load(struct tls_server *s, const char *cert_file, const char *key_file,
 		    const char *ca_file, bool verify_client, struct herd_err *err)
 {
-	struct tls_server t = { NULL, NULL, NULL, verify_client };
+	struct tls_server t = { NULL, NULL, NULL, verify_client, NULL };
+	struct tls_keys *keys = NULL;
+	unsigned ncerts;
 	int rc;
 
 	memset(s, 0, sizeof(*s));
@@ -203,13 +333,15 @@ int tls_server_load(struct tls_server *s, const char *cert_file, const char *key
 	    (rc = read_pem("key_file", key_file, &t.key_pem, err)) < 0 ||
 	    (ca_file && (rc = read_pem("ca_file", ca_file, &t.ca_pem, err)) < 0))
 		goto fail;
-	if (!count_certs("cert_file", cert_file, t.cert_pem, err) ||
+	if (!(ncerts = count_certs("cert_file", cert_file, t.cert_pem, err)) ||
 	    (t.ca_pem && !count_certs("ca_file", ca_file, t.ca_pem, err))) {
 		rc = -EINVAL;
 		goto fail;
 	}
-	if ((rc = check_key(cert_file, key_file, t.cert_pem, t.key_pem, err)) < 0)
+	if ((rc = check_key(cert_file, key_file, t.cert_pem, t.key_pem, err)) < 0 ||
+	    (rc = keys_parse(t.cert_pem, t.key_pem, ncerts, &keys, err)) < 0)
 		goto fail;
+	t.creds = creds_new(keys);
 	*s = t;
 	return 0;
 fail:
@@ -226,6 +358,7 @@ void tls_server_release(struct tls_server *s)
 		explicit_bzero(s->key_pem, strlen(s->key_pem));
 	free(s->key_pem);
 	free(s->ca_pem);
+	creds_unref(s->creds);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -235,6 +368,7 @@ void tls_server_copy(struct tls_server *dst, const struct tls_server *src)
 	dst->cert_pem = dup_or_null(src->cert_pem);
 	dst->key_pem = dup_or_null(src->key_pem);
 	dst->ca_pem = dup_or_null(src->ca_pem);
+	dst->creds = creds_ref(src->creds);
 }
 
 int tls_verify_peer(void *session, struct herd_err *err)

@@ -91,28 +91,65 @@ size_t tls_conn_pending(struct tls_conn *c);
  * the socket.  Accepts NULL. */
 void tls_conn_free(struct tls_conn *c);
 
-/* A listener's material, read at start. */
+/* A listener's certificate chain and key, parsed for GnuTLS: immutable,
+ * reference-counted, so that a handshake that picked one keeps it valid
+ * while a reload installs another (struct tls_creds). */
+struct tls_keys;
+
+/* The certificate a listener serves, replaceable while it serves: each new
+ * TLS connection takes the keys current when it is accepted
+ * (tls_creds_get), connections already open keep theirs.  Shared,
+ * reference-counted; thread-safe. */
+struct tls_creds;
+
+/* A listener's material, read at start (and again by a reload). */
 struct tls_server {
 	char *cert_pem;      /* NUL-terminated PEM text; NULL: not loaded */
 	char *key_pem;
 	char *ca_pem;        /* the CA that signs client certificates; NULL: none */
 	bool verify_client;  /* callers must present a certificate signed by ca_pem */
+	/* cert_pem and key_pem parsed, what listeners serve from
+	 * (tls_mhd.h); a copy of s shares it (a reference), so
+	 * tls_creds_swap on any copy changes what every listener started
+	 * from s serves.  NULL: not loaded. */
+	struct tls_creds *creds;
 };
 
 /* Reads cert_file, key_file and ca_file (NULL: none; required with
  * verify_client) into s (zeroed first), checking that each is PEM of what
  * it should be (certificates, a private key that matches the first
- * certificate, at least one CA certificate).  Returns 0, or -errno with err
+ * certificate, at least one CA certificate), and parses the certificate
+ * and key into a new s->creds.  Returns 0, or -errno with err
  * naming the file and what is wrong ("tls: cert_file /etc/herd/a.pem: ...");
  * then s is zeroed. */
 int tls_server_load(struct tls_server *s, const char *cert_file, const char *key_file,
 		    const char *ca_file, bool verify_client, struct herd_err *err);
 
-/* Frees what s owns and zeroes it; accepts NULL. */
+/* Frees what s owns (drops its reference of creds) and zeroes it;
+ * accepts NULL. */
 void tls_server_release(struct tls_server *s);
 
-/* A deep copy of src into dst (dst's old contents are not freed). */
+/* A deep copy of src into dst (dst's old contents are not freed); creds
+ * is shared (a new reference). */
 void tls_server_copy(struct tls_server *dst, const struct tls_server *src);
+
+/* The keys c serves now, with a reference for the caller (who drops it
+ * with tls_keys_unref); NULL when c is NULL. */
+struct tls_keys *tls_creds_get(struct tls_creds *c);
+
+/* Makes dst serve what src serves now (new connections only); neither
+ * reference changes hands.  A reload loads the new files into a fresh
+ * tls_server first (tls_server_load: every check done), so a file that
+ * fails leaves dst as it was. */
+void tls_creds_swap(struct tls_creds *dst, struct tls_creds *src);
+
+/* Drops a reference of k (from tls_creds_get); accepts NULL. */
+void tls_keys_unref(struct tls_keys *k);
+
+/* k's certificate chain and key for GnuTLS's certificate callback:
+ * *pcert (gnutls_pcert_st *, n entries) and *key (gnutls_privkey_t), owned
+ * by k and valid while a reference to k is held. */
+void tls_keys_get(const struct tls_keys *k, void *pcert, unsigned *n, void *key);
 
 /* Whether the peer of session (a gnutls_session_t of a server whose
  * credentials trust the CA) presented a certificate that verifies against
