@@ -47,7 +47,4 @@ void cfg_tls_release(struct agent_config *cfg);
 void cfg_tls_copy(struct agent_config *dst, const struct agent_config *src);
 int cfg_tls_finish(struct agent_config *cfg, struct herd_err *err);
 
-/* Deep copy of a configuration (for all-or-nothing application). */
-void agent_config_copy(struct agent_config *dst, const struct agent_config *src);
-
 #endif

@@ -279,6 +279,32 @@ int agent_config_make_temp_data_dir(struct agent_config *cfg, struct herd_err *e
  * Returns 0 or -errno of the first failure. */
 int agent_config_remove_temp_data_dir(struct agent_config *cfg);
 
+/* A deep copy of src into dst (dst's old contents are not freed); the TLS
+ * credentials are shared (tls_server_copy). */
+void agent_config_copy(struct agent_config *dst, const struct agent_config *src);
+
+/* What a reload (SIGHUP; docs/agent-config.md, "Reloading") finds between
+ * the configuration an agent runs with (old) and the one its files say now
+ * (new), both finished (agent_config_finish). */
+struct agent_config_diff {
+	bool log_level;          /* log_level differs: applied at once */
+	/* tls { http } on in both and the certificate or key differ (their
+	 * contents or paths): the listeners serve the new ones to new
+	 * connections */
+	bool tls_keys;
+	/* The keys that differ but take effect only at a restart, as an
+	 * operator writes them, ", "-separated ("ports.http, client.meta");
+	 * NULL: none.  Owned by the diff. */
+	char *restart;
+};
+
+/* Fills d (zeroed first) with what differs between old and new. */
+void agent_config_diff(const struct agent_config *old, const struct agent_config *new,
+		       struct agent_config_diff *d);
+
+/* Frees what d owns and zeroes it; accepts NULL. */
+void agent_config_diff_release(struct agent_config_diff *d);
+
 /* How device d is shared.  A MIG instance is always exclusive (replicas 1):
  * the hardware already splits its GPU.  A whole GPU takes the most specific
  * `device` block that names it (UUID, then NVML index, then model), else

@@ -2,22 +2,24 @@
 #include "agent/log.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/strbuf.h"
 
-static volatile enum agent_log_level min_level = AGENT_LOG_INFO;
+/* atomic: a reload (SIGHUP) changes it while other threads log */
+static atomic_int min_level = AGENT_LOG_INFO;
 
 void agent_log_set_level(enum agent_log_level level)
 {
-	min_level = level;
+	atomic_store_explicit(&min_level, (int)level, memory_order_relaxed);
 }
 
 enum agent_log_level agent_log_get_level(void)
 {
-	return min_level;
+	return (enum agent_log_level)atomic_load_explicit(&min_level, memory_order_relaxed);
 }
 
 void agent_log(enum agent_log_level level, const char *fmt, ...)
@@ -28,7 +30,7 @@ void agent_log(enum agent_log_level level, const char *fmt, ...)
 	char when[32];
 	va_list ap;
 
-	if (level < min_level)
+	if ((int)level < atomic_load_explicit(&min_level, memory_order_relaxed))
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);

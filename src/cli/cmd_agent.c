@@ -2,12 +2,17 @@
  * (server.h) when server { enabled }, a client (agent/client.h) when
  * client { enabled }; -dev runs both with a temporary data dir.
  *
- * Signals: SIGINT and SIGTERM are blocked in every thread and taken by
- * sigwait here, so shutdown runs in one known place: the client stops
- * (its tasks keep running, except in -dev), then the server. */
+ * Signals: SIGINT, SIGTERM and SIGHUP are blocked in every thread and
+ * taken by sigwait here (no handler runs at all), so shutdown runs in one
+ * known place: the client stops (its tasks keep running, except in -dev),
+ * then the server.  SIGHUP is blocked first of all, so that one sent while
+ * the agent starts waits for it instead of killing it; it reloads the
+ * configuration on this thread (reload below; docs/agent-config.md,
+ * "Reloading"). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -21,6 +26,7 @@
 #include "agent/config.h"
 #include "agent/log.h"
 #include "cli/cli.h"
+#include "common/tls.h"
 #include "common/xalloc.h"
 #include "drivers/shim.h"
 #include "agent/client_http.h"
@@ -181,6 +187,177 @@ static void split_servers(struct agent_config *cfg, const char *list)
 	free(dup);
 }
 
+/* What the command line says; the configuration is built from it at start
+ * and again by each reload. */
+struct agent_opts {
+	const char *config_file, *bind, *data_dir, *gpu_sim;
+	const char *servers, *node, *log_level, *postgres_url;
+	bool dev;
+	int64_t http_port;
+	const char *cmd;      /* argv[0], for messages at start */
+};
+
+/* A failure while building the configuration: on stderr at start (the
+ * agent has not started), as an error line of the log at a reload. */
+static void build_error(const struct agent_config *running, const char *cmd, const char *fmt,
+			...) __attribute__((format(printf, 3, 4)));
+static void build_error(const struct agent_config *running, const char *cmd, const char *fmt,
+			...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (running)
+		log_error("agent: reload: %s", msg);
+	else
+		fprintf(stderr, "%s: %s\n", cmd, msg);
+}
+
+/* Builds cfg from the defaults, -dev, the -config file and the flags, as
+ * config.h orders it.  At start (running NULL) it also picks -dev's
+ * simulated GPUs and points the GPU layer at them; at a reload (running:
+ * the configuration the agent started with) it changes nothing outside cfg
+ * and takes from running what start-up derived (the temporary data dir,
+ * the simulated NVML found).  Returns 0, or -1 after saying why; cfg is
+ * released by the caller in both cases. */
+static int build_config(struct agent_config *cfg, const struct agent_opts *o,
+			const struct agent_config *running)
+{
+	struct agent_flags af = AGENT_FLAGS_INIT;
+	struct herd_err err = { 0, "" };
+	struct diag_list dl;
+
+	agent_config_init(cfg);
+	if (o->dev)
+		agent_config_apply_dev(cfg);
+	if (o->config_file) {
+		diag_list_init(&dl);
+		int lrc = agent_config_load_file(cfg, o->config_file, &dl);
+		diag_sort(&dl);
+		diag_print(&dl, o->config_file, stderr);
+		diag_list_release(&dl);
+		if (lrc < 0) {
+			if (running)
+				build_error(running, o->cmd, "%s has errors (above)", o->config_file);
+			return -1;
+		}
+	}
+	af.dev = o->dev;
+	af.bind = o->bind;
+	af.http_port = (int)o->http_port;
+	af.data_dir = o->data_dir;
+	af.gpu_sim = o->gpu_sim;
+	if (agent_config_apply_flags(cfg, &af, &err) < 0) {
+		build_error(running, o->cmd, "%s", err.msg);
+		return -1;
+	}
+	if (o->servers)
+		split_servers(cfg, o->servers);
+	if (o->postgres_url) {
+		if (!*o->postgres_url) {
+			build_error(running, o->cmd, "-postgres-url: expected a PostgreSQL URL or "
+				    "connection string, not \"\"");
+			return -1;
+		}
+		free(cfg->server.postgres_url);
+		cfg->server.postgres_url = xstrdup(o->postgres_url);
+	}
+	if (o->node) {
+		free(cfg->name);
+		cfg->name = xstrdup(o->node);
+	}
+	if (o->log_level && agent_log_level_parse(o->log_level, &cfg->log_level) < 0) {
+		build_error(running, o->cmd, "-log-level: \"%s\" is not a level", o->log_level);
+		return -1;
+	}
+	if (running) {
+		/* what start-up derived stays: the GPUs it found, the
+		 * temporary data dir of -dev */
+		if (!cfg->gpu.sim_file && running->gpu.sim_file && cfg->dev &&
+		    !cfg->gpu.nvml_library)
+			cfg->gpu.sim_file = xstrdup(running->gpu.sim_file);
+		if (cfg->gpu.sim_file && !cfg->gpu.nvml_library && running->gpu.nvml_library) {
+			cfg->gpu.nvml_library = xstrdup(running->gpu.nvml_library);
+			cfg->gpu.nvml.library_path = cfg->gpu.nvml_library;
+		}
+		if (!cfg->data_dir && running->data_dir_is_temp)
+			cfg->data_dir = xstrdup(running->data_dir);
+	} else {
+		if (cfg->dev && !cfg->gpu.sim_file && !cfg->gpu.nvml_library &&
+		    !getenv("HERD_NVML_LIBRARY") && !nvidia_driver_present()) {
+			char *ex = xasprintf("%s/%s", HERD_SOURCE_ROOT, DEV_GPU_EXAMPLE);
+			if (access(ex, R_OK) == 0) {
+				printf("no NVIDIA driver: using simulated GPUs from %s\n", ex);
+				fflush(stdout);
+				cfg->gpu.sim_file = ex;
+			} else {
+				printf("no NVIDIA driver and no simulated GPU description: running "
+				       "without GPUs (give -gpu-sim FILE)\n");
+				free(ex);
+			}
+		}
+		if (setup_gpu_sim(cfg, o->cmd) < 0)
+			return -1;
+	}
+	if (agent_config_finish(cfg, &err) < 0) {
+		build_error(running, o->cmd, "%s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* SIGHUP: the -config file read again and what may change applied (see
+ * docs/agent-config.md, "Reloading"): log_level, and the listeners'
+ * certificate and key (new connections; open ones finish on the old).
+ * Everything else that differs is named in one line and waits for a
+ * restart.  A file that does not parse, or a certificate or key that does
+ * not load, changes nothing.  start: the configuration as built at start,
+ * which keeps what was applied (its tls creds are the listeners'). */
+static void reload(const struct agent_opts *o, struct agent_config *start)
+{
+	struct agent_config next;
+	struct agent_config_diff d;
+
+	if (!o->config_file) {
+		log_info("agent: SIGHUP: no -config file, nothing to reload");
+		return;
+	}
+	log_info("agent: SIGHUP: reloading %s", o->config_file);
+	if (build_config(&next, o, start) < 0) {
+		log_error("agent: reload: nothing changed; still running with the configuration "
+			  "read before");
+		agent_config_release(&next);
+		return;
+	}
+	agent_config_diff(start, &next, &d);
+	if (d.log_level) {
+		log_info("agent: reload: log_level %s (was %s)",
+			 agent_log_level_name(next.log_level), agent_log_level_name(start->log_level));
+		start->log_level = next.log_level;
+		agent_log_set_level(next.log_level);
+	}
+	if (d.tls_keys) {
+		/* next's files passed every check of tls_server_load */
+		tls_creds_swap(start->tls.server.creds, next.tls.server.creds);
+		free(start->tls.server.cert_pem);
+		start->tls.server.cert_pem = xstrdup(next.tls.server.cert_pem);
+		explicit_bzero(start->tls.server.key_pem, strlen(start->tls.server.key_pem));
+		free(start->tls.server.key_pem);
+		start->tls.server.key_pem = xstrdup(next.tls.server.key_pem);
+		log_info("agent: reload: tls: new connections get the certificate of %s "
+			 "(key %s)", next.tls.cert_file, next.tls.key_file);
+	}
+	if (d.restart)
+		log_warn("agent: reload: changed but applied only at a restart: %s", d.restart);
+	if (!d.log_level && !d.tls_keys && !d.restart)
+		log_info("agent: reload: nothing changed");
+	agent_config_diff_release(&d);
+	agent_config_release(&next);
+}
+
 int cmd_agent(int argc, char **argv)
 {
 	const char *config_file = NULL, *bind = NULL, *data_dir = NULL, *gpu_sim = NULL;
@@ -205,12 +382,13 @@ int cmd_agent(int argc, char **argv)
 		"herd agent [options]",
 		"Runs a herd agent: a server, a client, or both (-dev).  Logs go to stderr.\n"
 		"SIGINT or SIGTERM shut it down; a client's tasks keep running and are\n"
-		"found again by the next client on this data dir (-dev stops them).",
+		"found again by the next client on this data dir (-dev stops them).\n"
+		"SIGHUP reads the -config file again and applies log_level and the TLS\n"
+		"certificate and key; other changes are logged and need a restart.",
 		flags,
 	};
-	struct agent_config cfg;
-	struct agent_flags af = AGENT_FLAGS_INIT;
-	struct diag_list dl;
+	struct agent_opts opts = { 0 };
+	struct agent_config cfg, start;
 	struct herd_err err = { 0, "" };
 	struct server *srv = NULL;
 	struct client *cl = NULL;
@@ -219,8 +397,16 @@ int cmd_agent(int argc, char **argv)
 	char *local = NULL, *shim_exe = NULL;
 	const char *shim_argv[3];
 	sigset_t sigs;
-	int i = flags_parse(&help, argc, argv), rc = 1, sig;
+	int i, rc = 1, sig;
 
+	/* A SIGHUP from here on waits for the loop at the end (reload). */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	memset(&cfg, 0, sizeof(cfg));
+	memset(&start, 0, sizeof(start));
+
+	i = flags_parse(&help, argc, argv);
 	if (i < 0)
 		return i == -1 ? 0 : EXIT_USAGE;
 	if (i < argc)
@@ -228,65 +414,11 @@ int cmd_agent(int argc, char **argv)
 	if (http_port > 65535 || http_port < -1)
 		return usage_error(argv[0], "-http-port: %lld is not a port", (long long)http_port);
 
-	agent_config_init(&cfg);
-	if (dev)
-		agent_config_apply_dev(&cfg);
-	if (config_file) {
-		diag_list_init(&dl);
-		int lrc = agent_config_load_file(&cfg, config_file, &dl);
-		diag_sort(&dl);
-		diag_print(&dl, config_file, stderr);
-		diag_list_release(&dl);
-		if (lrc < 0)
-			goto out;
-	}
-	af.dev = dev;
-	af.bind = bind;
-	af.http_port = (int)http_port;
-	af.data_dir = data_dir;
-	af.gpu_sim = gpu_sim;
-	if (agent_config_apply_flags(&cfg, &af, &err) < 0) {
-		fprintf(stderr, "%s: %s\n", argv[0], err.msg);
+	opts = (struct agent_opts){ config_file, bind, data_dir, gpu_sim, servers, node, log_level,
+				    postgres_url, dev, http_port, argv[0] };
+	if (build_config(&cfg, &opts, NULL) < 0)
 		goto out;
-	}
-	if (servers)
-		split_servers(&cfg, servers);
-	if (postgres_url) {
-		if (!*postgres_url) {
-			fprintf(stderr, "%s: -postgres-url: expected a PostgreSQL URL or connection "
-				"string, not \"\"\n", argv[0]);
-			goto out;
-		}
-		free(cfg.server.postgres_url);
-		cfg.server.postgres_url = xstrdup(postgres_url);
-	}
-	if (node) {
-		free(cfg.name);
-		cfg.name = xstrdup(node);
-	}
-	if (log_level && agent_log_level_parse(log_level, &cfg.log_level) < 0) {
-		fprintf(stderr, "%s: -log-level: \"%s\" is not a level\n", argv[0], log_level);
-		goto out;
-	}
-	if (cfg.dev && !cfg.gpu.sim_file && !cfg.gpu.nvml_library && !getenv("HERD_NVML_LIBRARY") &&
-	    !nvidia_driver_present()) {
-		char *ex = xasprintf("%s/%s", HERD_SOURCE_ROOT, DEV_GPU_EXAMPLE);
-		if (access(ex, R_OK) == 0) {
-			printf("no NVIDIA driver: using simulated GPUs from %s\n", ex);
-			fflush(stdout);
-			cfg.gpu.sim_file = ex;
-		} else {
-			printf("no NVIDIA driver and no simulated GPU description: running without "
-			       "GPUs (give -gpu-sim FILE)\n");
-			free(ex);
-		}
-	}
-	if (setup_gpu_sim(&cfg, argv[0]) < 0)
-		goto out;
-	if (agent_config_finish(&cfg, &err) < 0) {
-		fprintf(stderr, "%s: %s\n", argv[0], err.msg);
-		goto out;
-	}
+	agent_config_copy(&start, &cfg);
 	agent_log_set_level(cfg.log_level);
 	if (make_dirs(cfg.data_dir) < 0) {
 		fprintf(stderr, "%s: cannot make data dir %s: %s\n", argv[0], cfg.data_dir,
@@ -294,8 +426,8 @@ int cmd_agent(int argc, char **argv)
 		goto out;
 	}
 
-	/* Block the shutdown signals in every thread started from here. */
-	sigemptyset(&sigs);
+	/* Block the shutdown signals in every thread started from here
+	 * (SIGHUP already is: sigwait takes all three below). */
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
@@ -442,8 +574,13 @@ int cmd_agent(int argc, char **argv)
 			 cfg.data_dir, cfg.tls.http ? "https" : "http",
 			 local ? local : "127.0.0.1:4646");
 
-	while (sigwait(&sigs, &sig) != 0)
-		;
+	for (;;) {
+		if (sigwait(&sigs, &sig) != 0)
+			continue;
+		if (sig != SIGHUP)
+			break;
+		reload(&opts, &start);
+	}
 	if (atomic_load(&pg_lost)) {
 		/* pg_lost_cb said why; the store is fenced: stop, and let
 		 * the service manager start a standby */
@@ -464,6 +601,7 @@ stop:
 out:
 	free(local);
 	free(shim_exe);
+	agent_config_release(&start);
 	agent_config_release(&cfg);
 	return rc;
 }
