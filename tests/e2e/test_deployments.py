@@ -67,9 +67,13 @@ def live(port, job):
 
 
 def wait_deployment(port, job, version, statuses, timeout=120):
-    return wait_for(lambda: (lambda d: d if d and d['job_version'] == version
-                             and d['status'] in statuses else None)(deployment(port, job)),
-                    timeout, f'the deployment of version {version} to be {statuses}', step=0.2)
+    """The deployment of the job's version once its status is one of
+    statuses (not only the latest: a revert may follow at once)."""
+    def look():
+        return [d for d in api(port, f'/v1/job/{job}/deployments')
+                if d['job_version'] == version and d['status'] in statuses]
+    return wait_for(look, timeout, f'the deployment of version {version} to be {statuses}',
+                    step=0.2)[0]
 
 
 def test_rolling_update_one_at_a_time_then_auto_revert(agents, tmp_path):
