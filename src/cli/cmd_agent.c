@@ -334,10 +334,15 @@ static void reload(const struct agent_opts *o, struct agent_config *start)
 	}
 	agent_config_diff(start, &next, &d);
 	if (d.log_level) {
+		/* said under the more verbose of the two levels: before a
+		 * change to fewer lines, after a change to more */
+		enum agent_log_level was = start->log_level;
+		if (next.log_level < was)
+			agent_log_set_level(next.log_level);
 		log_info("agent: reload: log_level %s (was %s)",
-			 agent_log_level_name(next.log_level), agent_log_level_name(start->log_level));
-		start->log_level = next.log_level;
+			 agent_log_level_name(next.log_level), agent_log_level_name(was));
 		agent_log_set_level(next.log_level);
+		start->log_level = next.log_level;
 	}
 	if (d.tls_keys) {
 		/* next's files passed every check of tls_server_load */
