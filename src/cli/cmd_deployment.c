@@ -6,16 +6,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli-api.h"
 #include "cli/cli.h"
 #include "common/xalloc.h"
 
-/* "6m0s from now"-style deadline: the time, or "-" for 0. */
+/* A deadline as how long from now: "in 9m58s", "passed"; "-" for 0. */
 static void add_deadline_cell(struct table *t, int64_t at)
 {
-	char buf[64];
-	table_add(t, at ? format_ago(at, buf, sizeof(buf)) : "-");
+	struct timespec now;
+	int64_t d;
+
+	if (!at) {
+		table_add(t, "-");
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	d = at / 1000000000LL - (int64_t)now.tv_sec;
+	if (d < 0)
+		table_add(t, "passed");
+	else if (d < 3600)
+		table_addf(t, "in %lldm%llds", (long long)(d / 60), (long long)(d % 60));
+	else
+		table_addf(t, "in %lldh%lldm", (long long)(d / 3600), (long long)(d % 3600 / 60));
 }
 
 void deployment_print(const json_t *d, const char *title)
