@@ -168,7 +168,8 @@ static void diff_gpu_drivers(const struct agent_config *o, const struct agent_co
 	DIFF_STR(exec.default_user, "exec.default_user");
 }
 
-/* tls { }: the listeners' certificate and key are applied (new
+/* tls { }: the listeners' certificate and key, and with
+ * verify_https_client the CA they check callers against, are applied (new
  * connections); the rest is fixed at start.  libcurl reads the client's
  * CA, certificate and key files at each new connection, so new contents
  * under the same paths reach the client's connections to servers without
@@ -177,7 +178,8 @@ static void diff_tls(const struct agent_config *o, const struct agent_config *n,
 		     struct agent_config_diff *d, struct strbuf *sb)
 {
 	bool paths = str_differ(o->tls.cert_file, n->tls.cert_file) ||
-		     str_differ(o->tls.key_file, n->tls.key_file);
+		     str_differ(o->tls.key_file, n->tls.key_file) ||
+		     str_differ(o->tls.ca_file, n->tls.ca_file);
 
 	DIFF_VAL(tls.http, "tls.http");
 	DIFF_VAL(tls.verify_https_client, "tls.verify_https_client");
@@ -190,16 +192,15 @@ static void diff_tls(const struct agent_config *o, const struct agent_config *n,
 			add(sb, "tls.ca_file/cert_file/key_file");
 		return;
 	}
+	/* the keys carry the CA only when both check callers (with a change
+	 * of verify_https_client, named above, the CA stays as it was) */
 	d->tls_keys = paths || str_differ(o->tls.server.cert_pem, n->tls.server.cert_pem) ||
-		      str_differ(o->tls.server.key_pem, n->tls.server.key_pem);
+		      str_differ(o->tls.server.key_pem, n->tls.server.key_pem) ||
+		      (o->tls.verify_https_client && n->tls.verify_https_client &&
+		       str_differ(o->tls.server.ca_pem, n->tls.server.ca_pem));
 	if (paths && o->client.enabled)
-		add(sb, "tls.cert_file/key_file (another path: the client's connections "
-			"to servers)");
-	if (str_differ(o->tls.ca_file, n->tls.ca_file))
-		add(sb, "tls.ca_file (another path)");
-	else if (o->tls.verify_https_client &&
-		 str_differ(o->tls.server.ca_pem, n->tls.server.ca_pem))
-		add(sb, "tls.ca_file (the CA that checks callers' certificates)");
+		add(sb, "tls.ca_file/cert_file/key_file (another path: the client's "
+			"connections to servers)");
 }
 
 void agent_config_diff(const struct agent_config *o, const struct agent_config *n,

@@ -309,9 +309,20 @@ static int build_config(struct agent_config *cfg, const struct agent_opts *o,
 	return 0;
 }
 
+/* Whether cfg's listener keys carry the CA of callers' certificates. */
+static bool tls_keys_verify_client_of(const struct agent_config *cfg)
+{
+	struct tls_keys *k = tls_creds_get(cfg->tls.server.creds);
+	bool v = tls_keys_verify_client(k);
+
+	tls_keys_unref(k);
+	return v;
+}
+
 /* SIGHUP: the -config file read again and what may change applied (see
  * docs/agent-config.md, "Reloading"): log_level, and the listeners'
- * certificate and key (new connections; open ones finish on the old).
+ * certificate and key, and the CA they check callers against (new
+ * connections; open ones finish on the old).
  * Everything else that differs is named in one line and waits for a
  * restart.  A file that does not parse, or a certificate or key that does
  * not load, changes nothing.  start: the configuration as built at start,
@@ -352,8 +363,15 @@ static void reload(const struct agent_opts *o, struct agent_config *start)
 		explicit_bzero(start->tls.server.key_pem, strlen(start->tls.server.key_pem));
 		free(start->tls.server.key_pem);
 		start->tls.server.key_pem = xstrdup(next.tls.server.key_pem);
+		if (tls_keys_verify_client_of(&next)) {
+			free(start->tls.server.ca_pem);
+			start->tls.server.ca_pem = xstrdup(next.tls.server.ca_pem);
+		}
 		log_info("agent: reload: tls: new connections get the certificate of %s "
-			 "(key %s)", next.tls.cert_file, next.tls.key_file);
+			 "(key %s)%s%s", next.tls.cert_file, next.tls.key_file,
+			 tls_keys_verify_client_of(&next) ? "; callers' certificates are checked "
+			 "against the CA of " : "",
+			 tls_keys_verify_client_of(&next) ? next.tls.ca_file : "");
 	}
 	if (d.restart)
 		log_warn("agent: reload: changed but applied only at a restart: %s", d.restart);

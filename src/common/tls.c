@@ -196,6 +196,9 @@ struct tls_keys {
 	gnutls_pcert_st *pcerts;
 	unsigned n;
 	gnutls_privkey_t key;
+	/* verify_client: the CA callers' certificates must chain to, kept
+	 * with the keys so that a reload replaces both at once; NULL: none */
+	gnutls_x509_trust_list_t trust;
 };
 
 struct tls_creds {
@@ -212,7 +215,14 @@ void tls_keys_unref(struct tls_keys *k)
 		gnutls_pcert_deinit(&k->pcerts[i]);
 	free(k->pcerts);
 	gnutls_privkey_deinit(k->key);
+	if (k->trust)
+		gnutls_x509_trust_list_deinit(k->trust, 1);
 	free(k);
+}
+
+bool tls_keys_verify_client(const struct tls_keys *k)
+{
+	return k && k->trust;
 }
 
 static struct tls_keys *keys_ref(struct tls_keys *k)
@@ -228,10 +238,11 @@ void tls_keys_get(const struct tls_keys *k, void *pcert, unsigned *n, void *key)
 	*(gnutls_privkey_t *)key = k->key;
 }
 
-/* Parses checked PEM (tls_server_load checked both and that they match)
- * into keys; -EINVAL with err when GnuTLS still refuses them. */
-static int keys_parse(const char *cert_pem, const char *key_pem, unsigned ncerts,
-		      struct tls_keys **out, struct herd_err *err)
+/* Parses checked PEM (tls_server_load checked them and that certificate
+ * and key match) into keys, with ca_pem (NULL: none) as the trust of
+ * callers' certificates; -EINVAL with err when GnuTLS still refuses them. */
+static int keys_parse(const char *cert_pem, const char *key_pem, const char *ca_pem,
+		      unsigned ncerts, struct tls_keys **out, struct herd_err *err)
 {
 	gnutls_datum_t c = { (unsigned char *)cert_pem, (unsigned)strlen(cert_pem) };
 	gnutls_datum_t kd = { (unsigned char *)key_pem, (unsigned)strlen(key_pem) };
@@ -255,6 +266,17 @@ static int keys_parse(const char *cert_pem, const char *key_pem, unsigned ncerts
 		tls_keys_unref(k);
 		return herd_errf(err, -EINVAL, "tls: the key cannot be used: %s",
 				 gnutls_strerror(r));
+	}
+	if (ca_pem) {
+		gnutls_datum_t ca = { (unsigned char *)ca_pem, (unsigned)strlen(ca_pem) };
+		gnutls_x509_trust_list_init(&k->trust, 0);
+		r = gnutls_x509_trust_list_add_trust_mem(k->trust, &ca, NULL, GNUTLS_X509_FMT_PEM,
+							 0, 0);
+		if (r <= 0) {
+			tls_keys_unref(k);
+			return herd_errf(err, -EINVAL, "tls: the CA cannot be used: %s",
+					 r < 0 ? gnutls_strerror(r) : "no certificate");
+		}
 	}
 	*out = k;
 	return 0;
@@ -339,7 +361,8 @@ int tls_server_load(struct tls_server *s, const char *cert_file, const char *key
 		goto fail;
 	}
 	if ((rc = check_key(cert_file, key_file, t.cert_pem, t.key_pem, err)) < 0 ||
-	    (rc = keys_parse(t.cert_pem, t.key_pem, ncerts, &keys, err)) < 0)
+	    (rc = keys_parse(t.cert_pem, t.key_pem, verify_client ? t.ca_pem : NULL, ncerts,
+			     &keys, err)) < 0)
 		goto fail;
 	t.creds = creds_new(keys);
 	*s = t;
@@ -371,18 +394,50 @@ void tls_server_copy(struct tls_server *dst, const struct tls_server *src)
 	dst->creds = creds_ref(src->creds);
 }
 
-int tls_verify_peer(void *session, struct herd_err *err)
+/* The peer's chain (n certificates as the handshake got them, the peer's
+ * first) checked against trust, as gnutls_certificate_verify_peers2 checks
+ * it against a session's credentials (signatures, validity dates). */
+static int verify_chain(gnutls_x509_trust_list_t trust, const gnutls_datum_t *raw,
+			unsigned n, unsigned *status)
+{
+	gnutls_x509_crt_t crts[16];
+	unsigned got = 0;
+	int r = 0;
+
+	if (n > 16)
+		n = 16;   /* longer chains than any herd cluster's */
+	for (; got < n; got++) {
+		gnutls_x509_crt_init(&crts[got]);
+		r = gnutls_x509_crt_import(crts[got], &raw[got], GNUTLS_X509_FMT_DER);
+		if (r < 0) {
+			gnutls_x509_crt_deinit(crts[got]);
+			break;
+		}
+	}
+	if (r >= 0)
+		r = gnutls_x509_trust_list_verify_crt2(trust, crts, got, NULL, 0, 0, status, NULL);
+	for (unsigned i = 0; i < got; i++)
+		gnutls_x509_crt_deinit(crts[i]);
+	return r;
+}
+
+int tls_verify_peer(void *session, const struct tls_keys *keys, struct herd_err *err)
 {
 	gnutls_session_t ss = session;
+	const gnutls_datum_t *raw;
 	unsigned status = 0, n = 0;
 	int r;
 
 	if (!ss)
 		return herd_errf(err, -EACCES, "not a TLS connection");
-	if (!gnutls_certificate_get_peers(ss, &n) || n == 0)
+	raw = gnutls_certificate_get_peers(ss, &n);
+	if (!raw || n == 0)
 		return herd_errf(err, -EACCES, "no client certificate was presented: this agent "
 				 "requires one signed by its CA (tls { verify_https_client })");
-	r = gnutls_certificate_verify_peers2(ss, &status);
+	if (keys && keys->trust)
+		r = verify_chain(keys->trust, raw, n, &status);
+	else
+		r = gnutls_certificate_verify_peers2(ss, &status);
 	if (r < 0)
 		return herd_errf(err, -EACCES, "the client certificate cannot be verified: %s",
 				 gnutls_strerror(r));
@@ -399,12 +454,13 @@ int tls_verify_peer(void *session, struct herd_err *err)
 			 status);
 }
 
-int tls_peer_check(struct tls_peer *p, void *session, struct herd_err *err)
+int tls_peer_check(struct tls_peer *p, void *session, const struct tls_keys *keys,
+		   struct herd_err *err)
 {
 	if (!p->checked) {
 		p->err.code = 0;
 		p->err.msg[0] = '\0';
-		p->rc = tls_verify_peer(session, &p->err);
+		p->rc = tls_verify_peer(session, keys, &p->err);
 		p->checked = true;
 	}
 	if (p->rc < 0)

@@ -119,7 +119,7 @@ struct tls_server {
  * verify_client) into s (zeroed first), checking that each is PEM of what
  * it should be (certificates, a private key that matches the first
  * certificate, at least one CA certificate), and parses the certificate
- * and key into a new s->creds.  Returns 0, or -errno with err
+ * and key (with verify_client, the CA too) into a new s->creds.  Returns 0, or -errno with err
  * naming the file and what is wrong ("tls: cert_file /etc/herd/a.pem: ...");
  * then s is zeroed. */
 int tls_server_load(struct tls_server *s, const char *cert_file, const char *key_file,
@@ -151,12 +151,16 @@ void tls_keys_unref(struct tls_keys *k);
  * by k and valid while a reference to k is held. */
 void tls_keys_get(const struct tls_keys *k, void *pcert, unsigned *n, void *key);
 
-/* Whether the peer of session (a gnutls_session_t of a server whose
- * credentials trust the CA) presented a certificate that verifies against
- * the session's trusted CAs.  Returns 0, or -EACCES with err saying why
- * ("no client certificate was presented", "the client certificate is not
- * signed by a trusted CA", ...). */
-int tls_verify_peer(void *session, struct herd_err *err);
+/* Whether k checks callers' certificates (it was loaded with
+ * verify_client: it holds the CA read with them). */
+bool tls_keys_verify_client(const struct tls_keys *k);
+
+/* Whether the peer of session (a gnutls_session_t) presented a
+ * certificate that verifies against keys' CA (tls_keys_verify_client), or
+ * with keys NULL against the CAs of the session's credentials.  Returns 0,
+ * or -EACCES with err saying why ("no client certificate was presented",
+ * "the client certificate is not signed by a trusted CA", ...). */
+int tls_verify_peer(void *session, const struct tls_keys *keys, struct herd_err *err);
 
 /* A connection's verdict on its peer: a TLS session keeps the certificate
  * its handshake got, so a listener checks it once per connection, not per
@@ -167,7 +171,8 @@ struct tls_peer {
 	struct herd_err err;
 };
 
-/* tls_verify_peer(session) the first time, its result after that. */
-int tls_peer_check(struct tls_peer *p, void *session, struct herd_err *err);
+/* tls_verify_peer(session, keys) the first time, its result after that. */
+int tls_peer_check(struct tls_peer *p, void *session, const struct tls_keys *keys,
+		   struct herd_err *err);
 
 #endif

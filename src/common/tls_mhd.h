@@ -10,7 +10,12 @@
  * GnuTLS's certificate callback (tls_mhd_cert) serves, so a reload that
  * swaps the credentials (tls_creds_swap) reaches new connections while
  * open ones keep theirs.  With verify_client, tls_mhd_check_peer checks the
- * caller's certificate once per connection (tls_peer_check).
+ * caller's certificate once per connection (tls_peer_check) against the CA
+ * of the connection's keys, which a reload replaces with them; the daemon's
+ * own trust (MHD_OPTION_HTTPS_MEM_TRUST, the CA read at start) only makes
+ * it ask callers for a certificate (its CertificateRequest names that CA;
+ * libcurl's GnuTLS and Python's OpenSSL present theirs all the same,
+ * tests/e2e/test_reload.py).
  *
  * The callback finds the connection through the session's pointer, which
  * libmicrohttpd sets to the struct MHD_Connection, and
@@ -107,11 +112,12 @@ static inline int tls_mhd_check_peer(struct MHD_Connection *conn, struct herd_er
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	const union MHD_ConnectionInfo *ss =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	struct tls_mhd_conn *c;
 
 	if (!sc || !sc->socket_context)
 		return herd_errf(err, -EACCES, "the connection's certificate cannot be checked");
-	return tls_peer_check(&((struct tls_mhd_conn *)sc->socket_context)->peer,
-			      ss ? ss->tls_session : NULL, err);
+	c = sc->socket_context;
+	return tls_peer_check(&c->peer, ss ? ss->tls_session : NULL, c->keys, err);
 }
 
 #endif

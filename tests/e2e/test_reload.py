@@ -1,6 +1,7 @@
 """End-to-end: SIGHUP reloads an agent's configuration (docs/agent-config.md,
 "Reloading").  A TLS certificate replaced on disk reaches new connections
-after SIGHUP while an open connection finishes on the old one; a broken
+after SIGHUP while an open connection finishes on the old one, and so does
+a new CA that callers' certificates are checked against; a broken
 certificate changes nothing and the agent keeps serving; log_level changes
 at once; changes that need a restart are named; an agent without -config
 survives SIGHUP.
@@ -17,7 +18,7 @@ import ssl
 import urllib.request
 
 from test_control_plane import GPUS, Agent, agents, wait_for  # noqa: F401
-from test_tls import certs, make_cert  # noqa: F401
+from test_tls import certs, make_ca, make_cert, run, tls_env  # noqa: F401
 
 
 def served_cert(port, ca):
@@ -168,3 +169,45 @@ def test_sighup_without_config(agents, tmp_path):  # noqa: F811
     assert dev.proc.poll() is None
     with urllib.request.urlopen(f'http://127.0.0.1:{dev.port}/v1/nodes', timeout=30) as r:
         assert r.status == 200
+
+
+def test_sighup_rotates_the_ca_of_client_certificates(agents, tmp_path, certs):  # noqa: F811
+    """verify_https_client: a new CA (another name) with a new agent
+    certificate; after SIGHUP the CLI (libcurl, GnuTLS: it presents its
+    certificate though the agent names no CA) gets in with a certificate
+    of the new CA, and one of the old CA is refused."""
+    make_ca(certs, 'ca2')
+    make_cert(certs, 'ca2', 'agent2', 'subjectAltName=IP:127.0.0.1\n'
+              'extendedKeyUsage=serverAuth,clientAuth\n')
+    make_cert(certs, 'ca2', 'cli2', 'extendedKeyUsage=clientAuth\n')
+    live_ca, live, live_key = certs / 'live-ca.pem', certs / 'live.pem', certs / 'live-key.pem'
+    replace(live_ca, (certs / 'ca.pem').read_text())
+    replace(live, (certs / 'agent.pem').read_text())
+    replace(live_key, (certs / 'agent-key.pem').read_text())
+    cfg = tmp_path / 'server.hcl'
+    cfg.write_text('bind_addr = "127.0.0.1"\nserver {\n  enabled = true\n}\n'
+                   f'tls {{\n  http = true\n  ca_file = "{live_ca}"\n'
+                   f'  cert_file = "{live}"\n  key_file = "{live_key}"\n'
+                   '  verify_https_client = true\n}\n')
+    srv = Agent(tmp_path, 'server', ['-config', str(cfg), '-http-port', '0']).start()
+    agents.append(srv)
+    old = tls_env(srv.port, certs, client=True)
+    new = tls_env(srv.port, certs, client=True, client_name='cli2')
+    new['HERD_CACERT'] = str(certs / 'ca2.pem')
+    wait_for(lambda: run(old, 'node', 'status').returncode == 0, 30, 'the CLI of the old CA')
+    r = run(new, 'node', 'status')
+    assert r.returncode != 0   # the agent's certificate is of the old CA
+
+    replace(live_ca, (certs / 'ca2.pem').read_text())
+    replace(live, (certs / 'agent2.pem').read_text())
+    replace(live_key, (certs / 'agent2-key.pem').read_text())
+    hup_and_wait(srv, 'checked against the CA of', 0)
+    r = run(new, 'node', 'status')
+    assert r.returncode == 0, r.stderr
+    # a certificate of the old CA is refused now
+    stale = tls_env(srv.port, certs, client=True)
+    stale['HERD_CACERT'] = str(certs / 'ca2.pem')
+    r = run(stale, 'node', 'status')
+    assert r.returncode != 0
+    assert 'tls_client_certificate' in r.stderr and 'not signed by a CA' in r.stderr, r.stderr
+    assert 'applied only at a restart' not in srv.log()

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/config.h"
 #include "common/strbuf.h"
@@ -67,6 +68,20 @@ static void build(const char *text, struct agent_config *cfg)
 	strbuf_release(&sb);
 	if (agent_config_finish(cfg, &err) < 0)
 		fail_msg("finish: %s", err.msg);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+	char buf[4096];
+	size_t n;
+
+	assert_non_null(in);
+	assert_non_null(out);
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		assert_int_equal(fwrite(buf, 1, n, out), n);
+	fclose(in);
+	assert_int_equal(fclose(out), 0);
 }
 
 static void diff(const char *a, const char *b, struct agent_config_diff *d)
@@ -164,7 +179,7 @@ static void test_tls_keys(void **state)
 	diff(TLS_A, TLS_B, &d);
 	assert_true(d.tls_keys);
 	assert_non_null(d.restart);
-	assert_non_null(strstr(d.restart, "tls.cert_file/key_file"));
+	assert_non_null(strstr(d.restart, "tls.ca_file/cert_file/key_file"));
 	assert_null(strstr(d.restart, "tls.http"));
 	agent_config_diff_release(&d);
 
@@ -174,6 +189,53 @@ static void test_tls_keys(void **state)
 	assert_true(d.tls_keys);
 	assert_non_null(strstr(d.restart, "tls.verify_https_client"));
 	agent_config_diff_release(&d);
+}
+
+/* With verify_https_client, new contents of ca_file (same path) are
+ * applied with the keys: callers are checked against the new CA. */
+static void test_tls_ca_contents(void **state)
+{
+	char dir[] = "/tmp/herd-unit-diff-XXXXXX", *live, *text;
+	char *ca = fixture("ca.pem"), *b = fixture("b.pem");
+	struct agent_config_diff d;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	live = xasprintf("%s/ca.pem", dir);
+	text = xasprintf("tls {\n http = true\n ca_file = \"%s\"\n cert_file = \"@agent.pem@\"\n"
+			 " key_file = \"@agent-key.pem@\"\n verify_https_client = true\n}\n", live);
+	copy_file(ca, live);
+	struct agent_config o, n;
+	build(text, &o);
+	copy_file(b, live);                      /* another CA, same path */
+	build(text, &n);
+	agent_config_diff(&o, &n, &d);
+	assert_true(d.tls_keys);
+	assert_null(d.restart);
+	agent_config_diff_release(&d);
+	/* without verify_https_client the listeners have no use for it (and
+	 * the client's connections read the file themselves) */
+	agent_config_release(&o);
+	agent_config_release(&n);
+	free(text);
+	text = xasprintf("tls {\n http = true\n ca_file = \"%s\"\n cert_file = \"@agent.pem@\"\n"
+			 " key_file = \"@agent-key.pem@\"\n}\n", live);
+	copy_file(ca, live);
+	build(text, &o);
+	copy_file(b, live);
+	build(text, &n);
+	agent_config_diff(&o, &n, &d);
+	assert_false(d.tls_keys);
+	assert_null(d.restart);
+	agent_config_diff_release(&d);
+	agent_config_release(&o);
+	agent_config_release(&n);
+	unlink(live);
+	rmdir(dir);
+	free(live);
+	free(text);
+	free(ca);
+	free(b);
 }
 
 /* The swap: a listener started from a's creds serves b's keys to new
@@ -193,6 +255,9 @@ static void test_creds_swap(void **state)
 	(void)state;
 	assert_int_equal(tls_server_load(&a, a_cert, a_key, ca, false, &err), 0);
 	assert_non_null(a.creds);
+	old = tls_creds_get(a.creds);
+	assert_false(tls_keys_verify_client(old));   /* no verify_client: no CA kept */
+	tls_keys_unref(old);
 	tls_server_copy(&listener, &a);          /* what a listener was started from */
 	old = tls_creds_get(listener.creds);      /* a connection open before the reload */
 	assert_non_null(old);
@@ -209,8 +274,9 @@ static void test_creds_swap(void **state)
 	assert_true(tls_server_load(&bad, "/nonexistent/herd.pem", b_key, ca, false, &err) < 0);
 	assert_null(bad.creds);
 
-	assert_int_equal(tls_server_load(&b, b_cert, b_key, ca, false, &err), 0);
+	assert_int_equal(tls_server_load(&b, b_cert, b_key, ca, true, &err), 0);
 	of_b = tls_creds_get(b.creds);
+	assert_true(tls_keys_verify_client(of_b));   /* the CA goes with the keys */
 	tls_creds_swap(a.creds, b.creds);
 	/* every copy of a (the listener's) now hands out b's keys */
 	now = tls_creds_get(listener.creds);
@@ -251,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_log_level),
 		cmocka_unit_test(test_restart_fields),
 		cmocka_unit_test(test_tls_keys),
+		cmocka_unit_test(test_tls_ca_contents),
 		cmocka_unit_test(test_creds_swap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -148,13 +148,13 @@ static void test_verify_peer_without_session(void **state)
 	struct tls_peer p = { 0 };
 
 	(void)state;
-	assert_int_equal(tls_verify_peer(NULL, &err), -EACCES);
+	assert_int_equal(tls_verify_peer(NULL, NULL, &err), -EACCES);
 	assert_string_equal(err.msg, "not a TLS connection");
 	/* the verdict is kept: the second call gives the same refusal */
-	assert_int_equal(tls_peer_check(&p, NULL, &err), -EACCES);
+	assert_int_equal(tls_peer_check(&p, NULL, NULL, &err), -EACCES);
 	assert_true(p.checked);
 	err.msg[0] = '\0';
-	assert_int_equal(tls_peer_check(&p, NULL, &err), -EACCES);
+	assert_int_equal(tls_peer_check(&p, NULL, NULL, &err), -EACCES);
 	assert_string_equal(err.msg, "not a TLS connection");
 }
 
