@@ -2,13 +2,16 @@
  * (with its store), by their query arguments: GET /v1/node/:id/allocations
  * (since, include, index), GET /v1/jobs (since, namespace),
  * GET /v1/job/:id/version/:version, GET /v1/services and /v1/service/:name
- * (the same query; a name) and GET /v1/metrics (format: a text
+ * (the same query; a name), the deployment reads GET /v1/deployments
+ * (the same query), GET /v1/deployment/:id, GET /v1/job/:id/deployment
+ * and POST /v1/deployment/:id/fail (an id), and GET /v1/metrics (format: a text
  * answer or JSON); and the batch status route
  * PUT /v1/node/:id/allocations/status, the job version routes
  * POST /v1/job/:id/revert and /scale, and the child launches
  * POST /v1/job/:id/dispatch and /periodic/force by their bodies.  One
  * server, started once with a node, a batch job placed on it and its
- * allocations, a parameterized and a periodic job, answers every input
+ * allocations, a parameterized and a periodic job, a rolling service (a
+ * deployment), answers every input
  * through its router (no sockets).  A child an input launched is purged
  * at once, so that the store stays the same size input after input.
  *
@@ -148,6 +151,11 @@ static void setup(void)
 		" {\"crons\": [\"0 0 1 1 *\"]}, \"groups\": [{\"name\": \"g\", \"count\": 0,"
 		" \"tasks\": [{\"name\": \"t\", \"driver\": \"raw_exec\","
 		" \"config\": {\"command\": \"/bin/true\"}}]}]}}";
+	static const char svc[] =
+		"{\"job\": {\"id\": \"s\", \"update\": {\"max_parallel\": 1}, \"groups\":"
+		" [{\"name\": \"g\", \"count\": 1, \"tasks\": [{\"name\": \"t\","
+		" \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"},"
+		" \"resources\": {\"cpu\": 100, \"memory\": 64}}]}]}}";
 	struct server_config cfg = { 0 };
 	struct herd_err err = { 0 };
 
@@ -163,7 +171,8 @@ static void setup(void)
 	if (call("POST", "/v1/node/register", NULL, node, strlen(node)) != 200 ||
 	    call("POST", "/v1/jobs", NULL, job, strlen(job)) != 200 ||
 	    call("POST", "/v1/jobs", NULL, param, strlen(param)) != 200 ||
-	    call("POST", "/v1/jobs", NULL, cron, strlen(cron)) != 200)
+	    call("POST", "/v1/jobs", NULL, cron, strlen(cron)) != 200 ||
+	    call("POST", "/v1/jobs", NULL, svc, strlen(svc)) != 200)
 		abort();
 	if (server_wait_idle(srv, 20 * 1000000000LL) < 0)
 		abort();
@@ -187,8 +196,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 1:
 		call("GET", "/v1/jobs", rest, NULL, 0);
-		/* the service registry reads the same query (namespace, index) */
+		/* the service registry reads the same query (namespace, index),
+		 * and so do the deployments */
 		call("GET", "/v1/services", rest, NULL, 0);
+		call("GET", "/v1/deployments", rest, NULL, 0);
 		break;
 	case 2:
 		if (strchr(rest, '/') || strchr(rest, '?'))
@@ -198,6 +209,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		call("GET", path, NULL, NULL, 0);
 		free(path);
 		if (asprintf(&path, "/v1/service/%s", rest) < 0)
+			abort();
+		call("GET", path, NULL, NULL, 0);
+		free(path);
+		if (asprintf(&path, "/v1/deployment/%s", rest) < 0)
+			abort();
+		call("GET", path, NULL, NULL, 0);
+		free(path);
+		if (asprintf(&path, "/v1/deployment/%s/fail", rest) < 0)
+			abort();
+		call("POST", path, NULL, NULL, 0);
+		free(path);
+		if (asprintf(&path, "/v1/job/%s/deployment", rest) < 0)
 			abort();
 		call("GET", path, NULL, NULL, 0);
 		free(path);
