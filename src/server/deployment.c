@@ -300,17 +300,42 @@ static void cancel_older(struct deploy *d, json_t *versions, struct reconcile_re
 	}
 }
 
-/* The latest stable version other than the current, or -1. */
-static int64_t latest_stable(struct deploy *d, json_t *versions)
+/* The latest stable version other than the current, or -1; into *spec
+ * (borrowed from versions) its record. */
+static int64_t latest_stable(struct deploy *d, json_t *versions, const json_t **spec)
 {
 	int64_t best = -1, cur = jint(d->job, "version", 0);
 	size_t i;
 	json_t *v;
+	*spec = NULL;
 	json_array_foreach(versions, i, v)
 		if (jbool(v, "stable", false) && jint(v, "version", 0) != cur &&
-		    jint(v, "version", 0) > best)
+		    jint(v, "version", 0) > best) {
 			best = jint(v, "version", 0);
+			*spec = v;
+		}
 	return best;
+}
+
+/* Whether two stored jobs (or versions) hold the same job: without the
+ * server's fields. */
+static bool same_spec(const json_t *a, const json_t *b)
+{
+	static const char *const server[] = {
+		"version", "stop", "status", "submit_time", "create_index", "modify_index",
+		"job_modify_index", "parent_id", "payload", "stop_reason", "status_description",
+		"deployment", "stable", NULL,
+	};
+	json_t *x = json_copy((json_t *)a), *y = json_copy((json_t *)b);
+	bool same;
+	for (int i = 0; server[i]; i++) {
+		json_object_del(x, server[i]);
+		json_object_del(y, server[i]);
+	}
+	same = json_equal(x, y);
+	json_decref(x);
+	json_decref(y);
+	return same;
 }
 
 static json_t *dep_new(struct deploy *d)
@@ -389,9 +414,16 @@ static void dep_fail(struct deploy *d, const char *why, struct reconcile_result 
 	char *desc;
 	if (any_auto_revert(d)) {
 		json_t *versions = job_versions(d);
-		int64_t to = latest_stable(d, versions);
+		const json_t *spec;
+		int64_t to = latest_stable(d, versions, &spec);
+		/* the job is that version already (a revert that failed too):
+		 * reverting again would only loop */
+		bool same = to >= 0 && same_spec(spec, d->job);
 		json_decref(versions);
-		if (to >= 0) {
+		if (same) {
+			desc = xasprintf("%s - not reverted: the job is job version %lld already", why,
+					 (long long)to);
+		} else if (to >= 0) {
 			desc = xasprintf("%s - rolling back to job version %lld", why, (long long)to);
 			r->revert = true;
 			r->revert_to = to;

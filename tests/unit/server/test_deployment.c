@@ -229,6 +229,38 @@ static void test_unhealthy_fails_and_reverts(void **state)
 	fx_free(f);
 }
 
+/* A revert whose own deployment fails is not reverted again (it would
+ * loop between the same two specs). */
+static void test_failed_revert_does_not_loop(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *d, *n, *job;
+	(void)state;
+	fx_node(f, "n", 0, "none", "exclusive", NULL);
+	deploy_first(f, "w", ", \"auto_revert\": true");
+	free(submit_roll(f, "w", "/bin/false", ", \"auto_revert\": true"));
+	n = at_version(f, "w", 1);
+	fx_alloc_status(f, json_array_get(n, 0), "failed");
+	json_decref(n);
+	fx_idle(f);
+	/* version 2 (= 0) places the failed slot again: that fails too */
+	n = at_version(f, "w", 2);
+	for (size_t i = 0; i < json_array_size(n); i++)
+		if (!strcmp(fx_s(json_array_get(n, i), "client_status"), "pending"))
+			fx_alloc_status(f, json_array_get(n, i), "failed");
+	json_decref(n);
+	fx_idle(f);
+	d = deployment(f, "w");
+	assert_int_equal(fx_i(d, "job_version"), 2);
+	assert_string_equal(fx_s(d, "status"), "failed");
+	assert_non_null(strstr(fx_s(d, "status_description"), "not reverted"));
+	json_decref(d);
+	job = fx_get(f, "/v1/job/%s", "w");
+	assert_int_equal(fx_i(job, "version"), 2);
+	json_decref(job);
+	fx_free(f);
+}
+
 static void test_unhealthy_without_revert_stays(void **state)
 {
 	struct fx *f = fx_new();
@@ -500,6 +532,7 @@ fx_main(cmocka_unit_test(test_one_at_a_time),
 	cmocka_unit_test(test_max_parallel_two),
 	cmocka_unit_test(test_unhealthy_fails_and_reverts),
 	cmocka_unit_test(test_unhealthy_without_revert_stays),
+	cmocka_unit_test(test_failed_revert_does_not_loop),
 	cmocka_unit_test(test_newer_version_cancels),
 	cmocka_unit_test(test_max_parallel_zero_all_at_once),
 	cmocka_unit_test(test_no_change_no_deployment),
