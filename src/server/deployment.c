@@ -427,6 +427,9 @@ static void dep_fail(struct deploy *d, const char *why, struct reconcile_result 
 			desc = xasprintf("%s - rolling back to job version %lld", why, (long long)to);
 			r->revert = true;
 			r->revert_to = to;
+			/* kept: a server that stops before it reverted reverts
+			 * on the job's next evaluation (deploy_end) */
+			json_object_set_new(d->dep, "revert_to", json_integer(to));
 		} else {
 			desc = xasprintf("%s - no stable job version to auto revert to", why);
 		}
@@ -477,6 +480,12 @@ void deploy_end(struct deploy *d, struct reconcile_result *r)
 		json_t *versions = job_versions(d);
 		cancel_older(d, versions, r);
 		json_decref(versions);
+	}
+	/* a revert decided but not done (the job is still at this version:
+	 * a revert registers a new one): try again */
+	if (!strcmp(dep_status(d), "failed") && json_is_integer(json_object_get(d->dep, "revert_to"))) {
+		r->revert = true;
+		r->revert_to = jint(d->dep, "revert_to", 0);
 	}
 	before = json_deep_copy(d->dep);
 	json_array_foreach(d->decisions, i, x)
