@@ -85,8 +85,15 @@ void tls_client_apply(const struct tls_client *t, void *curl)
 {
 	CURL *h = curl;
 
-	if (t->ca_file)
+	if (t->ca_file) {
 		curl_easy_setopt(h, CURLOPT_CAINFO, t->ca_file);
+#if LIBCURL_VERSION_NUM >= 0x075700
+		/* read at each new connection, as libcurl 7.88's GnuTLS build
+		 * does anyway: a CA file rotated in place reaches the next
+		 * connection (later versions would keep it for a day) */
+		curl_easy_setopt(h, CURLOPT_CA_CACHE_TIMEOUT, 0L);
+#endif
+	}
 	if (t->cert_file && t->key_file) {
 		curl_easy_setopt(h, CURLOPT_SSLCERT, t->cert_file);
 		curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
