@@ -1,7 +1,9 @@
 """End-to-end: SIGHUP reloads an agent's configuration (docs/agent-config.md,
 "Reloading").  A TLS certificate replaced on disk reaches new connections
 after SIGHUP while an open connection finishes on the old one, and so does
-a new CA that callers' certificates are checked against; a broken
+a new CA that callers' certificates are checked against; a client's own
+connections to servers take files rotated in place with no signal at all; a
+broken
 certificate changes nothing and the agent keeps serving; log_level changes
 at once; changes that need a restart are named; an agent without -config
 survives SIGHUP.
@@ -18,7 +20,7 @@ import ssl
 import urllib.request
 
 from test_control_plane import GPUS, Agent, agents, wait_for  # noqa: F401
-from test_tls import certs, make_ca, make_cert, run, tls_env  # noqa: F401
+from test_tls import certs, make_ca, make_cert, run, run_batch, tls_env  # noqa: F401
 
 
 def served_cert(port, ca):
@@ -211,3 +213,60 @@ def test_sighup_rotates_the_ca_of_client_certificates(agents, tmp_path, certs): 
     assert r.returncode != 0
     assert 'tls_client_certificate' in r.stderr and 'not signed by a CA' in r.stderr, r.stderr
     assert 'applied only at a restart' not in srv.log()
+
+
+def test_client_connections_take_files_rotated_in_place(agents, tmp_path, certs):  # noqa: F811
+    """A client agent's connections to its server read ca_file, cert_file
+    and key_file at each new connection: the client's files rotated in
+    place to a new CA, the server's too (SIGHUP) and then restarted (no
+    connection survives), and the client, never signalled, runs a job
+    through the new certificates.  With its old certificate it would be
+    refused (the server trusts only the new CA)."""
+    make_ca(certs, 'ca2')
+    ext = 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n'
+    make_cert(certs, 'ca2', 'agent2', ext)
+    make_cert(certs, 'ca2', 'cli2', 'extendedKeyUsage=clientAuth\n')
+
+    def files(prefix):
+        return certs / f'{prefix}-ca.pem', certs / f'{prefix}.pem', certs / f'{prefix}-key.pem'
+
+    def install(prefix, ca, cert):
+        for path, src in zip(files(prefix), (ca, cert, cert.replace('.pem', '-key.pem'))):
+            replace(path, (certs / src).read_text())
+
+    def block(prefix):
+        ca, cert, key = files(prefix)
+        return (f'tls {{\n  http = true\n  ca_file = "{ca}"\n  cert_file = "{cert}"\n'
+                f'  key_file = "{key}"\n  verify_https_client = true\n}}\n')
+
+    install('s', 'ca.pem', 'agent.pem')
+    install('c', 'ca.pem', 'agent.pem')
+    scfg = tmp_path / 'server.hcl'
+    scfg.write_text('bind_addr = "127.0.0.1"\nserver {\n  enabled = true\n}\n' + block('s'))
+    srv = Agent(tmp_path, 'server', ['-config', str(scfg), '-http-port', '0']).start()
+    agents.append(srv)
+    port = srv.port
+    ccfg = tmp_path / 'client.hcl'
+    ccfg.write_text('bind_addr = "127.0.0.1"\nclient {\n  enabled = true\n}\n'
+                    'plugin "raw_exec" {\n  config {\n    enabled = true\n  }\n}\n' + block('c'))
+    cl = Agent(tmp_path, 'client', ['-config', str(ccfg), '-servers', f'127.0.0.1:{port}',
+                                    '-node', 'rot-node', '-http-port', '0'],
+               gpu_file=GPUS / 't4-2x.json').start()
+    agents.append(cl)
+    old = tls_env(port, certs, client=True)
+    wait_for(lambda: 'rot-node' in run(old, 'node', 'status').stdout, 30,
+             'the client to register')
+
+    install('c', 'ca2.pem', 'agent2.pem')     # the client: no signal
+    install('s', 'ca2.pem', 'agent2.pem')
+    hup_and_wait(srv, 'checked against the CA of', 0)
+    srv.kill9()                               # no connection of the client survives
+    again = Agent(tmp_path, 'server', ['-config', str(scfg), '-http-port', str(port)],
+                  port=port).start()
+    agents.append(again)
+    new = tls_env(port, certs, client=True, client_name='cli2')
+    new['HERD_CACERT'] = str(certs / 'ca2.pem')
+    wait_for(lambda: run(new, 'node', 'status').returncode == 0, 30, 'the restarted server')
+    run_batch(new, tmp_path)
+    assert cl.proc.poll() is None
+    assert 'refused this node' not in cl.log()
