@@ -83,7 +83,7 @@ int deployment_follow(const char *cmd, const char *job_id, const char *ns, int64
 	char *path = api_job_path(job_id, "/deployment", ns);
 	uint64_t index = 0;
 	char *last = NULL;
-	int rc = 1, empty = 0;
+	int rc = 1;
 
 	for (;;) {
 		struct httpc_response r;
@@ -93,19 +93,20 @@ int deployment_follow(const char *cmd, const char *job_id, const char *ns, int64
 			break;
 		index = r.index;
 		if (!json_is_object(r.body) || ji(r.body, "job_version") < version) {
+			/* the evaluation made none (nothing to roll out): its
+			 * final record and the deployment commit together */
 			httpc_response_release(&r);
-			/* the evaluation made none (nothing to roll out) */
-			if (++empty >= 2) {
-				rc = 2;
-				break;
-			}
-			continue;
+			rc = 2;
+			break;
 		}
 		/* printed again when anything but its modify_time changed */
 		cmpv = json_deep_copy(r.body);
 		json_object_del(cmpv, "modify_time");
 		now = json_dumps(cmpv, JSON_COMPACT | JSON_SORT_KEYS);
 		json_decref(cmpv);
+		if (!last)
+			printf("==> evaluation complete\n==> deployment %s of version %lld: following it "
+			       "(Ctrl-C leaves it rolling)\n", js(r.body, "id"), (long long)version);
 		if (!last || strcmp(last, now))
 			print_progress(r.body);
 		free(last);

@@ -255,7 +255,6 @@ static int follow_rollout(const char *cmd, const char *eval_id, const struct job
 		json_decref(ev);
 		return 2; /* waiting or not placed: job_follow says why */
 	}
-	printf("==> evaluation %s\n", js(ev, "status"));
 	json_decref(ev);
 	path = api_job_path(job->id, "", job->namespace);
 	if (api_call(cmd, "GET", path, NULL, &r) < 0) {
@@ -265,9 +264,6 @@ static int follow_rollout(const char *cmd, const char *eval_id, const struct job
 	free(path);
 	version = ji(r.body, "version");
 	httpc_response_release(&r);
-	printf("==> following the deployment of version %lld (Ctrl-C leaves it rolling)\n",
-	       (long long)version);
-	fflush(stdout);
 	return deployment_follow(cmd, job->id, job->namespace, version);
 }
 
