@@ -251,8 +251,9 @@ struct spread_tally *spread_tally_new(const struct sched_request *req, struct sc
 		t->sp[k] = req->spreads[k];
 		t->cap[k] = req->spreads[k].ncounts + 8;
 		t->cnt[k] = xcalloc(t->cap[k], sizeof(**t->cnt));
-		memcpy(t->cnt[k], req->spreads[k].counts,
-		       req->spreads[k].ncounts * sizeof(**t->cnt));
+		if (req->spreads[k].ncounts) /* counts may be NULL then */
+			memcpy(t->cnt[k], req->spreads[k].counts,
+			       req->spreads[k].ncounts * sizeof(**t->cnt));
 		t->sp[k].counts = t->cnt[k];
 	}
 	req2->spreads = t->sp;
