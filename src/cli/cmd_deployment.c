@@ -194,38 +194,56 @@ static char *resolve(const char *cmd, const char *ns_flag, const char *prefix)
 	return id;
 }
 
-static int deployment_status_cmd(int argc, char **argv)
+/* What status and fail share: their flags (as_json: NULL for a command
+ * without -json), the deployment id (a unique prefix) resolved, and one
+ * call to /v1/deployment/<id><suffix>.  Returns 0 with *id and *r the
+ * caller's, or the command's exit status (having said why). */
+static int deployment_call(int argc, char **argv, const char *usage, const char *about,
+			   bool *as_json, const char *method, const char *suffix, char **id,
+			   struct httpc_response *r)
 {
-	bool as_json = false;
 	const char *ns_flag = NULL;
-	const struct flag flags[] = {
-		{ "json", FLAG_BOOL, &as_json, "print JSON" },
+	struct flag flags[] = {
 		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP "; * for all" },
+		{ "json", FLAG_BOOL, as_json, "print JSON" },
 		{ NULL, 0, NULL, NULL },
 	};
-	const struct command_help help = {
-		"herd deployment status [options] ID",
-		"Shows one deployment (ID or a unique prefix): its status and, per group,\n"
-		"how many allocations are desired, placed, healthy and unhealthy.",
-		flags,
-	};
-	char *pos[1], *id, *path;
-	struct httpc_response r;
+	if (!as_json) /* no -json: the list ends before it */
+		flags[1].name = NULL;
+	const struct command_help help = { usage, about, flags };
+	char *pos[1], *path;
 	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc;
 
 	if (n < 0)
 		return n == -1 ? 0 : EXIT_USAGE;
 	if (n < 1)
 		return usage_error(argv[0], "missing deployment id");
-	id = resolve(argv[0], ns_flag, pos[0]);
-	if (!id)
+	*id = resolve(argv[0], ns_flag, pos[0]);
+	if (!*id)
 		return 1;
-	path = xasprintf("/v1/deployment/%s", id);
-	rc = api_call(argv[0], "GET", path, NULL, &r);
+	path = xasprintf("/v1/deployment/%s%s", *id, suffix);
+	rc = api_call(argv[0], method, path, NULL, r);
 	free(path);
-	free(id);
-	if (rc < 0)
+	if (rc < 0) {
+		free(*id);
+		*id = NULL;
 		return 1;
+	}
+	return 0;
+}
+
+static int deployment_status_cmd(int argc, char **argv)
+{
+	bool as_json = false;
+	struct httpc_response r;
+	char *id = NULL;
+	int rc = deployment_call(argc, argv, "herd deployment status [options] ID",
+				 "Shows one deployment (ID or a unique prefix): its status and, per group,\n"
+				 "how many allocations are desired, placed, healthy and unhealthy.",
+				 &as_json, "GET", "", &id, &r);
+
+	if (!id)
+		return rc;
 	if (as_json) {
 		api_print_json(r.body);
 	} else {
@@ -234,40 +252,21 @@ static int deployment_status_cmd(int argc, char **argv)
 		deployment_print(r.body, "Deployment");
 	}
 	httpc_response_release(&r);
+	free(id);
 	return 0;
 }
 
 static int deployment_fail_cmd(int argc, char **argv)
 {
-	const char *ns_flag = NULL;
-	const struct flag flags[] = {
-		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP "; * for all" },
-		{ NULL, 0, NULL, NULL },
-	};
-	const struct command_help help = {
-		"herd deployment fail [options] ID",
-		"Fails a running deployment: no more allocations are replaced, and with\n"
-		"auto_revert the job's latest stable version is registered again.",
-		flags,
-	};
-	char *pos[1], *id, *path;
 	struct httpc_response r;
-	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc;
+	char *id = NULL;
+	int rc = deployment_call(argc, argv, "herd deployment fail [options] ID",
+				 "Fails a running deployment: no more allocations are replaced, and with\n"
+				 "auto_revert the job's latest stable version is registered again.",
+				 NULL, "POST", "/fail", &id, &r);
 
-	if (n < 0)
-		return n == -1 ? 0 : EXIT_USAGE;
-	if (n < 1)
-		return usage_error(argv[0], "missing deployment id");
-	id = resolve(argv[0], ns_flag, pos[0]);
 	if (!id)
-		return 1;
-	path = xasprintf("/v1/deployment/%s/fail", id);
-	rc = api_call(argv[0], "POST", path, NULL, &r);
-	free(path);
-	if (rc < 0) {
-		free(id);
-		return 1;
-	}
+		return rc;
 	printf("deployment %s failed", id);
 	if (json_is_integer(json_object_get(r.body, "revert_to")))
 		printf("; job reverted to version %lld", (long long)ji(r.body, "revert_to"));
