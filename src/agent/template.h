@@ -13,17 +13,35 @@
  *
  * A pipeline is `command | command | ...`; each command's value is passed
  * to the next as its last argument.  Arguments are string literals,
- * "double quoted" (escapes \" \\ \n \t) or `raw`.  Commands:
+ * "double quoted" (escapes \" \\ \n \t) or `raw`, and fields of the
+ * current value: `.Address`, `.` (the value itself).  Commands:
  *
  *   env "NAME"       the task's environment variable NAME ("" when unset)
  *   attr "NAME"      the node attribute NAME (attr "kernel.name"); "" when unknown
  *   meta "KEY"       the node's meta KEY (client { meta { } }); "" when unknown
- *   "literal"        the string itself
+ *   "literal", .F    the string itself, the field's value
  *   default "X"      X when the piped value is empty, else the value
  *   toUpper, toLower, trimSpace    on the piped value
+ *   join "SEP" LIST  the strings of LIST joined by SEP
+ *   nomadService "NAME[|FILTER]"   (alias: service) the instances of the
+ *                    service NAME in the job's namespace (ctx->services),
+ *                    each {Name, Address, Port, ID, AllocID, JobID, NodeID,
+ *                    Namespace, Tags, Status}; FILTER: "any" or a comma list
+ *                    of passing, warning, critical; default: passing only
+ *   nomadServices    (alias: services) the registered services, each
+ *                    {Name, Tags}, sorted by name
+ *
+ * Blocks (Go's text/template): {{ range P }}..{{ else }}..{{ end }} runs
+ * its body once per element of the list P with `.` set to it, else the
+ * else part; {{ with P }} runs its body with `.` set to P when P is not
+ * empty; {{ if P }}..{{ else if Q }}..{{ else }}..{{ end }} on emptiness
+ * ("", 0, an empty list are empty).  At most TEMPLATE_MAX_DEPTH nested
+ * blocks (an `else if` counts as one).  The whole template is parsed
+ * before anything is evaluated: a mistake in a branch not taken is still
+ * an error.
  *
  * Unsupported functions (key, keyOrDefault, ls, tree, secret, secrets,
- * service, services, file, plugin, executeTemplate, ...) and unknown names
+ * file, plugin, executeTemplate, ...), variables ($x) and unknown names
  * are errors: "template line 3: key: not supported by herd (no Consul)".
  *
  * Files: destinations are paths relative to the task directory (an
@@ -41,12 +59,25 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "agent/config.h"
 #include "agent/fingerprint.h"
 #include "agent/taskenv.h"
 #include "common/err.h"
 
 #define TEMPLATE_MAX_OUTPUT (4 << 20)   /* bytes a rendering may produce */
+#define TEMPLATE_MAX_DEPTH 32           /* nested range / with / if blocks */
+
+/* Where nomadService and nomadServices take their data (the agent: its
+ * server, through template_watch.c).  name: a service's name, or NULL for
+ * the list of services.  Returns 0 with *out a borrowed JSON array, valid
+ * until the rendering returns: the instances of GET /v1/service/:name, or
+ * the entries of GET /v1/services, as the server answered them (the
+ * template filters and renames); or -errno with err, which fails the
+ * rendering. */
+typedef int (*template_services_fn)(void *arg, const char *name, const json_t **out,
+				    struct herd_err *err);
 
 struct template_ctx {
 	const struct taskenv *env;           /* env "NAME"; may be NULL */
@@ -54,12 +85,15 @@ struct template_ctx {
 	size_t nr_attrs;
 	const struct agent_kv *meta;         /* meta "KEY" */
 	size_t nr_meta;
+	template_services_fn services;       /* NULL: nomadService is an error */
+	void *services_arg;
 };
 
 /* Renders text into a new string *out (the caller frees).  Returns 0, or
- * -EINVAL with err ("template line N: ...") for a syntax error or an
- * unsupported function, -E2BIG when the output would exceed
- * TEMPLATE_MAX_OUTPUT; *out untouched on failure. */
+ * -EINVAL with err ("template line N: ...") for a syntax error, an
+ * unsupported function or a value of the wrong kind, -E2BIG when the
+ * output would exceed TEMPLATE_MAX_OUTPUT, the services callback's error;
+ * *out untouched on failure. */
 int template_render(const char *text, const struct template_ctx *ctx, char **out,
 		    struct herd_err *err);
 

@@ -1,4 +1,5 @@
-/* template: the language (helpers, pipelines, trimming, comments, errors
+/* template: the language (helpers, pipelines, trimming, comments, errors,
+ * blocks: range / with / if / else over service data, fields, limits
  * with lines, unsupported functions) and confined atomic writes (perms,
  * parents, '..', absolute paths, symlinks out of the task dir). */
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/template.h"
+#include "common/strbuf.h"
 
 static char root[] = "/tmp/herd-template-XXXXXX";
 static char task_dir[128], outside[128];
@@ -105,6 +107,181 @@ static void test_output_limit(void **state)
 	assert_int_equal(template_render(t, &c, &out, &err), -E2BIG);
 	assert_null(out);
 	free(big);
+}
+
+/* The services callback of the tests: instances of "web" (two passing, one
+ * critical), "db" (none), and the list of services; "down" fails. */
+static int calls;
+static json_t *svc_data;
+
+static int fake_services(void *arg, const char *name, const json_t **out, struct herd_err *err)
+{
+	calls++;
+	if (name && !strcmp(name, "down"))
+		return herd_errf(err, -ECONNREFUSED, "server unreachable");
+	*out = json_object_get(svc_data, name ? name : "");
+	if (!*out)
+		*out = json_object_get(svc_data, "db");
+	return 0;
+}
+
+static void services_setup(void)
+{
+	svc_data = json_pack(
+		"{s:[{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:[s,s],s:s},"
+		"    {s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:[],s:s},"
+		"    {s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:[],s:s}],"
+		" s:[], s:[{s:s,s:[s]},{s:s,s:[]}]}",
+		"web",
+		"name", "web", "alloc_id", "a1", "job_id", "j", "node_id", "n1", "task", "t",
+		"address", "10.0.0.1", "port", 8080, "tags", "blue", "v2", "health", "passing",
+		"name", "web", "alloc_id", "a2", "job_id", "j", "node_id", "n2", "task", "",
+		"address", "10.0.0.2", "port", 8081, "tags", "health", "passing",
+		"name", "web", "alloc_id", "a3", "job_id", "j", "node_id", "n3", "task", "t",
+		"address", "10.0.0.3", "port", 8082, "tags", "health", "critical",
+		"db", "",
+		"name", "web", "tags", "blue", "name", "mlflow", "tags");
+	ctx.services = fake_services;
+}
+
+static void test_services(void **state)
+{
+	services_setup();
+	assert_string_equal(render_ok("{{ range nomadService \"web\" }}{{ .Address }}:{{ .Port }}\n{{ end }}"),
+			    "10.0.0.1:8080\n10.0.0.2:8081\n");
+	/* service is the same; a filter lists the critical one too */
+	assert_string_equal(render_ok("{{ range service \"web|any\" }}{{ .Port }},{{ end }}"),
+			    "8080,8081,8082,");
+	assert_string_equal(render_ok("{{ range service \"web|critical\" }}{{ .AllocID }}{{ end }}"),
+			    "a3");
+	assert_string_equal(render_ok("{{ range nomadService \"web\" }}{{ .Name }} {{ .ID }} {{ .JobID }} "
+				      "{{ .NodeID }} {{ .Tags }}|{{ end }}"),
+			    "web _herd-a1-t-web-8080 j n1 [blue v2]|web _herd-a2-group-web-8081 j n2 []|");
+	/* nested range over tags, join, else of an empty range */
+	assert_string_equal(render_ok("{{ range nomadService \"web\" }}{{ range .Tags }}<{{ . }}>{{ else }}none{{ end }};{{ end }}"),
+			    "<blue><v2>;none;");
+	assert_string_equal(render_ok("{{ range nomadService \"web\" }}{{ join \",\" .Tags }}/{{ end }}"),
+			    "blue,v2//");
+	assert_string_equal(render_ok("{{ range nomadService \"db\" }}x{{ else }}no db{{ end }}"), "no db");
+	/* with / else, if / else if / else */
+	assert_string_equal(render_ok("{{ with nomadService \"web\" }}some{{ else }}none{{ end }}"), "some");
+	assert_string_equal(render_ok("{{ with nomadService \"db\" }}some{{ else }}none{{ end }}"), "none");
+	assert_string_equal(render_ok("{{ if nomadService \"db\" }}a{{ else if env \"GREETING\" }}b{{ else }}c{{ end }}"),
+			    "b");
+	assert_string_equal(render_ok("{{ if env \"NOPE\" }}a{{ else if env \"NOPE\" }}b{{ else }}c{{ end }}"),
+			    "c");
+	assert_string_equal(render_ok("{{ if \"x\" }}{{ env \"HERD_TASK_NAME\" }}{{ end }}"), "web");
+	/* the list of services */
+	assert_string_equal(render_ok("{{ range nomadServices }}{{ .Name }}={{ .Tags }} {{ end }}"),
+			    "web=[blue] mlflow=[] ");
+	assert_string_equal(render_ok("{{ range services }}{{ .Name | toUpper }} {{ end }}"),
+			    "WEB MLFLOW ");
+	/* trimming around blocks, as Go does */
+	assert_string_equal(render_ok("upstream {\n{{- range nomadService \"web\" }}\n  server {{ .Address }}:{{ .Port }};\n{{- end }}\n}\n"),
+			    "upstream {\n  server 10.0.0.1:8080;\n  server 10.0.0.2:8081;\n}\n");
+	/* a piped name */
+	assert_string_equal(render_ok("{{ range \"web\" | nomadService }}{{ .Port }}{{ end }}"), "80808081");
+	/* a branch not taken calls nothing */
+	calls = 0;
+	render_ok("{{ if \"\" }}{{ range nomadService \"web\" }}{{ end }}{{ end }}");
+	assert_int_equal(calls, 0);
+	ctx.services = NULL;
+	json_decref(svc_data);
+}
+
+static void test_block_errors(void **state)
+{
+	services_setup();
+	const char *m = render_err("a\n{{ range nomadService \"web\" }}\nx", -EINVAL);
+	assert_non_null(strstr(m, "template line 2: range without {{ end }}"));
+	m = render_err("a\nb\n{{ end }}", -EINVAL);
+	assert_non_null(strstr(m, "template line 3: {{ end }} with no block"));
+	m = render_err("{{ else }}", -EINVAL);
+	assert_non_null(strstr(m, "{{ else }} with no block"));
+	m = render_err("{{ if \"a\" }}{{ else }}{{ else }}{{ end }}", -EINVAL);
+	assert_non_null(strstr(m, "a second else"));
+	m = render_err("{{ range nomadService \"web\" }}\n{{ .Nope }}{{ end }}", -EINVAL);
+	assert_non_null(strstr(m, "template line 2: .Nope: no field Nope"));
+	m = render_err("{{ .Address }}", -EINVAL);
+	assert_non_null(strstr(m, "has no fields"));
+	m = render_err("{{ nomadService \"web\" }}", -EINVAL);
+	assert_non_null(strstr(m, "cannot write a list of objects; use range"));
+	m = render_err("{{ range env \"GREETING\" }}{{ end }}", -EINVAL);
+	assert_non_null(strstr(m, "range takes a list"));
+	m = render_err("{{ range nomadService \"web\" }}{{ . }}{{ end }}", -EINVAL);
+	assert_non_null(strstr(m, "cannot write an object"));
+	m = render_err("{{ range nomadService \"web\" }}{{ .Tags | toUpper }}{{ end }}", -EINVAL);
+	assert_non_null(strstr(m, "toUpper: expected a string, got a list"));
+	m = render_err("\n\n{{ nomadService \"web\" \"x\" }}", -EINVAL);
+	assert_non_null(strstr(m, "template line 3: nomadService takes 1 argument, got 2"));
+	m = render_err("{{ range nomadService \"web|healthy\" }}{{ end }}", -EINVAL);
+	assert_non_null(strstr(m, "a filter is any"));
+	m = render_err("{{ range nomadService \"web@dc2\" }}{{ end }}", -EINVAL);
+	assert_non_null(strstr(m, "datacenters"));
+	m = render_err("{{ range nomadService \"\" }}{{ end }}", -EINVAL);
+	assert_non_null(strstr(m, "a service name"));
+	m = render_err("x\n{{ range nomadService \"down\" }}{{ end }}", -ECONNREFUSED);
+	assert_non_null(strstr(m, "template line 2: nomadService \"down\": server unreachable"));
+	m = render_err("{{ range $i, $s := nomadService \"web\" }}{{ end }}", -EINVAL);
+	assert_non_null(strstr(m, "variables"));
+	/* errors in branches never taken are still errors */
+	m = render_err("{{ if \"\" }}\n{{ key \"x\" }}{{ end }}", -EINVAL);
+	assert_non_null(strstr(m, "template line 2: key: not supported"));
+	m = render_err("{{ if }}{{ end }}", -EINVAL);
+	assert_non_null(strstr(m, "empty action"));
+	m = render_err("{{ end x }}", -EINVAL);
+	assert_non_null(strstr(m, "expected '}}'"));
+	/* nesting limit */
+	struct strbuf sb = STRBUF_INIT;
+	for (int i = 0; i < TEMPLATE_MAX_DEPTH + 1; i++)
+		strbuf_adds(&sb, "{{ if \"a\" }}");
+	for (int i = 0; i < TEMPLATE_MAX_DEPTH + 1; i++)
+		strbuf_adds(&sb, "{{ end }}");
+	m = render_err(sb.buf, -EINVAL);
+	assert_non_null(strstr(m, "nested deeper than"));
+	strbuf_reset(&sb);
+	for (int i = 0; i < TEMPLATE_MAX_DEPTH; i++)
+		strbuf_adds(&sb, "{{ if \"a\" }}");
+	strbuf_adds(&sb, "deep");
+	for (int i = 0; i < TEMPLATE_MAX_DEPTH; i++)
+		strbuf_adds(&sb, "{{ end }}");
+	assert_string_equal(render_ok(sb.buf), "deep");
+	strbuf_release(&sb);
+	/* without a services source (no agent), a clear error */
+	ctx.services = NULL;
+	m = render_err("{{ range nomadServices }}{{ end }}", -EINVAL);
+	assert_non_null(strstr(m, "not available"));
+	json_decref(svc_data);
+}
+
+static void test_services_output_limit(void **state)
+{
+	/* a range multiplies its body's output: 3 x 1 MiB passes, 3 x 3 x
+	 * 1 MiB is cut at the limit */
+	services_setup();
+	size_t n = 1 << 20;
+	struct strbuf sb = STRBUF_INIT;
+	char *out = NULL;
+	struct herd_err err = { 0 };
+	struct strbuf big = STRBUF_INIT;
+	strbuf_adds(&sb, "{{ range nomadService \"web|any\" }}");
+	for (size_t i = 0; i < n; i++)
+		strbuf_addch(&sb, 'x');
+	strbuf_adds(&sb, "{{ end }}");
+	assert_int_equal(template_render(sb.buf, &ctx, &out, &err), 0);
+	assert_int_equal(strlen(out), 3 * n);
+	free(out);
+	out = NULL;
+	strbuf_adds(&big, "{{ range nomadService \"web|any\" }}");
+	strbuf_add(&big, sb.buf, sb.len);
+	strbuf_adds(&big, "{{ end }}");
+	assert_int_equal(template_render(big.buf, &ctx, &out, &err), -E2BIG);
+	assert_null(out);
+	assert_non_null(strstr(err.msg, "output larger"));
+	strbuf_release(&sb);
+	strbuf_release(&big);
+	ctx.services = NULL;
+	json_decref(svc_data);
 }
 
 static char *slurp(const char *path)
@@ -252,6 +429,9 @@ int main(void)
 		cmocka_unit_test(test_helpers),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_output_limit),
+		cmocka_unit_test(test_services),
+		cmocka_unit_test(test_block_errors),
+		cmocka_unit_test(test_services_output_limit),
 		cmocka_unit_test(test_write_files),
 		cmocka_unit_test(test_write_escapes_rejected),
 		cmocka_unit_test(test_read_source),
