@@ -229,6 +229,8 @@ const bars = made.filter(e => e.className === 'fill').map(e => e.style.width);
 console.log(JSON.stringify({ groups, jobs, nodes, services, summary, dom, tags, bars,
 	forbidden: ui.errorText('GPUs', 403, data.forbidden, null),
 	url: ui.blockingUrl('/v1/jobs?namespace=*', 17),
+	waits: Object.fromEntries(Object.entries(ui.SOURCES).map(([k, v]) =>
+		[k, ui.blockingUrl(v.path, 17, v.wait)])),
 	backoff: [1, 2, 3, 10].map(ui.backoffMs) }));
 '''
 
@@ -308,6 +310,13 @@ def test_rows_from_real_answers(dev, tmp_path):
 
     assert out['forbidden'] == 'this token may not read GPUs: permission denied'
     assert out['url'] == '/v1/jobs?namespace=*&index=17&wait=30s'
+    # what heartbeats move (utilization, memory) is read again every 5 s at
+    # most; the other lists wait for a change up to 30 s
+    assert out['waits'] == {'gpus': '/v1/gpus?index=17&wait=5s',
+                            'nodes': '/v1/nodes?index=17&wait=5s',
+                            'jobs': '/v1/jobs?namespace=*&index=17&wait=30s',
+                            'allocations': '/v1/allocations?namespace=*&index=17&wait=30s',
+                            'services': '/v1/services?namespace=*&index=17&wait=30s'}
     assert out['backoff'] == [1000, 2000, 4000, 30000]
 
 
@@ -319,7 +328,7 @@ const urls = [];
 const realFetch = fetch;
 globalThis.fetch = (url, opts) => { urls.push(url); return realFetch(base + url, opts); };
 let answers = 0;
-const f = new ui.Follower('/v1/jobs?namespace=*', 'jobs', (body, index) => {
+const f = new ui.Follower('/v1/jobs?namespace=*', 'jobs', '30s', (body, index) => {
 	answers++;
 	if (answers === 1) {
 		console.log(JSON.stringify({ first: index }));

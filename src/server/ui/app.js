@@ -282,11 +282,12 @@ function backoffMs(failures) {
 }
 
 /* path with the blocking query's arguments: wait for a change past index
- * (the X-Herd-Index of the previous answer; 0: answer at once). */
-function blockingUrl(path, index) {
+ * (the X-Herd-Index of the previous answer; 0: answer at once), at most
+ * wait (a duration, 30s when not given). */
+function blockingUrl(path, index, wait) {
 	if (!index)
 		return path;
-	return path + (path.includes('?') ? '&' : '?') + 'index=' + index + '&wait=30s';
+	return path + (path.includes('?') ? '&' : '?') + 'index=' + index + '&wait=' + (wait || '30s');
 }
 
 /* --- 1. pure functions: rows -> element trees -------------------------- */
@@ -471,9 +472,10 @@ function sleep(ms, signal) {
  * onData(body, index) gets every answer; onError(text or null) says what
  * went wrong, and null when a read succeeds again. */
 class Follower {
-	constructor(path, what, onData, onError) {
+	constructor(path, what, wait, onData, onError) {
 		this.path = path;
 		this.what = what;
+		this.wait = wait;
 		this.onData = onData;
 		this.onError = onError;
 		this.ctl = null;
@@ -502,7 +504,7 @@ class Follower {
 				const token = getToken();
 				if (token)
 					headers['X-Herd-Token'] = token;
-				const resp = await fetch(blockingUrl(this.path, index),
+				const resp = await fetch(blockingUrl(this.path, index, this.wait),
 							 { headers: headers, signal: signal, cache: 'no-store' });
 				status = resp.status;
 				body = await resp.json().catch(() => null);
@@ -546,11 +548,15 @@ const VIEWS = {
 	services: { paths: ['services'], draw: d => servicesView(serviceRows(d.services)) },
 };
 
-/* Every path the page may follow, and what an error calls it.  Lists of
- * every namespace the token may read (namespace=*). */
+/* Every path the page may follow, what an error calls it and how long a
+ * blocking read of it waits.  Lists of every namespace the token may read
+ * (namespace=*).  GPU utilization and memory come with the agents'
+ * heartbeats (every TTL/2, 5 s by default), which do not move the index:
+ * the lists that show them wait 5 s at most, so the page is never more
+ * than a heartbeat and 5 s behind the GPUs. */
 const SOURCES = {
-	gpus: { path: '/v1/gpus', what: 'GPUs' },
-	nodes: { path: '/v1/nodes', what: 'nodes' },
+	gpus: { path: '/v1/gpus', what: 'GPUs', wait: '5s' },
+	nodes: { path: '/v1/nodes', what: 'nodes', wait: '5s' },
 	jobs: { path: '/v1/jobs?namespace=*', what: 'jobs' },
 	allocations: { path: '/v1/allocations?namespace=*', what: 'allocations' },
 	services: { path: '/v1/services?namespace=*', what: 'services' },
@@ -627,7 +633,7 @@ function startPage() {
 	const follower = name => {
 		if (!followers[name]) {
 			const src = SOURCES[name];
-			followers[name] = new Follower(src.path, src.what, body => {
+			followers[name] = new Follower(src.path, src.what, src.wait, body => {
 				data[name] = body;
 				draw();
 				if (name === 'jobs')
@@ -699,7 +705,7 @@ if (typeof module !== 'undefined' && module.exports) {
 	module.exports = { shortId, fmtMiB, fmtMilli, holderRows, gpuGroups, holdsResources, jobRows,
 			   nodeRows, serviceRows, queueWaiting, summarize, errorText, backoffMs,
 			   blockingUrl, h, gpusView, jobsView, nodesView, servicesView, summaryView,
-			   mount, Follower };
+			   mount, Follower, SOURCES };
 } else {
 	document.addEventListener('DOMContentLoaded', startPage);
 }
