@@ -9,6 +9,9 @@ job "llm-pretrain" {
   group "workers" {
     count = 4
     gang  = true
+    # a rank that finished does not finish the run: every rank starts
+    # over together when the gang restarts
+    gang_restart = "all"
 
     # members on different machines (the gang's nodes are its NCCL ring)
     constraint {

@@ -168,6 +168,30 @@ static void pg_lost_cb(const char *why, void *arg)
 	kill(getpid(), SIGTERM);
 }
 
+/* server_config.listening: the API's port is bound (with postgres_url
+ * before the wait for the lock: a standby answers there, redirecting to
+ * the leader).  A caller that asked for any port is told which one it
+ * got, and the advertised address (what the leader records for standbys)
+ * takes it. */
+static void server_listening(uint16_t port, void *arg)
+{
+	struct agent_config *cfg = arg;
+	char *adv = cfg->advertise_http, *colon = adv ? strrchr(adv, ':') : NULL;
+
+	if (cfg->http_port == 0) {
+		printf("http port %u\n", port);
+		fflush(stdout);
+		if (colon && !strcmp(colon + 1, "0")) {
+			cfg->advertise_http = xasprintf("%.*s:%u", (int)(colon - adv), adv, port);
+			free(adv);
+		}
+	}
+	if (cfg->server.postgres_url)
+		log_info("server: PostgreSQL store; taking the leadership lock as %s "
+			 "(until then a standby on %s://%s:%u, redirecting to the leader)",
+			 cfg->advertise_http, cfg->tls.http ? "https" : "http", cfg->bind_addr, port);
+}
+
 static void split_servers(struct agent_config *cfg, const char *list)
 {
 	char *dup = xstrdup(list), *save = NULL;
@@ -476,16 +500,15 @@ int cmd_agent(int argc, char **argv)
 			sc.preempt_types = SERVER_PREEMPT_NONE;
 		sc.client_enabled = cfg.client.enabled;
 		sc.log = server_log;
+		sc.log_arg = &cfg;
+		sc.advertise_http = cfg.advertise_http;   /* what standbys name */
+		sc.listening = server_listening;
 		sc.postgres_url = cfg.server.postgres_url;
-		pg.holder = cfg.advertise_http;   /* what standbys name */
 		pg.lock_wait_ns = -1;
 		pg.waiting = pg_waiting;
 		pg.cancelled = pg_cancelled;
 		pg.lost = pg_lost_cb;
 		sc.postgres_options = &pg;
-		if (cfg.server.postgres_url)
-			log_info("server: PostgreSQL store; taking the leadership lock as %s",
-				 cfg.advertise_http);
 		rc = server_start(&sc, &srv, &err);
 		if (rc == -ECANCELED && cfg.server.postgres_url) {
 			/* a standby told to stop: a clean end */
@@ -508,11 +531,6 @@ int cmd_agent(int argc, char **argv)
 				  server_port(srv));
 		/* served by every server, no token needed to load it */
 		log_info("server: web UI on %s://%s/ui", cfg.tls.http ? "https" : "http", local);
-		if (cfg.http_port == 0) {
-			/* Tell a caller that asked for any port which one it got. */
-			printf("http port %u\n", server_port(srv));
-			fflush(stdout);
-		}
 	}
 	if (srv && (cfg.http_port == 0 || !cfg.advertise_http)) {
 		/* The port was chosen at start: advertise the real one. */

@@ -161,6 +161,11 @@ struct http_server_config {
 	 * signed by ca_pem is answered 403 (tls_client_certificate) and never
 	 * reaches a handler.  Borrowed; must outlive the server. */
 	const struct tls_server *tls;
+	/* A socket already bound and listening to serve instead of binding
+	 * bind_addr:port (a standby's, handed over when it leads: standby.h);
+	 * taken, also on failure.  use_listen_fd false: bind as above. */
+	bool use_listen_fd;
+	int listen_fd;
 };
 
 struct http_server;

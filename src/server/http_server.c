@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/tls_mhd.h"
 #include "common/units.h"
@@ -534,9 +535,15 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 	pthread_condattr_t ca;
 	const union MHD_DaemonInfo *info;
 
-	if (!cfg->router || !cfg->watch)
+	if (!cfg->router || !cfg->watch) {
+		if (cfg->use_listen_fd)
+			close(cfg->listen_fd);
 		return herd_errf(err, -EINVAL, "http: no router or index watch given");
-	if (inet_pton(AF_INET, addr, &sa4.sin_addr) == 1) {
+	}
+	if (cfg->use_listen_fd) {
+		/* a standby's socket, bound already (its address is moot) */
+		sa = NULL;
+	} else if (inet_pton(AF_INET, addr, &sa4.sin_addr) == 1) {
 		sa4.sin_family = AF_INET;
 		sa4.sin_port = htons(cfg->port);
 		sa = (struct sockaddr *)&sa4;
@@ -569,6 +576,8 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 		pthread_cond_destroy(&srv->drained);
 		pthread_mutex_destroy(&srv->lock);
 		free(srv);
+		if (cfg->use_listen_fd)
+			close(cfg->listen_fd);
 		return herd_errf(err, -EAGAIN, "http: cannot start the waker thread");
 	}
 	/* Writers run before MHD does; with none, writes run on MHD threads. */
@@ -584,8 +593,15 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 		srv->verify_client = cfg->tls->verify_client;
 		tls_mhd_options(cfg->tls, tls_opts);
 	}
+	/* where to listen: an address to bind, or a socket handed over,
+	 * which MHD takes (and closes on its failure too) */
+	struct MHD_OptionItem where[2] = {
+		sa ? (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, sa }
+		   : (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, cfg->listen_fd, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
 	srv->mhd = MHD_start_daemon(flags, cfg->port, NULL, NULL, on_request, srv,
-				    MHD_OPTION_SOCK_ADDR, sa,
+				    MHD_OPTION_ARRAY, where,
 				    MHD_OPTION_THREAD_POOL_SIZE, threads,
 				    MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
 				    MHD_OPTION_CONNECTION_TIMEOUT, 120U,
@@ -608,6 +624,14 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 	}
 	info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	srv->port = info ? info->port : cfg->port;
+	if (cfg->use_listen_fd && !srv->port) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		if (getsockname(cfg->listen_fd, (struct sockaddr *)&ss, &len) == 0)
+			srv->port = ntohs(ss.ss_family == AF_INET6 ?
+					  ((struct sockaddr_in6 *)&ss)->sin6_port :
+					  ((struct sockaddr_in *)&ss)->sin_port);
+	}
 	srv->local = http_local_new(srv->router, srv->watch, &srv->limits);
 	if (index_watch_listen(srv->watch, on_index, srv)) {
 		srv->watch = cfg->watch;

@@ -137,8 +137,10 @@ static void drop_new_defaults(json_t *g)
 
 	if (!jint(g, "time_limit", 0))
 		json_object_del(g, "time_limit");
-	/* how a group rolls out is no part of what it runs */
+	/* how a group rolls out, or a gang restarts, is no part of what it
+	 * runs */
 	json_object_del(g, "update");
+	json_object_del(g, "gang_restart");
 	copy = json_array();
 	json_array_foreach(tasks, i, t) {
 		t = json_copy(t);
@@ -255,7 +257,10 @@ static int find_group(const struct job *job, const char *name)
  *     draining, group changed), or a slot is empty: every member stops
  *     and the whole gang is placed again, with one reschedule attempt
  *     counted for the gang (every member carries the same count and
- *     events, since they are always placed together). */
+ *     events, since they are always placed together).  In a batch job a
+ *     member that completed keeps its result and is not placed again,
+ *     unless the group says gang_restart = "all" (ranks that must all
+ *     start over together): the others form the new gang. */
 
 struct gang_ctx {
 	struct store *s;
@@ -296,6 +301,14 @@ static void member_update(const struct gang_ctx *c, const json_t *al, struct rec
 	json_object_set(u, "job_version", json_object_get(c->job, "version"));
 	json_object_set_new(u, "modify_time", json_integer(c->now));
 	json_array_append_new(r->updates, u);
+}
+
+/* Whether the gang's restart leaves member al as it is: a batch member
+ * that completed, in a gang that does not restart every member. */
+static bool member_kept(const struct gang_ctx *c, const struct job_group *grp, const json_t *al)
+{
+	return c->batch && al && !strcmp(jstr(al, "client_status", ""), "complete") &&
+	       !(grp->gang_restart && !strcmp(grp->gang_restart, "all"));
 }
 
 struct gang_state {
@@ -388,6 +401,8 @@ static void reconcile_gang(const struct gang_ctx *c, const struct job_group *grp
 	snprintf(why, sizeof(why), "gang restarted: %s", st.trigger);
 	for (int64_t k = 0; k < grp->count; k++) {
 		const json_t *prev = m[k];
+		if (member_kept(c, grp, prev))
+			continue;
 		if (prev)
 			stop_alloc(r, prev, why, c->now, attempts);
 		else

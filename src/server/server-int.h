@@ -772,7 +772,12 @@ struct server {
 	pthread_cond_t hb_cond;
 	bool hb_stop;
 	struct node_live *live; size_t nlive, alive;
-	pthread_mutex_t lock;  /* guards self_node_id */
+	pthread_mutex_t lock;  /* guards self_node_id, advertise */
+	/* The advertised API address with the real port (standby.h;
+	 * GET /v1/status/leader), and while a standby waits for the shared
+	 * store, its listener (handed to http at the takeover). */
+	char *advertise;
+	struct standby *standby;
 	uint64_t seed;
 	struct fair_queue fq;
 	bool acl_enabled;

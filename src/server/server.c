@@ -13,6 +13,8 @@
 #include "server/acl.h"
 #include "server/depends.h"
 #include "server/server-int.h"
+#include "server/standby.h"
+#include "store/store.h"
 
 void server_log(struct server *srv, const char *level, const char *fmt, ...)
 {
@@ -67,6 +69,43 @@ static int make_dir(const char *path, struct herd_err *err)
 	return 0;
 }
 
+static void standby_leader(const char *holder, void *arg)
+{
+	standby_set_leader(arg, holder);
+}
+
+/* With a shared store: bind the API's port and serve it as a standby
+ * (standby.h) until the lock is ours, the leader recording the address
+ * with the real port for the others; then the socket for the API.
+ * Returns the socket, or -errno with err. */
+static int open_shared_store(struct server *srv, const struct server_config *cfg,
+			     const char *adv, struct herd_err *err)
+{
+	struct standby_config sc = { srv->bind_addr, cfg->http_port, cfg->tls };
+	struct store_pg_options opts = { .lock_wait_ns = -1 };
+	int rc;
+
+	if ((rc = standby_start(&sc, &srv->standby, err)) < 0)
+		return rc;
+	free(srv->advertise);
+	srv->advertise = advertise_with_port(adv, srv->bind_addr, standby_port(srv->standby));
+	if (cfg->listening)
+		cfg->listening(standby_port(srv->standby), cfg->log_arg);
+	if (cfg->postgres_options)
+		opts = *cfg->postgres_options;
+	opts.holder = srv->advertise;
+	opts.leader = standby_leader;
+	opts.leader_arg = srv->standby;
+	rc = store_open_postgres(cfg->postgres_url, &opts, &srv->store, err);
+	if (rc < 0)
+		return rc;
+	rc = standby_handoff(srv->standby);
+	srv->standby = NULL;
+	if (rc < 0)
+		return herd_errf(err, rc, "http: the standby's socket cannot be taken over");
+	return rc;
+}
+
 static void server_free(struct server *srv)
 {
 	http_server_stop(srv->http);
@@ -97,6 +136,8 @@ static void server_free(struct server *srv)
 	free(srv->data_dir);
 	free(srv->bind_addr);
 	free(srv->self_node_id);
+	free(srv->advertise);
+	standby_stop(srv->standby);
 	json_decref(srv->self_config);
 	pthread_mutex_destroy(&srv->lock);
 	pthread_mutex_destroy(&srv->hb_lock);
@@ -109,7 +150,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	struct server *srv;
 	struct http_server_config hc = { 0 };
 	char *db;
-	int rc;
+	int rc, listen_fd = -1;
+	char *adv;
 
 	if (!cfg->data_dir || !*cfg->data_dir)
 		return herd_errf(err, -EINVAL, "server data_dir is required");
@@ -121,6 +163,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	 * herd program links jemalloc where it is built with it, which this
 	 * does not touch: src/cli/meson.build.) */
 	mallopt(M_TRIM_THRESHOLD, 16 << 20);
+	/* a copy: the listening callback may change what cfg points to */
+	adv = cfg->advertise_http ? xstrdup(cfg->advertise_http) : NULL;
 	srv = xcalloc(1, sizeof(*srv));
 	srv->lock_fd = -1;
 	srv->cfg = *cfg;
@@ -133,6 +177,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	srv->cfg.postgres_options = NULL;
 	srv->self_config = cfg->self_config ? json_deep_copy(cfg->self_config) : json_object();
 	srv->self_node_id = xstrdup(cfg->self_node_id ? cfg->self_node_id : "");
+	srv->cfg.advertise_http = NULL;      /* copied: srv->advertise */
+	srv->advertise = advertise_with_port(cfg->advertise_http, srv->bind_addr, cfg->http_port);
 	srv->ttl_ns = cfg->heartbeat_ttl_ns > 0 ? cfg->heartbeat_ttl_ns : SERVER_DEFAULT_HEARTBEAT_TTL_NS;
 	pthread_mutex_init(&srv->lock, NULL);
 	pthread_mutex_init(&srv->hb_lock, NULL);
@@ -169,7 +215,7 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 		 * new leader takes over as a restarted server would: the
 		 * evaluations queued again, and every node a full heartbeat
 		 * TTL from now (heartbeat.c), whatever its silence before. */
-		rc = store_open_postgres(cfg->postgres_url, cfg->postgres_options, &srv->store, err);
+		rc = listen_fd = open_shared_store(srv, cfg, adv, err);
 	} else {
 		db = xasprintf("%s/state.db", srv->data_dir);
 		rc = store_open_sqlite(db, &srv->store, err);
@@ -201,6 +247,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 		rc = routes_system(srv, err);
 	if (!rc)
 		rc = routes_metrics(srv, err);
+	if (!rc)
+		rc = routes_status_leader(srv, err);
 	if (!rc)
 		rc = routes_operator(srv, err);
 	if (!rc)
@@ -235,12 +283,28 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	hc.router = srv->router;
 	hc.watch = store_watch(srv->store);
 	hc.tls = cfg->tls;
+	hc.use_listen_fd = listen_fd >= 0;
+	hc.listen_fd = listen_fd;
+	listen_fd = -1;   /* http's now, whatever happens */
 	rc = http_server_start(&hc, &srv->http, err);
 	if (rc < 0)
 		goto fail;
+	if (!hc.use_listen_fd) {
+		char *real = advertise_with_port(adv, srv->bind_addr, server_port(srv));
+		pthread_mutex_lock(&srv->lock);
+		free(srv->advertise);
+		srv->advertise = real;
+		pthread_mutex_unlock(&srv->lock);
+		if (cfg->listening)
+			cfg->listening(server_port(srv), cfg->log_arg);
+	}
+	free(adv);
 	*out = srv;
 	return 0;
 fail:
+	if (listen_fd >= 0)
+		close(listen_fd);
+	free(adv);
 	server_free(srv);
 	return rc;
 }

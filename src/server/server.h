@@ -50,6 +50,16 @@ struct server_config {
 	const struct store_pg_options *postgres_options;
 	const char *bind_addr;     /* numeric address; NULL: 127.0.0.1 */
 	uint16_t http_port;        /* 0: an ephemeral port (see server_port) */
+	/* The address others reach the API at ("10.0.0.1:4646"; a port of
+	 * 0 becomes the bound one; NULL: bind_addr's): what
+	 * GET /v1/status/leader names and, with postgres_url, what the
+	 * leader records for standbys to redirect to (postgres_options'
+	 * holder is replaced by it).  Copied. */
+	const char *advertise_http;
+	/* Called once the API's port is bound, with it and log_arg: with
+	 * postgres_url before the wait for the lock (a standby serves it,
+	 * standby.h), else at the end of server_start.  May be NULL. */
+	void (*listening)(uint16_t port, void *arg);
 	int64_t heartbeat_ttl_ns;  /* 0: SERVER_DEFAULT_HEARTBEAT_TTL_NS */
 	const char *policy;        /* scheduling policy name (sched_policy_parse); NULL: "herd" */
 	size_t max_body;           /* request body limit in bytes; 0: HTTP_DEFAULT_MAX_BODY */
@@ -99,9 +109,9 @@ struct server;
  * port is taken; store errors as store_open_sqlite / store_open_postgres
  * report them, -ECANCELED among them when postgres_options' cancelled
  * ended a standby's wait) and leaves nothing running.  With postgres_url
- * nothing listens until the store is open: a standby waits here, and
- * agents and the CLI find the leader by its port alone answering.  On
- * success *out owns the server. */
+ * a standby waits here, serving its port as a standby (standby.h: health
+ * 503 naming the leader, every other request redirected to it), and keeps
+ * that very socket when it leads.  On success *out owns the server. */
 int server_start(const struct server_config *cfg, struct server **out, struct herd_err *err);
 
 /* The HTTP port the server listens on (the chosen one when asked for 0). */

@@ -266,6 +266,11 @@ struct job_group {
 	/* all `count` instances are placed together or none, and restarted
 	 * together (docs/jobspec.md, "Gangs"); needs count >= 1 */
 	bool gang;
+	/* which members a gang's restart places again: "unfinished" (the
+	 * default for a gang: a batch member that completed keeps its
+	 * result) or "all" (every member, completed ones too: ranks that
+	 * must all start over together); NULL when not a gang */
+	char *gang_restart;
 	struct job_rules constraints;
 	struct job_rules affinities;
 	struct job_spread *spreads; /* the job's apply to every group as well */

@@ -48,6 +48,7 @@ static const char *const check_statuses[] = { "passing", "warning", "critical", 
 static const char *const check_protocols[] = { "http", "https", NULL };
 static const char *const health_checks[] = { "checks", "task_states", "manual", NULL };
 static const char *const address_modes[] = { "auto", "host", "driver", "alloc", NULL };
+static const char *const gang_restarts[] = { "unfinished", "all", NULL };
 
 /* --- constraint / affinity --- */
 
@@ -493,6 +494,7 @@ static const struct field group_fields[] = {
 	STR("name", struct job_group, name, JOB_MAX_ID),
 	INT("count", F_INT, struct job_group, count, 0, 100000),
 	FIELD("gang", F_BOOL, struct job_group, gang),
+	ENUM("gang_restart", struct job_group, gang_restart, gang_restarts),
 	RULES(struct job_group, constraints, constraint_schema),
 	RULES(struct job_group, affinities, affinity_schema),
 	ARR("spreads", struct job_group, spreads, nspreads, spread_schema, JOB_MAX_SPREADS),

@@ -666,6 +666,10 @@ static void check_group(struct validator *v, struct job_group *g)
 	if (g->gang && g->count < 1)
 		fail(v, g->pos, "a gang needs count >= 1 (its members are placed together), got %" PRId64,
 		     g->count);
+	if (g->gang_restart && !g->gang)
+		fail(v, g->pos, "gang_restart needs gang = true");
+	if (g->gang)
+		default_str(&g->gang_restart, "unfinished");
 	check_rules(v, &g->constraints, "constraints", false);
 	check_rules(v, &g->affinities, "affinities", true);
 	v->errors += job_spreads_validate(g->spreads, g->nspreads, &v->path, v->failed, v->diags);

@@ -5,7 +5,9 @@
  * meta, group_index, one table per kind), with every key column text
  * COLLATE "C", so that lists come in byte order as SQLite's do whatever
  * the database's collation, plus `leader`, one row: who holds the store
- * (the holder string and the backend pid of its commit connection).  They
+ * (the holder string, its advertised address, and the backend pid of its
+ * commit connection; a row whose pid does not hold the lock is stale and
+ * read as no leader, read_holder; standbys read it while they wait).  They
  * are created when absent, in one transaction, after the leadership lock
  * is taken, so two servers starting at once on an empty database do not
  * both create them.  Bodies are canonical JSON text (store.c), stored as
@@ -248,10 +250,16 @@ static int take_lock(struct pg_store *ps, const struct store_pg_options *opts,
 		PQclear(res);
 		if (got)
 			return 0;
-		if (!told) {
+		if (!told || (wait != 0 && opts && opts->leader)) {
+			char was[sizeof(holder)];
+			snprintf(was, sizeof(was), "%s", holder);
 			read_holder(&ps->w, holder, sizeof(holder));
-			if (wait != 0 && opts && opts->waiting)
+			if (!told && wait != 0 && opts && opts->waiting)
 				opts->waiting(holder, opts->arg);
+			/* who leads changes while we wait (a third server
+			 * took over): standbys redirect to the current one */
+			if (wait != 0 && opts && opts->leader && (!told || strcmp(was, holder)))
+				opts->leader(holder, opts->leader_arg);
 			told = true;
 		}
 		if (wait == 0 || (wait > 0 && now_ns() >= deadline))

@@ -189,8 +189,8 @@ out:
 int store_restore_postgres(const char *conninfo, const char *file, const char *keep,
 			   uint64_t *index, struct herd_err *err)
 {
-	struct store_pg_options opts = { "herd operator snapshot restore", 0, NULL, NULL, NULL,
-					 NULL };
+	struct store_pg_options opts = { .holder = "herd operator snapshot restore",
+					 .lock_wait_ns = 0 };
 	struct store_snapshot_info info;
 	struct store *s = NULL;
 	uint64_t idx = 0;

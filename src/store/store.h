@@ -127,6 +127,15 @@ struct store_pg_options {
 	/* Called once, before waiting, when another server holds the lock,
 	 * with that server's holder string ("" when unknown).  May be NULL. */
 	void (*waiting)(const char *holder, void *arg);
+	/* Called while waiting whenever who leads changes, as read from the
+	 * store's leader row each time the lock is asked for again (every
+	 * 200 ms): that leader's holder string, or "" while none is known
+	 * (no row, or a stale one: its session no longer holds the lock).
+	 * First called before waiting.  Its own argument, leader_arg, so
+	 * that a server can watch the leader while its caller keeps arg.
+	 * May be NULL (then the row is read once, for waiting). */
+	void (*leader)(const char *holder, void *leader_arg);
+	void *leader_arg;
 	/* Polled (at least every 500 ms) while waiting; true ends the wait
 	 * with -ECANCELED.  May be NULL. */
 	bool (*cancelled)(void *arg);

@@ -2,13 +2,16 @@
 simulated GPUs.  A 3-member gang of 2 GPUs each on two 2-GPU clients stays
 pending with the engine's explanation and places nothing; a third client
 starts all three, each seeing its HERD_GANG_* peers; killing one member's
-task for good stops the others and places the gang again, together."""
+task for good stops the others and places the gang again, together.  On a
+dev agent: a batch member that completed is not run again when the gang
+restarts, unless the group says gang_restart = "all"."""
 import json
 import os
 import signal
 
 from test_control_plane import (GPUS, Agent, api, cli, job_allocs, nodes_ready,  # noqa: F401
                                 agents, server_config, start_client, wait_for, write_job)
+from test_tasks import start_dev
 
 
 GANG_JOB = '''
@@ -168,3 +171,93 @@ def test_gang_waits_whole_then_starts_then_restarts_together(agents, tmp_path):
             assert 'gang' in old['desired_description'] and old['client_status'] == 'complete'
     assert api(port, f'/v1/allocation/{victim["id"]}')['client_status'] == 'failed'
     check_peers(clients, port, second)
+
+
+def partial_gang_job(job_id, runs, gang_restart):
+    """A 3-member batch gang on one node: rank 0 completes at once, rank 1
+    fails on its first run once runs/go exists and completes on its
+    second, rank 2 runs on.  Every run appends HERD_GANG_SIZE to
+    runs/<rank>."""
+    restart = f'gang_restart = "{gang_restart}"' if gang_restart else ''
+    script = (f'echo $HERD_GANG_SIZE >> {runs}/$HERD_ALLOC_INDEX; case $HERD_ALLOC_INDEX in '
+              f'0) exit 0;; 1) while [ ! -e {runs}/go ]; do sleep 0.1; done; '
+              f'[ $(wc -l < {runs}/1) -ge 2 ];; *) exec sleep 300;; esac')
+    return f'''
+job "{job_id}" {{
+  type = "batch"
+  group "workers" {{
+    count = 3
+    gang  = true
+    {restart}
+    restart {{
+      attempts = 0
+      mode = "fail"
+    }}
+    reschedule {{
+      attempts = 1
+      interval = "1h"
+      delay = "0s"
+      delay_function = "constant"
+      unlimited = false
+    }}
+    task "rank" {{
+      driver = "raw_exec"
+      config {{
+        command = "/bin/sh"
+        args = ["-c", "{script}"]
+      }}
+      resources {{
+        cpu = 100
+        memory = 64
+      }}
+    }}
+  }}
+}}
+'''
+
+
+def run_partial_gang(dev, tmp_path, job_id, gang_restart):
+    """Runs partial_gang_job until rank 1 failed once and its gang runs
+    again; returns (runs folder, the desired-run allocations by rank)."""
+    runs = tmp_path / job_id
+    runs.mkdir()
+    job = write_job(tmp_path, job_id, partial_gang_job(job_id, runs, gang_restart))
+    r = cli(dev.port, 'job', 'run', '-detach', job)
+    assert r.returncode == 0, r.stdout + r.stderr
+    first = wait_for(lambda: [a for a in job_allocs(dev.port, job_id)
+                              if a['index'] == 0 and a['client_status'] == 'complete'], 60,
+                     'rank 0 to complete')[0]
+    (runs / 'go').touch()
+
+    def again():
+        cur = {a['index']: a for a in job_allocs(dev.port, job_id)
+               if a['desired_status'] == 'run'}
+        return (len(cur) == 3 and cur[1]['client_status'] == 'complete'
+                and cur[1].get('previous_allocation') and cur[2]['client_status'] == 'running'
+                and cur[2].get('previous_allocation') and cur)
+    cur = wait_for(again, 90, 'ranks 1 and 2 to run again')
+    return runs, first, cur
+
+
+def lines(f):
+    return f.read_text().split() if f.exists() else []
+
+
+def test_gang_restart_keeps_a_completed_member(agents, tmp_path):
+    dev = start_dev(agents, tmp_path)
+    # Default: rank 0 completed, so it keeps its result; ranks 1 and 2
+    # run again as a gang of two.
+    runs, first, cur = run_partial_gang(dev, tmp_path, 'part', None)
+    assert cur[0]['id'] == first['id'] and cur[0]['client_status'] == 'complete'
+    assert lines(runs / '0') == ['3']
+    assert lines(runs / '1') == ['3', '2']
+    assert lines(runs / '2') == ['3', '2']
+    assert cur[1]['gang']['size'] == 2 and cur[1]['reschedule_attempts'] == 1
+    assert [m['rank'] for m in cur[1]['gang']['members']] == [1, 2]
+
+    # gang_restart = "all": every member runs again, the completed one too.
+    runs, first, cur = run_partial_gang(dev, tmp_path, 'whole', 'all')
+    wait_for(lambda: len(lines(runs / '0')) == 2, 30, 'rank 0 to run again')
+    assert cur[0]['id'] != first['id'] and cur[0]['previous_allocation'] == first['id']
+    assert lines(runs / '0') == ['3', '3']
+    assert cur[1]['gang']['size'] == 3

@@ -3,7 +3,8 @@
  * with its members; a commit that would place part of it refused; quota
  * counting the whole gang; a member that fails, is lost (node down),
  * moves (drain) or is preempted restarting the whole gang once per the
- * reschedule policy. */
+ * reschedule policy; a batch member that completed kept by that restart
+ * unless gang_restart = "all". */
 #include "server_fx.h"
 
 #include <errno.h>
@@ -318,6 +319,76 @@ static void test_member_failure_restarts_gang(void **state)
 	fx_free(f);
 }
 
+/* A 3-member batch gang: rank 0 completes, rank 1 fails (reschedule due
+ * at once).  By default the completed member keeps its result: ranks 1
+ * and 2 are placed again, as a gang of two; with gang_restart = "all"
+ * every member is, the completed one too.  Returns the ranks placed again
+ * as a bit set. */
+static unsigned restart_after_completion(const char *gang_restart, size_t *size)
+{
+	struct fx *f = fx_new();
+	char extra[512];
+	json_t *a, *b, *al;
+	unsigned ranks = 0;
+	size_t i;
+
+	for (int k = 1; k <= 6; k++) {
+		char id[8], ip[16];
+		snprintf(id, sizeof(id), "n%d", k);
+		snprintf(ip, sizeof(ip), "10.0.0.%d", k);
+		gang_node(f, id, 2, ip);
+	}
+	snprintf(extra, sizeof(extra),
+		 "%s%s%s, \"reschedule\": {\"attempts\": 1, \"interval\": 3600000000000,"
+		 " \"delay\": 0, \"delay_function\": \"constant\", \"unlimited\": false}",
+		 gang_restart ? ", \"gang_restart\": \"" : "", gang_restart ? gang_restart : "",
+		 gang_restart ? "\"" : "");
+	submit_gang(f, "gc", "default", 3, 2, extra);
+	fx_idle(f);
+	a = fx_running(f, "gc");
+	assert_int_equal(json_array_size(a), 3);
+	json_array_foreach(a, i, al)
+		fx_alloc_status(f, al, "running");
+	json_array_foreach(a, i, al)
+		if (fx_i(al, "index") == 0)
+			fx_alloc_status(f, al, "complete");
+	json_array_foreach(a, i, al)
+		if (fx_i(al, "index") == 1)
+			fx_alloc_status(f, al, "failed");
+	fx_idle(f);
+	b = fx_running(f, "gc");
+	*size = 0;
+	json_array_foreach(b, i, al) {
+		if (!strcmp(fx_s(al, "client_status"), "complete"))
+			continue; /* a member kept */
+		assert_string_equal(fx_s(al, "client_status"), "pending");
+		assert_int_equal(fx_i(al, "reschedule_attempts"), 1);
+		ranks |= 1u << fx_i(al, "index");
+		*size = (size_t)fx_i(json_object_get(al, "gang"), "size");
+		/* the new gang lists the members placed again, in rank order */
+		assert_int_equal(json_array_size(json_object_get(json_object_get(al, "gang"), "members")),
+				 *size);
+	}
+	/* each slot has one current allocation */
+	assert_int_equal(json_array_size(b), 3);
+	json_decref(a);
+	json_decref(b);
+	fx_free(f);
+	return ranks;
+}
+
+static void test_restart_keeps_completed_member(void **state)
+{
+	size_t size;
+	(void)state;
+	assert_int_equal(restart_after_completion(NULL, &size), 0x6);
+	assert_int_equal(size, 2);
+	assert_int_equal(restart_after_completion("unfinished", &size), 0x6);
+	assert_int_equal(size, 2);
+	assert_int_equal(restart_after_completion("all", &size), 0x7);
+	assert_int_equal(size, 3);
+}
+
 /* A member on a node that goes down: the whole gang moves. */
 static void test_node_down_moves_gang(void **state)
 {
@@ -453,6 +524,7 @@ fx_main(cmocka_unit_test(test_all_or_nothing),
 	cmocka_unit_test(test_apply_refuses_partial),
 	cmocka_unit_test(test_quota_whole_gang),
 	cmocka_unit_test(test_member_failure_restarts_gang),
+	cmocka_unit_test(test_restart_keeps_completed_member),
 	cmocka_unit_test(test_node_down_moves_gang),
 	cmocka_unit_test(test_lost_member_moves_gang),
 	cmocka_unit_test(test_preempted_member_stops_gang))

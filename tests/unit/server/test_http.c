@@ -758,7 +758,8 @@ static void test_stop_releases_waiters(void **state)
 static void test_bad_bind_address(void **state)
 {
 	struct fixture *f = *state;
-	struct http_server_config cfg = { "localhost-ish", 0, 0, 0, 0, f->router, &f->watch, NULL };
+	struct http_server_config cfg = { .bind_addr = "localhost-ish", .router = f->router,
+					  .watch = &f->watch };
 	struct http_server *srv = NULL;
 	struct herd_err err = { 0 };
 	assert_int_equal(http_server_start(&cfg, &srv, &err), -EINVAL);

@@ -95,7 +95,9 @@ static void wait_for(struct seen *s, int *counter, int n)
 
 static struct store_pg_options opts_of(const char *holder, int64_t wait, struct seen *seen)
 {
-	struct store_pg_options o = { holder, wait, on_waiting, on_cancelled, on_lost, seen };
+	struct store_pg_options o = { .holder = holder, .lock_wait_ns = wait,
+				      .waiting = on_waiting, .cancelled = on_cancelled,
+				      .lost = on_lost, .arg = seen };
 	return o;
 }
 
