@@ -121,6 +121,56 @@ static void sleep_ns(int64_t ns)
 		;
 }
 
+/* Sleeps ns in slices of 100 ms, asking the cancel hook before each;
+ * true when it said to stop. */
+static bool sleep_or_cancel(const struct fetch *f, int64_t ns)
+{
+	const int64_t slice = 100000000;
+	for (; ns > 0; ns -= slice) {
+		if (f->o.cancelled && f->o.cancelled(f->o.cancel_arg))
+			return true;
+		sleep_ns(ns < slice ? ns : slice);
+	}
+	return f->o.cancelled && f->o.cancelled(f->o.cancel_arg);
+}
+
+/* Runs c's transfer.  With a cancel hook it goes through a multi handle
+ * that comes back at least every 100 ms to ask the hook (curl's progress
+ * callback may wait a second between calls while nothing arrives);
+ * *cancelled then says whether the hook ended it. */
+static CURLcode perform(const struct fetch *f, CURL *c, bool *cancelled)
+{
+	CURLcode res = CURLE_OK;
+	CURLM *m;
+	CURLMsg *msg;
+	int running = 1, left;
+
+	*cancelled = false;
+	if (!f->o.cancelled)
+		return curl_easy_perform(c);
+	if (!(m = curl_multi_init()))
+		return CURLE_OUT_OF_MEMORY;
+	curl_multi_add_handle(m, c);
+	while (running) {
+		if (f->o.cancelled(f->o.cancel_arg)) {
+			*cancelled = true;
+			res = CURLE_ABORTED_BY_CALLBACK;
+			break;
+		}
+		if (curl_multi_perform(m, &running) != CURLM_OK ||
+		    (running && curl_multi_poll(m, NULL, 0, 100, NULL) != CURLM_OK)) {
+			res = CURLE_RECV_ERROR;
+			break;
+		}
+	}
+	while ((msg = curl_multi_info_read(m, &left)))
+		if (msg->msg == CURLMSG_DONE && msg->easy_handle == c)
+			res = msg->data.result;
+	curl_multi_remove_handle(m, c);
+	curl_multi_cleanup(m);
+	return res;
+}
+
 static size_t curl_write(char *data, size_t size, size_t n, void *arg)
 {
 	struct sink *s = arg;
@@ -161,10 +211,15 @@ static int http_once(struct fetch *f, struct sink *s, bool *retry)
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "herd-agent");
 	if (hdrs)
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-	CURLcode res = curl_easy_perform(c);
+	bool cancelled;
+	CURLcode res = perform(f, c, &cancelled);
 	long code = 0;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	if (s->error == -EFBIG || res == CURLE_FILESIZE_EXCEEDED) {
+	if (cancelled) {
+		*retry = false;
+		rc = herd_errf(f->err, -ECANCELED, "artifact %s: abandoned: the task is stopping",
+			       f->a->source);
+	} else if (s->error == -EFBIG || res == CURLE_FILESIZE_EXCEEDED) {
 		*retry = false;
 		rc = herd_errf(f->err, -EFBIG, "artifact %s: larger than %lld bytes", f->a->source,
 			       (long long)f->o.max_bytes);
@@ -580,7 +635,11 @@ int artifact_fetch(const char *task_dir, const struct artifact_spec *a,
 			rc = http_once(&f, &s, &retry);
 			if (rc == 0 || !retry || attempt >= f.o.attempts)
 				break;
-			sleep_ns(delay);
+			if (sleep_or_cancel(&f, delay)) {
+				rc = herd_errf(err, -ECANCELED, "artifact %s: abandoned: the task is "
+					       "stopping", a->source);
+				break;
+			}
 			delay *= 2;
 		}
 		if (rc < 0) {

@@ -40,6 +40,7 @@
 #ifndef HERD_AGENT_ARTIFACT_H
 #define HERD_AGENT_ARTIFACT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,13 +63,20 @@ struct artifact_opts {
 	int64_t max_bytes;           /* download size limit; 0: 16 GiB */
 	int64_t max_unpacked_bytes;  /* total of unpacked files; 0: 4 * max_bytes */
 	const char *const *file_roots; /* NULL-terminated; NULL: the parent of task_dir */
+	/* NULL, or asked every 100 ms while a download runs or waits to
+	 * retry: true abandons the fetch (-ECANCELED), so that a task stopped
+	 * meanwhile (its allocation's time limit, a stop) does not wait for
+	 * a slow or stalled source */
+	bool (*cancelled)(void *arg);
+	void *cancel_arg;
 };
 
 /* Fetches one artifact into task_dir.  Returns 0, or -errno with err:
  * -EINVAL (bad spec or checksum syntax), -EXDEV (destination or an archive
  * entry leaves the directory), -EACCES (file source outside file_roots),
  * -EBADMSG (checksum mismatch), -EIO (HTTP error, after retries),
- * -EFBIG (size limits), ... .  A partly unpacked archive may be left behind
+ * -EFBIG (size limits), -ECANCELED (opts->cancelled said so), ... .
+ * A partly unpacked archive may be left behind
  * on failure (the task fails anyway). */
 int artifact_fetch(const char *task_dir, const struct artifact_spec *a,
 		   const struct artifact_opts *opts, struct herd_err *err);

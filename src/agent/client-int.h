@@ -286,6 +286,11 @@ void alloc_runner_mark_dirty(struct alloc_runner *ar);
 void alloc_runner_progress(struct alloc_runner *ar);
 void task_event(struct task_runner *tr, const char *type, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Whether the task is to stop: killed, its allocation stopped, or the
+ * allocation's time limit reached (checked by this very call).  Cheap: a
+ * lock and a comparison; the steps before a start that may take long (an
+ * artifact's download) ask it as they go. */
+bool task_runner_should_stop(struct task_runner *tr);
 
 /* svc_task.c: the services of a task (checker.h), for a runner whose
  * allocation has some (ar->svc).  svc_task_started registers the task's
@@ -344,7 +349,8 @@ void alloc_dir_destroy(const char *dir);
 /* task_prepare.c: the steps before a start.  Each returns 0 or -errno
  * with err saying why (for the task's event).
  *   task_prepare_env         builds tr->te (env templates included)
- *   task_fetch_artifacts     artifacts into the task dir
+ *   task_fetch_artifacts     artifacts into the task dir; abandoned
+ *                            (-ECANCELED) once task_runner_should_stop
  *   task_render_templates    templates (not env ones) into the task dir
  *   task_write_payload       a dispatched job's payload into local/<file>
  *                            of a task with dispatch_payload (none: nothing)

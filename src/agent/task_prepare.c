@@ -382,6 +382,11 @@ static const char *map_get(const struct job_map *m, const char *key)
 	return NULL;
 }
 
+static bool artifact_cancelled(void *arg)
+{
+	return task_runner_should_stop(arg);
+}
+
 int task_fetch_artifacts(struct task_runner *tr, struct herd_err *err)
 {
 	for (size_t i = 0; i < tr->task->nartifacts; i++) {
@@ -409,6 +414,9 @@ int task_fetch_artifacts(struct task_runner *tr, struct herd_err *err)
 		spec.checksum = map_get(&a->options, "checksum");
 		spec.archive = map_get(&a->options, "archive");
 		spec.headers = headers;
+		/* a download outlasts no stop nor the time limit */
+		opts.cancelled = artifact_cancelled;
+		opts.cancel_arg = tr;
 		rc = artifact_fetch(tr->dir, &spec, &opts, err);
 		for (size_t k = 0; k < a->headers.n; k++)
 			free((char *)headers[k]);

@@ -38,8 +38,9 @@
 
 /* Whether the task is to stop: killed, the allocation stopped, or its
  * time limit reached (checked here, in the slices every runner waits in
- * anyway; only a group with a limit pays for it: time_limit.c). */
-static bool should_stop(struct task_runner *tr)
+ * anyway, and while a restart's setup downloads: only a group with a
+ * limit pays for it: time_limit.c). */
+bool task_runner_should_stop(struct task_runner *tr)
 {
 	struct alloc_runner *ar = tr->ar;
 	bool s, limited = false;
@@ -50,6 +51,11 @@ static bool should_stop(struct task_runner *tr)
 	s = tr->kill || ((ar->stop_requested || limited) && tr->phase != PHASE_POSTSTOP);
 	pthread_mutex_unlock(&ar->lock);
 	return s;
+}
+
+static bool should_stop(struct task_runner *tr)
+{
+	return task_runner_should_stop(tr);
 }
 
 /* Whether the allocation's time limit stopped it (time_limit.c). */
@@ -151,7 +157,8 @@ static int prepare(struct task_runner *tr, struct herd_err *err)
 			   tr->task->nartifacts, tr->task->nartifacts == 1 ? "" : "s");
 		progress(tr);
 		if ((rc = task_fetch_artifacts(tr, err)) < 0) {
-			task_event(tr, "Failed Artifact Download", "%s", err->msg);
+			if (rc != -ECANCELED) /* abandoned: the stop says why */
+				task_event(tr, "Failed Artifact Download", "%s", err->msg);
 			return rc;
 		}
 	}
@@ -464,7 +471,16 @@ void task_runner_run(struct task_runner *tr)
 				set_stopped(tr);
 				return;
 			}
-			if (prepare(tr, &err) < 0) {
+			rc = prepare(tr, &err);
+			/* a restart's setup takes its time (artifacts): a stop,
+			 * or the time limit, that came meanwhile ends the task
+			 * here rather than with a start after it */
+			if (should_stop(tr)) {
+				time_limit_event(tr);
+				set_stopped(tr);
+				return;
+			}
+			if (rc < 0) {
 				log_warn("client: alloc %.8s: task %s: %s", ar->id, tr->task->name,
 					 err.msg);
 				task_event(tr, "Not Restarting", "the task's setup failed");

@@ -1,13 +1,18 @@
 """End-to-end: a batch group's time_limit (the agent stops the allocation,
 which ends failed for good: neither restarted nor rescheduled), a job that
-ends before its limit, the limit across a kill -9 of the agent, and a
-task's restart block over its group's.
+ends before its limit, the limit across a kill -9 of the agent, a task's
+restart block over its group's, and a limit that passes while a failed
+task waits to restart or downloads its artifact again.
 
 Real herd agents on 127.0.0.1 with simulated GPUs (the `agents` fixture of
 test_control_plane kills every process).  No timing assertions: every wait
 polls with a generous deadline."""
+import http.server
 import os
+import threading
 import time
+
+import pytest
 
 from test_control_plane import (Agent, GPUS, agents, api, cli, job_allocs,  # noqa: F401
                                 wait_for, write_job)
@@ -228,3 +233,106 @@ job "svc" {
     assert r.returncode != 0
     assert 'only batch jobs can have a time limit' in r.stdout + r.stderr, r.stdout + r.stderr
     assert os.path.exists(job)
+
+
+def restarting_job(job_id, limit, delay, artifact=''):
+    """A batch job whose task fails at once, restarted after delay (its
+    setup fetching artifact first, when given)."""
+    art = f'artifact {{\n        source = "{artifact}"\n      }}' if artifact else ''
+    return f'''
+job "{job_id}" {{
+  type = "batch"
+  group "g" {{
+    time_limit = "{limit}"
+    restart {{
+      attempts = 3
+      interval = "1h"
+      delay    = "{delay}"
+    }}
+    reschedule {{
+      attempts  = 3
+      interval  = "1h"
+      delay     = "0s"
+      unlimited = false
+    }}
+    task "t" {{
+      driver = "raw_exec"
+      {art}
+      config {{
+        command = "/bin/sh"
+        args = ["-c", "exit 1"]
+      }}
+    }}
+  }}
+}}
+'''
+
+
+def assert_ended_while_restarting(port, job_id, limit):
+    """The allocation failed by its limit while its task waited to start
+    again: started once, never again, and not placed again."""
+    done = wait_for(lambda: [a for a in job_allocs(port, job_id)
+                             if a['client_status'] == 'failed'], 60,
+                    'the time limit to fail the allocation')[0]
+    assert done['client_description'] == f'time limit {limit} reached', done
+    assert done['time_limit']['reached'] is True, done['time_limit']
+    evs = events(done, 't')
+    assert evs.count('Started') == 1 and 'Restarting' in evs, evs
+    assert evs[-1] == 'Time limit reached', evs
+    assert 'Failed Artifact Download' not in evs, evs
+    wait_for(lambda: failure_evals_done(port, job_id), 30, 'the failure evaluation')
+    assert [a['id'] for a in job_allocs(port, job_id)] == [done['id']]
+    return done
+
+
+def test_time_limit_reached_during_the_restart_delay(agents, tmp_path):
+    dev = start_dev(agents, tmp_path)
+    # The restart would come after 10 minutes; the limit ends it first.
+    job = write_job(tmp_path, 'rd', restarting_job('rd', '2s', '10m'))
+    assert cli(dev.port, 'job', 'run', '-detach', job).returncode == 0
+    done = assert_ended_while_restarting(dev.port, 'rd', '2s')
+    assert done['task_states']['t']['restarts'] == 1
+
+
+@pytest.fixture
+def stalling_artifact():
+    """An http server that serves its file once and then answers no
+    request (it holds the connection open): the restart's download hangs.
+    Yields its URL."""
+    release = threading.Event()
+    served = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            served.append(self.path)
+            if len(served) > 1:
+                release.wait(300)
+                return
+            body = b'data\n'
+            self.send_response(200)
+            self.send_header('Content-Length', str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+    srv.daemon_threads = True
+    srv.block_on_close = False
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f'http://127.0.0.1:{srv.server_address[1]}/input.txt', served
+    release.set()
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_time_limit_reached_while_the_restart_downloads(agents, tmp_path, stalling_artifact):
+    url, served = stalling_artifact
+    dev = start_dev(agents, tmp_path)
+    job = write_job(tmp_path, 'ra', restarting_job('ra', '3s', '100ms', url))
+    assert cli(dev.port, 'job', 'run', '-detach', job).returncode == 0
+    # the first start downloaded it; the restart's download hangs until
+    # the limit abandons it (the source would stall it for minutes)
+    assert_ended_while_restarting(dev.port, 'ra', '3s')
+    assert len(served) == 2, served
