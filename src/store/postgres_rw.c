@@ -597,6 +597,7 @@ static int apply_change(struct pg_store *ps, struct commit_req *r)
 	    (rc = groups_bump(ps, &g, idx, err)) ||
 	    (rc = pg_exec(ps, &ps->w, "RELEASE SAVEPOINT change", err)))
 		goto rollback;
+	__atomic_fetch_add(&ps->base.group_writes, (uint64_t)g.n, __ATOMIC_RELAXED);
 	groups_release(&g);
 	r->index = idx;
 	return 0;

@@ -634,18 +634,22 @@ out:
 
 /* The groups one change has bumped already: every row of the change sets
  * them to the same index, so a second bump would rewrite a row to the value
- * it holds (a plan of 64 allocations on one node bumped the node's and the
- * allocations' groups 64 times each). */
+ * it holds (a plan of 64 allocations of one job on one node bumped the
+ * node's and the job's groups 64 times each).  Each group is written once
+ * per change, as the PostgreSQL backend does (postgres_rw.c, struct
+ * groups). */
 struct bumped {
 	unsigned kinds;       /* bit per enum store_kind */
-	char *nodes[8];       /* node groups, the first few (most changes: one) */
-	size_t nnodes;
+	char **groups;        /* node and job allocation groups */
+	size_t n, a;
+	uint64_t writes;      /* group rows written */
 };
 
 static void bumped_release(struct bumped *b)
 {
-	for (size_t i = 0; i < b->nnodes; i++)
-		free(b->nodes[i]);
+	for (size_t i = 0; i < b->n; i++)
+		free(b->groups[i]);
+	free(b->groups);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -665,27 +669,38 @@ static int bump_group(struct sqlite_conn *ss, const char *group, uint64_t idx,
 	return rc == SQLITE_DONE ? 0 : sql_err(ss, rc, "bump group index", err);
 }
 
-/* Bumps the groups an allocation belongs to (its node, its job), the
- * node's only once per change. */
+/* Bumps group unless this change did already. */
+static int bump_once(struct sqlite_conn *ss, struct bumped *done, const char *group,
+		     uint64_t idx, struct herd_err *err)
+{
+	int rc;
+
+	/* most changes touch a node or two: a list beats a hash here */
+	for (size_t i = 0; i < done->n; i++)
+		if (!strcmp(done->groups[i], group))
+			return 0;
+	if ((rc = bump_group(ss, group, idx, err)))
+		return rc;
+	ALLOC_GROW(done->groups, done->n + 1, done->a);
+	done->groups[done->n++] = xstrdup(group);
+	done->writes++;
+	return 0;
+}
+
+/* Bumps the groups an allocation belongs to (its node, its job), each
+ * once per change. */
 static int bump_alloc_groups(struct sqlite_conn *ss, struct bumped *done, const char *ns,
 			     const char *job_id, const char *node_id, uint64_t idx,
 			     struct herd_err *err)
 {
 	struct strbuf g = STRBUF_INIT;
-	bool node_done = false;
-	int rc = 0;
+	int rc;
 
-	for (size_t i = 0; i < done->nnodes && !node_done; i++)
-		node_done = strcmp(done->nodes[i], node_id) == 0;
-	if (!node_done) {
-		store_group_node_allocs(&g, node_id);
-		rc = bump_group(ss, g.buf, idx, err);
-		if (rc == 0 && done->nnodes < sizeof(done->nodes) / sizeof(done->nodes[0]))
-			done->nodes[done->nnodes++] = xstrdup(node_id);
-	}
+	store_group_node_allocs(&g, node_id);
+	rc = bump_once(ss, done, g.buf, idx, err);
 	if (rc == 0) {
 		store_group_job_allocs(&g, ns, job_id);
-		rc = bump_group(ss, g.buf, idx, err);
+		rc = bump_once(ss, done, g.buf, idx, err);
 	}
 	strbuf_release(&g);
 	return rc;
@@ -784,6 +799,7 @@ static int apply_row(struct sqlite_conn *ss, struct store_row *row, uint64_t idx
 		if (rc)
 			goto out;
 		done->kinds |= 1u << kd->kind;
+		done->writes++;
 	}
 	if (old_node &&
 	    (rc = bump_alloc_groups(ss, done, old_ns, old_job, old_node, idx, err)))
@@ -889,6 +905,7 @@ static int apply_change(struct sqlite_store *sto, struct commit_req *r)
 			goto rollback;
 	if ((rc = step_cached(ss, &ss->release, "RELEASE change", err)))
 		goto rollback;
+	__atomic_fetch_add(&sto->base.group_writes, done.writes, __ATOMIC_RELAXED);
 	bumped_release(&done);
 	r->index = idx;
 	return 0;

@@ -151,6 +151,9 @@ struct store {
 	/* HERD_STORE_CACHE_CHECK=1: every cache hit is compared with the row's
 	 * text, and a shared object a reader changed is an error (tests) */
 	bool cache_check;
+	/* group index rows written by committed changes since open (backends
+	 * add with __atomic_fetch_add; store_group_writes) */
+	uint64_t group_writes;
 };
 
 /* Sets up the part common to every backend, reading the index from ops. */

@@ -241,6 +241,11 @@ void store_cache_stats(struct store *s, struct store_cache_stats *out)
 	record_cache_stats(&s->cache, out);
 }
 
+uint64_t store_group_writes(struct store *s)
+{
+	return __atomic_load_n(&s->group_writes, __ATOMIC_RELAXED);
+}
+
 void store_close(struct store *s)
 {
 	if (s)

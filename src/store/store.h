@@ -300,6 +300,11 @@ struct store_cache_stats {
 void store_cache_limit(struct store *s, size_t max_entries, size_t max_bytes);
 void store_cache_stats(struct store *s, struct store_cache_stats *out);
 
+/* How many group index rows (the indexes below) committed changes wrote
+ * since the store was opened: a change writes each group it touches once,
+ * however many of its rows touch it, in either backend. */
+uint64_t store_group_writes(struct store *s);
+
 /* Index of the last change to any record of kind (0: none yet). */
 int store_kind_index(struct store *s, enum store_kind kind, uint64_t *out, struct herd_err *err);
 /* Index of the last change to the allocations placed on node_id (an

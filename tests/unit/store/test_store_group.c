@@ -1,6 +1,7 @@
 /* Unit tests of group commit (sqlite.c): changes from many threads share
  * transactions, yet each keeps its own conditions, its own error and its
- * own index. */
+ * own index; and of group indexes: each change writes each group it
+ * touches once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -143,12 +144,85 @@ static void test_write_inside_check_refused(void **state)
 	assert_int_equal(store_index(t->s), 1);
 }
 
+/* A change bumps each group it touches once, however many of its rows
+ * touch it: a plan of 24 allocations of one job on 12 nodes writes the
+ * allocation kind's group, the job's and each node's, 14 rows; moving 12
+ * of them to other nodes and deleting 6 more, in one change, writes the
+ * same 14 again.  Every group reads the change's
+ * index afterwards, and untouched ones keep theirs. */
+static void test_group_bumped_once_per_change(void **state)
+{
+	struct tmpstore *t = *state;
+	struct store_batch b = STORE_BATCH_INIT;
+	struct herd_err err = { 0 };
+	uint64_t idx1 = 0, idx2 = 0, before, v;
+	char id[32], node[32];
+
+	put_ok(t->s, STORE_ALLOC, json_pack("{s:s, s:s, s:s, s:s}", "id", "other", "namespace",
+					    "prod", "job_id", "db", "node_id", "n-far"));
+	before = store_group_writes(t->s);
+	for (int i = 0; i < 24; i++) {
+		snprintf(id, sizeof(id), "a%02d", i);
+		snprintf(node, sizeof(node), "n%02d", i % 12);
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "namespace", "prod",
+				      "job_id", "train", "node_id", node);
+		store_batch_put(&b, STORE_ALLOC, o);
+		json_decref(o);
+	}
+	assert_int_equal(store_commit(t->s, &b, &idx1, &err), 0);
+	store_batch_release(&b);
+	assert_int_equal(store_group_writes(t->s) - before, 1 + 1 + 12);
+	assert_int_equal(store_job_allocs_index(t->s, "prod", "train", &v, &err), 0);
+	assert_int_equal(v, idx1);
+	for (int i = 0; i < 12; i++) {
+		snprintf(node, sizeof(node), "n%02d", i);
+		assert_int_equal(store_node_allocs_index(t->s, node, &v, &err), 0);
+		assert_int_equal(v, idx1);
+	}
+
+	/* a0..a11 move one node on (from n00..n11 to n01..n11, n00);
+	 * a12..a17 (on n00..n05) go away */
+	before = store_group_writes(t->s);
+	store_batch_init(&b);
+	for (int i = 0; i < 12; i++) {
+		snprintf(id, sizeof(id), "a%02d", i);
+		snprintf(node, sizeof(node), "n%02d", (i + 1) % 12);
+		json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "id", id, "namespace", "prod",
+				      "job_id", "train", "node_id", node);
+		store_batch_put(&b, STORE_ALLOC, o);
+		json_decref(o);
+	}
+	for (int i = 12; i < 18; i++) {
+		snprintf(id, sizeof(id), "a%02d", i);
+		struct store_key k = { NULL, id, 0 };
+		store_batch_delete(&b, STORE_ALLOC, &k);
+	}
+	assert_int_equal(store_commit(t->s, &b, &idx2, &err), 0);
+	store_batch_release(&b);
+	assert_true(idx2 > idx1);
+	assert_int_equal(store_group_writes(t->s) - before, 1 + 1 + 12);
+	assert_int_equal(store_job_allocs_index(t->s, "prod", "train", &v, &err), 0);
+	assert_int_equal(v, idx2);
+	for (int i = 0; i < 12; i++) {
+		snprintf(node, sizeof(node), "n%02d", i);
+		assert_int_equal(store_node_allocs_index(t->s, node, &v, &err), 0);
+		assert_int_equal(v, idx2);
+	}
+	/* untouched groups keep their index */
+	assert_int_equal(store_job_allocs_index(t->s, "prod", "db", &v, &err), 0);
+	assert_true(v > 0 && v < idx1);
+	assert_int_equal(store_node_allocs_index(t->s, "n-far", &v, &err), 0);
+	assert_true(v > 0 && v < idx1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_group_commit_isolates_changes, tmpstore_setup,
 						tmpstore_teardown),
 		cmocka_unit_test_setup_teardown(test_write_inside_check_refused, tmpstore_setup,
+						tmpstore_teardown),
+		cmocka_unit_test_setup_teardown(test_group_bumped_once_per_change, tmpstore_setup,
 						tmpstore_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
