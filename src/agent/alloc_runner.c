@@ -537,6 +537,7 @@ static void *alloc_main(void *arg)
 	pthread_mutex_lock(&ar->lock);
 	setup_tasks(ar);
 	pthread_mutex_unlock(&ar->lock);
+	ar->tmpl = tmpl_watch_new(ar);   /* only a group with templates */
 	for (size_t i = 0; i < ar->ntasks; i++)
 		if (!json_array_size(ar->tasks[i].events))
 			task_event(&ar->tasks[i], "Received", "task received by client");
@@ -615,6 +616,7 @@ finish:
 	pthread_mutex_unlock(&ar->lock);
 	report(ar);
 out:
+	tmpl_watch_stop(ar->tmpl);   /* its tasks ended, or the client detached */
 	pthread_mutex_lock(&ar->lock);
 	ar->done = true;
 	pthread_mutex_unlock(&ar->lock);
@@ -661,6 +663,7 @@ void alloc_runner_free(struct alloc_runner *ar, bool detach)
 		runner_thread_destroy(&tr->thread);
 	}
 	svc_set_free(ar->svc);
+	tmpl_watch_free(ar->tmpl);
 	free(ar->tasks);
 	job_free(ar->job);
 	json_decref(ar->job_json);

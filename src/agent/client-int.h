@@ -27,6 +27,7 @@ struct alloc_runner;
 struct mps;
 struct server_list;
 struct status_sync;
+struct tmpl_watch;
 
 struct client {
 	const struct agent_config *cfg;
@@ -266,6 +267,8 @@ struct alloc_runner {
 	unsigned holds;
 	struct runner_thread thread;
 	struct svc_set *svc;          /* its services and checks (checker.h); NULL: none */
+	struct tmpl_watch *tmpl;      /* its templates' data and watch (template_watch.c);
+				       * NULL: no task has a template */
 	/* The group's time_limit (time_limit.c), under lock: limit_since is
 	 * the first start of a main task (0: none yet), time_limited says the
 	 * limit was reached and every task is being stopped. */
@@ -303,6 +306,32 @@ void svc_task_started(struct task_runner *tr);
 void svc_task_stopped(struct task_runner *tr);
 bool svc_task_poll(struct task_runner *tr, char *why, size_t size);
 bool alloc_has_services(const struct job_group *g);
+
+/* template_watch.c: the templates of an allocation's tasks, their service
+ * data and the watch that renders them again when it changes.
+ *   tmpl_watch_new        NULL when no task of ar has a template (after
+ *                         setup_tasks); tmpl_watch_stop ends its thread
+ *                         (the allocation's work is over), tmpl_watch_free
+ *                         frees it (accepts NULL)
+ *   task_template_render  renders template t of tr with environment te
+ *                         (env templates: task_prepare_env); 0 or -errno
+ *                         with err
+ *   tmpl_task_started     tr runs (recovered: started by an earlier
+ *                         client): the watch may render its templates
+ *   tmpl_task_stopped     tr no longer runs
+ *   tmpl_task_poll        in the runner's wait loop: carries out the
+ *                         change_mode of templates rendered again (signals
+ *                         through d, events); true when the task is to
+ *                         restart */
+struct job_template;
+struct tmpl_watch *tmpl_watch_new(struct alloc_runner *ar);
+void tmpl_watch_stop(struct tmpl_watch *w);
+void tmpl_watch_free(struct tmpl_watch *w);
+int task_template_render(struct task_runner *tr, const struct job_template *t,
+			 const struct taskenv *te, char **out, struct herd_err *err);
+void tmpl_task_started(struct task_runner *tr, bool recovered);
+void tmpl_task_stopped(struct task_runner *tr);
+bool tmpl_task_poll(struct task_runner *tr, const struct driver_ops *d);
 
 /* time_limit.c: a batch group's time_limit, checked by the allocation's
  * own task runners in the wait slices they run anyway (no timer, no

@@ -19,7 +19,6 @@
 #include "common/strbuf.h"
 #include "common/xalloc.h"
 
-#define TEMPLATE_SOURCE_MAX (1 << 20)
 #define ENV_TEMPLATE_MAX_VARS 256
 
 /* job, group and task meta, later ones overriding earlier ones. */
@@ -232,39 +231,6 @@ out:
 	return rc;
 }
 
-static struct template_ctx template_ctx(struct task_runner *tr, const struct taskenv *te)
-{
-	struct template_ctx ctx;
-
-	memset(&ctx, 0, sizeof(ctx));
-	ctx.env = te;
-	if (tr->ar->fp) {
-		ctx.attrs = tr->ar->fp->fp->attrs;
-		ctx.nr_attrs = tr->ar->fp->fp->nr_attrs;
-	}
-	ctx.meta = tr->ar->c->cfg->client.meta;
-	ctx.nr_meta = tr->ar->c->cfg->client.nr_meta;
-	return ctx;
-}
-
-/* Renders template t to a new string. */
-static int render(struct task_runner *tr, const struct job_template *t, const struct taskenv *te,
-		  char **out, struct herd_err *err)
-{
-	struct template_ctx ctx = template_ctx(tr, te);
-	char *text = NULL;
-	int rc;
-
-	if (t->source) {
-		rc = template_read_source(tr->dir, t->source, TEMPLATE_SOURCE_MAX, &text, err);
-		if (rc < 0)
-			return rc;
-	}
-	rc = template_render(text ? text : t->data ? t->data : "", &ctx, out, err);
-	free(text);
-	return rc;
-}
-
 /* KEY=VALUE lines of an env template into *vars (strings owned by *buf). */
 static int parse_env_lines(char *text, struct agent_kv *vars, size_t *n, struct herd_err *err)
 {
@@ -306,7 +272,7 @@ int task_prepare_env(struct task_runner *tr, struct herd_err *err)
 		const struct job_template *t = &tr->task->templates[i];
 		if (!t->env)
 			continue;
-		if ((rc = render(tr, t, te, &texts[ntexts], err)) < 0)
+		if ((rc = task_template_render(tr, t, te, &texts[ntexts], err)) < 0)
 			goto out;
 		if ((rc = parse_env_lines(texts[ntexts++], vars, &nvars, err)) < 0)
 			goto out;
@@ -327,27 +293,6 @@ out:
 	free(texts);
 	taskenv_free(te);
 	return rc;
-}
-
-int task_render_templates(struct task_runner *tr, struct herd_err *err)
-{
-	for (size_t i = 0; i < tr->task->ntemplates; i++) {
-		const struct job_template *t = &tr->task->templates[i];
-		unsigned perms = 0644;
-		char *out = NULL;
-		int rc;
-
-		if (t->perms && template_parse_perms(t->perms, &perms) < 0)
-			return herd_errf(err, -EINVAL, "template %s: perms \"%s\" is not octal",
-					 t->destination, t->perms);
-		if ((rc = render(tr, t, tr->te, &out, err)) < 0)
-			return rc;
-		rc = template_write_file(tr->dir, t->destination, out, strlen(out), perms, err);
-		free(out);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
 }
 
 int task_write_payload(struct task_runner *tr, struct herd_err *err)

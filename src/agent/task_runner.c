@@ -461,6 +461,7 @@ void task_runner_run(struct task_runner *tr)
 		struct herd_err err = { 0, "" };
 		struct driver_exit ex;
 		bool stopped = false, restart = false, ok, check_restart = false;
+		bool started_here = false, tmpl_restart = false;
 		char why[256];
 		int rc;
 
@@ -501,12 +502,15 @@ void task_runner_run(struct task_runner *tr)
 				time_limit_started(tr, tr->started_at);
 			pthread_mutex_unlock(&ar->lock);
 			task_event(tr, "Started", "task started by the client");
+			started_here = true;
 			log_debug("client: alloc %.8s: task %s started", ar->id, tr->task->name);
 			set_state(tr, "running");
 			progress(tr);
 		}
 		if (ar->svc)
 			svc_task_started(tr);   /* started, or recovered running */
+		if (ar->tmpl)
+			tmpl_task_started(tr, !started_here);
 		for (;;) {
 			rc = d->wait(tr->handle, WAIT_SLICE_MS, &ex, &err);
 			if (rc == 1)
@@ -539,9 +543,17 @@ void task_runner_run(struct task_runner *tr)
 				restart = true;
 				break;
 			}
+			/* a template rendered again (template_watch.c) */
+			if (ar->tmpl && tmpl_task_poll(tr, d)) {
+				kill_task(tr, d, &ex);
+				restart = tmpl_restart = true;
+				break;
+			}
 		}
 		if (ar->svc)
 			svc_task_stopped(tr);
+		if (ar->tmpl)
+			tmpl_task_stopped(tr);
 		/* a request that came as the task ended finds nothing to act on */
 		answer_request(tr, -ESRCH, "the task has ended");
 		pthread_mutex_lock(&ar->lock);
@@ -563,8 +575,8 @@ ended:
 		}
 		if (restart) {
 			/* not next_restart: the policy's window is for failures */
-			task_event(tr, "Restarting", "restarted by user (not counted against the "
-				   "restart policy)");
+			task_event(tr, "Restarting", "restarted by %s (not counted against the "
+				   "restart policy)", tmpl_restart ? "a template change" : "user");
 			pthread_mutex_lock(&ar->lock);
 			tr->restarts++;
 			pthread_mutex_unlock(&ar->lock);

@@ -1,0 +1,213 @@
+"""End-to-end: service discovery in templates (docs/jobspec.md, "template:
+service discovery").  Job "mlflow" runs python's http.server on a port from
+`network` and registers service "mlflow" with an http check; job "trainer"
+renders the service's address:port into a file with `nomadService`.  The
+agent watches the service: when mlflow stops, or runs again on another
+port, the trainer's file changes and its change_mode is carried out
+(restart: the task starts again and reads the new file; signal: the task
+gets the signal and is not restarted; noop: nothing).
+
+A real dev agent on 127.0.0.1 (server and client in one process); every
+process is killed in teardown.  No timing assertions: each wait polls with
+a generous deadline."""
+import socket
+import sys
+
+from test_control_plane import agents, api, cli, job_allocs, wait_for, write_job  # noqa: F401
+from test_tasks import alloc_dir, start_dev
+
+PY = sys.executable if sys.executable.startswith('/usr/bin/') else '/usr/bin/python3'
+
+MLFLOW_JOB = '''
+job "mlflow" {
+  group "g" {
+    network {
+      port "http" { STATIC }
+    }
+    service {
+      name = "mlflow"
+      port = "http"
+      tags = ["tracking", "v1"]
+      check {
+        type     = "http"
+        path     = "/"
+        interval = "1s"
+        timeout  = "1s"
+      }
+    }
+    task "server" {
+      driver = "raw_exec"
+      config {
+        command = "PY"
+        args    = ["-m", "http.server", "--bind", "127.0.0.1", "${NOMAD_PORT_http}"]
+      }
+    }
+  }
+}
+'''
+
+# Each start appends what the task read from its file to alloc/seen.txt.
+TRAINER_JOB = '''
+job "trainer" {
+  group "g" {
+    task "train" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "cat \\"$NOMAD_TASK_DIR/local/mlflow.txt\\" >> \\"$NOMAD_ALLOC_DIR/seen.txt\\"; exec sleep 600"]
+      }
+      template {
+        data        = "{{ range nomadService \\"mlflow\\" }}{{ .Address }}:{{ .Port }}\\n{{ else }}none\\n{{ end }}"
+        destination = "local/mlflow.txt"
+        change_mode = "restart"
+      }
+    }
+  }
+}
+'''
+
+# A task that counts the SIGHUPs it gets; one template signals, one does
+# nothing when it changes.
+WATCHER_JOB = '''
+job "watcher" {
+  group "g" {
+    task "w" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "trap 'echo hup >> \\"$NOMAD_ALLOC_DIR/hups\\"' HUP; while :; do sleep 0.2; done"]
+      }
+      template {
+        data          = "{{ with nomadService \\"mlflow\\" }}{{ range . }}{{ .Address }}:{{ .Port }} [{{ join \\",\\" .Tags }}]{{ end }}{{ else }}down{{ end }}\\n"
+        destination   = "local/signal.txt"
+        change_mode   = "signal"
+        change_signal = "SIGHUP"
+      }
+      template {
+        data        = "{{ range nomadServices }}{{ .Name }}\\n{{ end }}"
+        destination = "local/names.txt"
+        change_mode = "noop"
+      }
+    }
+  }
+}
+'''
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(('127.0.0.1', 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def mlflow_job(tmp_path, static=None):
+    port = f'static = {static}' if static else ''
+    return write_job(tmp_path, 'mlflow', MLFLOW_JOB.replace('PY', PY).replace("STATIC", port))
+
+
+def run(dev, path):
+    r = cli(dev.port, 'job', 'run', '-detach', path)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def passing_port(dev):
+    inst = [i for i in api(dev.port, '/v1/service/mlflow') if i['health'] == 'passing']
+    return len(inst) == 1 and inst[0]['port']
+
+
+def running_alloc(dev, job):
+    allocs = [a for a in job_allocs(dev.port, job)
+              if a['desired_status'] == 'run' and a['client_status'] == 'running']
+    return allocs[0] if len(allocs) == 1 else None
+
+
+def read(path):
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return None
+
+
+def task_state(dev, alloc_id, task):
+    return api(dev.port, f'/v1/allocation/{alloc_id}')['task_states'][task]
+
+
+def test_template_follows_a_service_and_restarts(agents, tmp_path):
+    dev = start_dev(agents, tmp_path)
+    # the trainer first: no instance yet, the else part
+    run(dev, write_job(tmp_path, 'trainer', TRAINER_JOB))
+    b = wait_for(lambda: running_alloc(dev, 'trainer'), 60, 'the trainer to run')
+    bdir = alloc_dir(dev, b['id'])
+    out = bdir / 'train' / 'local' / 'mlflow.txt'
+    seen = bdir / 'alloc' / 'seen.txt'
+    assert out.read_text() == 'none\n'
+    wait_for(lambda: read(seen) == 'none\n', 30, 'the task to read its file')
+
+    # mlflow runs: the file gets its address, and the task restarts on it
+    run(dev, mlflow_job(tmp_path))
+    p1 = wait_for(lambda: passing_port(dev), 60, 'mlflow to be passing')
+    wait_for(lambda: read(out) == f'127.0.0.1:{p1}\n', 60, 'the template to render mlflow')
+    wait_for(lambda: read(seen) == f'none\n127.0.0.1:{p1}\n', 60,
+             'the trainer to restart with the new file')
+    st = task_state(dev, b['id'], 'train')
+    assert st['restarts'] == 1, st
+    msgs = [e['message'] for e in st['events'] if e['type'] == 'Restart Signaled']
+    assert msgs == ['template with change_mode restart re-rendered'], st['events']
+    assert any(e['type'] == 'Restarting' and 'a template change' in e['message']
+               for e in st['events']), st['events']
+
+    # mlflow stops: back to the else part
+    r = cli(dev.port, 'job', 'stop', 'mlflow')
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_for(lambda: read(out) == 'none\n', 60, 'the template to see mlflow leave')
+    wait_for(lambda: read(seen) == f'none\n127.0.0.1:{p1}\nnone\n', 60,
+             'the trainer to restart again')
+
+    # mlflow again, on another port: the new address
+    p2 = free_port()
+    assert p2 != p1
+    run(dev, mlflow_job(tmp_path, p2))
+    wait_for(lambda: passing_port(dev) == p2, 60, 'mlflow on its new port')
+    wait_for(lambda: read(out) == f'127.0.0.1:{p2}\n', 60, 'the template to follow the move')
+    wait_for(lambda: read(seen) == f'none\n127.0.0.1:{p1}\nnone\n127.0.0.1:{p2}\n', 60,
+             'the trainer to restart on the new address')
+    # the same allocation all along: restarted in place, not replaced
+    assert running_alloc(dev, 'trainer')['id'] == b['id']
+    assert task_state(dev, b['id'], 'train')['restarts'] == 3
+
+    # the trainer stops: its watch ends with it, the file stays as it was
+    r = cli(dev.port, 'job', 'stop', 'trainer')
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_for(lambda: all(a['client_status'] != 'running' for a in job_allocs(dev.port, 'trainer')),
+             60, 'the trainer to stop')
+    r = cli(dev.port, 'job', 'stop', 'mlflow')
+    assert r.returncode == 0
+    wait_for(lambda: api(dev.port, '/v1/service/mlflow') == [], 60, 'mlflow to leave')
+    assert read(out) == f'127.0.0.1:{p2}\n'
+
+
+def test_template_signal_and_noop(agents, tmp_path):
+    dev = start_dev(agents, tmp_path)
+    run(dev, mlflow_job(tmp_path))
+    p1 = wait_for(lambda: passing_port(dev), 60, 'mlflow to be passing')
+    run(dev, write_job(tmp_path, 'watcher', WATCHER_JOB))
+    w = wait_for(lambda: running_alloc(dev, 'watcher'), 60, 'the watcher to run')
+    local = alloc_dir(dev, w['id']) / 'w' / 'local'
+    hups = alloc_dir(dev, w['id']) / 'alloc' / 'hups'
+    assert (local / 'signal.txt').read_text() == f'127.0.0.1:{p1} [tracking,v1]\n'
+    assert (local / 'names.txt').read_text() == 'mlflow\n'
+    assert read(hups) is None
+
+    # mlflow stops: signal.txt changes (SIGHUP), names.txt too (noop)
+    assert cli(dev.port, 'job', 'stop', 'mlflow').returncode == 0
+    wait_for(lambda: read(local / 'signal.txt') == 'down\n', 60, 'signal.txt to change')
+    wait_for(lambda: read(local / 'names.txt') == '', 60, 'names.txt to change')
+    wait_for(lambda: read(hups) == 'hup\n', 60, 'the task to get SIGHUP')
+    st = wait_for(lambda: [s for s in [task_state(dev, w['id'], 'w')]
+                           if any(e['type'] == 'Signaling' and 'SIGHUP' in e['message']
+                                  for e in s['events'])], 60, 'the Signaling event')[0]
+    assert st['restarts'] == 0 and st['state'] == 'running', st
+    # one change, one signal: the noop template adds none
+    assert read(hups) == 'hup\n'
