@@ -1,0 +1,73 @@
+/* Fuzz target: the task template language (agent/template.h), which reads
+ * a job's template text on the agent.
+ *
+ * The input is rendered with an environment, node attributes and meta, and
+ * service data (instances of "web", one critical; none for other names; a
+ * failing "down"), so that blocks, fields and filters run on real data.
+ * Whatever the outcome: no crash, no leak, an error only with a message,
+ * an output within TEMPLATE_MAX_OUTPUT and untouched on failure. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/template.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static json_t *services;
+
+static int fake_services(void *arg, const char *name, const json_t **out, struct herd_err *err)
+{
+	if (name && !strcmp(name, "down"))
+		return herd_errf(err, -ECONNREFUSED, "server unreachable");
+	*out = json_object_get(services, name ? name : "");
+	if (!*out)
+		*out = json_object_get(services, "none");
+	return 0;
+}
+
+static void setup(void)
+{
+	services = json_pack(
+		"{s:[{s:s,s:s,s:s,s:s,s:s,s:i,s:[s,s],s:s},"
+		"    {s:s,s:s,s:s,s:s,s:s,s:i,s:[],s:s}],"
+		" s:[], s:[{s:s,s:[s]},{s:s,s:[]}]}",
+		"web",
+		"name", "web", "alloc_id", "a1", "job_id", "j", "node_id", "n1", "address",
+		"10.0.0.1", "port", 8080, "tags", "blue", "v2", "health", "passing",
+		"name", "web", "alloc_id", "a2", "job_id", "j", "node_id", "n2", "address",
+		"10.0.0.2", "port", 8081, "tags", "health", "critical",
+		"none", "",
+		"name", "web", "tags", "blue", "name", "db", "tags");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct node_attr attrs[] = { { (char *)"kernel.name", (char *)"linux" } };
+	static const struct agent_kv meta[] = { { "rack", "r1" } };
+	struct template_ctx ctx = { .attrs = attrs, .nr_attrs = 1, .meta = meta, .nr_meta = 1,
+				    .services = fake_services };
+	struct herd_err err = { 0, "" };
+	char *text, *out = NULL;
+	int rc;
+
+	if (!services)
+		setup();
+	/* template data is text: a NUL ends it */
+	text = malloc(size + 1);
+	if (!text)
+		return 0;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	rc = template_render(text, &ctx, &out, &err);
+	if (rc == 0) {
+		if (!out || strlen(out) > TEMPLATE_MAX_OUTPUT)
+			abort();
+		free(out);
+	} else if (out || !err.msg[0]) {
+		abort();
+	}
+	free(text);
+	return 0;
+}
