@@ -173,10 +173,13 @@ bool client_server_failed(struct client *c, uint64_t gen, const char *why);
 void client_server_answered(struct client *c, uint64_t gen);
 void client_server_refused(struct client *c, const char *why);
 /* Whether an answer (or its absence) is the server's failure rather than
- * the request's: nothing came back, or a 5xx. */
+ * the request's: nothing came back, a 5xx, or a standby's redirect to the
+ * leader that httpc did not follow (too many, or one that would carry the
+ * node's token elsewhere over plain http: httpc_redirect_check); the
+ * client then tries the next of its servers. */
 static inline bool client_server_failure(const struct httpc_response *r)
 {
-	return r->status == 0 || r->status >= 500;
+	return r->status == 0 || r->status >= 500 || r->status == 307 || r->status == 308;
 }
 /* Sets up h to talk to the client's current server: its address and the
  * node token (client { token }, else $HERD_TOKEN as httpc_init reads it).

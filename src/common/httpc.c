@@ -180,6 +180,7 @@ struct recv {
 	struct strbuf body;
 	uint64_t index;
 	int too_big;
+	char location[2048];   /* a Location header, trimmed; "" none */
 };
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
@@ -199,8 +200,16 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *arg)
 {
 	struct recv *r = arg;
 	size_t n = size * nmemb;
-	static const char name[] = "x-herd-index:";
+	static const char name[] = "x-herd-index:", loc[] = "location:";
 
+	if (n > sizeof(loc) - 1 && !strncasecmp(data, loc, sizeof(loc) - 1)) {
+		const char *v = data + sizeof(loc) - 1, *end = data + n;
+		while (v < end && (*v == ' ' || *v == '\t'))
+			v++;
+		while (end > v && isspace((unsigned char)end[-1]))
+			end--;
+		snprintf(r->location, sizeof(r->location), "%.*s", (int)(end - v), v);
+	}
 	if (n > sizeof(name) - 1 && !strncasecmp(data, name, sizeof(name) - 1)) {
 		char buf[32];
 		size_t len = n - (sizeof(name) - 1);
@@ -281,13 +290,17 @@ void httpc_curl_cloexec(void *curl)
 	curl_easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, open_cloexec);
 }
 
-static int perform(struct httpc *c, const char *method, const char *url, const json_t *body,
-		   long timeout_ms, struct httpc_response *resp, struct herd_err *err)
+/* One request to url (whose origin "who" names in errors), with the
+ * token when with_token; a redirect's Location into location. */
+static int perform(struct httpc *c, const char *method, const char *url, const char *who,
+		   bool with_token, const json_t *body, long timeout_ms,
+		   struct httpc_response *resp, char *location, size_t locsize,
+		   struct herd_err *err)
 {
 	CURL *h;
 	CURLcode cc;
 	struct curl_slist *hdrs = NULL;
-	struct recv r = { STRBUF_INIT, 0, 0 };
+	struct recv r = { STRBUF_INIT, 0, 0, "" };
 	char *payload = NULL;
 	char errbuf[CURL_ERROR_SIZE] = "";
 	int rc = 0;
@@ -323,7 +336,7 @@ static int perform(struct httpc *c, const char *method, const char *url, const j
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	hdrs = curl_slist_append(hdrs, "Accept: application/json");
 	hdrs = curl_slist_append(hdrs, "Expect:");
-	if (c->token) {
+	if (c->token && with_token) {
 		char *t = xasprintf("X-Herd-Token: %s", c->token);
 		hdrs = curl_slist_append(hdrs, t);
 		free(t);
@@ -346,30 +359,31 @@ static int perform(struct httpc *c, const char *method, const char *url, const j
 	cc = curl_easy_perform(h);
 	if (cc != CURLE_OK) {
 		if (r.too_big)
-			rc = herd_errf(err, -EFBIG, "%s: answer larger than %d bytes", c->base,
+			rc = herd_errf(err, -EFBIG, "%s: answer larger than %d bytes", who,
 				       HTTPC_MAX_BODY);
 		else if (cc == CURLE_ABORTED_BY_CALLBACK)
-			rc = herd_errf(err, -ECANCELED, "%s: request abandoned", c->base);
+			rc = herd_errf(err, -ECANCELED, "%s: request abandoned", who);
 		else if (cc == CURLE_COULDNT_CONNECT)
-			rc = herd_errf(err, -ECONNREFUSED, "cannot reach %s: %s", c->base,
+			rc = herd_errf(err, -ECONNREFUSED, "cannot reach %s: %s", who,
 				       errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		else if (cc == CURLE_OPERATION_TIMEDOUT)
-			rc = herd_errf(err, -ETIMEDOUT, "%s did not answer in time", c->base);
+			rc = herd_errf(err, -ETIMEDOUT, "%s did not answer in time", who);
 		else if (cc == CURLE_PEER_FAILED_VERIFICATION)
 			rc = herd_errf(err, -EKEYREJECTED, "%s: the server's certificate is not "
-				       "trusted: %s", c->base, errbuf[0] ? errbuf :
+				       "trusted: %s", who, errbuf[0] ? errbuf :
 				       curl_easy_strerror(cc));
-		else if (cc == CURLE_GOT_NOTHING && !strncmp(c->base, "http://", 7))
+		else if (cc == CURLE_GOT_NOTHING && !strncmp(who, "http://", 7))
 			/* what a TLS listener does with plain HTTP */
 			rc = herd_errf(err, -EIO, "%s: empty reply (a server with TLS on answers "
-				       "only https://)", c->base);
+				       "only https://)", who);
 		else
-			rc = herd_errf(err, -EIO, "%s: %s", c->base,
+			rc = herd_errf(err, -EIO, "%s: %s", who,
 				       errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		goto out;
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
 	resp->index = r.index;
+	snprintf(location, locsize, "%s", r.location);
 	if (r.body.len) {
 		json_error_t je;
 		resp->body = json_loadb(r.body.buf, r.body.len, JSON_DECODE_ANY, &je);
@@ -379,11 +393,111 @@ static int perform(struct httpc *c, const char *method, const char *url, const j
 		goto out;
 	}
 	if (r.body.len && !resp->body)
-		rc = herd_errf(err, -EPROTO, "%s: answer is not json", c->base);
+		rc = herd_errf(err, -EPROTO, "%s: answer is not json", who);
 out:
 	curl_slist_free_all(hdrs);
 	free(payload);
 	strbuf_release(&r.body);
+	return rc;
+}
+
+/* The length of url's origin ("https://host:port"), 0 when url is not
+ * an absolute http(s) URL with a host and no user part. */
+static size_t origin_len(const char *url)
+{
+	const char *p = !strncmp(url, "http://", 7) ? url + 7 :
+			!strncmp(url, "https://", 8) ? url + 8 : NULL;
+	size_t n;
+
+	if (!p)
+		return 0;
+	n = strcspn(p, "/?#");
+	if (!n || memchr(p, '@', n))
+		return 0;
+	return (size_t)(p - url) + n;
+}
+
+/* Whether origin (o, n bytes) is one of c's addresses. */
+static bool known_origin(const struct httpc *c, const char *o, size_t n)
+{
+	bool found = strlen(c->base) == n && !strncmp(c->base, o, n);
+
+	for (size_t i = 0; i < c->nr_addrs && !found; i++) {
+		char *a = normalise_addr(c->addrs[i], c->tls.https);
+		found = strlen(a) == n && !strncmp(a, o, n);
+		free(a);
+	}
+	return found;
+}
+
+int httpc_redirect_check(const struct httpc *c, const char *from, const char *location,
+			 char **url, bool *with_token, struct herd_err *err)
+{
+	size_t fn = origin_len(from), ln;
+	bool https = !strncmp(from, "https://", 8);
+
+	for (const unsigned char *p = (const unsigned char *)location; *p; p++)
+		if (*p <= 0x20 || *p == 0x7f)
+			return herd_errf(err, -EINVAL, "%.*s redirected to a bad location",
+					 (int)fn, from);
+	if (location[0] == '/' && location[1] != '/') {
+		/* a path: the same server */
+		*url = xasprintf("%.*s%s", (int)fn, from, location);
+		*with_token = c->token != NULL;
+		return 0;
+	}
+	ln = origin_len(location);
+	if (!fn || !ln || https != !strncmp(location, "https://", 8))
+		return herd_errf(err, -EPERM, "%.*s redirected to \"%.200s\"; only a redirect to "
+				 "an address of the same scheme is followed", (int)fn, from, location);
+	if (c->token && !known_origin(c, location, ln) &&
+	    !(ln == fn && !strncmp(location, from, fn)) && !(https && !c->tls.skip_verify))
+		return herd_errf(err, -EPERM, "%.*s redirected to %.*s (a standby names the "
+				 "leader so), which is not in HERD_ADDR: the token is not sent there "
+				 "over plain http; add it to HERD_ADDR or use https", (int)fn, from,
+				 (int)ln, location);
+	*url = xstrdup(location);
+	*with_token = c->token != NULL;
+	return 0;
+}
+
+/* perform, following redirects (httpc_redirect_check) up to
+ * HTTPC_MAX_REDIRECTS times. */
+static int perform_following(struct httpc *c, const char *method, const char *url,
+			     const json_t *body, long timeout_ms, struct httpc_response *resp,
+			     struct herd_err *err)
+{
+	char *cur = xstrdup(url), location[2048];
+	bool with_token = true;
+	int rc;
+
+	for (int hops = 0;; hops++) {
+		size_t on = origin_len(cur);
+		char *who = on ? xstrndup(cur, on) : xstrdup(c->base), *next = NULL;
+		location[0] = '\0';
+		rc = perform(c, method, cur, who, with_token, body, timeout_ms, resp, location,
+			     sizeof(location), err);
+		if (rc == 0 || (resp->status != 307 && resp->status != 308) || !location[0]) {
+			free(who);
+			break;
+		}
+		if (hops == HTTPC_MAX_REDIRECTS) {
+			rc = herd_errf(err, -EIO, "%s: more than %d redirects (last to %.200s)", who,
+				       HTTPC_MAX_REDIRECTS, location);
+			free(who);
+			break;
+		}
+		free(who);
+		struct herd_err why = { 0, "" };
+		if (httpc_redirect_check(c, cur, location, &next, &with_token, &why) < 0) {
+			rc = herd_errf(err, -EIO, "%s", why.msg);
+			break;
+		}
+		httpc_response_release(resp);
+		free(cur);
+		cur = next;
+	}
+	free(cur);
 	return rc;
 }
 
@@ -416,7 +530,7 @@ int httpc_request(struct httpc *c, const char *method, const char *path, const j
 		return perform_local(c, method, path, body, resp, err);
 	do {
 		char *url = xasprintf("%s%s", c->base, path);
-		rc = perform(c, method, url, body, c->timeout_ms, resp, err);
+		rc = perform_following(c, method, url, body, c->timeout_ms, resp, err);
 		free(url);
 	} while (rc < 0 && next_addr(c, rc, resp, &tried));
 	return rc;
@@ -437,7 +551,8 @@ int httpc_get_blocking(struct httpc *c, const char *path, uint64_t index, long w
 			char *url = xasprintf("%s%s", c->base, query);
 			/* The server may answer up to wait later (plus its
 			 * jitter): allow that and the ordinary limit on top. */
-			rc = perform(c, "GET", url, NULL, wait_ms + c->timeout_ms, resp, err);
+			rc = perform_following(c, "GET", url, NULL, wait_ms + c->timeout_ms, resp,
+					       err);
 			free(url);
 		} while (rc < 0 && next_addr(c, rc, resp, &tried));
 	}

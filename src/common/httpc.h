@@ -27,6 +27,9 @@
 #define HTTPC_DEFAULT_ADDR "http://127.0.0.1:4646"
 #define HTTPC_DEFAULT_TIMEOUT_MS 30000
 #define HTTPC_MAX_BODY (64 * 1024 * 1024)
+/* Redirects (307, 308) followed per request: a standby sends a request
+ * to the leader in one. */
+#define HTTPC_MAX_REDIRECTS 3
 
 struct httpc_response;
 
@@ -104,6 +107,9 @@ void httpc_set_addr(struct httpc *c, const char *addr);
 
 /* Sends method (GET, POST, PUT, DELETE) to base + path (path starts with
  * '/' and may carry a query), with body as JSON when not NULL (only read).
+ * A 307 or 308 answer (a standby's: docs/operations.md, "High
+ * availability") is followed, method and body kept, up to
+ * HTTPC_MAX_REDIRECTS times, as httpc_redirect_check allows.
  * On success (a 2xx answer) fills resp and returns 0.  Otherwise:
  *   - the server answered 4xx/5xx: resp is filled (status, body, index,
  *     error_code), err says "server: <code>: <message>" and the return is
@@ -128,6 +134,20 @@ int httpc_get_blocking(struct httpc *c, const char *path, uint64_t index, long w
 
 /* Frees the body; accepts NULL. */
 void httpc_response_release(struct httpc_response *resp);
+
+/* Whether a request to from (an absolute URL) that was answered with a
+ * redirect to location may follow it, and whether c's token goes along.
+ * location is absolute with the same scheme (never from https to http),
+ * or a path on from's origin; no user part.  The token (X-Herd-Token)
+ * goes to the same origin, to an address of c's list (HERD_ADDR) or its
+ * base, and over https with the certificate checked (the server it
+ * reaches proved itself to the CA that vouches for the cluster); a
+ * redirect anywhere else over plain http is not followed while c holds
+ * a token (-EPERM, err says to add the address to HERD_ADDR).  On
+ * success *url is the URL to request (free it) and *with_token says
+ * whether to send the token; else -EPERM or -EINVAL with err. */
+int httpc_redirect_check(const struct httpc *c, const char *from, const char *location,
+			 char **url, bool *with_token, struct herd_err *err);
 
 /* Makes curl (a CURL *) open its sockets close-on-exec (libcurl does not):
  * for every handle of a process that starts children.  httpc's own
