@@ -7,9 +7,26 @@
  *    create_time, modify_time,
  *    groups: {<name>: {desired_total, placed_allocs, healthy_allocs,
  *                      unhealthy_allocs, max_parallel, auto_revert,
- *                      progress_deadline, require_progress_by}}}
+ *                      progress_deadline, require_progress_by,
+ *                      desired_canaries, placed_canaries, auto_promote,
+ *                      promoted, promote_time}}}
  * status: running, successful, failed or cancelled.  A successful one
  * marks the version "stable": true (auto_revert goes back to the latest).
+ *
+ * Canaries (update { canary = N }): a group's new version first places
+ * min(N, allocations to replace) allocations beside the old ones
+ * ("deployment_status": {"canary": true}; each takes the instance index of
+ * an old allocation it will replace, and no slot while it is not
+ * promoted: reconcile keeps it out of the slot count, deploy_canary).
+ * desired_canaries is fixed when the deployment is created.  Nothing old
+ * is replaced until the group is promoted (POST /v1/deployment/:id/promote
+ * sets "promoted", or auto_promote once every group's canaries are
+ * healthy, deploy_canaries).  The reconcile that first sees a group
+ * promoted stops the old allocation of each canary's index (no
+ * replacement: the canary is it) and marks the canary "promoted": true,
+ * from then on an ordinary allocation of its slot; the rest rolls as
+ * usual.  A canary not promoted dies with its deployment: failed,
+ * cancelled by a newer version, or of another version (stopped).
  *
  * Health is decided on the server, from what agents report, with the
  * server's clock: when a report shows an allocation of the deployment
@@ -43,6 +60,14 @@ struct deploy_group {
 	int64_t placed, healthy, unhealthy, inflight;
 	int64_t last_healthy;    /* the latest healthy timestamp; 0 none */
 	size_t replaced_now;     /* deferred ones replaced by this reconcile */
+	/* canaries of the deployment: all of them, the healthy ones, and
+	 * the live ones not marked promoted (their records) */
+	int64_t canaries_all, canaries_healthy;
+	json_t *canaries;
+	int64_t desired_canaries;
+	bool promoted;
+	json_t *superseded;      /* old allocations a promoted canary replaces */
+	json_t *canary_slots;    /* indexes new canaries take now (integers) */
 };
 
 struct deploy {
@@ -84,8 +109,12 @@ struct deploy *deploy_begin(struct store *s, const json_t *job, const struct job
 	d->now = now;
 	d->decisions = json_array();
 	d->g = xcalloc(model->ngroups + 1, sizeof(*d->g));
-	for (size_t g = 0; g < model->ngroups; g++)
+	for (size_t g = 0; g < model->ngroups; g++) {
 		d->g[g].deferred = json_array();
+		d->g[g].canaries = json_array();
+		d->g[g].superseded = json_array();
+		d->g[g].canary_slots = json_array();
+	}
 	/* the store's cached record: no parse when it did not change */
 	if (store_get_shared(s, STORE_JOB_VERSION, &key, &d->vrec, NULL) == 0) {
 		json_t *dep = json_object_get(d->vrec, "deployment");
@@ -141,7 +170,9 @@ bool deploy_alloc_report(json_t *alloc, int64_t now)
 	had = json_object_get(ds, "ready_since") != NULL;
 	if (ready == had)
 		return false;
-	n = json_object();
+	/* a new object (the record may be shared); the canary flag stays */
+	n = json_is_object(ds) ? json_deep_copy(ds) : json_object();
+	json_object_del(n, "ready_since");
 	if (ready)
 		json_object_set_new(n, "ready_since", json_integer(now));
 	json_object_set_new(alloc, "deployment_status", n);
@@ -170,17 +201,24 @@ void deploy_note(struct deploy *d, int g, const json_t *alloc)
 	struct deploy_group *dg = &d->g[g];
 	const json_t *ds = json_object_get(alloc, "deployment_status"), *h;
 	const char *client = jstr(alloc, "client_status", "pending");
-	bool run = !strcmp(jstr(alloc, "desired_status", "run"), "run");
+	bool run = !strcmp(jstr(alloc, "desired_status", "run"), "run"), canary;
 	int64_t rs;
 
 	if (!d->dep || !deploy_group_rolls(&d->model->groups[g]) ||
 	    strcmp(jstr(alloc, "deployment_id", ""), jstr(d->dep, "id", "")))
 		return;
 	dg->placed++;
+	canary = jbool(ds, "canary", false);
+	if (canary) {
+		dg->canaries_all++;
+		if (run && !jbool(ds, "promoted", false))
+			json_array_append(dg->canaries, (json_t *)alloc);
+	}
 	h = json_object_get(ds, "healthy");
 	if (json_is_boolean(h)) {
 		if (json_is_true(h)) {
 			dg->healthy++;
+			dg->canaries_healthy += canary && run;
 			if (jint(ds, "timestamp", 0) > dg->last_healthy)
 				dg->last_healthy = jint(ds, "timestamp", 0);
 		} else {
@@ -199,6 +237,7 @@ void deploy_note(struct deploy *d, int g, const json_t *alloc)
 	if (rs && d->now >= rs + u->min_healthy_time) {
 		json_array_append_new(d->decisions, decided(alloc, true, d->now));
 		dg->healthy++;
+		dg->canaries_healthy += canary;
 		dg->last_healthy = d->now;
 	} else if (d->now >= jint(alloc, "create_time", d->now) + u->healthy_deadline) {
 		json_array_append_new(d->decisions, decided(alloc, false, d->now));
@@ -211,15 +250,181 @@ void deploy_note(struct deploy *d, int g, const json_t *alloc)
 	}
 }
 
+static int by_index(const void *a, const void *b)
+{
+	int64_t x = jint(*(json_t *const *)a, "index", 0), y = jint(*(json_t *const *)b, "index", 0);
+	return x < y ? -1 : x > y;
+}
+
 void deploy_defer(struct deploy *d, int g, const json_t *alloc)
 {
 	json_array_append(d->g[g].deferred, (json_t *)alloc);
 }
 
-static int by_index(const void *a, const void *b)
+/* Group g's part of the deployment record (NULL: none yet). */
+static const json_t *dep_group(const struct deploy *d, int g)
 {
-	int64_t x = jint(*(json_t *const *)a, "index", 0), y = jint(*(json_t *const *)b, "index", 0);
-	return x < y ? -1 : x > y;
+	return json_object_get(json_object_get(d->dep, "groups"), d->model->groups[g].name);
+}
+
+enum deploy_canary deploy_canary(const struct deploy *d, int g, const json_t *alloc)
+{
+	const json_t *ds = json_object_get(alloc, "deployment_status");
+
+	if (!jbool(ds, "canary", false) || jbool(ds, "promoted", false))
+		return DEPLOY_CANARY_NONE;
+	/* of another deployment (an older version's, cancelled), or of a
+	 * group that no longer rolls */
+	if (!d || !d->dep || !deploy_group_rolls(&d->model->groups[g]) ||
+	    strcmp(jstr(alloc, "deployment_id", ""), jstr(d->dep, "id", "")))
+		return DEPLOY_CANARY_STOP;
+	if (!strcmp(dep_status(d), "running") || jbool(dep_group(d, g), "promoted", false))
+		return DEPLOY_CANARY_KEEP;
+	return DEPLOY_CANARY_STOP; /* failed or cancelled before its promotion */
+}
+
+static void sort_deferred(struct deploy_group *dg)
+{
+	size_t n = json_array_size(dg->deferred);
+	json_t **v;
+
+	if (n < 2)
+		return;
+	/* slot order: the same allocations go first on every evaluation */
+	v = xcalloc(n, sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_incref(json_array_get(dg->deferred, i));
+	qsort(v, n, sizeof(*v), by_index);
+	json_array_clear(dg->deferred);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(dg->deferred, v[i]);
+	free(v);
+}
+
+/* Whether a live canary of dg holds instance index idx. */
+static bool canary_holds(const struct deploy_group *dg, int64_t idx)
+{
+	size_t i;
+	json_t *c;
+	json_array_foreach(dg->canaries, i, c)
+		if (jint(c, "index", -1) == idx)
+			return true;
+	return false;
+}
+
+/* Canary c of a promoted group marked "promoted": an ordinary allocation
+ * of its slot from now on.  A health decision of this reconcile for it
+ * carries the mark (one write per allocation). */
+static void mark_promoted(struct deploy *d, const json_t *c, struct reconcile_result *r)
+{
+	json_t *x, *m, *ds;
+	size_t i;
+
+	json_array_foreach(d->decisions, i, x)
+		if (!strcmp(jstr(x, "id", ""), jstr(c, "id", ""))) {
+			json_object_set_new(json_object_get(x, "deployment_status"), "promoted",
+					    json_true());
+			return;
+		}
+	m = json_copy((json_t *)c);
+	ds = json_deep_copy(json_object_get(c, "deployment_status"));
+	json_object_set_new(ds, "promoted", json_true());
+	json_object_set_new(m, "deployment_status", ds);
+	json_object_set_new(m, "modify_time", json_integer(d->now));
+	json_array_append_new(r->updates, m);
+}
+
+/* Whether some group with canaries waits for its promotion; *all_auto:
+ * every such group asks auto_promote; *all_healthy: and every one of
+ * them has its canaries healthy. */
+static bool awaits_promotion(const struct deploy *d, bool *all_auto, bool *all_healthy)
+{
+	bool waits = false;
+
+	*all_auto = *all_healthy = true;
+	for (size_t g = 0; g < d->model->ngroups; g++) {
+		const struct deploy_group *dg = &d->g[g];
+		if (!deploy_group_rolls(&d->model->groups[g]) || !dg->desired_canaries ||
+		    dg->promoted)
+			continue;
+		waits = true;
+		*all_auto = *all_auto && d->model->groups[g].update->auto_promote;
+		*all_healthy = *all_healthy && dg->canaries_healthy >= dg->desired_canaries;
+	}
+	return waits;
+}
+
+void deploy_canaries(struct deploy *d, struct reconcile_result *r)
+{
+	bool running, failing = false, all_auto, all_healthy;
+
+	if (!d)
+		return;
+	running = !d->dep || !strcmp(dep_status(d), "running");
+	for (size_t g = 0; g < d->model->ngroups; g++) {
+		const struct job_update *u = d->model->groups[g].update;
+		struct deploy_group *dg = &d->g[g];
+		if (!deploy_group_rolls(&d->model->groups[g]))
+			continue;
+		failing = failing || dg->unhealthy;
+		sort_deferred(dg);
+		if (d->dep) {
+			dg->desired_canaries = jint(dep_group(d, (int)g), "desired_canaries", 0);
+			dg->promoted = jbool(dep_group(d, (int)g), "promoted", false);
+		} else if (u->canary > 0) {
+			/* fixed now: one canary per allocation to replace, at most */
+			size_t n = json_array_size(dg->deferred);
+			dg->desired_canaries = (size_t)u->canary < n ? u->canary : (int64_t)n;
+		}
+	}
+	/* auto_promote: once every group's canaries are healthy (Nomad's
+	 * rule: every group with canaries must ask it) */
+	if (d->dep && running && !failing && awaits_promotion(d, &all_auto, &all_healthy) &&
+	    all_auto && all_healthy)
+		for (size_t g = 0; g < d->model->ngroups; g++)
+			if (d->g[g].desired_canaries)
+				d->g[g].promoted = true;
+	for (size_t g = 0; g < d->model->ngroups; g++) {
+		struct deploy_group *dg = &d->g[g];
+		json_t *keep, *x;
+		size_t i;
+		if (!deploy_group_rolls(&d->model->groups[g]))
+			continue;
+		if (!dg->promoted) {
+			int64_t need = dg->desired_canaries - (int64_t)json_array_size(dg->canaries);
+			if (!running || failing)
+				continue;
+			json_array_foreach(dg->deferred, i, x) {
+				if (need <= 0)
+					break;
+				if (canary_holds(dg, jint(x, "index", -1)))
+					continue;
+				json_array_append_new(dg->canary_slots,
+						      json_integer(jint(x, "index", 0)));
+				need--;
+			}
+			continue;
+		}
+		/* promoted: each canary replaces the old allocation of its index */
+		json_array_foreach(dg->canaries, i, x)
+			mark_promoted(d, x, r);
+		keep = json_array();
+		json_array_foreach(dg->deferred, i, x)
+			json_array_append(canary_holds(dg, jint(x, "index", -1)) ? dg->superseded : keep,
+					  x);
+		json_decref(dg->deferred);
+		dg->deferred = keep;
+	}
+}
+
+const json_t *deploy_superseded(const struct deploy *d, int g)
+{
+	return d->g[g].superseded;
+}
+
+const json_t *deploy_canary_slots(const struct deploy *d, int g)
+{
+	return d->g[g].canary_slots;
 }
 
 /* The placements r holds for group g. */
@@ -236,19 +441,10 @@ size_t deploy_budget(struct deploy *d, int g, const struct reconcile_result *r)
 	struct deploy_group *dg = &d->g[g];
 	size_t n = json_array_size(dg->deferred);
 	int64_t left;
-	json_t **v;
 
 	if (!n)
 		return 0;
-	/* slot order: the same allocations go first on every evaluation */
-	v = xcalloc(n, sizeof(*v));
-	for (size_t i = 0; i < n; i++)
-		v[i] = json_incref(json_array_get(dg->deferred, i));
-	qsort(v, n, sizeof(*v), by_index);
-	json_array_clear(dg->deferred);
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(dg->deferred, v[i]);
-	free(v);
+	sort_deferred(dg); /* deploy_canaries did, unless it was not called */
 	/* a failed deployment replaces nothing more: the old version keeps
 	 * running where it was not replaced yet */
 	if (!strcmp(dep_status(d), "failed"))
@@ -260,6 +456,8 @@ size_t deploy_budget(struct deploy *d, int g, const struct reconcile_result *r)
 	left = d->model->groups[g].update->max_parallel - dg->inflight - places_of(r, g);
 	if (d->dep && strcmp(dep_status(d), "running"))
 		left = (int64_t)n; /* successful or cancelled: nothing rolls any more */
+	else if (dg->desired_canaries && !dg->promoted)
+		left = 0; /* the canaries wait for their promotion */
 	dg->replaced_now = left <= 0 ? 0 : (size_t)left < n ? (size_t)left : n;
 	return dg->replaced_now;
 }
@@ -372,30 +570,52 @@ static bool groups_update(struct deploy *d, const struct reconcile_result *r, co
 	for (size_t g = 0; g < d->model->ngroups; g++) {
 		const struct job_group *jg = &d->model->groups[g];
 		struct deploy_group *dg = &d->g[g];
-		int64_t now_places, left, base, by = 0;
+		int64_t now_places, left, base, by = 0, promoted_at;
+		bool waits, group_done;
+		json_t *rec;
 		if (!deploy_group_rolls(jg))
 			continue;
 		now_places = places_of(r, (int)g);
 		left = (int64_t)(json_array_size(dg->deferred) - dg->replaced_now);
+		/* the promotion's time: the route's, or now (auto_promote) */
+		promoted_at = dg->promoted ? jint(dep_group(d, (int)g), "promote_time", d->now) : 0;
 		base = dg->last_healthy ? dg->last_healthy : jint(d->dep, "create_time", d->now);
-		if (jg->update->progress_deadline > 0)
+		if (promoted_at > base)
+			base = promoted_at;
+		/* canaries healthy and waiting for a person: no deadline (a
+		 * promotion may come tomorrow) */
+		waits = dg->desired_canaries && !dg->promoted &&
+			dg->canaries_healthy >= dg->desired_canaries;
+		if (jg->update->progress_deadline > 0 && !waits)
 			by = base + jg->update->progress_deadline;
-		bool group_done = !left && !now_places && !dg->inflight && !dg->unhealthy;
+		group_done = !left && !now_places && !dg->inflight && !dg->unhealthy &&
+			     (!dg->desired_canaries || dg->promoted);
 		done = done && group_done;
 		if (!group_done && by && d->now > by && !*late)
 			*late = jg->name;
 		else if (!group_done && by)
 			due_at(d, by + 1);
-		json_object_set_new(groups, jg->name,
-				    json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I}",
-					      "desired_total", (json_int_t)jg->count,
-					      "placed_allocs", (json_int_t)(dg->placed + now_places),
-					      "healthy_allocs", (json_int_t)dg->healthy,
-					      "unhealthy_allocs", (json_int_t)dg->unhealthy,
-					      "max_parallel", (json_int_t)jg->update->max_parallel,
-					      "auto_revert", jg->update->auto_revert,
-					      "progress_deadline", (json_int_t)jg->update->progress_deadline,
-					      "require_progress_by", (json_int_t)by));
+		rec = json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I}",
+				"desired_total", (json_int_t)jg->count,
+				"placed_allocs", (json_int_t)(dg->placed + now_places),
+				"healthy_allocs", (json_int_t)dg->healthy,
+				"unhealthy_allocs", (json_int_t)dg->unhealthy,
+				"max_parallel", (json_int_t)jg->update->max_parallel,
+				"auto_revert", jg->update->auto_revert,
+				"progress_deadline", (json_int_t)jg->update->progress_deadline,
+				"require_progress_by", (json_int_t)by);
+		if (dg->desired_canaries) {
+			json_object_set_new(rec, "desired_canaries", json_integer(dg->desired_canaries));
+			json_object_set_new(rec, "placed_canaries",
+					    json_integer(dg->canaries_all +
+							 (json_int_t)json_array_size(dg->canary_slots)));
+			json_object_set_new(rec, "healthy_canaries", json_integer(dg->canaries_healthy));
+			json_object_set_new(rec, "auto_promote", json_boolean(jg->update->auto_promote));
+			json_object_set_new(rec, "promoted", json_boolean(dg->promoted));
+			if (dg->promoted)
+				json_object_set_new(rec, "promote_time", json_integer(promoted_at));
+		}
+		json_object_set_new(groups, jg->name, rec);
 	}
 	return done;
 }
@@ -441,12 +661,69 @@ static void dep_fail(struct deploy *d, const char *why, struct reconcile_result 
 	free(desc);
 }
 
+/* The live canaries of groups not promoted stop with their failed
+ * deployment: the old allocations keep serving (with a health decision
+ * of this reconcile, the stop carries it). */
+static void stop_canaries(struct deploy *d, struct reconcile_result *r)
+{
+	for (size_t g = 0; g < d->model->ngroups; g++) {
+		struct deploy_group *dg = &d->g[g];
+		json_t *c, *x, *base;
+		size_t i, k;
+		if (dg->promoted)
+			continue;
+		json_array_foreach(dg->canaries, i, c) {
+			if (stopped_now(r, jstr(c, "id", "")))
+				continue;
+			base = c;
+			json_array_foreach(d->decisions, k, x)
+				if (!strcmp(jstr(x, "id", ""), jstr(c, "id", "")))
+					base = x;
+			x = json_copy(base);
+			json_object_set_new(x, "desired_status", json_string("stop"));
+			json_object_set_new(x, "desired_description",
+					    json_string("canary of a failed deployment"));
+			json_object_set_new(x, "modify_time", json_integer(d->now));
+			json_array_append_new(r->stops, x);
+		}
+	}
+}
+
+/* Canaries this reconcile would place join no deployment once it ended:
+ * taken back. */
+static void drop_canary_places(struct reconcile_result *r)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < r->nplace; i++) {
+		if (r->place[i].canary) {
+			json_decref(r->place[i].previous);
+			continue;
+		}
+		r->place[k++] = r->place[i];
+	}
+	r->nplace = k;
+}
+
+/* What a running deployment says while some group waits for promotion. */
+static const char *running_description(const struct deploy *d)
+{
+	bool all_auto, all_healthy;
+	if (!awaits_promotion(d, &all_auto, &all_healthy))
+		return "Deployment is running";
+	return all_auto ? "Deployment is running pending automatic promotion"
+			: "Deployment is running but requires manual promotion";
+}
+
 static void deploy_free(struct deploy *d)
 {
 	if (!d)
 		return;
-	for (size_t g = 0; g < d->model->ngroups; g++)
+	for (size_t g = 0; g < d->model->ngroups; g++) {
 		json_decref(d->g[g].deferred);
+		json_decref(d->g[g].canaries);
+		json_decref(d->g[g].superseded);
+		json_decref(d->g[g].canary_slots);
+	}
 	free(d->g);
 	json_decref(d->vrec);
 	json_decref(d->dep);
@@ -473,8 +750,10 @@ void deploy_end(struct deploy *d, struct reconcile_result *r)
 			if (deploy_group_rolls(&d->model->groups[g]) &&
 			    (places_of(r, (int)g) || json_array_size(d->g[g].deferred)))
 				work = true;
-		if (!work || !d->vrec)
+		if (!work || !d->vrec) {
+			drop_canary_places(r);
 			goto out;
+		}
 		d->dep = dep_new(d);
 		creating = true;
 		json_t *versions = job_versions(d);
@@ -488,9 +767,6 @@ void deploy_end(struct deploy *d, struct reconcile_result *r)
 		r->revert_to = jint(d->dep, "revert_to", 0);
 	}
 	before = json_deep_copy(d->dep);
-	json_array_foreach(d->decisions, i, x)
-		if (!stopped_now(r, jstr(x, "id", "")))
-			json_array_append(r->updates, x);
 	if (!strcmp(dep_status(d), "running")) {
 		r->deployment_id = xstrdup(jstr(d->dep, "id", ""));
 		done = groups_update(d, r, &late);
@@ -507,15 +783,24 @@ void deploy_end(struct deploy *d, struct reconcile_result *r)
 			json_object_set_new(d->dep, "status", json_string("successful"));
 			json_object_set_new(d->dep, "status_description",
 					    json_string("Deployment completed successfully"));
-		} else if (d->due && (!r->followup_at || d->due < r->followup_at)) {
-			r->followup_at = d->due;
+		} else {
+			json_object_set_new(d->dep, "status_description",
+					    json_string(running_description(d)));
+			if (d->due && (!r->followup_at || d->due < r->followup_at))
+				r->followup_at = d->due;
 		}
 		if (strcmp(dep_status(d), "running")) {
 			/* it ended: nothing more joins it */
 			free(r->deployment_id);
 			r->deployment_id = NULL;
+			drop_canary_places(r);
 		}
 	}
+	if (!strcmp(dep_status(d), "failed"))
+		stop_canaries(d, r);
+	json_array_foreach(d->decisions, i, x)
+		if (!stopped_now(r, jstr(x, "id", "")))
+			json_array_append(r->updates, x);
 	json_object_del(before, "modify_time");
 	x = json_copy(d->dep);
 	json_object_del(x, "modify_time");
@@ -537,11 +822,13 @@ out:
 	deploy_free(d);
 }
 
-void deploy_join(json_t *alloc, const struct job_group *g, const char *id)
+void deploy_join(json_t *alloc, const struct job_group *g, const char *id, bool canary)
 {
 	int64_t checks = 0;
 
 	json_object_set_new(alloc, "deployment_id", json_string(id));
+	if (canary)
+		json_object_set_new(alloc, "deployment_status", json_pack("{s:b}", "canary", 1));
 	if (strcmp(g->update->health_check, "checks"))
 		return;
 	for (size_t i = 0; i < g->nservices; i++)

@@ -455,7 +455,7 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 		}
 		alloc = alloc_new(job, g, &needs[i], eval_id, vn, snap, &pl, ports, now);
 		if (p->deployment_id && deploy_group_rolls(g))
-			deploy_join(alloc, g, p->deployment_id);
+			deploy_join(alloc, g, p->deployment_id, needs[i].canary);
 		if (q) {
 			held = quota_exceeds(q, pl.cpu_milli, pl.memory_mib,
 					     json_object_get(json_object_get(alloc, "resources"), "devices"), 0,

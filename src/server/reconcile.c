@@ -27,7 +27,10 @@
  * max_parallel > 0 } a live allocation whose group changed is not replaced
  * at once: at most max_parallel of the group's allocations are replaced
  * and not yet healthy at a time, the next ones once those are; a failed
- * deployment replaces no more. */
+ * deployment replaces no more.  Canaries (update { canary }) take no slot
+ * until promoted: deploy_canary says which to keep aside and which to
+ * stop, deploy_canaries which to place beside the old allocations and
+ * which old ones promoted canaries replace. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +90,7 @@ static void add_place(struct reconcile_result *r, int group, int slot, const jso
 	r->place[r->nplace].group = group;
 	r->place[r->nplace].slot = slot;
 	r->place[r->nplace].previous = previous ? json_incref((json_t *)previous) : NULL;
+	r->place[r->nplace].canary = false;
 	r->place[r->nplace++].reschedule_attempts = attempts;
 }
 
@@ -463,6 +467,17 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 			stop_alloc(&r, al, "group removed from the job", now, -1);
 			continue;
 		}
+		if (!batch) { /* a canary shares its index with the allocation it replaces */
+			enum deploy_canary c = deploy_canary(dep, g, al);
+			if (c == DEPLOY_CANARY_KEEP) {
+				r.ignore++;
+				continue;
+			}
+			if (c == DEPLOY_CANARY_STOP) {
+				stop_alloc(&r, al, "canary of a deployment that was not promoted", now, -1);
+				continue;
+			}
+		}
 		if (slot < 0 || slot >= job_model->groups[g].count || slots[g][slot]) {
 			stop_alloc(&r, al, "more instances than count", now, -1);
 			continue;
@@ -557,6 +572,19 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 				  prev ? (int)jint(prev, "replacement_attempts", 0) : 0);
 		}
 		free(slots[g]);
+	}
+	deploy_canaries(dep, &r);
+	for (size_t g = 0; dep && g < job_model->ngroups; g++) {
+		const json_t *x;
+		size_t k;
+		json_array_foreach(deploy_superseded(dep, (int)g), k, x) {
+			stop_alloc(&r, x, "job version changed; replaced by a promoted canary", now, -1);
+			r.ignore--;
+		}
+		json_array_foreach(deploy_canary_slots(dep, (int)g), k, x) {
+			add_place(&r, (int)g, (int)json_integer_value(x), NULL, 0);
+			r.place[r.nplace - 1].canary = true;
+		}
 	}
 	for (size_t g = 0; dep && g < job_model->ngroups; g++) {
 		size_t n = deploy_budget(dep, (int)g, &r);

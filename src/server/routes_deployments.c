@@ -8,6 +8,8 @@
  *   GET  /v1/deployment/:id        one deployment
  *   POST /v1/deployment/:id/fail   fails a running deployment (auto_revert
  *                                  then re-registers the latest stable version)
+ *   POST /v1/deployment/:id/promote  promotes the canaries of a running
+ *                                  deployment (all groups, or those named)
  *
  * A deployment by id is found by scanning the version records of the
  * namespaces the token may read: deployments are few (one per version of
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strbuf.h"
 #include "common/xalloc.h"
 #include "server/acl.h"
 #include "server/server-int.h"
@@ -189,7 +192,7 @@ static int post_deployment_fail(struct http_request *req, struct http_response *
 	struct server *srv = ctx;
 	const char *id = http_param(req, "id");
 	struct herd_err err = { 0 };
-	json_t *v = NULL, *dep;
+	json_t *v = NULL, *dep, *eval = NULL;
 	int rc = find_deployment(srv, req, resp, id, ACL_SUBMIT, &v);
 	struct store_batch b = STORE_BATCH_INIT;
 	const char *ns, *job_id;
@@ -217,11 +220,14 @@ static int post_deployment_fail(struct http_request *req, struct http_response *
 	json_object_set_new(dep, "status_description", json_string(desc));
 	json_object_set_new(dep, "modify_time", json_integer(now_ns()));
 	free(desc);
+	/* the job looks again: the canaries of a failed deployment stop */
+	eval = eval_new(ns, job_id, "deployment-failed", NULL);
 	store_batch_init(&b);
 	store_batch_put(&b, STORE_JOB_VERSION, v);
 	store_batch_require_index(&b, STORE_JOB_VERSION,
 				  &(struct store_key){ ns, job_id, version },
 				  (uint64_t)jint(v, "modify_index", 0));
+	store_batch_put(&b, STORE_EVAL, eval);
 	rc = store_commit(srv->store, &b, &idx, &err);
 	store_batch_release(&b);
 	if (rc == -ESTALE) {
@@ -230,6 +236,7 @@ static int post_deployment_fail(struct http_request *req, struct http_response *
 	}
 	if (rc < 0)
 		goto out;
+	broker_enqueue(&srv->broker, jstr(eval, "id", ""), ns, job_id, 0);
 	if (to >= 0) {
 		struct http_response r2 = { 0 };
 		rc = job_revert_to(srv, ns, job_id, to, version, "deployment-revert", &r2, &err);
@@ -246,6 +253,247 @@ static int post_deployment_fail(struct http_request *req, struct http_response *
 	rc = reply_written(resp, idx, json_pack("{s:I, s:o*}", "index", (json_int_t)idx,
 						  "revert_to", to >= 0 ? json_integer(to) : NULL));
 out:
+	json_decref(eval);
+	json_decref(v);
+	return rc;
+}
+
+/* The groups a promote body names (borrowed; NULL: every group with
+ * canaries): {"groups": [..]}, {"all": true} or no body; 1 after a 400. */
+static int promote_body(const json_t *body, struct http_response *resp, const json_t **groups)
+{
+	const json_t *g, *x;
+	const char *k;
+	size_t i;
+
+	*groups = NULL;
+	if (!body || json_is_null(body))
+		return 0;
+	if (!json_is_object(body))
+		return http_error(resp, 400, "invalid_argument", "the body must be a JSON object"), 1;
+	json_object_foreach((json_t *)body, k, x)
+		if (strcmp(k, "all") && strcmp(k, "groups"))
+			return http_error(resp, 400, "invalid_argument", "unknown field \"%s\"", k), 1;
+	x = json_object_get(body, "all");
+	if (x && !json_is_boolean(x))
+		return http_error(resp, 400, "invalid_argument", "all must be true or false"), 1;
+	g = json_object_get(body, "groups");
+	if (g && !json_is_null(g)) {
+		if (!json_is_array(g))
+			return http_error(resp, 400, "invalid_argument",
+					  "groups must be a list of group names"), 1;
+		json_array_foreach(g, i, x)
+			if (!json_is_string(x))
+				return http_error(resp, 400, "invalid_argument",
+						  "groups must be a list of group names"), 1;
+		if (json_array_size(g) && json_is_true(json_object_get(body, "all")))
+			return http_error(resp, 400, "invalid_argument",
+					  "give all or groups, not both"), 1;
+		if (json_array_size(g))
+			*groups = g;
+	}
+	if (!*groups && json_is_false(json_object_get(body, "all")))
+		return http_error(resp, 400, "invalid_argument",
+				  "name the groups to promote, or all"), 1;
+	return 0;
+}
+
+/* Whether group name is among groups (NULL: every group). */
+static bool promote_named(const json_t *groups, const char *name)
+{
+	size_t i;
+	json_t *x;
+	if (!groups)
+		return true;
+	json_array_foreach(groups, i, x)
+		if (!strcmp(json_string_value(x), name))
+			return true;
+	return false;
+}
+
+/* Why the canaries of the groups to promote (promote: {"<group>": true})
+ * are not all healthy, from the allocations of deployment v (NULL: they
+ * are); a new string. */
+static char *canaries_unhealthy(struct server *srv, const json_t *v, const json_t *promote)
+{
+	const json_t *dep = json_object_get(v, "deployment");
+	struct store_filter f = { jstr(v, "namespace", "default"), jstr(v, "id", ""), NULL };
+	struct strbuf sb = STRBUF_INIT;
+	json_t *allocs = NULL, *count = json_object(), *a, *c;
+	const char *g;
+	size_t i;
+
+	if (store_list_shared(srv->store, STORE_ALLOC, &f, &allocs, NULL) < 0) {
+		json_decref(count);
+		return xstrdup("the deployment's allocations could not be read");
+	}
+	json_array_foreach(allocs, i, a) {
+		const json_t *ds = json_object_get(a, "deployment_status");
+		const char *h;
+		if (strcmp(jstr(a, "deployment_id", ""), jstr(dep, "id", "")) ||
+		    !jbool(ds, "canary", false) || strcmp(jstr(a, "desired_status", ""), "run"))
+			continue;
+		c = json_object_get(count, jstr(a, "task_group", ""));
+		if (!c) {
+			c = json_pack("{s:I, s:I, s:I}", "healthy", 0, "unhealthy", 0, "pending", 0);
+			json_object_set_new(count, jstr(a, "task_group", ""), c);
+		}
+		h = json_is_true(json_object_get(ds, "healthy"))	  ? "healthy"
+		    : json_is_false(json_object_get(ds, "healthy")) ? "unhealthy"
+								      : "pending";
+		json_object_set_new(c, h, json_integer(jint(c, h, 0) + 1));
+	}
+	json_decref(allocs);
+	json_object_foreach((json_t *)promote, g, a) {
+		int64_t want = jint(json_object_get(json_object_get(dep, "groups"), g),
+				    "desired_canaries", 0);
+		c = json_object_get(count, g);
+		if (jint(c, "healthy", 0) >= want)
+			continue;
+		strbuf_addf(&sb, "%sgroup %s: %lld of %lld canaries not healthy (%lld unhealthy, %lld "
+			    "not yet healthy)", sb.len ? "; " : "", g,
+			    (long long)(want - jint(c, "healthy", 0)), (long long)want,
+			    (long long)jint(c, "unhealthy", 0),
+			    (long long)(want - jint(c, "healthy", 0) - jint(c, "unhealthy", 0)));
+	}
+	json_decref(count);
+	if (!sb.len)
+		return NULL;
+	return strbuf_detach(&sb, NULL);
+}
+
+/* Marks the groups of promote promoted in v's deployment. */
+static void promote_mark(json_t *v, const json_t *promote)
+{
+	json_t *dep = json_object_get(v, "deployment"), *x;
+	int64_t now = now_ns();
+	const char *g;
+
+	json_object_foreach((json_t *)promote, g, x) {
+		json_t *rec = json_object_get(json_object_get(dep, "groups"), g);
+		json_object_set_new(rec, "promoted", json_true());
+		json_object_set_new(rec, "promote_time", json_integer(now));
+	}
+	json_object_set_new(dep, "status_description", json_string("Deployment is running"));
+	json_object_set_new(dep, "modify_time", json_integer(now));
+}
+
+/* Which groups of deployment dep a promotion of groups (NULL: all) takes
+ * ({"<group>": true}, a new object), or NULL after answering why not. */
+static json_t *promote_which(const json_t *dep, const json_t *groups, struct http_response *resp)
+{
+	json_t *out = json_object(), *x;
+	const char *g;
+	bool any = false, named;
+	size_t i;
+
+	json_array_foreach(groups, i, x) {
+		const json_t *rec = json_object_get(json_object_get(dep, "groups"),
+						    json_string_value(x));
+		if (jint(rec, "desired_canaries", 0) <= 0) {
+			http_error(resp, 400, "invalid_argument", "group %s has no canaries in deployment %s",
+				   json_string_value(x), jstr(dep, "id", ""));
+			json_decref(out);
+			return NULL;
+		}
+	}
+	json_object_foreach(json_object_get(dep, "groups"), g, x) {
+		named = promote_named(groups, g);
+		if (jint(x, "desired_canaries", 0) <= 0 || !named)
+			continue;
+		any = true;
+		if (!jbool(x, "promoted", false))
+			json_object_set_new(out, g, json_true());
+	}
+	if (!any) {
+		http_error(resp, 400, "no_canaries", "deployment %s has no canaries to promote",
+			   jstr(dep, "id", ""));
+	} else if (!json_object_size(out)) {
+		http_error(resp, 409, "already_promoted", "deployment %s is promoted already",
+			   jstr(dep, "id", ""));
+	} else {
+		return out;
+	}
+	json_decref(out);
+	return NULL;
+}
+
+/* POST /v1/deployment/:id/promote: the canaries of a running deployment
+ * are promoted (the groups named, or all), once all of them are healthy;
+ * the job's evaluation then replaces the rest as a rolling update. */
+static int post_deployment_promote(struct http_request *req, struct http_response *resp,
+				   void *ctx)
+{
+	struct server *srv = ctx;
+	const char *id = http_param(req, "id");
+	struct store_batch b = STORE_BATCH_INIT;
+	struct herd_err err = { 0 };
+	json_t *v = NULL, *dep, *promote = NULL, *eval = NULL, *job = NULL;
+	const json_t *groups;
+	const char *ns, *job_id;
+	int64_t version;
+	uint64_t idx = 0;
+	char *why;
+	int rc = find_deployment(srv, req, resp, id, ACL_SUBMIT, &v);
+
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	rc = 0;
+	dep = json_object_get(v, "deployment");
+	ns = jstr(v, "namespace", "default");
+	job_id = jstr(v, "id", "");
+	version = jint(v, "version", 0);
+	if (promote_body(req->body, resp, &groups))
+		goto out;
+	if (strcmp(jstr(dep, "status", ""), "running")) {
+		rc = http_error(resp, 409, "deployment_not_running", "deployment %s is %s, not running",
+				id, jstr(dep, "status", "?"));
+		goto out;
+	}
+	promote = promote_which(dep, groups, resp);
+	if (!promote)
+		goto out;
+	rc = store_get_shared(srv->store, STORE_JOB, &(struct store_key){ ns, job_id, 0 }, &job,
+			      NULL);
+	if (rc < 0 && rc != -ENOENT)
+		goto out;
+	if (!job || jint(job, "version", -1) != version || jbool(job, "stop", false)) {
+		rc = http_error(resp, 409, "deployment_not_current",
+				"deployment %s is of job version %lld, which the job no longer runs",
+				id, (long long)version);
+		goto out;
+	}
+	why = canaries_unhealthy(srv, v, promote);
+	if (why) {
+		rc = http_error(resp, 409, "canaries_unhealthy", "deployment %s cannot be promoted: %s",
+				id, why);
+		free(why);
+		goto out;
+	}
+	promote_mark(v, promote);
+	eval = eval_new(ns, job_id, "deployment-promotion", NULL);
+	store_batch_init(&b);
+	store_batch_put(&b, STORE_JOB_VERSION, v);
+	store_batch_require_index(&b, STORE_JOB_VERSION,
+				  &(struct store_key){ ns, job_id, version },
+				  (uint64_t)jint(v, "modify_index", 0));
+	store_batch_put(&b, STORE_EVAL, eval);
+	rc = store_commit(srv->store, &b, &idx, &err);
+	store_batch_release(&b);
+	if (rc == -ESTALE) {
+		rc = http_error(resp, 409, "conflict", "deployment %s changed meanwhile; try again", id);
+		goto out;
+	}
+	if (rc < 0)
+		goto out;
+	broker_enqueue(&srv->broker, jstr(eval, "id", ""), ns, job_id, 0);
+	rc = reply_written(resp, idx, json_pack("{s:I, s:s, s:O}", "index", (json_int_t)idx,
+						  "eval_id", jstr(eval, "id", ""), "promoted",
+						  promote));
+out:
+	json_decref(job);
+	json_decref(eval);
+	json_decref(promote);
 	json_decref(v);
 	return rc;
 }
@@ -260,6 +508,7 @@ int routes_deployments(struct server *srv, struct herd_err *err)
 		{ "GET", "/v1/deployments", get_deployments, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },
 		{ "GET", "/v1/deployment/:id", get_deployment, HTTP_ROUTE_BLOCKING, ACL_NEED_TOKEN },
 		{ "POST", "/v1/deployment/:id/fail", post_deployment_fail, 0, ACL_NEED_TOKEN },
+		{ "POST", "/v1/deployment/:id/promote", post_deployment_promote, 0, ACL_NEED_TOKEN },
 	};
 	return server_routes_add(srv, routes, sizeof(routes) / sizeof(routes[0]), err);
 }

@@ -421,6 +421,7 @@ struct place_need {
 	int slot;             /* instance index */
 	json_t *previous;     /* the allocation replaced, or NULL (owned ref) */
 	int reschedule_attempts;
+	bool canary;          /* a canary of the deployment (deployment.c): beside the slot's */
 };
 
 struct reconcile_result {
@@ -479,6 +480,24 @@ struct deploy *deploy_begin(struct store *s, const json_t *job, const struct job
 			    int64_t now);
 void deploy_note(struct deploy *d, int g, const json_t *alloc);
 void deploy_defer(struct deploy *d, int g, const json_t *alloc);
+/* What reconcile does with a live allocation of group g flagged canary
+ * ("deployment_status": {"canary": true}) and not yet marked promoted:
+ * NONE, an ordinary allocation (not a canary, or one promoted); KEEP, a
+ * canary of the running deployment (or of a promoted group), outside the
+ * slot count; STOP, a canary of another deployment or of one that ended
+ * before its promotion.  d may be NULL (no deployment: STOP). */
+enum deploy_canary { DEPLOY_CANARY_NONE, DEPLOY_CANARY_KEEP, DEPLOY_CANARY_STOP };
+enum deploy_canary deploy_canary(const struct deploy *d, int g, const json_t *alloc);
+/* After every deploy_note and deploy_defer, before deploy_budget: the
+ * canaries' part.  Decides auto_promote, marks the canaries of promoted
+ * groups (r->updates) and takes the old allocations they replace out of
+ * the deferred ones (deploy_superseded: the caller stops them, with no
+ * replacement), and the instance indexes new canaries take now
+ * (deploy_canary_slots: the caller places them, canary set).  Both
+ * arrays are d's (borrowed). */
+void deploy_canaries(struct deploy *d, struct reconcile_result *r);
+const json_t *deploy_superseded(const struct deploy *d, int g);
+const json_t *deploy_canary_slots(const struct deploy *d, int g);
 /* A stopped job (the stored one): its current version's running
  * deployment, if any, is cancelled (the record into r->versions).  Reads
  * nothing for a job without an update block. */
@@ -500,8 +519,9 @@ void deploy_end(struct deploy *d, struct reconcile_result *r);
  * became ready now (an evaluation must look at the deployment). */
 bool deploy_alloc_report(json_t *alloc, int64_t now);
 /* A new allocation of rolling group g joins deployment id: its
- * "deployment_id", and the checks its health waits for. */
-void deploy_join(json_t *alloc, const struct job_group *g, const char *id);
+ * "deployment_id", the checks its health waits for, and for a canary
+ * "deployment_status": {"canary": true}. */
+void deploy_join(json_t *alloc, const struct job_group *g, const char *id, bool canary);
 /* After a commit whose deployment failed with auto_revert: re-registers
  * version `to` of job (the stored job the plan read), unless the job
  * changed meantime; what fails is logged. */

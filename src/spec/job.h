@@ -230,8 +230,9 @@ struct job_update {
 	bool auto_revert;          /* a failed deployment re-registers the last stable version */
 	int auto_revert_set;       /* decoder bookkeeping: 1 when the file set it */
 	int64_t stagger;           /* ns, default 30s (accepted; batches wait for health instead) */
-	int64_t canary;            /* only 0: canaries are not supported */
-	bool auto_promote;         /* only false */
+	int64_t canary;            /* new-version allocations placed beside the old ones
+				    * before the rest rolls; 0: none (default) */
+	bool auto_promote;         /* promote once every group's canaries are healthy */
 	int auto_promote_set;
 };
 

@@ -69,12 +69,9 @@ static void update_check(struct update_validator *v, const struct job_update *u)
 	if (!strcmp(u->health_check, "manual"))
 		update_fail(v, u->pos, "health_check \"manual\" is not supported: use \"checks\" or "
 			    "\"task_states\"");
-	if (u->canary != 0)
-		update_fail(v, u->pos, "canary = %" PRId64 " is not supported: canary deployments are "
-			    "not implemented (use 0)", u->canary);
-	if (u->auto_promote)
-		update_fail(v, u->pos, "auto_promote is not supported: canary deployments are not "
-			    "implemented");
+	if (u->canary > 0 && u->max_parallel == 0)
+		update_fail(v, u->pos, "canary = %" PRId64 " needs max_parallel > 0 (0 replaces "
+			    "every allocation at once, with no deployment)", u->canary);
 	if (u->min_healthy_time >= u->healthy_deadline)
 		update_fail(v, u->pos, "min_healthy_time (%gs) must be less than healthy_deadline (%gs)",
 			    (double)u->min_healthy_time / 1e9, (double)u->healthy_deadline / 1e9);
@@ -82,6 +79,35 @@ static void update_check(struct update_validator *v, const struct job_update *u)
 		update_fail(v, u->pos, "progress_deadline (%gs) must be 0 (none) or at least "
 			    "healthy_deadline (%gs)", (double)u->progress_deadline / 1e9,
 			    (double)u->healthy_deadline / 1e9);
+}
+
+/* Canaries are a service's: a batch job's update is ignored, but one that
+ * asks canaries expects a deployment that would never come. */
+static void batch_canary(struct update_validator *v, const struct job_update *u)
+{
+	if (u && !job_failed_has(v->failed, u) && u->canary > 0)
+		update_fail(v, u->pos, "canary = %" PRId64 " needs a service job: batch jobs have "
+			    "no deployments", u->canary);
+}
+
+/* auto_promote is accepted without canaries (a file written for Nomad
+ * still runs) but does nothing then: say so. */
+static void promote_warn(const struct job *job, struct diag_list *diags)
+{
+	const struct job_update *set = NULL;
+
+	if (job->update && job->update->auto_promote)
+		set = job->update;
+	for (size_t i = 0; i < job->ngroups; i++) {
+		const struct job_update *u = job->groups[i].update;
+		if (u && u->canary > 0)
+			return;
+		if (!set && u && u->auto_promote)
+			set = u;
+	}
+	if (set)
+		diag_warn(diags, set->pos.line, set->pos.col,
+			  "auto_promote has no effect: no group has canary > 0");
 }
 
 int job_update_validate(struct job *job, bool batch, struct job_path *path,
@@ -101,6 +127,18 @@ int job_update_validate(struct job *job, bool batch, struct job_path *path,
 		const struct job_update *u = job->update;
 		for (size_t i = 0; !u && i < job->ngroups; i++)
 			u = job->groups[i].update;
+		old = job_path_push_key(path, "update");
+		batch_canary(&v, job->update);
+		job_path_pop(path, old);
+		for (size_t i = 0; i < job->ngroups; i++) {
+			old = job_path_push_key(path, "groups");
+			job_path_push_index(path, i);
+			job_path_push_key(path, "update");
+			batch_canary(&v, job->groups[i].update);
+			job_path_pop(path, old);
+		}
+		if (v.errors)
+			return v.errors;
 		diag_warn(diags, u->pos.line, u->pos.col,
 			  "update is ignored for batch jobs: only services roll out new versions");
 		for (size_t i = 0; i < job->ngroups; i++) {
@@ -138,5 +176,7 @@ int job_update_validate(struct job *job, bool batch, struct job_path *path,
 			update_check(&v, g->update);
 		job_path_pop(path, old);
 	}
+	if (!v.errors)
+		promote_warn(job, diags);
 	return v.errors;
 }

@@ -4,6 +4,10 @@
  * version again), a newer version cancels a running deployment,
  * max_parallel 0 replaces all at once, an unchanged job and a batch job
  * make no deployment, healthy_deadline, and POST /v1/deployment/:id/fail.
+ * Canaries: placed beside the old allocations, promoted by POST
+ * /v1/deployment/:id/promote (refused while not healthy) or auto_promote,
+ * then the rest rolls; a failed canary, a manual fail and a newer version
+ * stop them and leave the old allocations running.
  * Allocations turn "running" through the status route as an agent would
  * report them (no task states: ready once running). */
 #include "server_fx.h"
@@ -445,6 +449,237 @@ static void test_manual_fail(void **state)
 	fx_free(f);
 }
 
+/* The deployment's POST path for action into path. */
+static void dep_path(char *path, size_t n, const json_t *d, const char *action)
+{
+	snprintf(path, n, "/v1/deployment/%s/%s", fx_s(d, "id"), action);
+}
+
+static bool is_canary(const json_t *a)
+{
+	return json_is_true(json_object_get(json_object_get(a, "deployment_status"), "canary"));
+}
+
+/* Reports pending allocations running until job id has n desired-run
+ * allocations of version v and none pending (at most 10 s). */
+static void roll_until(struct fx *f, const char *id, long long v, size_t n)
+{
+	json_t *a = NULL;
+	for (int i = 0; i < 100; i++) {
+		run_pending(f, id);
+		json_decref(a);
+		a = at_version(f, id, v);
+		if (json_array_size(a) == n)
+			break;
+		usleep(100000);
+	}
+	assert_int_equal(json_array_size(a), n);
+	json_decref(a);
+	run_pending(f, id);
+}
+
+static void test_canary_promote(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *d, *n, *old, *r, *all, *a;
+	char path[160], *text;
+	long st = 0;
+	size_t i;
+	(void)state;
+	fx_node(f, "n", 0, "none", "exclusive", NULL);
+	/* a first version has nothing to replace: no canaries */
+	deploy_first(f, "c", ", \"canary\": 1");
+	d = deployment(f, "c");
+	assert_null(json_object_get(dgroup(d), "desired_canaries"));
+	dep_path(path, sizeof(path), d, "promote");
+	r = fx_call(f, "POST", path, NULL, &st);
+	assert_int_equal(st, 409); /* not running */
+	json_decref(r);
+	json_decref(d);
+	free(submit_roll(f, "c", "/bin/sleep", ", \"canary\": 1"));
+	n = at_version(f, "c", 1);
+	old = at_version(f, "c", 0);
+	assert_int_equal(json_array_size(n), 1);
+	assert_int_equal(json_array_size(old), 3); /* beside them, not instead */
+	assert_true(is_canary(json_array_get(n, 0)));
+	json_decref(n);
+	json_decref(old);
+	d = deployment(f, "c");
+	assert_string_equal(fx_s(d, "status"), "running");
+	assert_string_equal(fx_s(d, "status_description"),
+			    "Deployment is running but requires manual promotion");
+	assert_int_equal(fx_i(dgroup(d), "desired_canaries"), 1);
+	assert_int_equal(fx_i(dgroup(d), "placed_canaries"), 1);
+	assert_false(json_is_true(json_object_get(dgroup(d), "promoted")));
+	/* not healthy yet: refused, naming how many */
+	dep_path(path, sizeof(path), d, "promote");
+	r = fx_call(f, "POST", path, NULL, &st);
+	assert_int_equal(st, 409);
+	text = json_dumps(r, 0);
+	assert_non_null(strstr(text, "1 of 1 canaries not healthy"));
+	free(text);
+	json_decref(r);
+	json_decref(d);
+	assert_int_equal(run_pending(f, "c"), 1);
+	/* healthy, and waiting: nothing old is replaced */
+	d = deployment(f, "c");
+	assert_string_equal(fx_s(d, "status"), "running");
+	assert_int_equal(fx_i(dgroup(d), "healthy_allocs"), 1);
+	old = at_version(f, "c", 0);
+	assert_int_equal(json_array_size(old), 3);
+	json_decref(old);
+	r = fx_call(f, "POST", path, "{\"groups\": [\"nope\"]}", &st);
+	assert_int_equal(st, 400);
+	json_decref(r);
+	r = fx_call(f, "POST", path, "{\"groups\": [\"g\"], \"all\": true}", &st);
+	assert_int_equal(st, 400);
+	json_decref(r);
+	r = fx_ok(f, "POST", path, "{\"groups\": [\"g\"]}");
+	assert_true(json_is_true(json_object_get(json_object_get(r, "promoted"), "g")));
+	json_decref(r);
+	fx_idle(f);
+	/* the canary replaced the old one of its index, and one more rolls */
+	n = at_version(f, "c", 1);
+	old = at_version(f, "c", 0);
+	assert_int_equal(json_array_size(n), 2);
+	assert_int_equal(json_array_size(old), 1);
+	json_decref(n);
+	json_decref(old);
+	roll_until(f, "c", 1, 3);
+	for (i = 0; i < 100; i++) {
+		json_decref(d);
+		fx_idle(f);
+		d = deployment(f, "c");
+		if (!strcmp(fx_s(d, "status"), "successful"))
+			break;
+		usleep(100000);
+	}
+	assert_string_equal(fx_s(d, "status"), "successful");
+	assert_true(json_is_true(json_object_get(dgroup(d), "promoted")));
+	assert_true(version_stable(f, "c", 1));
+	/* count allocations of the new version, no more; the canary among them */
+	all = fx_running(f, "c");
+	assert_int_equal(json_array_size(all), 3);
+	n = json_array();
+	json_array_foreach(all, i, a) {
+		assert_int_equal(fx_i(a, "job_version"), 1);
+		if (is_canary(a))
+			json_array_append(n, a);
+	}
+	assert_int_equal(json_array_size(n), 1);
+	assert_true(json_is_true(json_object_get(json_object_get(json_array_get(n, 0),
+								 "deployment_status"), "promoted")));
+	json_decref(n);
+	json_decref(all);
+	r = fx_call(f, "POST", path, NULL, &st);
+	assert_int_equal(st, 409);
+	json_decref(r);
+	json_decref(d);
+	fx_free(f);
+}
+
+static void test_canary_auto_promote_then_failing_canary(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *d, *n, *all, *a, *job;
+	size_t i;
+	(void)state;
+	fx_node(f, "n", 0, "none", "exclusive", NULL);
+	deploy_first(f, "c", NULL);
+	free(submit_roll(f, "c", "/bin/sleep",
+			 ", \"canary\": 2, \"auto_promote\": true, \"auto_revert\": true"));
+	n = at_version(f, "c", 1);
+	assert_int_equal(json_array_size(n), 2);
+	json_decref(n);
+	d = deployment(f, "c");
+	assert_string_equal(fx_s(d, "status_description"),
+			    "Deployment is running pending automatic promotion");
+	json_decref(d);
+	/* both healthy: promoted with no one asking, and the rest rolls */
+	roll_until(f, "c", 1, 3);
+	for (i = 0; i < 100; i++) {
+		fx_idle(f);
+		d = deployment(f, "c");
+		if (!strcmp(fx_s(d, "status"), "successful"))
+			break;
+		json_decref(d);
+		d = NULL;
+		usleep(100000);
+	}
+	assert_non_null(d);
+	assert_true(json_is_true(json_object_get(dgroup(d), "promoted")));
+	assert_int_equal(fx_i(dgroup(d), "placed_canaries"), 2);
+	json_decref(d);
+	all = fx_running(f, "c");
+	assert_int_equal(json_array_size(all), 3);
+	json_decref(all);
+
+	/* a canary that fails: the deployment fails, the canaries stop, the
+	 * job goes back to version 1 (as version 3), whose allocations never
+	 * stopped */
+	free(submit_roll(f, "c", "/bin/cat",
+			 ", \"canary\": 2, \"auto_promote\": true, \"auto_revert\": true"));
+	n = at_version(f, "c", 2);
+	assert_int_equal(json_array_size(n), 2);
+	fx_alloc_status(f, json_array_get(n, 0), "running");
+	fx_alloc_status(f, json_array_get(n, 1), "failed");
+	json_decref(n);
+	fx_idle(f);
+	fx_idle(f);
+	job = fx_get(f, "/v1/job/%s", "c");
+	assert_int_equal(fx_i(job, "version"), 3);
+	json_decref(job);
+	all = fx_job_allocs(f, "c");
+	json_array_foreach(all, i, a)
+		if (fx_i(a, "job_version") == 2)
+			assert_string_equal(fx_s(a, "desired_status"), "stop");
+	json_decref(all);
+	all = fx_running(f, "c");
+	assert_int_equal(json_array_size(all), 3);
+	json_array_foreach(all, i, a)
+		assert_int_equal(fx_i(a, "job_version"), 3);
+	json_decref(all);
+	fx_free(f);
+}
+
+static void test_canary_cancel_and_manual_fail(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *d, *d2, *n, *r, *all, *a;
+	char path[160];
+	size_t i;
+	(void)state;
+	fx_node(f, "n", 0, "none", "exclusive", NULL);
+	deploy_first(f, "c", NULL);
+	free(submit_roll(f, "c", "/bin/sleep", ", \"canary\": 1"));
+	d = deployment(f, "c");
+	/* a newer version: the first canary stops, the new one takes over */
+	free(submit_roll(f, "c", "/bin/cat", ", \"canary\": 1"));
+	n = at_version(f, "c", 1);
+	assert_int_equal(json_array_size(n), 0);
+	json_decref(n);
+	n = at_version(f, "c", 2);
+	assert_int_equal(json_array_size(n), 1);
+	assert_true(is_canary(json_array_get(n, 0)));
+	json_decref(n);
+	r = fx_get(f, "/v1/deployment/%s", fx_s(d, "id"));
+	assert_string_equal(fx_s(r, "status"), "cancelled");
+	json_decref(r);
+	json_decref(d);
+	/* a manual fail: the canary stops, the old ones stay */
+	d2 = deployment(f, "c");
+	dep_path(path, sizeof(path), d2, "fail");
+	json_decref(fx_ok(f, "POST", path, NULL));
+	fx_idle(f);
+	all = fx_running(f, "c");
+	assert_int_equal(json_array_size(all), 3);
+	json_array_foreach(all, i, a)
+		assert_int_equal(fx_i(a, "job_version"), 0);
+	json_decref(all);
+	json_decref(d2);
+	fx_free(f);
+}
+
 static void test_validation(void **state)
 {
 	struct fx *f = fx_new();
@@ -461,7 +696,8 @@ static void test_validation(void **state)
 	free(text);
 	json_decref(r);
 	free(t);
-	t = fx_job("v", "service", 1, NULL, ", \"update\": {\"canary\": 1}", NULL);
+	t = fx_job("v", "service", 1, NULL, ", \"update\": {\"canary\": 1, \"max_parallel\": 0}",
+		   NULL);
 	r = fx_call(f, "POST", "/v1/jobs", t, &st);
 	assert_int_equal(st, 400);
 	json_decref(r);
@@ -538,4 +774,7 @@ fx_main(cmocka_unit_test(test_one_at_a_time),
 	cmocka_unit_test(test_no_change_no_deployment),
 	cmocka_unit_test(test_healthy_deadline),
 	cmocka_unit_test(test_manual_fail),
+	cmocka_unit_test(test_canary_promote),
+	cmocka_unit_test(test_canary_auto_promote_then_failing_canary),
+	cmocka_unit_test(test_canary_cancel_and_manual_fail),
 	cmocka_unit_test(test_validation))

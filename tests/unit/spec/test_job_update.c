@@ -1,6 +1,7 @@
 /* The update block (docs/jobspec.md, "Rolling updates"): Nomad's defaults,
  * the job's block under every group's field by field, the rules between
- * fields, what is not supported, batch jobs (ignored with a warning), and
+ * fields, what is not supported, canaries, batch jobs (ignored with a
+ * warning; canaries refused), and
  * a canonical round trip. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -99,13 +100,64 @@ static void test_rules(void **state)
 	load("{\"id\":\"s\",\"update\":{\"canary\":2,\"auto_promote\":true,\"health_check\":"
 	     "\"manual\"},\"groups\":[" MIN_GROUP "]}",
 	     "E 0:0 update: health_check \"manual\" is not supported: use \"checks\" or "
-	     "\"task_states\"\n"
-	     "E 0:0 update: canary = 2 is not supported: canary deployments are not implemented "
-	     "(use 0)\n"
-	     "E 0:0 update: auto_promote is not supported: canary deployments are not "
-	     "implemented\n");
+	     "\"task_states\"\n");
 	load("{\"id\":\"s\",\"update\":{\"max_parallel\":-1},\"groups\":[" MIN_GROUP "]}",
 	     "E 0:0 update.max_parallel: must be between 0 and 100000, got -1\n");
+}
+
+static void test_canary(void **state)
+{
+	struct job *job;
+	const struct job_update *a, *b;
+	char *canon;
+	(void)state;
+	/* the job's canary and auto_promote reach every group that does not
+	 * set its own */
+	job = load("{\"id\":\"s\",\"update\":{\"canary\":2,\"auto_promote\":true},\"groups\":["
+		   "{\"name\":\"a\",\"tasks\":[" MIN_TASK "]},"
+		   "{\"name\":\"b\",\"update\":{\"canary\":0,\"auto_promote\":false},"
+		   "\"tasks\":[" MIN_TASK "]}]}", "");
+	a = job->groups[0].update;
+	b = job->groups[1].update;
+	assert_int_equal(a->canary, 2);
+	assert_true(a->auto_promote);
+	assert_int_equal(b->canary, 0);
+	assert_false(b->auto_promote);
+	canon = canonical_round_trip(job);
+	assert_non_null(strstr(canon, "\"canary\":2"));
+	assert_non_null(strstr(canon, "\"auto_promote\":true"));
+	free(canon);
+	job_free(job);
+	/* bounds: the schema's */
+	load("{\"id\":\"s\",\"update\":{\"canary\":-1},\"groups\":[" MIN_GROUP "]}",
+	     "E 0:0 update.canary: must be between 0 and 100000, got -1\n");
+	load("{\"id\":\"s\",\"update\":{\"canary\":100001},\"groups\":[" MIN_GROUP "]}",
+	     "E 0:0 update.canary: must be between 0 and 100000, got 100001\n");
+	/* canaries need a deployment: max_parallel 0 makes none */
+	load("{\"id\":\"s\",\"groups\":[{\"name\":\"g\",\"update\":{\"canary\":1,"
+	     "\"max_parallel\":0},\"tasks\":[" MIN_TASK "]}]}",
+	     "E 0:0 groups[0].update: canary = 1 needs max_parallel > 0 (0 replaces every "
+	     "allocation at once, with no deployment)\n");
+	/* a batch job has none at all: refused, where the rest of its update
+	 * block is only ignored */
+	load("{\"id\":\"b\",\"type\":\"batch\",\"groups\":[{\"name\":\"g\",\"update\":"
+	     "{\"canary\":1},\"tasks\":[" MIN_TASK "]}]}",
+	     "E 0:0 groups[0].update: canary = 1 needs a service job: batch jobs have no "
+	     "deployments\n");
+	load("{\"id\":\"b\",\"type\":\"batch\",\"update\":{\"canary\":3},\"groups\":["
+	     MIN_GROUP "]}",
+	     "E 0:0 update: canary = 3 needs a service job: batch jobs have no deployments\n");
+	/* auto_promote without canaries: accepted (as Nomad does), with a
+	 * warning that it does nothing */
+	job = load("{\"id\":\"s\",\"update\":{\"auto_promote\":true},\"groups\":[" MIN_GROUP
+		   "]}", "W 0:0 auto_promote has no effect: no group has canary > 0\n");
+	assert_true(job->groups[0].update->auto_promote);
+	job_free(job);
+	/* one group with canaries is enough: no warning */
+	job = load("{\"id\":\"s\",\"update\":{\"auto_promote\":true},\"groups\":["
+		   "{\"name\":\"a\",\"tasks\":[" MIN_TASK "]},"
+		   "{\"name\":\"b\",\"update\":{\"canary\":1},\"tasks\":[" MIN_TASK "]}]}", "");
+	job_free(job);
 }
 
 static void test_batch_ignored(void **state)
@@ -126,6 +178,7 @@ int main(void)
 		cmocka_unit_test(test_defaults_and_none),
 		cmocka_unit_test(test_job_block_under_groups),
 		cmocka_unit_test(test_rules),
+		cmocka_unit_test(test_canary),
 		cmocka_unit_test(test_batch_ignored),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
