@@ -60,7 +60,9 @@ struct tmpl_task {
 	char **last;          /* each template's last output (NULL: none yet) */
 	bool *dynamic;        /* its last rendering used service data */
 	bool live;            /* the task runs: the watch may render it */
-	bool recovered;       /* live without a rendering of this client's */
+	bool recovered;       /* to render again and compare: started by an earlier
+			       * client, or from data older than the watch's */
+	uint64_t gen;         /* the data generation its last start rendered */
 	bool restart;         /* pending: restart the task */
 	uint64_t signals;     /* pending: these signals (bit n: signal n) */
 	unsigned scripts;     /* pending: change_mode script templates */
@@ -77,6 +79,7 @@ struct tmpl_watch {
 	json_t *data;         /* {"<name>" or "" (the list): the answer's body} */
 	uint64_t index;       /* the highest X-Herd-Index of an answer */
 	size_t nkeys;         /* keys the last round read */
+	uint64_t gen;         /* counts changes of data */
 	bool stop, thread_started;
 	pthread_t thread;
 };
@@ -235,9 +238,13 @@ static int read_key(struct tmpl_watch *w, const char *key, uint64_t index, json_
 /* Stores an answer; true when it differs from what was there. */
 static bool store_answer(struct tmpl_watch *w, const char *key, json_t *body, uint64_t index)
 {
+	json_t *old;
 	bool changed;
 	pthread_mutex_lock(&w->lock);
-	changed = !json_equal(json_object_get(w->data, key), body);
+	/* a key's first answer changes nothing: whoever asked renders it */
+	old = json_object_get(w->data, key);
+	changed = old && !json_equal(old, body);
+	w->gen += changed;
 	json_object_set_new(w->data, key, body);
 	if (index > w->index)
 		w->index = index;
@@ -395,8 +402,12 @@ int task_render_templates(struct task_runner *tr, struct herd_err *err)
 	struct tmpl_watch *w = tr->ar->tmpl;
 	int rc = 0;
 
-	if (w)
+	if (w) {
 		pthread_mutex_lock(&w->render_lock);
+		pthread_mutex_lock(&w->lock);
+		w->tasks[task_index(tr)].gen = w->gen;
+		pthread_mutex_unlock(&w->lock);
+	}
 	for (size_t i = 0; i < tr->task->ntemplates && rc == 0; i++) {
 		const struct job_template *t = &tr->task->templates[i];
 		unsigned perms = 0644;
@@ -423,13 +434,15 @@ int task_render_templates(struct task_runner *tr, struct herd_err *err)
 	return rc;
 }
 
+static void rerender(struct tmpl_watch *w);
+
 /* --- the task's side --- */
 
 void tmpl_task_started(struct task_runner *tr, bool recovered)
 {
 	struct tmpl_watch *w = tr->ar->tmpl;
 	struct tmpl_task *tt;
-	bool wake = false;
+	bool again = false, stale;
 
 	if (!w)
 		return;
@@ -444,14 +457,18 @@ void tmpl_task_started(struct task_runner *tr, bool recovered)
 	pthread_mutex_lock(&w->render_lock);
 	tt->live = true;
 	/* recovered by a new client: its files were rendered by the last
-	 * one; the watch renders them again and compares */
-	if (recovered && tr->te) {
+	 * one; or the data changed between its rendering and now (the watch
+	 * renders only live tasks): render again and compare, at once */
+	pthread_mutex_lock(&w->lock);
+	stale = tt->gen != w->gen;
+	pthread_mutex_unlock(&w->lock);
+	if ((recovered && tr->te) || (!recovered && stale)) {
 		tt->recovered = true;
-		wake = true;
+		again = true;
 	}
 	pthread_mutex_unlock(&w->render_lock);
-	if (wake)
-		start_thread(w);
+	if (again)
+		rerender(w);
 }
 
 void tmpl_task_stopped(struct task_runner *tr)
@@ -664,9 +681,6 @@ static void *watch_main(void *arg)
 	int64_t backoff = 100 * 1000000LL;
 	bool warned = false;
 
-	/* a recovered task's files are compared before anything changes */
-	if (any_recovered(w))
-		rerender(w);
 	while (!watch_stopping(w)) {
 		struct herd_err err = { 0, "" };
 		bool all;

@@ -211,3 +211,70 @@ def test_template_signal_and_noop(agents, tmp_path):
     assert st['restarts'] == 0 and st['state'] == 'running', st
     # one change, one signal: the noop template adds none
     assert read(hups) == 'hup\n'
+
+
+def pinned(text, node):
+    """The job constrained to the client named node."""
+    return text.replace('  group "g" {', '  constraint {\n    attribute = "${node.unique.name}"\n'
+                        f'    value     = "{node}"\n  }}\n  group "g" {{', 1)
+
+
+def test_template_watch_over_http_and_client_restart(agents, tmp_path):
+    """A server and two clients in processes of their own (the watch's
+    blocking queries over HTTP): the watcher on c1 follows mlflow on c2; c1
+    is killed (-9), mlflow stops meanwhile, and the restarted c1 recovers its
+    task, renders its templates again, finds the file out of date, writes it
+    and signals the task.  Stopping the job ends its watch with it (the
+    allocation completes)."""
+    from test_control_plane import GPUS, Agent
+    from test_tasks import _client_hcl, _server_hcl
+    server = Agent(tmp_path, 'server', ['-config', str(_server_hcl(tmp_path)),
+                                        '-http-port', '0']).start()
+    agents.append(server)
+    clients = {}
+    for name in ('c1', 'c2'):
+        c = Agent(tmp_path, name, ['-config', str(_client_hcl(tmp_path)), '-servers',
+                                   f'127.0.0.1:{server.port}', '-node', name,
+                                   '-http-port', '0'],
+                  gpu_file=GPUS / 't4-2x.json').start()
+        agents.append(c)
+        clients[name] = c
+    wait_for(lambda: len([n for n in api(server.port, '/v1/nodes') if n['status'] == 'ready']) == 2,
+             30, 'both client nodes')
+
+    run(server, write_job(tmp_path, 'mlflow', pinned(MLFLOW_JOB.replace('PY', PY)
+                                                     .replace('STATIC', ''), 'c2')))
+    p1 = wait_for(lambda: passing_port(server), 60, 'mlflow to be passing')
+    run(server, write_job(tmp_path, 'watcher', pinned(WATCHER_JOB, 'c1')))
+    w = wait_for(lambda: running_alloc(server, 'watcher'), 60, 'the watcher to run')
+    local = alloc_dir(clients['c1'], w['id']) / 'w' / 'local'
+    hups = alloc_dir(clients['c1'], w['id']) / 'alloc' / 'hups'
+    assert (local / 'signal.txt').read_text() == f'127.0.0.1:{p1} [tracking,v1]\n'
+
+    # the watch over HTTP: mlflow moves to another port
+    p2 = free_port()
+    run(server, write_job(tmp_path, 'mlflow', pinned(MLFLOW_JOB.replace('PY', PY)
+                                                     .replace('STATIC', f'static = {p2}'), 'c2')))
+    wait_for(lambda: read(local / 'signal.txt') == f'127.0.0.1:{p2} [tracking,v1]\n', 90,
+             'signal.txt to follow mlflow to its new port')
+    wait_for(lambda: read(hups) == 'hup\n', 60, 'the task to get SIGHUP')
+
+    # c1 away while mlflow stops: its recovered task's file is brought up
+    # to date and the task signalled
+    c1 = clients['c1']
+    c1.kill9()
+    c1.port = None
+    assert cli(server.port, 'job', 'stop', 'mlflow').returncode == 0
+    wait_for(lambda: api(server.port, '/v1/service/mlflow') == [], 60, 'mlflow to leave')
+    assert read(local / 'signal.txt') == f'127.0.0.1:{p2} [tracking,v1]\n'
+    c1.start()
+    wait_for(lambda: 'recovered' in c1.log(), 30, 'the recovery')
+    wait_for(lambda: read(local / 'signal.txt') == 'down\n', 60,
+             'the recovered task\'s template to be rendered again')
+    wait_for(lambda: read(hups) == 'hup\nhup\n', 60, 'the recovered task to get SIGHUP')
+    assert running_alloc(server, 'watcher')['id'] == w['id']
+
+    # stopping the job ends the watch with the allocation
+    assert cli(server.port, 'job', 'stop', 'watcher').returncode == 0
+    wait_for(lambda: [a for a in job_allocs(server.port, 'watcher')
+                      if a['client_status'] == 'complete'], 60, 'the watcher to complete')
