@@ -12,6 +12,8 @@ struct depends {
 	json_t *dependents; /* {"<ns>\x1f<dep>": {"<ns>\x1f<job>": true}} */
 	json_t *parked;     /* {"<ns>\x1f<job>": "<eval id>"}: waiting evaluations */
 	json_t *poked;      /* {"<ns>\x1f<job>": gen}: when a dependency last changed */
+	json_t *named;      /* {"<ns>\x1f<job>": {"<ns>\x1f<dep>": true}}: the edges a
+			     * job added, which go when it is purged */
 	uint64_t gen;
 	size_t nedges;      /* read without the lock: 0 spares every job the lock */
 };
@@ -31,7 +33,7 @@ void depends_note_job(struct server *srv, const char *ns, const char *id, const 
 	pthread_mutex_lock(&d->lock);
 	json_array_foreach(deps, i, x) {
 		char *k = key_of(ns, jstr(x, "job", ""));
-		json_t *set = json_object_get(d->dependents, k);
+		json_t *set = json_object_get(d->dependents, k), *mine;
 		if (!set) {
 			set = json_object();
 			json_object_set_new(d->dependents, k, set);
@@ -40,6 +42,11 @@ void depends_note_job(struct server *srv, const char *ns, const char *id, const 
 			json_object_set_new(set, me, json_true());
 			__atomic_add_fetch(&d->nedges, 1, __ATOMIC_RELEASE);
 		}
+		if (!(mine = json_object_get(d->named, me))) {
+			mine = json_object();
+			json_object_set_new(d->named, me, mine);
+		}
+		json_object_set_new(mine, k, json_true());
 		free(k);
 	}
 	pthread_mutex_unlock(&d->lock);
@@ -57,6 +64,7 @@ int depends_start(struct server *srv, struct herd_err *err)
 	d->dependents = json_object();
 	d->parked = json_object();
 	d->poked = json_object();
+	d->named = json_object();
 	srv->deps = d;
 	rc = store_list_shared(srv->store, STORE_JOB, NULL, &jobs, err);
 	if (rc < 0)
@@ -77,9 +85,57 @@ void depends_stop(struct server *srv)
 	json_decref(d->dependents);
 	json_decref(d->parked);
 	json_decref(d->poked);
+	json_decref(d->named);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 	srv->deps = NULL;
+}
+
+/* Drops the edges job me added, under d->lock. */
+static void drop_edges_locked(struct depends *d, const char *me)
+{
+	json_t *mine = json_object_get(d->named, me), *v;
+	const char *k;
+
+	json_object_foreach(mine, k, v) {
+		json_t *set = json_object_get(d->dependents, k);
+		if (json_object_get(set, me)) {
+			json_object_del(set, me);
+			__atomic_sub_fetch(&d->nedges, 1, __ATOMIC_RELEASE);
+		}
+		if (set && !json_object_size(set))
+			json_object_del(d->dependents, k);
+	}
+	json_object_del(d->named, me);
+}
+
+void depends_forget_job(struct server *srv, const char *ns, const char *id)
+{
+	struct depends *d = srv->deps;
+	struct store_key key = { ns, id, 0 };
+	uint64_t idx = 0;
+	char *me;
+
+	if (!d)
+		return;
+	me = key_of(ns, id);
+	pthread_mutex_lock(&d->lock);
+	/* Registered again since the purge: the edges are the new job's.  A
+	 * registration notes its edges after its commit, under this lock, so
+	 * one that committed after this read adds them again after this.
+	 * Its parked evaluation stays: the purge's own evaluation ends
+	 * without waiting and cancels it (depends_unpark). */
+	if (store_get_index(srv->store, STORE_JOB, &key, &idx, NULL) == -ENOENT) {
+		drop_edges_locked(d, me);
+		json_object_del(d->poked, me);
+	}
+	pthread_mutex_unlock(&d->lock);
+	free(me);
+}
+
+size_t depends_edges(struct server *srv)
+{
+	return srv->deps ? __atomic_load_n(&srv->deps->nedges, __ATOMIC_ACQUIRE) : 0;
 }
 
 uint64_t depends_gen(struct server *srv)

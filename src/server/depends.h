@@ -4,11 +4,14 @@
  * dependents that evaluates a job again when one of its dependencies ends.
  *
  * The index maps "<ns>\x1f<job>" to the jobs that name it.  It is built
- * from the store at server start (depends_start) and grows at each
- * registration (depends_note_job); it is never pruned, so it may hold
- * stale edges (a job that no longer names a dependency, a purged one):
- * those cost a needless evaluation, never a missed one, because an
- * evaluation reads the job's current depends_on.  A job with no dependents
+ * from the store at server start (depends_start), grows at each
+ * registration (depends_note_job) and loses a job's edges when the job is
+ * purged (depends_forget_job: by its user or the garbage collector).  A
+ * job registered again without a dependency it named keeps that edge
+ * until it is purged or the server restarts: a stale edge costs a
+ * needless evaluation, never a missed one, because an evaluation reads
+ * the job's current depends_on (and two registrations of one job may note
+ * their edges in either order, so a registration only adds).  A job with no dependents
  * costs one atomic read when its allocations end (depends_job_changed).
  *
  * Only a job that has no allocation yet is gated: once placed, its
@@ -19,6 +22,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/err.h"
@@ -37,6 +41,12 @@ void depends_stop(struct server *srv);
 /* Records that job (ns, id) names the jobs of deps (a stored job's
  * depends_on array; NULL or empty: nothing to record). */
 void depends_note_job(struct server *srv, const char *ns, const char *id, const json_t *deps);
+
+/* Job (ns, id) was purged: the edges it added go from the index, unless
+ * a job (ns, id) is stored again by now. */
+void depends_forget_job(struct server *srv, const char *ns, const char *id);
+/* How many edges (a job naming a dependency) the index holds. */
+size_t depends_edges(struct server *srv);
 
 /* Whether a job that names job (ns, id) has an evaluation parked,
  * waiting (the garbage collector keeps such a job: gone, it would be

@@ -202,6 +202,8 @@ int gc_run(struct server *srv, int64_t now, struct gc_counts *out, struct herd_e
 			if (crc == 0)
 				crc = store_commit(srv->store, &b, NULL, err);
 			if (crc == 0) {
+				if (c.jobs)
+					depends_forget_job(srv, ns, sep + 1);
 				total.jobs += c.jobs;
 				total.evals += c.evals;
 				total.allocs += c.allocs;

@@ -895,6 +895,8 @@ static int delete_job(struct http_request *req, struct http_response *resp, void
 				periodic_wake(srv);
 			/* jobs waiting for this one learn that it ended */
 			depends_job_changed(srv, key.ns, key.id);
+			if (purge)
+				depends_forget_job(srv, key.ns, key.id);
 		}
 		json_decref(eval);
 		json_decref(versions);

@@ -1,8 +1,11 @@
 /* Job dependencies (depends_on): a chain placed in order as each step
  * completes; the failed and dead conditions; a dependency that can never
  * hold stops the dependent and that propagates; unknown or invalid
- * dependencies refused; the index of dependents rebuilt after a restart. */
+ * dependencies refused; the index of dependents rebuilt after a restart
+ * and pruned when a job is purged. */
 #include "server_fx.h"
+
+#include "server/depends.h"
 
 /* A batch job of one instance depending on deps (the JSON array's text, or
  * NULL for none); failing jobs get no reschedule. */
@@ -391,6 +394,52 @@ static void test_gc_keeps_awaited(void **state)
 	fx_free(f);
 }
 
+/* The index of dependents loses a purged job's edges, whether its user or
+ * the garbage collector purged it; a job registered again after its purge
+ * gets them again; a restart rebuilds the index from the stored jobs. */
+static void test_purge_prunes_index(void **state)
+{
+	struct server_config cfg = { 0 };
+	struct fx *f;
+	(void)state;
+
+	cfg.job_gc_threshold_ns = 1;
+	cfg.eval_gc_threshold_ns = 1;
+	f = fx_new_cfg(&cfg);
+	fx_node(f, "n1", 1, "H100", "exclusive", NULL);
+	submit_dep(f, "base", NULL);
+	submit_dep(f, "user", "[{\"job\": \"base\"}]");
+	submit_dep(f, "other", "[{\"job\": \"base\"}]");
+	assert_int_equal(depends_edges(f->srv), 2);
+	json_decref(fx_ok(f, "DELETE", "/v1/job/user?purge=true", NULL));
+	fx_idle(f);
+	assert_int_equal(depends_edges(f->srv), 1);
+	/* stopped is not purged: the edge stays */
+	json_decref(fx_ok(f, "DELETE", "/v1/job/other", NULL));
+	fx_idle(f);
+	assert_int_equal(depends_edges(f->srv), 1);
+	/* registered again: its edge is back */
+	submit_dep(f, "user", "[{\"job\": \"base\"}]");
+	assert_int_equal(depends_edges(f->srv), 2);
+	/* the garbage collector purges both once base ended and nothing
+	 * waits for it */
+	finish_job(f, "base", "complete");
+	finish_job(f, "user", "complete");
+	usleep(2000);
+	json_decref(fx_ok(f, "POST", "/v1/system/gc", NULL));
+	assert_int_equal(fx_status(f, "GET", "/v1/job/user", NULL), 404);
+	assert_int_equal(fx_status(f, "GET", "/v1/job/other", NULL), 404);
+	assert_int_equal(depends_edges(f->srv), 0);
+	/* a restart rebuilds it from what is stored */
+	submit_dep(f, "base2", NULL);
+	submit_dep(f, "user2", "[{\"job\": \"base2\"}]");
+	server_stop(f->srv);
+	f->srv = NULL;
+	fx_start(f);
+	assert_int_equal(depends_edges(f->srv), 1);
+	fx_free(f);
+}
+
 /* A service may wait for a batch job (a model served once trained). */
 static void test_service_waits(void **state)
 {
@@ -417,4 +466,5 @@ static void test_service_waits(void **state)
 fx_main(cmocka_unit_test(test_chain_in_order), cmocka_unit_test(test_failed_and_dead_conditions),
 	cmocka_unit_test(test_failed_condition_never), cmocka_unit_test(test_stopped_and_purged),
 	cmocka_unit_test(test_refused), cmocka_unit_test(test_restart),
-	cmocka_unit_test(test_service_waits), cmocka_unit_test(test_gc_keeps_awaited))
+	cmocka_unit_test(test_service_waits), cmocka_unit_test(test_gc_keeps_awaited),
+	cmocka_unit_test(test_purge_prunes_index))
