@@ -1,0 +1,256 @@
+/* A standby's listener (standby.h): which leader rows are addresses, the
+ * Location of a redirect, the advertised address of a server that asked
+ * for any port, what a standby answers; and a live one: health 503 naming
+ * the leader, a redirect, and the handoff of its socket to the API's
+ * server, which then answers on the same port. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/http.h"
+#include "server/standby.h"
+#include "store/index_watch.h"
+
+static void test_leader_addr_usable(void **state)
+{
+	(void)state;
+	assert_true(leader_addr_usable("10.0.0.1:4646"));
+	assert_true(leader_addr_usable("herd-1.example:4646"));
+	assert_true(leader_addr_usable("[fd00::1]:4646"));
+	assert_false(leader_addr_usable(""));
+	assert_false(leader_addr_usable(NULL));
+	assert_false(leader_addr_usable("10.0.0.1"));          /* no port */
+	assert_false(leader_addr_usable("10.0.0.1:0"));        /* asked for any port */
+	assert_false(leader_addr_usable("10.0.0.1:65536"));
+	assert_false(leader_addr_usable("10.0.0.1:46a"));
+	assert_false(leader_addr_usable(":4646"));
+	assert_false(leader_addr_usable("fd00::1:4646"));      /* v6 without brackets */
+	assert_false(leader_addr_usable("[fd00::1]"));
+	assert_false(leader_addr_usable("[]:4646"));
+	assert_false(leader_addr_usable("evil/x:4646"));
+	assert_false(leader_addr_usable("u@10.0.0.1:4646"));
+	assert_false(leader_addr_usable("10.0.0.1:4646\r\nX: y"));
+	assert_false(leader_addr_usable("herd operator snapshot restore"));
+}
+
+static void test_leader_location(void **state)
+{
+	char *l;
+
+	(void)state;
+	l = leader_location("http", "10.0.0.1:4646", "/v1/jobs?prefix=a%20b&x");
+	assert_string_equal(l, "http://10.0.0.1:4646/v1/jobs?prefix=a%20b&x");
+	free(l);
+	l = leader_location("https", "[fd00::1]:4646", "/ui/");
+	assert_string_equal(l, "https://[fd00::1]:4646/ui/");
+	free(l);
+	assert_null(leader_location("http", "10.0.0.1:4646", "v1/jobs"));
+	assert_null(leader_location("http", "10.0.0.1:4646", "//evil.example/v1"));
+	assert_null(leader_location("http", "10.0.0.1:4646", "/v1/a\r\nSet-Cookie: x"));
+	assert_null(leader_location("http", "10.0.0.1:4646", "/v1/a b"));
+	assert_null(leader_location("http", "10.0.0.1:4646", "http://evil/v1"));
+}
+
+static void adv_is(const char *adv, const char *bind, unsigned port, const char *want)
+{
+	char *a = advertise_with_port(adv, bind, (uint16_t)port);
+	assert_string_equal(a, want);
+	free(a);
+}
+
+static void test_advertise_with_port(void **state)
+{
+	(void)state;
+	adv_is("10.0.0.1:0", NULL, 41000, "10.0.0.1:41000");
+	adv_is("10.0.0.1:4646", NULL, 41000, "10.0.0.1:4646");   /* a port given stays */
+	adv_is("10.0.0.1", NULL, 41000, "10.0.0.1:41000");
+	adv_is("[fd00::1]:0", NULL, 41000, "[fd00::1]:41000");
+	adv_is("[fd00::1]:4646", NULL, 41000, "[fd00::1]:4646");
+	adv_is("fd00::1", NULL, 41000, "[fd00::1]:41000");
+	adv_is("[fd00::1]", NULL, 41000, "[fd00::1]:41000");
+	adv_is(NULL, "0.0.0.0", 41000, "127.0.0.1:41000");
+	adv_is(NULL, "10.0.0.7", 41000, "10.0.0.7:41000");
+	adv_is(NULL, "fd00::7", 41000, "[fd00::7]:41000");
+	adv_is("", NULL, 41000, "127.0.0.1:41000");
+}
+
+static void answer(const char *method, const char *path, const char *target,
+		   const char *leader, int status, const char *location)
+{
+	struct standby_answer a;
+
+	standby_answer(method, path, target, "http", leader, &a);
+	assert_int_equal(a.status, status);
+	assert_non_null(a.body);
+	if (location)
+		assert_string_equal(a.location, location);
+	else
+		assert_null(a.location);
+	json_decref(a.body);
+	free(a.location);
+}
+
+static void test_answer(void **state)
+{
+	struct standby_answer a;
+
+	(void)state;
+	standby_answer("GET", "/v1/agent/health", "/v1/agent/health", "http", "10.0.0.1:4646",
+		       &a);
+	assert_int_equal(a.status, 503);
+	assert_true(json_is_false(json_object_get(a.body, "ok")));
+	assert_true(json_is_true(json_object_get(a.body, "standby")));
+	assert_string_equal(json_string_value(json_object_get(a.body, "leader")),
+			    "10.0.0.1:4646");
+	json_decref(a.body);
+	/* no leader known: health says so, the rest is 503 no_leader */
+	standby_answer("GET", "/v1/agent/health", "/v1/agent/health", "http", "", &a);
+	assert_int_equal(a.status, 503);
+	assert_string_equal(json_string_value(json_object_get(a.body, "leader")), "");
+	json_decref(a.body);
+	standby_answer("POST", "/v1/jobs", "/v1/jobs", "http", "", &a);
+	assert_int_equal(a.status, 503);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(a.body, "error"),
+							      "code")), "no_leader");
+	json_decref(a.body);
+
+	answer("GET", "/v1/status/leader", "/v1/status/leader", "10.0.0.1:4646", 200, NULL);
+	answer("GET", "/v1/status/leader", "/v1/status/leader", "", 503, NULL);
+	answer("POST", "/v1/jobs", "/v1/jobs?namespace=a", "10.0.0.1:4646", 307,
+	       "http://10.0.0.1:4646/v1/jobs?namespace=a");
+	answer("PUT", "/v1/agent/health", "/v1/agent/health", "10.0.0.1:4646", 307,
+	       "http://10.0.0.1:4646/v1/agent/health");
+	answer("GET", "/ui/app.js", "/ui/app.js", "10.0.0.1:4646", 307,
+	       "http://10.0.0.1:4646/ui/app.js");
+	answer("GET", "/elsewhere", "/elsewhere", "10.0.0.1:4646", 404, NULL);
+	answer("GET", "/v1/jobs", "//evil/v1/jobs", "10.0.0.1:4646", 400, NULL);
+}
+
+struct got {
+	long status;
+	char location[256];
+	char body[512];
+};
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct got *g = arg;
+	size_t len = strlen(g->body), add = size * n;
+
+	if (len + add < sizeof(g->body)) {
+		memcpy(g->body + len, p, add);
+		g->body[len + add] = '\0';
+	}
+	return size * n;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+	struct got *g = arg;
+
+	if (size * n > 10 && !strncasecmp(p, "Location: ", 10))
+		snprintf(g->location, sizeof(g->location), "%.*s", (int)(size * n - 12), p + 10);
+	return size * n;
+}
+
+static struct got get(unsigned port, const char *path)
+{
+	struct got g = { 0 };
+	char url[128];
+	CURL *c = curl_easy_init();
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &g);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &g);
+	assert_int_equal(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &g.status);
+	curl_easy_cleanup(c);
+	return g;
+}
+
+static int health(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	(void)req;
+	(void)ctx;
+	http_reply(resp, 200, json_pack("{s:b}", "ok", 1));
+	return 0;
+}
+
+static void test_live_and_handoff(void **state)
+{
+	struct standby_config sc = { "127.0.0.1", 0, NULL };
+	struct standby *sb = NULL;
+	struct herd_err err = { 0, "" };
+	struct http_router *r = http_router_new();
+	struct index_watch watch;
+	struct http_server_config hc = { 0 };
+	struct http_server *http = NULL;
+	struct got g;
+	unsigned port;
+	int fd;
+
+	(void)state;
+	assert_int_equal(standby_start(&sc, &sb, &err), 0);
+	port = standby_port(sb);
+	assert_true(port > 0);
+	/* no leader known yet */
+	g = get(port, "/v1/agent/health");
+	assert_int_equal(g.status, 503);
+	assert_non_null(strstr(g.body, "\"standby\":true"));
+	g = get(port, "/v1/jobs");
+	assert_int_equal(g.status, 503);
+	assert_non_null(strstr(g.body, "no_leader"));
+	/* a stale or unusable row is no leader either */
+	standby_set_leader(sb, "10.0.0.1:0");
+	assert_int_equal(get(port, "/v1/jobs").status, 503);
+	standby_set_leader(sb, "10.0.0.1:4646");
+	g = get(port, "/v1/agent/health");
+	assert_int_equal(g.status, 503);
+	assert_non_null(strstr(g.body, "\"leader\":\"10.0.0.1:4646\""));
+	g = get(port, "/v1/jobs?prefix=a%2Fb&x");
+	assert_int_equal(g.status, 307);
+	assert_string_equal(g.location, "http://10.0.0.1:4646/v1/jobs?prefix=a%2Fb&x");
+	g = get(port, "/v1/status/leader");
+	assert_int_equal(g.status, 200);
+	assert_non_null(strstr(g.body, "\"leader\":\"10.0.0.1:4646\""));
+
+	/* the takeover: the same socket, now the API's */
+	fd = standby_handoff(sb);
+	assert_true(fd >= 0);
+	assert_int_equal(http_router_add(r, "GET", "/v1/agent/health", health, 0, NULL, &err), 0);
+	index_watch_init(&watch, 0);
+	hc.router = r;
+	hc.watch = &watch;
+	hc.use_listen_fd = true;
+	hc.listen_fd = fd;
+	assert_int_equal(http_server_start(&hc, &http, &err), 0);
+	assert_int_equal(http_server_port(http), port);
+	g = get(port, "/v1/agent/health");
+	assert_int_equal(g.status, 200);
+	assert_non_null(strstr(g.body, "\"ok\":true"));
+	http_server_stop(http);
+	index_watch_release(&watch);
+	http_router_free(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_leader_addr_usable),
+		cmocka_unit_test(test_leader_location),
+		cmocka_unit_test(test_advertise_with_port),
+		cmocka_unit_test(test_answer),
+		cmocka_unit_test(test_live_and_handoff),
+	};
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
