@@ -114,6 +114,10 @@ struct agent_config {
 		/* preemption { batch_enabled service_enabled system_enabled }:
 		 * which job types may preempt lower priorities (batch only). */
 		bool preempt_batch, preempt_service, preempt_system;
+		/* reserve_after: how long the job whose turn it is waits for
+		 * GPUs before they are reserved for it (docs/teams.md,
+		 * "Reservations"); 5m; 0: at once; -1 ("off"): never */
+		int64_t reserve_after_ns;
 	} server;
 
 	/* acl { enabled }: every API call needs a token (docs/teams.md).  Off

@@ -95,6 +95,7 @@ static void diff_server(const struct agent_config *o, const struct agent_config 
 	DIFF_VAL(server.eval_gc_threshold_ns, "server.eval_gc_threshold");
 	DIFF_VAL(server.gc_interval_ns, "server.job_gc_interval");
 	DIFF_VAL(server.policy, "server.scheduler.policy");
+	DIFF_VAL(server.reserve_after_ns, "server.reserve_after");
 	if (o->server.preempt_batch != n->server.preempt_batch ||
 	    o->server.preempt_service != n->server.preempt_service ||
 	    o->server.preempt_system != n->server.preempt_system)

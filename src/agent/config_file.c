@@ -405,11 +405,20 @@ static void read_postgres_url(struct walk *w, const struct hcl_attribute *a)
 	w->cfg->server.postgres_url = v;
 }
 
+/* server { reserve_after = "5m" }: a duration (0: at once) or "off". */
+static void read_reserve_after(const struct hcl_attribute *a, int64_t *out, struct diag_list *dl)
+{
+	if (a->value->kind == HCL_STRING && !strcmp(a->value->u.str.s, "off"))
+		*out = -1;
+	else
+		cfg_read_duration(a, 0, out, dl);
+}
+
 static void walk_server(struct walk *w, const struct hcl_body *body)
 {
 	static const char *const known[] = { "enabled", "data_dir", "postgres_url", "heartbeat_ttl",
 		"heartbeat_grace", "job_gc_threshold", "eval_gc_threshold", "job_gc_interval",
-		"scheduler", "preemption", NULL };
+		"scheduler", "preemption", "reserve_after", NULL };
 	struct agent_config *cfg = w->cfg;
 	struct seen seen[] = { { "scheduler", { 0, 0 } }, { "preemption", { 0, 0 } } };
 	for (size_t i = 0; i < body->n; i++) {
@@ -441,6 +450,8 @@ static void walk_server(struct walk *w, const struct hcl_body *body)
 			cfg_read_duration(a, NS_PER_SEC, &cfg->server.eval_gc_threshold_ns, w->dl);
 		else if (!strcmp(a->name, "job_gc_interval"))
 			cfg_read_duration(a, NS_PER_SEC, &cfg->server.gc_interval_ns, w->dl);
+		else if (!strcmp(a->name, "reserve_after"))
+			read_reserve_after(a, &cfg->server.reserve_after_ns, w->dl);
 		else if (!strcmp(a->name, "bootstrap_expect") || !strcmp(a->name, "num_schedulers"))
 			ignored(w, a->pos, a->name, "server");
 		else

@@ -173,6 +173,9 @@ static int cmd_gpu_status(int argc, char **argv)
 				strbuf_addf(&h, " %lld.%lld%%", (long long)ji(a, "compute_milli") / 10,
 					    (long long)ji(a, "compute_milli") % 10);
 		}
+		/* held for a job that waits (docs/teams.md, "Reservations") */
+		if (*js(g, "reserved_for"))
+			strbuf_addf(&h, "%sreserved for %s", h.len ? ", " : "", js(g, "reserved_for"));
 		table_addf(&t, "%s%s%s", js(g, "node_name"),
 			   strcmp(js(g, "node_status"), "ready") ? " " : "",
 			   strcmp(js(g, "node_status"), "ready") ? js(g, "node_status") : "");

@@ -76,7 +76,8 @@ static void explain_device(struct sched_explain *why, const struct sched_node *n
 {
 	char f[32], w[32];
 	if (d->unhealthy) {
-		add_miss(why, 1e9, "%s on %s: unhealthy", d->id, n->id);
+		add_miss(why, 1e9, "%s on %s: %s", d->id, n->id,
+			 d->reserved ? "reserved for a waiting job" : "unhealthy");
 	} else if (!a->frac) {
 		add_miss(why, 1e6 + d->tenants, "%s on %s: in use by %d allocation%s, a whole device asked",
 			 d->id, n->id, d->tenants, d->tenants == 1 ? "" : "s");

@@ -23,7 +23,8 @@ struct sched_dev {
 	int tenants;
 	int max_tenants;        /* 0 = no limit */
 	int numa, nvlink;
-	bool unhealthy;
+	bool unhealthy;         /* or reserved: offered to nothing */
+	bool reserved;          /* only to explain why */
 	enum sched_sharing sharing;
 };
 

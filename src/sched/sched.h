@@ -86,6 +86,10 @@ struct sched_device_spec {
 	int numa_node;          /* -1 unknown */
 	int nvlink_group;       /* devices of a node with the same group >= 0 are NVLink-joined; -1 none */
 	bool unhealthy;
+	/* Held for another job (the server's reservations): taken by nothing,
+	 * offered to nothing, like an unhealthy device, but explained as
+	 * reserved. */
+	bool reserved;
 	enum sched_sharing sharing;
 	int32_t compute_taken;  /* thousandths already taken */
 	int64_t memory_taken;   /* MiB already taken */

@@ -199,7 +199,8 @@ int sched_snapshot_add_device(struct sched_snapshot *s, int node,
 	d->max_tenants = spec->max_tenants > 0 ? spec->max_tenants : 0;
 	d->numa = spec->numa_node;
 	d->nvlink = spec->nvlink_group;
-	d->unhealthy = spec->unhealthy;
+	d->unhealthy = spec->unhealthy || spec->reserved;
+	d->reserved = spec->reserved && !spec->unhealthy;
 	d->sharing = spec->sharing;
 	if (!d->unhealthy) {
 		n->gpu_free_total += SCHED_MILLI - d->compute_taken;

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "common/xalloc.h"
+#include "server/reservation.h"
 #include "server/server-int.h"
 #include "server/teams.h"
 
@@ -54,6 +55,7 @@ void fair_queue_release(struct fair_queue *q)
 		free(q->v[i].shape);
 	}
 	free(q->v);
+	resv_free(q->resv);
 	json_decref(q->usage);
 	json_decref(q->weights);
 	pthread_mutex_destroy(&q->lock);
@@ -72,6 +74,7 @@ bool fair_queue_remove(struct fair_queue *q, const char *ns, const char *job_id)
 	struct fq_entry *e;
 	bool had = false;
 	pthread_mutex_lock(&q->lock);
+	resv_drop_locked(q, ns, job_id); /* placed, stopped, failed or held: it ends */
 	e = find(q, ns, job_id);
 	if (e) {
 		free(e->ns);
@@ -85,11 +88,14 @@ bool fair_queue_remove(struct fair_queue *q, const char *ns, const char *job_id)
 	return had;
 }
 
-/* Within a namespace: reserved, then priority, then submission, then id. */
+/* Within a namespace: reserved (preempted for), then the holder of the
+ * reservation, then priority, then submission, then id. */
 static int entry_cmp(const struct fq_entry *a, const struct fq_entry *b)
 {
 	if (a->reserved != b->reserved)
 		return a->reserved ? -1 : 1;
+	if (a->resv != b->resv)
+		return a->resv ? -1 : 1;
 	if (a->priority != b->priority)
 		return a->priority > b->priority ? -1 : 1;
 	if (a->submit != b->submit)
@@ -110,6 +116,8 @@ static int share_cmp(const struct ns_share *a, const struct ns_share *b)
 	__int128 l, r;
 	if (a->head->reserved != b->head->reserved)
 		return a->head->reserved ? -1 : 1;
+	if (a->head->resv != b->head->resv)
+		return a->head->resv ? -1 : 1;
 	l = (__int128)a->used * b->weight;
 	r = (__int128)b->used * a->weight;
 	if (l != r)
@@ -268,8 +276,11 @@ static struct fq_entry *turn_of(struct server *srv, struct fair_queue *q, const 
 				json_object_set_new(min_failed, e->shape, json_integer(e->ask_milli));
 			continue;
 		}
-		if (m && e->ask_milli >= json_integer_value(m) && e->ask_milli > 0)
-			continue; /* the same shape with a no-larger ask failed at this capacity */
+		/* the same shape with a no-larger ask failed at this capacity;
+		 * not said of the reservation's holder, which may use GPUs the
+		 * others may not */
+		if (m && e->ask_milli >= json_integer_value(m) && e->ask_milli > 0 && !e->resv)
+			continue;
 		turn = e;
 		break;
 	}
@@ -358,6 +369,7 @@ bool fair_queue_admit(struct server *srv, const char *ns, const char *job_id, in
 		/* never failed: generation 0 is a real one (a server that just
 		 * started), and a new entry has not tried at it */
 		e->failed_gen = UINT64_MAX;
+		e->since = now_ns();
 	}
 	e->priority = priority;
 	e->submit = submit;
@@ -400,10 +412,14 @@ json_t *fair_queue_status(struct server *srv)
 	size_t n;
 	pthread_mutex_lock(&q->lock);
 	s = shares_of(srv, q, &n);
-	for (size_t k = 0; k < n; k++)
-		json_array_append_new(out, json_pack("{s:s, s:f, s:f, s:I, s:s}", "namespace", s[k].ns,
+	for (size_t k = 0; k < n; k++) {
+		json_t *o = json_pack("{s:s, s:f, s:f, s:I, s:s}", "namespace", s[k].ns,
 			"weight_gpus", s[k].weight / 1000.0, "gpu_used", s[k].used / 1000.0,
-			"waiting", (json_int_t)s[k].waiting, "first", s[k].head->job_id));
+			"waiting", (json_int_t)s[k].waiting, "first", s[k].head->job_id);
+		if (q->resv && !strcmp(q->resv->ns, s[k].ns))
+			json_object_set_new(o, "reservation", resv_json_locked(q));
+		json_array_append_new(out, o);
+	}
 	free(s);
 	pthread_mutex_unlock(&q->lock);
 	return out;

@@ -9,6 +9,7 @@
 
 #include "common/xalloc.h"
 #include "server/depends.h"
+#include "server/reservation.h"
 #include "server/server-int.h"
 #include "server/teams.h"
 
@@ -289,6 +290,9 @@ static char *ask_shape(const json_t *job, const struct job *model, const struct 
 	json_object_set(shape, "datacenters", json_object_get(job, "datacenters"));
 	json_object_set(shape, "node_pool", json_object_get(job, "node_pool"));
 	json_object_set(shape, "network", json_object_get(g, "network"));
+	/* whether it may backfill on reserved GPUs (reservation.h) */
+	json_object_set(shape, "type", json_object_get(job, "type"));
+	json_object_set(shape, "time_limit", json_object_get(g, "time_limit"));
 	json_array_foreach(json_object_get(g, "tasks"), i, t) {
 		const json_t *res = json_object_get(t, "resources"), *d;
 		json_t *ts = json_object(), *devs = json_array();
@@ -686,6 +690,8 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 			}
 		}
 	}
+	if (p->needs_gpus)
+		resv_view(srv, v, now);
 	for (size_t k = 0; k < r.nplace;) {
 		size_t e = k;
 		while (e < r.nplace && r.place[e].group == r.place[k].group)
@@ -693,6 +699,11 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 		place_group(srv, v, job, model, r.place[k].group, &r.place[k], e - k, eval_id, live, p, now);
 		k = e;
 	}
+	/* it tried in its turn and did not fit: it may have waited long
+	 * enough for GPUs to be reserved for it */
+	if (p->needs_gpus && eval_id[0] && json_object_size(p->failed) && !p->reserve &&
+	    !p->quota_held)
+		resv_consider(srv, v, job, model, r.place[0].group, live, now);
 out:
 	json_decref(live);
 	reconcile_result_release(&r);

@@ -7,6 +7,7 @@
 #include "common/units.h"
 #include "common/xalloc.h"
 #include "server/acl.h"
+#include "server/reservation.h"
 #include "server/server-int.h"
 
 #define NODE_ATTEMPTS 20
@@ -276,6 +277,7 @@ static int get_node(struct http_request *req, struct http_response *resp, void *
 	if (rc)
 		return rc > 0 ? 0 : rc;
 	heartbeat_decorate(srv, node);
+	resv_decorate_node(srv, node);
 	http_reply(resp, 200, node);
 	return 0;
 }
@@ -412,6 +414,7 @@ json_t *gpus_list(struct server *srv, json_t *nodes, const json_t *allocs)
 		json_array_foreach(json_object_get(n, "devices"), j, d)
 			json_array_append_new(out, gpu_entry(n, d, allocs));
 	}
+	resv_decorate_gpus(srv, out);
 	return out;
 }
 

@@ -233,6 +233,11 @@ struct sched_view {
 	 * without a quota: the plans after it in a batch take that answer
 	 * instead of reading the namespace again */
 	json_t *no_quota;
+	/* The reservation as of resv_now (reservation.h: resv_view), owned;
+	 * NULL: none.  snapshot_build shows its GPUs as reserved to requests
+	 * that may not use them. */
+	struct resv *resv;
+	int64_t resv_now;
 };
 
 /* What views read last, reused while the store says it has not changed:
@@ -681,6 +686,8 @@ struct fq_entry {
 	int64_t ask_milli;       /* GPU thousandths one instance asks at least */
 	char *shape;             /* what it asks but the GPU count (plan.c's ask_shape); NULL: not comparable */
 	uint64_t failed_gen;     /* capacity generation at which it last failed to fit; UINT64_MAX: never */
+	int64_t since;           /* unix ns it entered the queue (reservation.h) */
+	bool resv;               /* holds the reservation: goes first after those that preempted */
 };
 
 struct fair_queue {
@@ -691,6 +698,8 @@ struct fair_queue {
 	json_t *usage;           /* {"<ns>": GPU milli} */
 	uint64_t weights_ns_index, weights_quota_index; /* of the cached weights */
 	json_t *weights;         /* {"<ns>": GPU milli} */
+	struct resv *resv;       /* reservation.h; NULL: none */
+	int resv_held;           /* resv != NULL, read without the lock (atomic builtins) */
 };
 
 void fair_queue_init(struct fair_queue *q);

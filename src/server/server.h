@@ -25,6 +25,9 @@
 #define SERVER_DEFAULT_JOB_GC_THRESHOLD_NS (4LL * 3600 * 1000000000LL)
 #define SERVER_DEFAULT_EVAL_GC_THRESHOLD_NS (3600LL * 1000000000LL)
 #define SERVER_DEFAULT_GC_INTERVAL_NS (5LL * 60 * 1000000000LL)
+#define SERVER_DEFAULT_RESERVE_AFTER_NS (5LL * 60 * 1000000000LL)
+#define SERVER_RESERVE_NOW (-1) /* reserve_after_ns: reserve at once */
+#define SERVER_RESERVE_OFF (-2) /* reserve_after_ns: no reservations */
 #define SERVER_PORT_MIN 20000   /* dynamic ports are taken from this range */
 #define SERVER_PORT_MAX 32000
 
@@ -75,6 +78,11 @@ struct server_config {
 	 * (SERVER_PREEMPT_*; 0: batch only).  Reclaiming borrowed GPUs does
 	 * not depend on it. */
 	unsigned preempt_types;
+	/* How long the job whose turn it is in the fair queue waits for GPUs
+	 * before GPUs are reserved for it (docs/teams.md, "Reservations"):
+	 * 0: SERVER_DEFAULT_RESERVE_AFTER_NS; SERVER_RESERVE_NOW: at once;
+	 * SERVER_RESERVE_OFF: never. */
+	int64_t reserve_after_ns;
 	/* ACL: when set, every API call but health and status needs a token
 	 * (docs/teams.md); -dev leaves it off. */
 	int acl_enabled;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/xalloc.h"
+#include "server/reservation.h"
 #include "server/server-int.h"
 
 struct view_arg {
@@ -298,6 +299,7 @@ void sched_view_release(struct sched_view *v)
 	if (!v)
 		return;
 	view_snap_free(v->snap);
+	resv_free(v->resv);
 	json_decref(v->no_quota);
 	json_decref(v->job);
 	json_decref(v->job_allocs);
@@ -529,7 +531,9 @@ static size_t node_volumes(const json_t *node, struct sched_volume *v)
 	return n;
 }
 
-static int add_node(struct sched_snapshot *snap, const struct view_node *vn, struct herd_err *err)
+/* blocked: a reservation whose GPUs the request may not use (NULL: none). */
+static int add_node(struct sched_snapshot *snap, const struct view_node *vn,
+		    const struct resv *blocked, struct herd_err *err)
 {
 	const json_t *res = json_object_get(vn->node, "resources");
 	struct sched_node_spec ns = { 0 };
@@ -571,6 +575,7 @@ static int add_node(struct sched_snapshot *snap, const struct view_node *vn, str
 		ds.numa_node = (int)jint(d, "numa_node", -1);
 		ds.nvlink_group = (int)jint(d, "nvlink_group", -1);
 		ds.unhealthy = !jbool(d, "healthy", true);
+		ds.reserved = blocked && resv_has_device(blocked, vn->id, ds.id);
 		if (sched_sharing_parse(jstr(d, "sharing", "exclusive"), &ds.sharing) < 0)
 			ds.sharing = SCHED_EXCLUSIVE;
 		/* The agent's replicas: most tenants at once (0: no limit). */
@@ -606,6 +611,7 @@ struct sched_snapshot *snapshot_build(struct sched_view *v, const struct group_a
 {
 	struct sched_snapshot *snap = sched_snapshot_new();
 	json_t *dcounts = distinct_property_counts(v, ask, job_allocs_live);
+	const struct resv *blocked = v->resv && !resv_may_use_ask(v->resv, ask, v->resv_now) ? v->resv : NULL;
 	int n = 0;
 	for (size_t i = 0; i < v->nnodes; i++) {
 		struct view_node *vn = &v->nodes[i];
@@ -615,7 +621,7 @@ struct sched_snapshot *snapshot_build(struct sched_view *v, const struct group_a
 		/* A node or device the engine refuses (bad numbers from an
 		 * agent) is left out rather than failing every evaluation; the
 		 * map follows the engine's node indexes either way. */
-		(void)add_node(snap, vn, err);
+		(void)add_node(snap, vn, blocked, err);
 		if (sched_snapshot_nodes(snap) > (size_t)n)
 			map[n++] = (int)i;
 	}
@@ -644,11 +650,19 @@ static void view_snap_free(struct view_snap *c)
 
 /* What decides the node set of a snapshot without ports, distinct_hosts
  * or distinct_property (node_fits_group): the job's pool and datacenter
- * patterns, NUL-separated. */
-static char *snap_key(const struct group_ask *ask, size_t *len)
+ * patterns, NUL-separated; and, under a reservation the request may not
+ * use, that reservation (its GPUs show as reserved). */
+static char *snap_key(const struct sched_view *v, const struct group_ask *ask, size_t *len)
 {
 	struct strbuf sb = STRBUF_INIT;
 	const struct job *job = ask->job;
+	if (v->resv && !resv_may_use_ask(v->resv, ask, v->resv_now)) {
+		strbuf_addch(&sb, 1); /* no pool name has it */
+		strbuf_adds(&sb, v->resv->job_id);
+		strbuf_addch(&sb, 0);
+		strbuf_adds(&sb, v->resv->node_id);
+		strbuf_addch(&sb, 0);
+	}
 	strbuf_adds(&sb, job->node_pool ? job->node_pool : "default");
 	strbuf_addch(&sb, 0);
 	for (size_t i = 0; i < job->datacenters.n; i++) {
@@ -665,7 +679,7 @@ struct sched_snapshot *view_snapshot_take(struct sched_view *v, const struct gro
 	struct view_snap *c = v->snap;
 	struct sched_snapshot *snap;
 	size_t klen;
-	char *key = snap_key(ask, &klen);
+	char *key = snap_key(v, ask, &klen);
 	bool hit = c && c->snap && c->gen == v->use_gen && c->klen == klen &&
 		   !memcmp(c->key, key, klen);
 
@@ -700,6 +714,6 @@ void view_snapshot_put(struct sched_view *v, const struct group_ask *ask,
 	}
 	c->snap = snap;
 	c->map = map;
-	c->key = snap_key(ask, &c->klen);
+	c->key = snap_key(v, ask, &c->klen);
 	c->gen = v->use_gen;
 }

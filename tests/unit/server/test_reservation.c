@@ -1,0 +1,307 @@
+/* Reservations with backfill (src/server/reservation.c; docs/teams.md,
+ * "Reservations"): the estimate of an allocation's end, the backfill
+ * rule, where a reservation goes, and a large job that starts once the
+ * small ones in its way end while others wait, on a real server. */
+#include "server_fx.h"
+
+#include "common/xalloc.h"
+#include "server/reservation.h"
+#include "server/server-int.h"
+
+static const char *js(const json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "";
+}
+
+static struct fx *fx_resv(int64_t reserve_after)
+{
+	struct server_config cfg = { .preempt_types = SERVER_PREEMPT_NONE,
+				     .reserve_after_ns = reserve_after };
+	return fx_new_cfg(&cfg);
+}
+
+/* A batch job in "default" of one group asking gpus whole GPUs, with a
+ * group time_limit (NULL: none); type "batch" or "service". */
+static void submit_limited(struct fx *f, const char *id, const char *type, int gpus,
+			   const char *limit)
+{
+	char *t = xasprintf(
+		"{\"job\": {\"id\": \"%s\", \"type\": \"%s\", \"priority\": 50,"
+		" \"groups\": [{\"name\": \"g\", \"count\": 1%s%s%s, \"tasks\": [{\"name\": \"t\","
+		" \"driver\": \"raw_exec\", \"config\": {\"command\": \"/bin/true\"}, \"resources\":"
+		" {\"cpu\": 100, \"memory\": 64, \"devices\": [{\"name\": \"nvidia/gpu\", \"count\": %d}]}}]}]}}",
+		id, type, limit ? ", \"time_limit\": \"" : "", limit ? limit : "", limit ? "\"" : "", gpus);
+	json_decref(fx_ok(f, "POST", "/v1/jobs", t));
+	free(t);
+}
+
+/* The reservation GET /v1/quotas/queue shows, or NULL (a new reference). */
+static json_t *queue_resv(struct fx *f)
+{
+	json_t *q = fx_ok(f, "GET", "/v1/quotas/queue", NULL), *e, *r = NULL;
+	size_t i;
+	json_array_foreach(q, i, e)
+		if (json_object_get(e, "reservation"))
+			r = json_incref(json_object_get(e, "reservation"));
+	json_decref(q);
+	return r;
+}
+
+/* How many GPUs GET /v1/gpus marks reserved for job. */
+static int gpus_reserved_for(struct fx *f, const char *job)
+{
+	json_t *g = fx_ok(f, "GET", "/v1/gpus", NULL), *e;
+	size_t i;
+	int n = 0;
+	json_array_foreach(g, i, e)
+		n += !strcmp(js(e, "reserved_for"), job);
+	json_decref(g);
+	return n;
+}
+
+/* An allocation's end: its reported start plus its limit, else now plus
+ * the group's limit; never without a limit; never before now. */
+static void test_alloc_end(void **state)
+{
+	json_t *a;
+	(void)state;
+	a = json_pack("{s:s}", "id", "x");
+	assert_true(resv_alloc_end(a, 0, 1000) == RESV_NEVER);
+	assert_int_equal(resv_alloc_end(a, 500, 1000), 1500);
+	json_decref(a);
+	a = json_pack("{s:{s:I, s:I, s:b}}", "time_limit", "limit", (json_int_t)600, "started_at",
+		      (json_int_t)900, "reached", 0);
+	assert_int_equal(resv_alloc_end(a, 0, 1000), 1500);  /* the report's limit wins */
+	assert_int_equal(resv_alloc_end(a, 99, 1000), 1500);
+	assert_int_equal(resv_alloc_end(a, 0, 2000), 2000); /* overran: ends now at the soonest */
+	json_decref(a);
+	a = json_pack("{s:{s:I, s:I, s:b}}", "time_limit", "limit", (json_int_t)600, "started_at",
+		      (json_int_t)0, "reached", 0);
+	assert_int_equal(resv_alloc_end(a, 0, 1000), 1600); /* not started: from now */
+	json_decref(a);
+}
+
+/* The backfill rule: the reserved job itself; batch work that ends by the
+ * estimated start; nothing else, and nothing when the start is unknown. */
+static void test_backfill_rule(void **state)
+{
+	struct resv r = { .ns = "default", .job_id = "big", .node_id = "n1", .start = 10000 };
+	(void)state;
+	assert_true(resv_may_use(NULL, "default", "x", "service", 0, 0));
+	assert_true(resv_may_use(&r, "default", "big", "service", 0, 9999999));
+	assert_false(resv_may_use(&r, "other", "big", "batch", 0, 0));
+	assert_true(resv_may_use(&r, "default", "s", "batch", 1000, 9000));
+	assert_true(resv_may_use(&r, "default", "s", "batch", 1000, 0));
+	assert_false(resv_may_use(&r, "default", "s", "batch", 1001, 9000));
+	assert_false(resv_may_use(&r, "default", "s", "batch", 0, 0));       /* no limit */
+	assert_false(resv_may_use(&r, "default", "s", "service", 100, 0));   /* not batch */
+	assert_false(resv_may_use(&r, "default", "s", "batch", 1, 10001));   /* start passed */
+	r.start = RESV_NEVER;
+	assert_false(resv_may_use(&r, "default", "s", "batch", 1, 0));
+	r.devs[0] = "GPU-1";
+	r.ndevs = 1;
+	assert_true(resv_has_device(&r, "n1", "GPU-1"));
+	assert_false(resv_has_device(&r, "n2", "GPU-1"));
+	assert_false(resv_has_device(&r, "n1", "GPU-2"));
+}
+
+/* The reservation goes where the GPUs are held by time-limited work, not
+ * on the (earlier) node whose GPUs are held by work without a limit; it
+ * shows in the queue and on the GPUs. */
+static void test_estimate_prefers_time_limited(void **state)
+{
+	struct fx *f = fx_resv(SERVER_RESERVE_NOW);
+	json_t *r, *n;
+	int64_t before = now_ns();
+	(void)state;
+	node_add(f, "n1", 2, "H100");
+	node_add(f, "n2", 2, "H100");
+	submit_limited(f, "forever1", "batch", 1, NULL);
+	fx_idle(f);
+	submit_limited(f, "forever2", "batch", 1, NULL);
+	fx_idle(f);
+	submit_limited(f, "lim1", "batch", 1, "10m");
+	fx_idle(f);
+	submit_limited(f, "lim2", "batch", 1, "20m");
+	fx_idle(f);
+	/* the policy packs: whichever node took the unlimited pair, the
+	 * limited pair is on the other */
+	{
+		json_t *a = live_allocs(f, "default", "lim1"), *b = live_allocs(f, "default", "forever1");
+		assert_int_equal(json_array_size(a), 1);
+		assert_int_equal(json_array_size(b), 1);
+		assert_string_not_equal(js(json_array_get(a, 0), "node_id"), js(json_array_get(b, 0), "node_id"));
+		json_decref(a);
+		json_decref(b);
+	}
+	assert_null(queue_resv(f));
+	submit_limited(f, "big", "batch", 2, NULL);
+	fx_idle(f);
+	assert_int_equal(nlive(f, "default", "big"), 0);
+	r = queue_resv(f);
+	assert_non_null(r);
+	assert_string_equal(js(r, "job_id"), "big");
+	{
+		json_t *a = live_allocs(f, "default", "lim1");
+		assert_string_equal(js(r, "node_id"), js(json_array_get(a, 0), "node_id"));
+		json_decref(a);
+	}
+	assert_int_equal(json_array_size(json_object_get(r, "devices")), 2);
+	/* held until the later of the two limits (not started: from now) */
+	assert_true(fx_i(r, "estimated_start") >= before + 20 * 60 * SEC);
+	assert_true(fx_i(r, "estimated_start") <= now_ns() + 20 * 60 * SEC);
+	n = fx_get(f, "/v1/node/%s", js(r, "node_id"));
+	{
+		json_t *d;
+		size_t i;
+		int marked = 0;
+		json_array_foreach(json_object_get(n, "devices"), i, d)
+			marked += !strcmp(js(d, "reserved_for"), "big");
+		assert_int_equal(marked, 2);
+	}
+	json_decref(n);
+	assert_int_equal(gpus_reserved_for(f, "big"), 2);
+	json_decref(r);
+	/* stopping the job ends its reservation */
+	json_decref(fx_ok(f, "DELETE", "/v1/job/big", NULL));
+	fx_idle(f);
+	assert_null(queue_resv(f));
+	assert_int_equal(gpus_reserved_for(f, "big"), 0);
+	fx_free(f);
+}
+
+/* Four 1-GPU jobs with a 10m limit fill a 4-GPU node; big (4 GPUs) and
+ * then w1 (no limit) wait.  With reservations on, big gets the node: a
+ * freed GPU goes to neither w1 nor a job whose limit ends after big's
+ * estimated start, but to one whose limit ends before it (backfill); when
+ * the small ones end, big starts ahead of w1.  Off: w1 takes the freed GPU
+ * (big keeps waiting: small jobs start around it). */
+static void run_stream(bool on)
+{
+	struct fx *f = fx_resv(on ? SERVER_RESERVE_NOW : SERVER_RESERVE_OFF);
+	const char *small[] = { "s1", "s2", "s3", "s4" };
+	node_add(f, "n1", 4, "H100");
+	for (int i = 0; i < 4; i++) {
+		submit_limited(f, small[i], "batch", 1, "10m");
+		fx_idle(f);
+		assert_int_equal(nlive(f, "default", small[i]), 1);
+	}
+	submit_limited(f, "big", "batch", 4, NULL);
+	fx_idle(f);
+	submit_limited(f, "w1", "batch", 1, NULL);
+	fx_idle(f);
+	assert_int_equal(nlive(f, "default", "w1") + nlive(f, "default", "big"), 0);
+	finish(f, "default", "s1", "complete");
+	fx_idle(f);
+	if (!on) {
+		assert_null(queue_resv(f));
+		assert_int_equal(nlive(f, "default", "w1"), 1);
+		assert_int_equal(nlive(f, "default", "big"), 0);
+		fx_free(f);
+		return;
+	}
+	assert_int_equal(gpus_reserved_for(f, "big"), 4);
+	assert_int_equal(nlive(f, "default", "w1"), 0);
+	/* a limit past big's start (10m from the small ones' placement) may
+	 * not backfill; neither may a service */
+	submit_limited(f, "long", "batch", 1, "1h");
+	fx_idle(f);
+	assert_int_equal(nlive(f, "default", "long"), 0);
+	submit_limited(f, "svc", "service", 1, NULL);
+	fx_idle(f);
+	assert_int_equal(nlive(f, "default", "svc"), 0);
+	{
+		/* the explanation names the reservation */
+		json_t *e = last_eval(f, "default", "svc");
+		char *text = json_dumps(json_object_get(e, "failed_placements"), 0);
+		assert_non_null(text);
+		assert_non_null(strstr(text, "reserved for a waiting job"));
+		free(text);
+		json_decref(e);
+	}
+	submit_limited(f, "short", "batch", 1, "1m");
+	fx_idle(f);
+	assert_int_equal(nlive(f, "default", "short"), 1);
+	for (int i = 1; i < 4; i++) {
+		finish(f, "default", small[i], "complete");
+		fx_idle(f);
+		assert_int_equal(nlive(f, "default", "big"), 0);
+		assert_int_equal(nlive(f, "default", "w1") + nlive(f, "default", "long") +
+				 nlive(f, "default", "svc"), 0);
+	}
+	finish(f, "default", "short", "complete");
+	fx_idle(f);
+	assert_int_equal(nlive(f, "default", "big"), 1);
+	assert_int_equal(nlive(f, "default", "w1"), 0);
+	/* big's reservation ended (the next waiting job may hold one now) */
+	{
+		json_t *r = queue_resv(f);
+		assert_true(!r || strcmp(js(r, "job_id"), "big"));
+		json_decref(r);
+	}
+	assert_int_equal(gpus_reserved_for(f, "big"), 0);
+	/* big ends: the others start as before */
+	finish(f, "default", "big", "complete");
+	fx_idle(f);
+	assert_int_equal(nlive(f, "default", "w1") + nlive(f, "default", "long") + nlive(f, "default", "svc"), 3);
+	fx_free(f);
+}
+
+static void test_stream_reserved(void **state)
+{
+	(void)state;
+	run_stream(true);
+}
+
+static void test_stream_without_reservations(void **state)
+{
+	(void)state;
+	run_stream(false);
+}
+
+/* A reservation ends when its node is drained, and is made again
+ * elsewhere. */
+static void test_drain_moves_reservation(void **state)
+{
+	struct fx *f = fx_resv(SERVER_RESERVE_NOW);
+	json_t *r;
+	char path[64], *first;
+	(void)state;
+	node_add(f, "n1", 2, "H100");
+	node_add(f, "n2", 2, "H100");
+	for (int i = 0; i < 4; i++) {
+		char id[8];
+		snprintf(id, sizeof(id), "s%d", i);
+		submit_limited(f, id, "batch", 1, "10m");
+		fx_idle(f);
+	}
+	submit_limited(f, "big", "batch", 2, NULL);
+	fx_idle(f);
+	r = queue_resv(f);
+	assert_non_null(r);
+	first = xstrdup(js(r, "node_id"));
+	json_decref(r);
+	snprintf(path, sizeof(path), "/v1/node/%s/eligibility", first);
+	json_decref(fx_ok(f, "POST", path, "{\"eligible\": false}"));
+	fx_idle(f);
+	/* any evaluation drops it; the next try of big makes a new one */
+	submit_limited(f, "poke", "batch", 1, NULL);
+	fx_idle(f);
+	r = queue_resv(f);
+	assert_true(!r || strcmp(js(r, "node_id"), first));
+	json_decref(r);
+	finish(f, "default", "s0", "complete");
+	fx_idle(f);
+	r = queue_resv(f);
+	assert_non_null(r);
+	assert_string_not_equal(js(r, "node_id"), first);
+	json_decref(r);
+	free(first);
+	fx_free(f);
+}
+
+fx_main(cmocka_unit_test(test_alloc_end), cmocka_unit_test(test_backfill_rule),
+	cmocka_unit_test(test_estimate_prefers_time_limited), cmocka_unit_test(test_stream_reserved),
+	cmocka_unit_test(test_stream_without_reservations),
+	cmocka_unit_test(test_drain_moves_reservation))
