@@ -1,14 +1,19 @@
 """End-to-end: high availability (docs/operations.md, "High availability").
 
 Two server agents share one private PostgreSQL cluster (scripts/pg-test-cluster:
-PostgreSQL must be installed; the tests fail, not skip, without it); one leads
-and listens, the other waits as a standby without listening.  A client agent
+PostgreSQL must be installed; the tests fail, not skip, without it); one leads,
+the other waits as a standby that answers on its port: health 503 naming the
+leader, every other request a 307 redirect to the leader.  A client agent
 with simulated GPUs lists both servers.  Killing the leader with SIGKILL
-hands the store to the standby; the client fails over to it and keeps its
-allocations; the CLI with HERD_ADDR="dead,alive" keeps working.
+hands the store to the standby, which then serves the API on the same port;
+the client fails over to it and keeps its allocations; the CLI with
+HERD_ADDR="dead,alive" keeps working, and HERD_ADDR=standby works through the
+redirect.
 
 The failover figures (kill -9 to the new leader answering, and to the next
 placement running on the client) are printed; run with -s to see them."""
+import http.client
+import json
 import os
 import pathlib
 import re
@@ -71,20 +76,35 @@ def server_config(tmp_path, name, conninfo):
     return str(p)
 
 
-def start_server(agents, tmp_path, name, conninfo):
-    port = free_port()
+def start_server(agents, tmp_path, name, conninfo, any_port=False):
+    """any_port: -http-port 0 (the agent says which port it got)."""
+    port = None if any_port else free_port()
     s = Agent(tmp_path, name, ['-config', server_config(tmp_path, name, conninfo),
-                               '-http-port', str(port)], port=port).start()
+                               '-http-port', str(port or 0)], port=port).start()
     agents.append(s)
     return s
 
 
 def leading(s):
-    """The server answers its API (only a leader listens)."""
+    """The server answers its health check with 200 (a standby: 503)."""
     try:
         return api(s.port, '/v1/agent/health') is not None
     except OSError:
         return False
+
+
+def raw(port, method, path, body=None, headers=None):
+    """One request, redirects not followed: (status, headers, JSON body)."""
+    c = http.client.HTTPConnection('127.0.0.1', port, timeout=30)
+    try:
+        c.request(method, path, body=json.dumps(body) if body is not None else None,
+                  headers=headers or {})
+        r = c.getresponse()
+        text = r.read()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, \
+            json.loads(text) if text else None
+    finally:
+        c.close()
 
 
 def standby_line(s, leader):
@@ -119,13 +139,29 @@ def psql(conninfo, sql):
     return r.stdout
 
 
-def test_standby_waits_without_listening_and_stops_cleanly(agents, tmp_path, pg):
+def test_standby_answers_and_stops_cleanly(agents, tmp_path, pg):
     leader = start_server(agents, tmp_path, 's1', pg)
     wait_for(lambda: leading(leader), 20, 'the first server to lead')
     standby = start_server(agents, tmp_path, 's2', pg)
     wait_for(lambda: standby_line(standby, leader), 20, 'the standby line')
-    # it does not serve the API: agents and the CLI fail over by refusal
-    assert not listening(standby.port)
+    a1 = f'127.0.0.1:{leader.port}'
+    # a load balancer's health check: 503 on the standby, naming the leader
+    assert listening(standby.port)
+    status, _, body = raw(standby.port, 'GET', '/v1/agent/health')
+    assert status == 503, body
+    assert body == {'ok': False, 'standby': True, 'leader': a1}
+    status, _, body = raw(leader.port, 'GET', '/v1/agent/health')
+    assert status == 200 and body['ok'] is True
+    # both name the leader
+    assert raw(standby.port, 'GET', '/v1/status/leader')[2] == {'leader': a1}
+    assert raw(leader.port, 'GET', '/v1/status/leader')[2] == {'leader': a1}
+    # every other request: 307 to the same path and query on the leader
+    status, hdrs, _ = raw(standby.port, 'POST', '/v1/jobs?namespace=default&x=a%20b',
+                          body={'job': {}})
+    assert status == 307
+    assert hdrs['location'] == f'http://{a1}/v1/jobs?namespace=default&x=a%20b'
+    status, hdrs, _ = raw(standby.port, 'GET', '/ui/')
+    assert status == 307 and hdrs['location'] == f'http://{a1}/ui/'
     assert standby.proc.poll() is None
     standby.proc.send_signal(signal.SIGTERM)
     assert standby.proc.wait(timeout=15) == 0, standby.log()
@@ -225,3 +261,61 @@ def test_failover_keeps_allocations_and_serves(agents, tmp_path, pg):
     # and the node's log API checks tokens with the live server
     r = cli(both, 'alloc', 'logs', svc['id'][:8])
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_standby_redirects_cli_and_agent_then_leads_on_its_port(agents, tmp_path, pg):
+    # -http-port 0: each says the port it got, as a standby too, and the
+    # leader records the real one for standbys to name
+    s1 = start_server(agents, tmp_path, 's1', pg, any_port=True)
+    wait_for(lambda: leading(s1), 20, 'the first server to lead')
+    s2 = start_server(agents, tmp_path, 's2', pg, any_port=True)
+    assert s1.port and s2.port and s1.port != s2.port
+    wait_for(lambda: standby_line(s2, s1), 20, 'the standby line naming the real port')
+    a1, a2 = f'127.0.0.1:{s1.port}', f'127.0.0.1:{s2.port}'
+    assert raw(s1.port, 'GET', '/v1/status/leader')[2] == {'leader': a1}
+    assert raw(s2.port, 'GET', '/v1/agent/health')[2]['leader'] == a1
+    assert raw(s2.port, 'GET', '/v1/jobs')[1]['location'] == f'http://{a1}/v1/jobs'
+
+    # a client that knows only the standby registers through the redirect
+    client = Agent(tmp_path, 'gpu-node', ['-config', client_config(tmp_path), '-servers', a2,
+                                          '-node', 'gpu-node'],
+                   gpu_file=GPUS / 'h100-sxm-8x-nvlink.json').start()
+    agents.append(client)
+    wait_for(lambda: [n for n in api(s1.port, '/v1/nodes') if n['status'] == 'ready'], 20,
+             'the node to be ready')
+
+    # the CLI with the standby's address alone: the job lands on the leader
+    r = cli(a2, 'job', 'run', write_job(tmp_path, 'via', gpu_job(
+        'via', 'device "nvidia/gpu" { count = 1 }', jtype='service', command='sleep 300')))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert 'via' in {j['id'] for j in api(s1.port, '/v1/jobs')}
+    wait_for(lambda: running_allocs(s1.port, 'via'), 20, 'the job to run')
+    [via] = running_allocs(s1.port, 'via')
+    r = cli(a2, 'job', 'status', 'via')
+    assert r.returncode == 0 and 'running' in r.stdout, r.stdout + r.stderr
+    # a token is not carried over plain http to an address HERD_ADDR lacks
+    env = dict(os.environ, HERD_ADDR=a2, HERD_TOKEN='not-for-elsewhere')
+    r = subprocess.run([str(HERD), 'job', 'status', 'via'], capture_output=True, text=True,
+                       env=env, timeout=60, cwd=REPO)
+    assert r.returncode != 0 and 'HERD_ADDR' in r.stderr, r.stdout + r.stderr
+    env['HERD_ADDR'] = f'{a2},{a1}'
+    r = subprocess.run([str(HERD), 'job', 'status', 'via'], capture_output=True, text=True,
+                       env=env, timeout=60, cwd=REPO)
+    assert r.returncode == 0 and 'running' in r.stdout, r.stdout + r.stderr
+
+    # the takeover: the standby serves the API on the port it answered on
+    s1.kill9()
+    wait_for(lambda: leading(s2), 30, 'the standby to lead', step=0.02)
+    status, _, body = raw(s2.port, 'GET', '/v1/agent/health')
+    assert status == 200 and body['ok'] is True
+    assert raw(s2.port, 'GET', '/v1/status/leader')[2] == {'leader': a2}
+    r = cli(a2, 'job', 'status', 'via')
+    assert r.returncode == 0 and 'running' in r.stdout, r.stdout + r.stderr
+    # the client, which talked to this address all along, keeps its node
+    # and its allocation, and runs what the new leader places
+    assert [n['status'] for n in api(s2.port, '/v1/nodes')] == ['ready']
+    assert [a['id'] for a in running_allocs(s2.port, 'via')] == [via['id']]
+    r = cli(a2, 'job', 'run', '-detach', write_job(tmp_path, 'after', gpu_job(
+        'after', 'device "nvidia/gpu" { count = 1 }', jtype='service', command='sleep 300')))
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_for(lambda: running_allocs(s2.port, 'after'), 30, 'the new job to run')
