@@ -1,6 +1,6 @@
 /* time_limit (job and group), a task's restart block over its group's and
- * the job's reschedule block under every group's: validation, defaults and
- * the merges, field by field. */
+ * the job's reschedule block under every group's, a gang's gang_restart:
+ * validation, defaults and the merges, field by field. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -177,11 +177,35 @@ static void test_hcl_and_round_trip(void **state)
 	job_free(job);
 }
 
+/* gang_restart: "unfinished" by default for a gang, "all" as asked,
+ * nothing else, and only with gang = true. */
+static void test_gang_restart(void **state)
+{
+	struct job *job;
+
+	(void)state;
+	job = load("{\"id\":\"b\",\"type\":\"batch\",\"groups\":["
+		   "{\"name\":\"a\",\"count\":2,\"gang\":true,\"tasks\":[" BATCH_TASK "]},"
+		   "{\"name\":\"b\",\"count\":2,\"gang\":true,\"gang_restart\":\"all\","
+		   "\"tasks\":[" BATCH_TASK "]},"
+		   "{\"name\":\"c\",\"tasks\":[" BATCH_TASK "]}]}", "");
+	assert_string_equal(job->groups[0].gang_restart, "unfinished");
+	assert_string_equal(job->groups[1].gang_restart, "all");
+	assert_null(job->groups[2].gang_restart);
+	job_free(job);
+	load("{\"id\":\"b\",\"type\":\"batch\",\"groups\":[{\"name\":\"a\",\"gang_restart\":\"all\","
+	     "\"tasks\":[" BATCH_TASK "]}]}", "E 0:0 groups[0]: gang_restart needs gang = true\n");
+	load("{\"id\":\"b\",\"type\":\"batch\",\"groups\":[{\"name\":\"a\",\"gang\":true,"
+	     "\"gang_restart\":\"some\",\"tasks\":[" BATCH_TASK "]}]}",
+	     "E 0:0 groups[0].gang_restart: expected one of \"unfinished\", \"all\", got \"some\"\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_time_limit_job_and_group),
 		cmocka_unit_test(test_time_limit_rules),
+		cmocka_unit_test(test_gang_restart),
 		cmocka_unit_test(test_task_restart_merge),
 		cmocka_unit_test(test_job_reschedule_merge),
 		cmocka_unit_test(test_hcl_and_round_trip),
