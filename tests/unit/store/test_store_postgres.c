@@ -31,6 +31,8 @@ struct seen {
 	int waiting_calls, lost_calls, cancel_polls, opened;
 	int cancel_after; /* cancelled() answers true from this poll on (0: never) */
 	char holder[256], why[256];
+	int leader_calls; /* the leader callback: how often, and the last holder */
+	char leader[256];
 };
 
 static void seen_init(struct seen *s)
@@ -52,6 +54,16 @@ static void on_waiting(const char *holder, void *arg)
 	pthread_mutex_lock(&s->lock);
 	s->waiting_calls++;
 	snprintf(s->holder, sizeof(s->holder), "%s", holder);
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void on_leader(const char *holder, void *arg)
+{
+	struct seen *s = arg;
+	pthread_mutex_lock(&s->lock);
+	s->leader_calls++;
+	snprintf(s->leader, sizeof(s->leader), "%s", holder);
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -251,6 +263,75 @@ static void test_killed_connection_fences(void **state)
 	assert_int_equal(b.lost_calls, 0);
 	seen_release(&a);
 	seen_release(&b);
+}
+
+/* Standbys watch who leads (store_pg_options.leader, what a standby
+ * redirects to): the leader's holder; "" once the row is stale (its pid
+ * does not hold the lock); the next leader's holder after a takeover. */
+static void test_standbys_follow_the_leader(void **state)
+{
+	struct tmpstore *t = *state;
+	struct seen a, sn[2];
+	struct standby sb[2];
+	pthread_t th[2];
+	const char *names[2] = { "10.0.0.6:4646", "10.0.0.7:4646" };
+	int win = -1;
+
+	seen_init(&a);
+	reopen_as(t, "10.0.0.5:4646", &a);
+	for (int i = 0; i < 2; i++) {
+		seen_init(&sn[i]);
+		memset(&sb[i], 0, sizeof(sb[i]));
+		sb[i].t = t;
+		sb[i].opts = opts_of(names[i], -1, &sn[i]);
+		sb[i].opts.leader = on_leader;
+		sb[i].opts.leader_arg = &sn[i];
+		assert_int_equal(pthread_create(&th[i], NULL, open_standby, &sb[i]), 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		wait_for(&sn[i], &sn[i].leader_calls, 1);
+		pthread_mutex_lock(&sn[i].lock);
+		assert_string_equal(sn[i].leader, "10.0.0.5:4646");
+		pthread_mutex_unlock(&sn[i].lock);
+	}
+	/* a row whose session does not hold the lock names nobody */
+	pg_sql(t->conninfo, "UPDATE leader SET pid = pg_backend_pid()", NULL, 0);
+	for (int i = 0; i < 2; i++) {
+		wait_for(&sn[i], &sn[i].leader_calls, 2);
+		pthread_mutex_lock(&sn[i].lock);
+		assert_string_equal(sn[i].leader, "");
+		pthread_mutex_unlock(&sn[i].lock);
+	}
+	/* the leader goes: one standby takes over, the other names it */
+	store_close(t->s);
+	t->s = NULL;
+	while (win < 0) {
+		struct timespec nap = { 0, 20 * 1000000L };
+		for (int i = 0; i < 2 && win < 0; i++) {
+			pthread_mutex_lock(&sn[i].lock);
+			if (sn[i].opened)
+				win = i;
+			pthread_mutex_unlock(&sn[i].lock);
+		}
+		if (win < 0)
+			nanosleep(&nap, NULL);
+	}
+	if (sb[win].rc)
+		fail_msg("standby: %s", sb[win].err.msg);
+	wait_for(&sn[!win], &sn[!win].leader_calls, 3);
+	pthread_mutex_lock(&sn[!win].lock);
+	assert_string_equal(sn[!win].leader, names[win]);
+	pthread_mutex_unlock(&sn[!win].lock);
+	/* and the other one leads next */
+	store_close(sb[win].s);
+	pthread_join(th[win], NULL);
+	pthread_join(th[!win], NULL);
+	if (sb[!win].rc)
+		fail_msg("standby: %s", sb[!win].err.msg);
+	t->s = sb[!win].s;
+	seen_release(&a);
+	seen_release(&sn[0]);
+	seen_release(&sn[1]);
 }
 
 /* Two servers starting at once on an empty database: one creates the
@@ -647,6 +728,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, tmpstore_setup, tmpstore_teardown)
 		T(test_second_store_waits_and_takes_over),
+		T(test_standbys_follow_the_leader),
 		T(test_killed_connection_fences),
 		T(test_two_opens_on_an_empty_database),
 		T(test_newer_schema_refused),
