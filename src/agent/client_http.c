@@ -255,7 +255,10 @@ static int authorize(struct client_http *h, struct MHD_Connection *conn, const c
 		httpc_set_addr(&c, addr);
 		httpc_response_release(&resp);
 		r = httpc_request(&c, "GET", path, NULL, &resp, &err);
-		if (r == 0 || (resp.status && resp.status < 500)) {
+		/* a standby's redirect not followed (httpc_redirect_check):
+		 * the next server may be the leader */
+		if (r == 0 || (resp.status && resp.status < 500 && resp.status != 307 &&
+			       resp.status != 308)) {
 			server_list_answered(h->auth_servers, gen);
 			break;
 		}
