@@ -8,11 +8,19 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include "common/httpc.h"
+#include "common/tls.h"
+#include "common/xalloc.h"
 #include "server/http.h"
 #include "server/standby.h"
 #include "store/index_watch.h"
@@ -242,6 +250,73 @@ static void test_live_and_handoff(void **state)
 	http_router_free(r);
 }
 
+static char *fixture_file(const char *name)
+{
+	const char *root = getenv("HERD_SOURCE_ROOT");
+	return xasprintf("%s/tests/unit/agent/fixtures/tls/%s", root ? root : ".", name);
+}
+
+/* With the TLS settings it would lead with: https, callers' certificates
+ * checked (403 without one), and redirects to the leader over https. */
+static void test_tls(void **state)
+{
+	char *ca = fixture_file("ca.pem"), *cert = fixture_file("agent.pem");
+	char *key = fixture_file("agent-key.pem"), addr[64], leader[64];
+	struct tls_server tls = { 0 };
+	struct standby_config sc = { "127.0.0.1", 0, &tls };
+	struct tls_client anon = { .https = true, .ca_file = ca };
+	struct tls_client mine = { .https = true, .ca_file = ca, .cert_file = cert,
+				   .key_file = key };
+	struct standby *sb = NULL;
+	struct herd_err err = { 0, "" };
+	struct httpc c;
+	struct httpc_response r = { 0 };
+	int fd, port;
+
+	(void)state;
+	assert_int_equal(tls_server_load(&tls, cert, key, ca, true, &err), 0);
+	assert_int_equal(standby_start(&sc, &sb, &err), 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", standby_port(sb));
+	/* a leader whose port refuses: the redirect is followed there */
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	{
+		struct sockaddr_in a = { .sin_family = AF_INET };
+		socklen_t len = sizeof(a);
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+		assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+		port = ntohs(a.sin_port);
+	}
+	snprintf(leader, sizeof(leader), "127.0.0.1:%d", port);
+	standby_set_leader(sb, leader);
+
+	httpc_init_tls(&c, addr, &anon);
+	assert_int_equal(httpc_request(&c, "GET", "/v1/agent/health", NULL, &r, &err), -EACCES);
+	assert_string_equal(r.error_code, "tls_client_certificate");
+	httpc_response_release(&r);
+	httpc_release(&c);
+
+	httpc_init_tls(&c, addr, &mine);
+	assert_int_equal(httpc_request(&c, "GET", "/v1/agent/health", NULL, &r, &err), -EIO);
+	assert_int_equal(r.status, 503);
+	assert_string_equal(json_string_value(json_object_get(r.body, "leader")), leader);
+	httpc_response_release(&r);
+	assert_int_equal(httpc_request(&c, "GET", "/v1/jobs", NULL, &r, &err), -ECONNREFUSED);
+	{
+		char want[80];
+		snprintf(want, sizeof(want), "https://%s", leader);
+		assert_non_null(strstr(err.msg, want));
+	}
+	httpc_response_release(&r);
+	httpc_release(&c);
+	standby_stop(sb);
+	close(fd);
+	tls_server_release(&tls);
+	free(ca);
+	free(cert);
+	free(key);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -250,6 +325,7 @@ int main(void)
 		cmocka_unit_test(test_advertise_with_port),
 		cmocka_unit_test(test_answer),
 		cmocka_unit_test(test_live_and_handoff),
+		cmocka_unit_test(test_tls),
 	};
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	return cmocka_run_group_tests(tests, NULL, NULL);
