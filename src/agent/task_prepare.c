@@ -101,10 +101,7 @@ static bool gang_input(const json_t *alloc, struct taskenv_gang *g)
 	hosts = xcalloc((size_t)g->size, sizeof(*hosts));
 	json_array_foreach(members, i, m) {
 		hosts[i] = json_string_value(json_object_get(m, "address"));
-		/* members come in rank order; the leader is the first (rank 0,
-		 * but the lowest rank placed again when the completed members
-		 * of a batch gang were kept: docs/jobspec.md "Gangs") */
-		if (i == 0) {
+		if (json_integer_value(json_object_get(m, "rank")) == 0 && !g->leader_ports) {
 			g->leader_ip = hosts[i];
 			g->leader_ports = gang_ports(m, &g->nr_leader_ports);
 		}

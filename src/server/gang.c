@@ -5,7 +5,8 @@
  * before the first member (gang_mark), takes everything back when one did
  * not fit (gang_undo), and otherwise writes on every member the gang it
  * belongs to (gang_annotate), which is how the members find each other
- * (the agent's HERD_GANG_* variables, taskenv.h).  Nothing here runs for a
+ * (the agent's HERD_GANG_* variables, taskenv.h); a restart that kept the
+ * members that completed (gang_restart) lists them too.  Nothing here runs for a
  * group without `gang`. */
 #include <stdlib.h>
 #include <string.h>
@@ -76,15 +77,46 @@ static json_t *gang_member(struct sched_view *v, const json_t *al)
 	return m;
 }
 
-void gang_annotate(struct sched_view *v, struct plan *p, const struct gang_mark *m)
+/* The member of slot k that a partial restart kept (a batch member that
+ * completed: reconcile.c, gang_restart), from the job's allocations in the
+ * view, or NULL. */
+static const json_t *kept_member(const struct sched_view *v, const struct job_group *g, int64_t k)
+{
+	const json_t *al;
+	size_t i;
+
+	json_array_foreach(v->job_allocs, i, al)
+		if (jint(al, "index", -1) == k && !strcmp(jstr(al, "task_group", ""), g->name) &&
+		    !strcmp(jstr(al, "desired_status", "run"), "run") &&
+		    !strcmp(jstr(al, "client_status", ""), "complete"))
+			return al;
+	return NULL;
+}
+
+void gang_annotate(struct sched_view *v, struct plan *p, const struct gang_mark *m,
+		   const struct job_group *g)
 {
 	size_t n = json_array_size(p->allocs) - m->allocs;
+	unsigned char *placed = xcalloc((size_t)g->count + 1, 1);
 	json_t *members = json_array();
 
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(members, gang_member(v, json_array_get(p->allocs, m->allocs + i)));
+	for (size_t i = 0; i < n; i++) {
+		const json_t *al = json_array_get(p->allocs, m->allocs + i);
+		int64_t k = jint(al, "index", -1);
+		if (k >= 0 && k < g->count)
+			placed[k] = 1;
+		json_array_append_new(members, gang_member(v, al));
+	}
+	/* members kept from the gang before (their work is done) are still
+	 * its members: ranks and size stay those of the whole group */
+	for (int64_t k = 0; n < (size_t)g->count && k < g->count; k++) {
+		const json_t *al = placed[k] ? NULL : kept_member(v, g, k);
+		if (al)
+			json_array_append_new(members, gang_member(v, al));
+	}
+	free(placed);
 	/* members in rank order: HERD_GANG_HOSTS lists them so */
-	for (size_t i = 1; i < n; i++)
+	for (size_t i = 1; i < json_array_size(members); i++)
 		for (size_t j = i; j > 0 && jint(json_array_get(members, j - 1), "rank", 0) >
 					     jint(json_array_get(members, j), "rank", 0); j--) {
 			json_t *a = json_incref(json_array_get(members, j - 1));
@@ -97,7 +129,7 @@ void gang_annotate(struct sched_view *v, struct plan *p, const struct gang_mark 
 		 * a record once planned */
 		json_object_set_new(al, "gang", json_pack("{s:O, s:I, s:I}", "members", members,
 							    "rank", (json_int_t)jint(al, "index", 0),
-							    "size", (json_int_t)n));
+							    "size", (json_int_t)json_array_size(members)));
 	}
 	json_decref(members);
 }

@@ -350,16 +350,16 @@ static bool quota_holds_first(struct plan *p, const struct job *model, const str
  * placed, each learns of the others; otherwise none is.  Returns whether
  * placements were taken back. */
 static bool place_gang_end(struct sched_view *v, struct plan *p, json_t *live,
-			   const struct gang_mark *gm, const char *group, size_t n)
+			   const struct gang_mark *gm, const struct job_group *g, size_t n)
 {
 	size_t fit = (size_t)(p->create - gm->create);
 	if (fit == n && !p->gang_probe) {
-		gang_annotate(v, p, gm);
+		gang_annotate(v, p, gm, g);
 		return false;
 	}
 	gang_undo(v, p, live, gm);
 	if (fit < n)
-		gang_explain(p, group, fit, n);
+		gang_explain(p, g->name, fit, n);
 	return fit > 0;
 }
 
@@ -498,7 +498,7 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 		json_decref(alloc);
 		p->create++;
 	}
-	if (g->gang && place_gang_end(v, p, live, &gm, g->name, n))
+	if (g->gang && place_gang_end(v, p, live, &gm, g, n))
 		reusable = false; /* the snapshot took what was taken back */
 	if (rebuild_each) {
 		sched_snapshot_free(snap);

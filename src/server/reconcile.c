@@ -264,7 +264,8 @@ static int find_group(const struct job *job, const char *name)
  *     events, since they are always placed together).  In a batch job a
  *     member that completed keeps its result and is not placed again,
  *     unless the group says gang_restart = "all" (ranks that must all
- *     start over together): the others form the new gang. */
+ *     start over together): the others are placed again beside it, and
+ *     their gang record still lists it (gang.c). */
 
 struct gang_ctx {
 	struct store *s;

@@ -619,10 +619,13 @@ void gang_mark(struct gang_mark *m, const struct plan *p, const json_t *live);
  * live), what they took leaves the view's node usage and the plan's
  * quota count.  The caller drops any snapshot that took them. */
 void gang_undo(struct sched_view *v, struct plan *p, json_t *live, const struct gang_mark *m);
-/* Writes on every allocation placed since m (the whole gang) its "gang":
- * {"size", "rank", "members": [{"rank", "alloc_id", "node_id",
- * "node_name", "address", "ports"}] in rank order}. */
-void gang_annotate(struct sched_view *v, struct plan *p, const struct gang_mark *m);
+/* Writes on every allocation placed since m (the whole gang of group g,
+ * or the members a restart placed again beside those it kept: batch
+ * members that completed, read from v->job_allocs) its "gang": {"size",
+ * "rank", "members": [{"rank", "alloc_id", "node_id", "node_name",
+ * "address", "ports"}] in rank order}, kept members listed too. */
+void gang_annotate(struct sched_view *v, struct plan *p, const struct gang_mark *m,
+		   const struct job_group *g);
 /* Rewrites the group's failure for a gang of n of which fit members fit:
  * "gang of n: fit of n members fit; <the first member's reason>", all n
  * missing. */

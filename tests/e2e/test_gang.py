@@ -246,14 +246,15 @@ def lines(f):
 def test_gang_restart_keeps_a_completed_member(agents, tmp_path):
     dev = start_dev(agents, tmp_path)
     # Default: rank 0 completed, so it keeps its result; ranks 1 and 2
-    # run again as a gang of two.
+    # run again, still ranks of a gang of three (rank 0 as it ran).
     runs, first, cur = run_partial_gang(dev, tmp_path, 'part', None)
     assert cur[0]['id'] == first['id'] and cur[0]['client_status'] == 'complete'
     assert lines(runs / '0') == ['3']
-    assert lines(runs / '1') == ['3', '2']
-    assert lines(runs / '2') == ['3', '2']
-    assert cur[1]['gang']['size'] == 2 and cur[1]['reschedule_attempts'] == 1
-    assert [m['rank'] for m in cur[1]['gang']['members']] == [1, 2]
+    assert lines(runs / '1') == ['3', '3']
+    assert lines(runs / '2') == ['3', '3']
+    assert cur[1]['gang']['size'] == 3 and cur[1]['reschedule_attempts'] == 1
+    assert [m['rank'] for m in cur[1]['gang']['members']] == [0, 1, 2]
+    assert cur[1]['gang']['members'][0]['alloc_id'] == first['id']
 
     # gang_restart = "all": every member runs again, the completed one too.
     runs, first, cur = run_partial_gang(dev, tmp_path, 'whole', 'all')

@@ -321,16 +321,18 @@ static void test_member_failure_restarts_gang(void **state)
 
 /* A 3-member batch gang: rank 0 completes, rank 1 fails (reschedule due
  * at once).  By default the completed member keeps its result: ranks 1
- * and 2 are placed again, as a gang of two; with gang_restart = "all"
- * every member is, the completed one too.  Returns the ranks placed again
- * as a bit set. */
+ * and 2 are placed again, and their gang still lists rank 0 (size 3,
+ * its allocation as it ran); with gang_restart = "all" every member is
+ * placed again, the completed one too.  Returns the ranks placed again as
+ * a bit set. */
 static unsigned restart_after_completion(const char *gang_restart, size_t *size)
 {
 	struct fx *f = fx_new();
 	char extra[512];
-	json_t *a, *b, *al;
+	json_t *a, *b, *al, *members, *m;
+	const char *first0 = "";
 	unsigned ranks = 0;
-	size_t i;
+	size_t i, j;
 
 	for (int k = 1; k <= 6; k++) {
 		char id[8], ip[16];
@@ -350,8 +352,10 @@ static unsigned restart_after_completion(const char *gang_restart, size_t *size)
 	json_array_foreach(a, i, al)
 		fx_alloc_status(f, al, "running");
 	json_array_foreach(a, i, al)
-		if (fx_i(al, "index") == 0)
+		if (fx_i(al, "index") == 0) {
 			fx_alloc_status(f, al, "complete");
+			first0 = fx_s(al, "id");
+		}
 	json_array_foreach(a, i, al)
 		if (fx_i(al, "index") == 1)
 			fx_alloc_status(f, al, "failed");
@@ -365,9 +369,15 @@ static unsigned restart_after_completion(const char *gang_restart, size_t *size)
 		assert_int_equal(fx_i(al, "reschedule_attempts"), 1);
 		ranks |= 1u << fx_i(al, "index");
 		*size = (size_t)fx_i(json_object_get(al, "gang"), "size");
-		/* the new gang lists the members placed again, in rank order */
-		assert_int_equal(json_array_size(json_object_get(json_object_get(al, "gang"), "members")),
-				 *size);
+		/* every rank, in rank order; rank 0 the allocation that ran
+		 * unless it was placed again */
+		members = json_object_get(json_object_get(al, "gang"), "members");
+		assert_int_equal(json_array_size(members), *size);
+		json_array_foreach(members, j, m) {
+			assert_int_equal(fx_i(m, "rank"), (long long)j);
+			if (j == 0 && !(gang_restart && !strcmp(gang_restart, "all")))
+				assert_string_equal(fx_s(m, "alloc_id"), first0);
+		}
 	}
 	/* each slot has one current allocation */
 	assert_int_equal(json_array_size(b), 3);
@@ -382,9 +392,9 @@ static void test_restart_keeps_completed_member(void **state)
 	size_t size;
 	(void)state;
 	assert_int_equal(restart_after_completion(NULL, &size), 0x6);
-	assert_int_equal(size, 2);
+	assert_int_equal(size, 3);
 	assert_int_equal(restart_after_completion("unfinished", &size), 0x6);
-	assert_int_equal(size, 2);
+	assert_int_equal(size, 3);
 	assert_int_equal(restart_after_completion("all", &size), 0x7);
 	assert_int_equal(size, 3);
 }
