@@ -1,6 +1,6 @@
-/* herd deployment list | status | fail: the rolling updates of service
- * jobs (GET /v1/deployments, GET /v1/deployment/:id, POST
- * /v1/deployment/:id/fail; docs/api.md, "Deployments").  Also what herd
+/* herd deployment list | status | fail | promote: the rolling updates of
+ * service jobs (GET /v1/deployments, GET /v1/deployment/:id, POST
+ * /v1/deployment/:id/fail and /promote; docs/api.md, "Deployments").  Also what herd
  * job status shows as "Latest Deployment" and how herd job run follows a
  * rolling update (deployment_print, deployment_follow). */
 #include <stdio.h>
@@ -32,10 +32,45 @@ static void add_deadline_cell(struct table *t, int64_t at)
 		table_addf(t, "in %lldh%lldm", (long long)(d / 3600), (long long)(d % 3600 / 60));
 }
 
+/* Whether a group of deployment d has canaries. */
+static bool has_canaries(const json_t *d)
+{
+	const char *g;
+	json_t *x;
+	json_object_foreach(json_object_get(d, "groups"), g, x)
+		if (ji(x, "desired_canaries") > 0)
+			return true;
+	return false;
+}
+
+/* Whether d runs and some group's canaries wait for a promotion that
+ * auto_promote will not give; *healthy: and they are all healthy. */
+static bool needs_promotion(const json_t *d, bool *healthy)
+{
+	bool needs = false;
+	const char *g;
+	json_t *x;
+
+	*healthy = true;
+	if (strcmp(js(d, "status"), "running"))
+		return false;
+	json_object_foreach(json_object_get(d, "groups"), g, x) {
+		if (ji(x, "desired_canaries") <= 0 || jb(x, "promoted"))
+			continue;
+		needs = needs || !jb(x, "auto_promote");
+		*healthy = *healthy && ji(x, "healthy_canaries") >= ji(x, "desired_canaries");
+	}
+	return needs;
+}
+
 void deployment_print(const json_t *d, const char *title)
 {
 	static const char *const heads[] = { "GROUP", "AUTO REVERT", "DESIRED", "PLACED",
 					     "HEALTHY", "UNHEALTHY", "PROGRESS DEADLINE" };
+	static const char *const heads_canary[] = { "GROUP", "AUTO REVERT", "PROMOTED", "DESIRED",
+						    "CANARIES", "PLACED", "HEALTHY", "UNHEALTHY",
+						    "PROGRESS DEADLINE" };
+	bool canaries = has_canaries(d);
 	const char *g;
 	json_t *x;
 	struct table t;
@@ -45,11 +80,22 @@ void deployment_print(const json_t *d, const char *title)
 	       (long long)ji(d, "job_version"), "Status", js(d, "status"), "Description",
 	       js(d, "status_description"));
 	printf("\nDeployed\n");
-	table_init(&t, 7, heads);
+	if (canaries)
+		table_init(&t, 9, heads_canary);
+	else
+		table_init(&t, 7, heads);
 	json_object_foreach(json_object_get(d, "groups"), g, x) {
 		table_add(&t, g);
 		table_add(&t, jb(x, "auto_revert") ? "true" : "false");
+		if (canaries && ji(x, "desired_canaries") > 0)
+			table_add(&t, jb(x, "promoted") ? "true" : jb(x, "auto_promote") ? "false (auto)"
+										: "false");
+		else if (canaries)
+			table_add(&t, "-");
 		table_addf(&t, "%lld", (long long)ji(x, "desired_total"));
+		if (canaries) /* placed of desired: "1/2" */
+			table_addf(&t, "%lld/%lld", (long long)ji(x, "placed_canaries"),
+				   (long long)ji(x, "desired_canaries"));
 		table_addf(&t, "%lld", (long long)ji(x, "placed_allocs"));
 		table_addf(&t, "%lld", (long long)ji(x, "healthy_allocs"));
 		table_addf(&t, "%lld", (long long)ji(x, "unhealthy_allocs"));
@@ -71,10 +117,15 @@ static void print_progress(const json_t *d)
 	fputs(short_id(js(d, "id"), sid), stdout);
 	fputs(": ", stdout);
 	fputs(js(d, "status"), stdout);
-	json_object_foreach(json_object_get(d, "groups"), g, x)
+	json_object_foreach(json_object_get(d, "groups"), g, x) {
 		printf("; %s: %lld/%lld healthy, %lld placed, %lld unhealthy", g,
 		       (long long)ji(x, "healthy_allocs"), (long long)ji(x, "desired_total"),
 		       (long long)ji(x, "placed_allocs"), (long long)ji(x, "unhealthy_allocs"));
+		if (ji(x, "desired_canaries") > 0)
+			printf(", canaries %lld/%lld healthy%s", (long long)ji(x, "healthy_canaries"),
+			       (long long)ji(x, "desired_canaries"),
+			       jb(x, "promoted") ? ", promoted" : "");
+	}
 	fputc('\n', stdout);
 }
 
@@ -121,6 +172,17 @@ int deployment_follow(const char *cmd, const char *job_id, const char *ns, int64
 			printf("==> deployment %s: %s\n", js(r.body, "status"),
 			       js(r.body, "status_description"));
 			rc = strcmp(js(r.body, "status"), "successful") ? 1 : 0;
+			httpc_response_release(&r);
+			break;
+		}
+		bool healthy;
+		if (needs_promotion(r.body, &healthy) && healthy) {
+			/* a person decides now: following would wait for ever */
+			printf("==> deployment %s: its canaries are healthy and it waits for promotion;\n"
+			       "    promote it with: herd deployment promote %s\n"
+			       "    (or fail it with: herd deployment fail %s)\n",
+			       js(r.body, "id"), js(r.body, "id"), js(r.body, "id"));
+			rc = 0;
 			httpc_response_release(&r);
 			break;
 		}
@@ -239,7 +301,9 @@ static int deployment_status_cmd(int argc, char **argv)
 	char *id = NULL;
 	int rc = deployment_call(argc, argv, "herd deployment status [options] ID",
 				 "Shows one deployment (ID or a unique prefix): its status and, per group,\n"
-				 "how many allocations are desired, placed, healthy and unhealthy.",
+				 "how many allocations are desired, placed, healthy and unhealthy; with\n"
+				 "canaries, how many are placed of those desired and whether the group is\n"
+				 "promoted.",
 				 &as_json, "GET", "", &id, &r);
 
 	if (!id)
@@ -261,8 +325,9 @@ static int deployment_fail_cmd(int argc, char **argv)
 	struct httpc_response r;
 	char *id = NULL;
 	int rc = deployment_call(argc, argv, "herd deployment fail [options] ID",
-				 "Fails a running deployment: no more allocations are replaced, and with\n"
-				 "auto_revert the job's latest stable version is registered again.",
+				 "Fails a running deployment: no more allocations are replaced, its canaries\n"
+				 "stop, and with auto_revert the job's latest stable version is registered\n"
+				 "again.",
 				 NULL, "POST", "/fail", &id, &r);
 
 	if (!id)
@@ -276,12 +341,81 @@ static int deployment_fail_cmd(int argc, char **argv)
 	return 0;
 }
 
+/* The body of a promotion of groups ("a,b"; NULL: all). */
+static json_t *promote_body(const char *groups)
+{
+	json_t *list;
+	const char *p = groups;
+
+	if (!groups)
+		return json_pack("{s:b}", "all", 1);
+	list = json_array();
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		if (n)
+			json_array_append_new(list, json_stringn(p, n));
+		p += n + (p[n] == ',');
+	}
+	return json_pack("{s:o}", "groups", list);
+}
+
+static int deployment_promote_cmd(int argc, char **argv)
+{
+	const char *ns_flag = NULL, *groups = NULL;
+	const struct flag flags[] = {
+		{ "group", FLAG_STRING, &groups, "promote only these groups (G or G1,G2); default: all" },
+		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP "; * for all" },
+		{ NULL, 0, NULL, NULL },
+	};
+	const struct command_help help = {
+		"herd deployment promote [options] ID",
+		"Promotes the canaries of a running deployment (ID or a unique prefix): once\n"
+		"every canary of the groups promoted is healthy, the rest of their\n"
+		"allocations are replaced max_parallel at a time, the canaries counting as\n"
+		"replaced ones.  Refused while a canary is not healthy (the answer says how\n"
+		"many), and for a deployment with no canaries or not running.",
+		flags,
+	};
+	struct httpc_response r;
+	char *pos[1], *id, *path;
+	json_t *body, *x;
+	const char *g;
+	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc;
+
+	if (n < 0)
+		return n == -1 ? 0 : EXIT_USAGE;
+	if (n < 1)
+		return usage_error(argv[0], "missing deployment id");
+	if (groups && !*groups)
+		return usage_error(argv[0], "-group needs a group name");
+	id = resolve(argv[0], ns_flag, pos[0]);
+	if (!id)
+		return 1;
+	path = xasprintf("/v1/deployment/%s/promote", id);
+	body = promote_body(groups);
+	rc = api_call(argv[0], "POST", path, body, &r);
+	json_decref(body);
+	free(path);
+	if (rc < 0) {
+		free(id);
+		return 1;
+	}
+	printf("deployment %s promoted:", id);
+	json_object_foreach(json_object_get(r.body, "promoted"), g, x)
+		printf(" %s", g);
+	printf("\n");
+	httpc_response_release(&r);
+	free(id);
+	return 0;
+}
+
 int cmd_deployment(int argc, char **argv)
 {
 	static const struct subcommand cmds[] = {
 		{ "list", deployment_list_cmd, "list deployments, newest first" },
 		{ "status", deployment_status_cmd, "show one deployment's progress per group" },
 		{ "fail", deployment_fail_cmd, "fail a running deployment (auto_revert reverts)" },
+		{ "promote", deployment_promote_cmd, "promote a deployment's healthy canaries" },
 		{ NULL, NULL, NULL },
 	};
 	return dispatch(argv[0], cmds, argc, argv);

@@ -288,7 +288,9 @@ int job_run_cmd(int argc, char **argv)
 		"fair queue is followed until it starts (the reason is printed; Ctrl-C\n"
 		"leaves it queued).  Exits 1 when an allocation fails.  A service with an\n"
 		"update block rolls out a few allocations at a time: its deployment is\n"
-		"followed until it ends (exits 1 when it failed).",
+		"followed until it ends (exits 1 when it failed); one with canaries\n"
+		"(update { canary }) and no auto_promote is followed until its canaries\n"
+		"are healthy, then waits for herd deployment promote.",
 		flags,
 	};
 	char *pos[1], *path;
@@ -568,6 +570,8 @@ void print_allocs_table(const json_t *allocs, bool show_node)
 			table_addf(&t, "%s (gang %lld/%lld)", js(a, "task_group"),
 				   (long long)ji(json_object_get(a, "gang"), "rank"),
 				   (long long)ji(json_object_get(a, "gang"), "size"));
+		else if (jb(json_object_get(a, "deployment_status"), "canary"))
+			table_addf(&t, "%s (canary)", js(a, "task_group"));
 		else
 			table_add(&t, js(a, "task_group"));
 		table_addf(&t, "%lld", (long long)ji(a, "job_version"));
