@@ -26,7 +26,9 @@
  * behind it: they try, and start when they fit (backfill, as Nomad's
  * blocked evaluations block nobody else).  The order decides only who
  * tries first when capacity changes, i.e. who gets freed GPUs first;
- * preemption by priority is what gets a large job its GPUs.
+ * preemption by priority, and reservations (reservation.h: the job whose
+ * turn came after waiting too long gets GPUs held for it, and goes first
+ * after those that preempted), are what get a large job its GPUs.
  *
  * Evaluations the queue holds are parked here, not in the broker, and are
  * queued again only when their turn comes (fair_queue_wake).  A job held
@@ -259,12 +261,13 @@ static struct ranked *ordered(struct server *srv, struct fair_queue *q)
 static struct fq_entry *turn_of(struct server *srv, struct fair_queue *q, const struct fq_entry *self)
 {
 	struct ranked *v;
-	struct fq_entry *turn = NULL;
+	struct fq_entry *turn = NULL, *holder;
 	json_t *min_failed; /* {"<shape>": least GPU ask of that shape that failed} */
 	if (q->n == 0)
 		return NULL;
 	v = ordered(srv, q);
 	min_failed = json_object();
+	holder = q->resv ? find(q, q->resv->ns, q->resv->job_id) : NULL;
 	for (size_t i = 0; i < q->n; i++) {
 		struct fq_entry *e = v[i].e;
 		bool failed = e != self && e->failed_gen == q->gen;
@@ -278,8 +281,10 @@ static struct fq_entry *turn_of(struct server *srv, struct fair_queue *q, const 
 		}
 		/* the same shape with a no-larger ask failed at this capacity;
 		 * not said of the reservation's holder, which may use GPUs the
-		 * others may not */
-		if (m && e->ask_milli >= json_integer_value(m) && e->ask_milli > 0 && !e->resv)
+		 * others may not, nor of a job ahead of it in its namespace,
+		 * which takes the reservation over when it tries */
+		if (m && e->ask_milli >= json_integer_value(m) && e->ask_milli > 0 && !e->resv &&
+		    !(holder && resv_precedes(e, holder)))
 			continue;
 		turn = e;
 		break;

@@ -703,7 +703,7 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 	 * enough for GPUs to be reserved for it */
 	if (p->needs_gpus && eval_id[0] && json_object_size(p->failed) && !p->reserve &&
 	    !p->quota_held)
-		resv_consider(srv, v, job, model, r.place[0].group, live, now);
+		resv_consider(srv, v, job, model, r.place[0].group, live, p->create > 0, now);
 out:
 	json_decref(live);
 	reconcile_result_release(&r);

@@ -335,12 +335,13 @@ static size_t holders_of(struct server *srv, const struct sched_view *v, json_t 
 	for (size_t i = 0; i < v->nnodes; i++) {
 		const struct view_node *vn = &v->nodes[i];
 		struct store_filter f = { NULL, NULL, vn->id };
-		json_t *allocs = NULL, *al, *seen = json_object(), *res;
+		json_t *allocs = NULL, *al, *seen, *res;
 		const char *aid;
 		size_t j;
 
 		if (!vn->schedulable || !json_array_size(json_object_get(vn->node, "devices")))
 			continue;
+		seen = json_object();
 		if (store_list_shared(srv->store, STORE_ALLOC, &f, &allocs, NULL) < 0)
 			allocs = json_array();
 		json_array_append_new(keep, allocs);
@@ -370,8 +371,19 @@ static size_t holders_of(struct server *srv, const struct sched_view *v, json_t 
 	return n;
 }
 
+bool resv_precedes(const struct fq_entry *a, const struct fq_entry *b)
+{
+	if (strcmp(a->ns, b->ns))
+		return false;
+	if (a->priority != b->priority)
+		return a->priority > b->priority;
+	if (a->submit != b->submit)
+		return a->submit < b->submit;
+	return strcmp(a->job_id, b->job_id) < 0;
+}
+
 void resv_consider(struct server *srv, struct sched_view *v, const json_t *job,
-		   const struct job *model, int gi, const json_t *live, int64_t now)
+		   const struct job *model, int gi, const json_t *live, bool placed_some, int64_t now)
 {
 	struct fair_queue *q = &srv->fq;
 	const char *ns = jstr(job, "namespace", "default"), *id = jstr(job, "id", "");
@@ -389,12 +401,27 @@ void resv_consider(struct server *srv, struct sched_view *v, const json_t *job,
 	if (after < 0 || !model || gi < 0 || (size_t)gi >= model->ngroups || model->groups[gi].gang)
 		return;
 	pthread_mutex_lock(&q->lock);
+	/* the job changed, or an instance took GPUs (the reserved ones, or
+	 * others) and the next one waits: estimate again for that one */
 	if (q->resv && !strcmp(q->resv->ns, ns) && !strcmp(q->resv->job_id, id) &&
-	    q->resv->job_version != version)
-		resv_drop_locked(q, ns, id); /* the job changed: estimate again */
+	    (q->resv->job_version != version || placed_some))
+		resv_drop_locked(q, ns, id);
 	e = entry_of(q, ns, id);
 	/* one that preempted needs none: what it freed is for it */
-	go = e && !e->reserved && !q->resv && now_ns() - e->since >= after;
+	go = e && !e->reserved && now_ns() - e->since >= after;
+	/* a job ahead of the holder in the holder's own namespace takes the
+	 * reservation over (the order within a namespace does not change
+	 * with usage, so it cannot go back and forth): after a restart the
+	 * queue is rebuilt in whatever order evaluations run again */
+	if (go && q->resv && !strcmp(q->resv->ns, ns) && strcmp(q->resv->job_id, id)) {
+		struct fq_entry *holder = entry_of(q, q->resv->ns, q->resv->job_id);
+		if (holder && resv_precedes(e, holder)) {
+			char *hid = xstrdup(q->resv->job_id);
+			resv_drop_locked(q, ns, hid);
+			free(hid);
+		}
+	}
+	go = go && !q->resv;
 	pthread_mutex_unlock(&q->lock);
 	if (!go || group_ask_init(&ask, model, &model->groups[gi], NULL) < 0)
 		return;

@@ -18,7 +18,8 @@
  * estimated start (backfill, as Slurm's).
  *
  * At most one reservation exists at a time (the first job whose turn came
- * after waiting too long); it lives in the fair queue (under its lock), in
+ * after waiting too long; a job ahead of it in its own namespace's order
+ * that waited too long takes it over); it lives in the fair queue (under its lock), in
  * memory only, and ends when its job leaves the queue (placed, stopped,
  * held by its own quota, failed), when its job changes, or when its node
  * is no longer schedulable; then the next head that waits too long gets
@@ -108,12 +109,22 @@ int resv_estimate(const struct sched_view *v, const struct group_ask *ask, const
 void resv_view(struct server *srv, struct sched_view *v, int64_t now);
 
 /* Called when the job (stored `job`, decoded `model`) tried to place
- * group gi in its turn and did not fit: makes a reservation for it when
- * reservations are on, none is held, and it has waited longer than the
- * server's reserve_after; drops its reservation when the job changed
- * since.  Store reads only; errors leave things as they were. */
+ * group gi in its turn and did not fit everything (placed_some: some
+ * instances did): makes a reservation for it when reservations are on,
+ * none is held, and it has waited longer than the server's
+ * reserve_after; first drops its own reservation when the job changed
+ * since or placed_some (the next instance needs an estimate of its own).
+ * Store reads only; errors leave things as they were. */
 void resv_consider(struct server *srv, struct sched_view *v, const json_t *job,
-		   const struct job *model, int gi, const json_t *live, int64_t now);
+		   const struct job *model, int gi, const json_t *live, bool placed_some,
+		   int64_t now);
+
+/* Whether queue entry a comes before b in the order of their namespace,
+ * the reservation aside (higher priority, then earlier submission); false
+ * across namespaces.  Such an a takes b's reservation over when it tries
+ * and does not fit, so the queue lets it try (fair_queue.c). */
+struct fq_entry;
+bool resv_precedes(const struct fq_entry *a, const struct fq_entry *b);
 
 /* Drops q's reservation when it is job (ns, job_id)'s (q->lock held). */
 void resv_drop_locked(struct fair_queue *q, const char *ns, const char *job_id);

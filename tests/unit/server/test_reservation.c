@@ -301,7 +301,93 @@ static void test_drain_moves_reservation(void **state)
 	fx_free(f);
 }
 
+/* Reservations live in memory: after a restart the queue is rebuilt as
+ * the queued evaluations run again, and with it the reservation; it still
+ * keeps the freed GPU from w1 and gives the node to big. */
+static void test_restart_rebuilds(void **state)
+{
+	struct fx *f = fx_resv(SERVER_RESERVE_NOW);
+	json_t *r;
+	(void)state;
+	node_add(f, "n1", 2, "H100");
+	submit_limited(f, "s1", "batch", 1, "10m");
+	fx_idle(f);
+	submit_limited(f, "s2", "batch", 1, "10m");
+	fx_idle(f);
+	submit_limited(f, "big", "batch", 2, NULL);
+	fx_idle(f);
+	submit_limited(f, "w1", "batch", 1, NULL);
+	fx_idle(f);
+	r = queue_resv(f);
+	assert_non_null(r);
+	assert_string_equal(js(r, "job_id"), "big");
+	json_decref(r);
+	server_stop(f->srv);
+	f->srv = NULL;
+	fx_start(f);
+	fx_heartbeat(f, "n1");
+	fx_idle(f);
+	r = queue_resv(f);
+	assert_non_null(r);
+	assert_string_equal(js(r, "job_id"), "big");
+	json_decref(r);
+	finish(f, "default", "s1", "complete");
+	fx_idle(f);
+	assert_int_equal(nlive(f, "default", "w1") + nlive(f, "default", "big"), 0);
+	finish(f, "default", "s2", "complete");
+	fx_idle(f);
+	assert_int_equal(nlive(f, "default", "big"), 1);
+	assert_int_equal(nlive(f, "default", "w1"), 0);
+	fx_free(f);
+}
+
+/* A job of two 2-GPU instances on two 2-GPU nodes: the first instance
+ * takes its reserved node when it frees, and the second gets a
+ * reservation of its own on the other node. */
+static void test_next_instance_reserves_again(void **state)
+{
+	struct fx *f = fx_resv(SERVER_RESERVE_NOW);
+	json_t *r, *a;
+	char *t, *first;
+	(void)state;
+	node_add(f, "n1", 2, "H100");
+	node_add(f, "n2", 2, "H100");
+	for (int i = 0; i < 4; i++) {
+		char id[8];
+		snprintf(id, sizeof(id), "s%d", i);
+		submit_limited(f, id, "batch", 1, i < 2 ? "10m" : "20m");
+		fx_idle(f);
+	}
+	t = xasprintf("{\"job\": {\"id\": \"two\", \"type\": \"batch\", \"groups\": [{\"name\": \"g\","
+		      " \"count\": 2, \"tasks\": [{\"name\": \"t\", \"driver\": \"raw_exec\","
+		      " \"config\": {\"command\": \"/bin/true\"}, \"resources\": {\"cpu\": 100,"
+		      " \"memory\": 64, \"devices\": [{\"name\": \"nvidia/gpu\", \"count\": 2}]}}]}]}}");
+	json_decref(fx_ok(f, "POST", "/v1/jobs", t));
+	free(t);
+	fx_idle(f);
+	r = queue_resv(f);
+	assert_non_null(r);
+	first = xstrdup(js(r, "node_id"));
+	json_decref(r);
+	/* the two 10m jobs share the first node reserved (the earliest end) */
+	a = live_allocs(f, "default", "s0");
+	assert_string_equal(js(json_array_get(a, 0), "node_id"), first);
+	json_decref(a);
+	finish(f, "default", "s0", "complete");
+	finish(f, "default", "s1", "complete");
+	fx_idle(f);
+	assert_int_equal(nlive(f, "default", "two"), 1);
+	r = queue_resv(f);
+	assert_non_null(r);
+	assert_string_equal(js(r, "job_id"), "two");
+	assert_string_not_equal(js(r, "node_id"), first);
+	json_decref(r);
+	free(first);
+	fx_free(f);
+}
+
 fx_main(cmocka_unit_test(test_alloc_end), cmocka_unit_test(test_backfill_rule),
 	cmocka_unit_test(test_estimate_prefers_time_limited), cmocka_unit_test(test_stream_reserved),
 	cmocka_unit_test(test_stream_without_reservations),
-	cmocka_unit_test(test_drain_moves_reservation))
+	cmocka_unit_test(test_drain_moves_reservation), cmocka_unit_test(test_restart_rebuilds),
+	cmocka_unit_test(test_next_instance_reserves_again))
