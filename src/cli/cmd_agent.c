@@ -501,9 +501,6 @@ int cmd_agent(int argc, char **argv)
 		sc.reserve_after_ns = cfg.server.reserve_after_ns < 0 ? SERVER_RESERVE_OFF
 				      : cfg.server.reserve_after_ns ? cfg.server.reserve_after_ns
 				      : SERVER_RESERVE_NOW;
-		sc.reserve_after_ns = cfg.server.reserve_after_ns < 0 ? SERVER_RESERVE_OFF
-				      : cfg.server.reserve_after_ns ? cfg.server.reserve_after_ns
-				      : SERVER_RESERVE_NOW;
 		sc.client_enabled = cfg.client.enabled;
 		sc.log = server_log;
 		sc.log_arg = &cfg;
