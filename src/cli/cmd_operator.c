@@ -34,6 +34,32 @@ static size_t to_file(const char *p, size_t len, void *arg)
 	return fwrite(p, 1, len, arg);
 }
 
+/* The snapshot's URL: on base, or on the leader when base is a standby
+ * (GET /v1/status/leader names another server), as far as httpc's
+ * redirect rules allow (the stream itself does not follow redirects). */
+static char *snapshot_url(struct httpc *c)
+{
+	struct httpc_response r = { 0 };
+	struct herd_err err = { 0, "" };
+	char *url = xasprintf("%s/v1/operator/snapshot", c->base), *there, *next = NULL;
+	const char *leader;
+	bool with_token;
+
+	if (httpc_request(c, "GET", "/v1/status/leader", NULL, &r, &err) == 0 &&
+	    (leader = json_string_value(json_object_get(r.body, "leader"))) && *leader) {
+		there = xasprintf("%s://%s/v1/operator/snapshot",
+				  strncmp(c->base, "https://", 8) ? "http" : "https", leader);
+		if (strcmp(there, url) && httpc_redirect_check(c, url, there, &next, &with_token,
+							      &err) == 0) {
+			free(url);
+			url = next;
+		}
+		free(there);
+	}
+	httpc_response_release(&r);
+	return url;
+}
+
 /* GET /v1/operator/snapshot into out; 0, or 1 with the reason printed. */
 static int fetch_snapshot(const char *cmd, FILE *out)
 {
@@ -48,14 +74,9 @@ static int fetch_snapshot(const char *cmd, FILE *out)
 		return 1;
 	}
 	/* With several servers (HERD_ADDR="a,b"): the stream goes to the
-	 * one that answers (httpc's failover picks it). */
-	if (c.nr_addrs > 1) {
-		struct httpc_response r = { 0 };
-		struct herd_err err = { 0, "" };
-		httpc_request(&c, "GET", "/v1/agent/health", NULL, &r, &err);
-		httpc_response_release(&r);
-	}
-	url = xasprintf("%s/v1/operator/snapshot", c.base);
+	 * one that answers (httpc's failover picks it), or the leader that a
+	 * standby names. */
+	url = snapshot_url(&c);
 	rc = cli_get_stream(cmd, c.base, url, &c.tls, to_file, out);
 	if (rc == 2)
 		fprintf(stderr, "%s: writing the snapshot: %s\n", cmd, strerror(errno));

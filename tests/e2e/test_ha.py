@@ -302,6 +302,12 @@ def test_standby_redirects_cli_and_agent_then_leads_on_its_port(agents, tmp_path
     r = subprocess.run([str(HERD), 'job', 'status', 'via'], capture_output=True, text=True,
                        env=env, timeout=60, cwd=REPO)
     assert r.returncode == 0 and 'running' in r.stdout, r.stdout + r.stderr
+    # a backup through the standby's address streams from the leader
+    snap = tmp_path / 'via-standby.snap'
+    r = cli(a2, 'operator', 'snapshot', 'save', str(snap))
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = cli(a2, 'operator', 'snapshot', 'inspect', str(snap))
+    assert r.returncode == 0, r.stdout + r.stderr
 
     # the takeover: the standby serves the API on the port it answered on
     s1.kill9()
