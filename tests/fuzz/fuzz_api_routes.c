@@ -4,10 +4,11 @@
  * GET /v1/job/:id/version/:version, GET /v1/services and /v1/service/:name
  * (the same query; a name), the deployment reads GET /v1/deployments
  * (the same query), GET /v1/deployment/:id, GET /v1/job/:id/deployment
- * and POST /v1/deployment/:id/fail (an id), and GET /v1/metrics (format: a text
+ * and POST /v1/deployment/:id/fail and /promote (an id), and GET /v1/metrics (format: a text
  * answer or JSON); and the batch status route
  * PUT /v1/node/:id/allocations/status, the job version routes
- * POST /v1/job/:id/revert and /scale, and the child launches
+ * POST /v1/job/:id/revert and /scale (the revert's body also promotes
+ * the rolling service's deployment), and the child launches
  * POST /v1/job/:id/dispatch and /periodic/force by their bodies.  One
  * server, started once with a node, a batch job placed on it and its
  * allocations, a parameterized and a periodic job, a rolling service (a
@@ -30,6 +31,7 @@
 #include "server/server-int.h"
 
 static struct server *srv;
+static char promote_path[128]; /* POST /v1/deployment/<the service's>/promote */
 static char dir[] = "/tmp/fuzz_api_routes.XXXXXX";
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -176,6 +178,13 @@ static void setup(void)
 		abort();
 	if (server_wait_idle(srv, 20 * 1000000000LL) < 0)
 		abort();
+	json_t *d = NULL;
+	if (call_answer("GET", "/v1/job/s/deployment", NULL, NULL, 0, &d) != 200 ||
+	    !json_is_object(d))
+		abort();
+	snprintf(promote_path, sizeof(promote_path), "/v1/deployment/%s/promote",
+		 json_string_value(json_object_get(d, "id")));
+	json_decref(d);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -220,6 +229,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		call("POST", path, NULL, NULL, 0);
 		free(path);
+		if (asprintf(&path, "/v1/deployment/%s/promote", rest) < 0)
+			abort();
+		call("POST", path, NULL, NULL, 0);
+		free(path);
 		if (asprintf(&path, "/v1/job/%s/deployment", rest) < 0)
 			abort();
 		call("GET", path, NULL, NULL, 0);
@@ -231,6 +244,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 5:
 		call("POST", "/v1/job/a/revert", NULL, (const char *)data + 1, size - 1);
+		/* its deployment has no canaries: the body is read, nothing
+		 * is written */
+		call("POST", promote_path, NULL, (const char *)data + 1, size - 1);
 		break;
 	case 6:
 		if (!scale_too_big(data + 1, size - 1))
