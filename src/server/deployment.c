@@ -704,6 +704,19 @@ static void drop_canary_places(struct reconcile_result *r)
 	r->nplace = k;
 }
 
+/* Whether r stops a canary not promoted. */
+static bool stops_canaries(const struct reconcile_result *r)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(r->stops, i, x) {
+		const json_t *ds = json_object_get(x, "deployment_status");
+		if (jbool(ds, "canary", false) && !jbool(ds, "promoted", false))
+			return true;
+	}
+	return false;
+}
+
 /* What a running deployment says while some group waits for promotion. */
 static const char *running_description(const struct deploy *d)
 {
@@ -752,6 +765,14 @@ void deploy_end(struct deploy *d, struct reconcile_result *r)
 				work = true;
 		if (!work || !d->vrec) {
 			drop_canary_places(r);
+			/* no deployment of its own, but it stops an older one's
+			 * canaries (a version back to the old spec): that one is
+			 * over too (read only then: such a stop is rare) */
+			if (stops_canaries(r)) {
+				json_t *versions = job_versions(d);
+				cancel_older(d, versions, r);
+				json_decref(versions);
+			}
 			goto out;
 		}
 		d->dep = dep_new(d);
