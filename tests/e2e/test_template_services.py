@@ -281,3 +281,76 @@ def test_template_watch_over_http_and_client_restart(agents, tmp_path):
     assert cli(server.port, 'job', 'stop', 'watcher').returncode == 0
     wait_for(lambda: [a for a in job_allocs(server.port, 'watcher')
                       if a['client_status'] == 'complete'], 60, 'the watcher to complete')
+
+
+def test_template_services_with_acl(agents, tmp_path):
+    """ACL: the agent reads services with its own token (client { token }).
+    A node token that may not read the job's namespace fails the task at
+    its start with the server's refusal, once (no restart); one whose policy
+    also reads the namespace renders the service."""
+    from test_acl import call, herd as herd_as, secret_of
+    from test_control_plane import GPUS, Agent
+    srv_cfg = tmp_path / 'server.hcl'
+    srv_cfg.write_text('bind_addr = "127.0.0.1"\nserver {\n  enabled = true\n}\n'
+                       'acl {\n  enabled = true\n}\n')
+    srv = Agent(tmp_path, 'server', ['-config', str(srv_cfg), '-http-port', '0']).start()
+    agents.append(srv)
+    port, addr = srv.port, f'127.0.0.1:{srv.port}'
+    wait_for(lambda: call(addr, '/v1/agent/health')[0] == 200, 10, 'the server')
+    r = herd_as(port, 'acl', 'bootstrap')
+    assert r.returncode == 0, r.stderr
+    mgmt = secret_of(r.stdout)
+    policies = {
+        'node-only': 'node {\n  policy = "write"\n}\n',
+        'node-svc': 'node {\n  policy = "write"\n}\n'
+                    'namespace "default" {\n  policy = "read"\n}\n',
+    }
+    secrets = {}
+    for name, text in policies.items():
+        f = tmp_path / f'{name}.policy.hcl'
+        f.write_text(text)
+        r = herd_as(port, 'acl', 'policy', 'apply', name, str(f), token=mgmt)
+        assert r.returncode == 0, r.stderr
+        r = herd_as(port, 'acl', 'token', 'create', '-name', name, '-policy', name, token=mgmt)
+        assert r.returncode == 0, r.stderr
+        secrets[name] = secret_of(r.stdout)
+    for node, token in (('c1', secrets['node-only']), ('c2', secrets['node-svc'])):
+        cfg = tmp_path / f'{node}.hcl'
+        cfg.write_text(f'bind_addr = "127.0.0.1"\nname = "{node}"\n'
+                       'client {\n  enabled = true\n'
+                       f'  servers = ["{addr}"]\n'
+                       f'  token = "{token}"\n}}\n'
+                       'plugin "raw_exec" {\n  config {\n    enabled = true\n  }\n}\n')
+        agents.append(Agent(tmp_path, node, ['-config', str(cfg), '-http-port', '0'],
+                            gpu_file=GPUS / 't4-2x.json').start())
+    wait_for(lambda: len([n for n in call(addr, '/v1/nodes', token=mgmt)[1]
+                          if n['status'] == 'ready']) == 2, 30, 'both client nodes')
+
+    def allocs(job):
+        return call(addr, f'/v1/job/{job}/allocations', token=mgmt)[1]
+
+    def run_as_mgmt(name, text):
+        r = herd_as(port, 'job', 'run', '-detach', write_job(tmp_path, name, text), token=mgmt)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    run_as_mgmt('mlflow', pinned(MLFLOW_JOB.replace('PY', PY).replace('STATIC', ''), 'c2'))
+    inst = wait_for(lambda: [i for i in call(addr, '/v1/service/mlflow', token=mgmt)[1]
+                             if i['health'] == 'passing'], 60, 'mlflow to be passing')
+    p1 = inst[0]['port']
+
+    # c1's token may not read the namespace: the start fails and says why
+    run_as_mgmt('trainer', pinned(TRAINER_JOB, 'c1'))
+    [a] = wait_for(lambda: [a for a in allocs('trainer') if a['client_status'] == 'failed'], 60,
+                   'the trainer on c1 to fail')
+    st = a['task_states']['train']
+    failure = [e['message'] for e in st['events'] if e['type'] == 'Setup Failure']
+    assert failure and 'template line 1: nomadService "mlflow"' in failure[0], st['events']
+    assert 'permission' in failure[0] or '403' in failure[0], failure
+    assert st['restarts'] == 0
+
+    # c2's may: the same template renders there
+    run_as_mgmt('trainer2', pinned(TRAINER_JOB.replace('job "trainer"', 'job "trainer2"'), 'c2'))
+    [b] = wait_for(lambda: [a for a in allocs('trainer2') if a['client_status'] == 'running'],
+                   60, 'trainer2 on c2 to run')
+    out = tmp_path / 'c2' / 'data' / 'alloc' / b['id'] / 'train' / 'local' / 'mlflow.txt'
+    assert out.read_text() == f'127.0.0.1:{p1}\n'
