@@ -38,7 +38,8 @@
  * guards the per-task state (last outputs, pending changes, live) and is
  * held across a rendering (renderings of one allocation do not run at
  * once: the watch's and a task's start write the same files).  Order:
- * render_lock, then lock; never ar->lock while holding either. */
+ * render_lock, then lock; ar->lock may be taken inside either (a task's
+ * events, whether it is to stop), never the reverse. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -266,7 +267,19 @@ static void start_thread(struct tmpl_watch *w)
 
 /* The first answer for key, asked at once; while the server cannot be
  * reached, again with backoff until the deadline (first) or once. */
-static int fetch_first(struct tmpl_watch *w, const char *key, bool first, struct herd_err *err)
+/* Whether the task whose start waits for the server is to stop meanwhile
+ * (a stop of the allocation does not wait out the retries). */
+static bool task_stopping(struct task_runner *tr)
+{
+	bool s;
+	pthread_mutex_lock(&tr->ar->lock);
+	s = tr->kill || (tr->ar->stop_requested && tr->phase != PHASE_POSTSTOP);
+	pthread_mutex_unlock(&tr->ar->lock);
+	return s;
+}
+
+static int fetch_first(struct tmpl_watch *w, struct task_runner *tr, const char *key, bool first,
+		       struct herd_err *err)
 {
 	int64_t deadline = now_unix_ns() + TMPL_FIRST_WAIT, backoff = 100 * 1000000LL;
 	uint64_t index = 0;
@@ -284,8 +297,9 @@ static int fetch_first(struct tmpl_watch *w, const char *key, bool first, struct
 			return -EHOSTUNREACH;
 		}
 		if (all) {
-			if (client_sleep(w->ar->c, backoff) || watch_stopping(w))
-				return herd_errf(err, -ECANCELED, "the client is shutting down");
+			if (client_sleep(w->ar->c, backoff) || watch_stopping(w) ||
+			    task_stopping(tr))
+				return herd_errf(err, -ECANCELED, "the task is being stopped");
 			backoff = backoff * 2 > 2 * NS_PER_SEC ? 2 * NS_PER_SEC : backoff * 2;
 		}
 	}
@@ -315,7 +329,7 @@ static int services_cb(void *arg, const char *name, const json_t **out, struct h
 			*out = v;
 			return 0;
 		}
-		if ((rc = fetch_first(w, key, call->first, err)) < 0)
+		if ((rc = fetch_first(w, call->tr, key, call->first, err)) < 0)
 			return rc;
 	}
 	return herd_errf(err, -EIO, "no answer kept");
