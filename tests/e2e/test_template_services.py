@@ -354,3 +354,86 @@ def test_template_services_with_acl(agents, tmp_path):
                    60, 'trainer2 on c2 to run')
     out = tmp_path / 'c2' / 'data' / 'alloc' / b['id'] / 'train' / 'local' / 'mlflow.txt'
     assert out.read_text() == f'127.0.0.1:{p1}\n'
+
+
+# Two allocations whose main task starts (and renders its template) only
+# once alloc/go exists: the test chooses when each first render happens.
+GATED_JOB = '''
+job "gated" {
+  group "g" {
+    count = 2
+    task "gate" {
+      lifecycle {
+        hook = "prestart"
+      }
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "while [ ! -e \\"$NOMAD_ALLOC_DIR/go\\" ]; do sleep 0.1; done"]
+      }
+    }
+    task "train" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sleep"
+        args    = ["600"]
+      }
+      template {
+        data        = "{{ range nomadService \\"mlflow\\" }}{{ .Address }}:{{ .Port }}\\n{{ end }}"
+        destination = "local/mlflow.txt"
+      }
+    }
+  }
+}
+'''
+
+
+def test_template_first_render_waits_for_the_server(agents, tmp_path):
+    """The server is away when a task's template is first rendered: the
+    agent asks again with backoff.  One allocation waits out the 60 s and
+    fails with an event that says why; the other starts its render later,
+    the server comes back meanwhile, and it renders and runs."""
+    from test_control_plane import GPUS, Agent
+    from test_tasks import _client_hcl, _server_hcl
+    server = Agent(tmp_path, 'server', ['-config', str(_server_hcl(tmp_path)),
+                                        '-http-port', '0']).start()
+    agents.append(server)
+    client = Agent(tmp_path, 'c1', ['-config', str(_client_hcl(tmp_path)), '-servers',
+                                    f'127.0.0.1:{server.port}', '-node', 'c1',
+                                    '-http-port', '0'],
+                   gpu_file=GPUS / 't4-2x.json').start()
+    agents.append(client)
+    wait_for(lambda: [n for n in api(server.port, '/v1/nodes') if n['status'] == 'ready'], 30,
+             'the client node')
+    run(server, mlflow_job(tmp_path))
+    p1 = wait_for(lambda: passing_port(server), 60, 'mlflow to be passing')
+    run(server, write_job(tmp_path, 'gated', GATED_JOB))
+    def gates_running():
+        r = [a for a in job_allocs(server.port, 'gated')
+             if a.get('task_states', {}).get('gate', {}).get('state') == 'running']
+        return len(r) == 2 and r
+    allocs = wait_for(gates_running, 60, 'both gates to run')
+    a, b = allocs[0]['id'], allocs[1]['id']
+
+    port = server.port
+    server.kill9()
+    (alloc_dir(client, a) / 'alloc' / 'go').write_text('')
+    wait_for(lambda: 'the server could not be reached for 60s' in client.log(), 120,
+             'the first allocation to give up on the server')
+    # the second starts its wait now; the server is back well within it
+    (alloc_dir(client, b) / 'alloc' / 'go').write_text('')
+    server.args = ['-config', str(tmp_path / 'server.hcl'), '-http-port', str(port)]
+    server.start()
+
+    def alloc(i):
+        return api(port, f'/v1/allocation/{i}')
+    failed = wait_for(lambda: [x for x in [alloc(a)] if x['client_status'] == 'failed'], 60,
+                      'the first allocation to be reported failed')[0]
+    st = failed['task_states']['train']
+    msgs = [e['message'] for e in st['events'] if e['type'] == 'Setup Failure']
+    assert msgs and 'nomadService "mlflow": the server could not be reached for 60s' in msgs[0], \
+        st['events']
+    assert st['restarts'] == 0
+    wait_for(lambda: alloc(b)['client_status'] == 'running', 60, 'the second to run')
+    out = alloc_dir(client, b) / 'train' / 'local' / 'mlflow.txt'
+    assert out.read_text() == f'127.0.0.1:{p1}\n'
