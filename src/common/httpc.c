@@ -462,42 +462,42 @@ int httpc_redirect_check(const struct httpc *c, const char *from, const char *lo
 }
 
 /* perform, following redirects (httpc_redirect_check) up to
- * HTTPC_MAX_REDIRECTS times. */
+ * HTTPC_MAX_REDIRECTS times.  The first request goes to url on base, as
+ * ever; only a redirect allocates. */
 static int perform_following(struct httpc *c, const char *method, const char *url,
 			     const json_t *body, long timeout_ms, struct httpc_response *resp,
 			     struct herd_err *err)
 {
-	char *cur = xstrdup(url), location[2048];
+	char location[2048], *owned = NULL, *who = NULL;
+	const char *cur = url;
 	bool with_token = true;
 	int rc;
 
 	for (int hops = 0;; hops++) {
-		size_t on = origin_len(cur);
-		char *who = on ? xstrndup(cur, on) : xstrdup(c->base), *next = NULL;
-		location[0] = '\0';
-		rc = perform(c, method, cur, who, with_token, body, timeout_ms, resp, location,
-			     sizeof(location), err);
-		if (rc == 0 || (resp->status != 307 && resp->status != 308) || !location[0]) {
-			free(who);
-			break;
-		}
-		if (hops == HTTPC_MAX_REDIRECTS) {
-			rc = herd_errf(err, -EIO, "%s: more than %d redirects (last to %.200s)", who,
-				       HTTPC_MAX_REDIRECTS, location);
-			free(who);
-			break;
-		}
-		free(who);
+		char *next = NULL;
 		struct herd_err why = { 0, "" };
+		location[0] = '\0';
+		rc = perform(c, method, cur, who ? who : c->base, with_token, body, timeout_ms,
+			     resp, location, sizeof(location), err);
+		if (rc == 0 || (resp->status != 307 && resp->status != 308) || !location[0])
+			break;
+		if (hops == HTTPC_MAX_REDIRECTS) {
+			rc = herd_errf(err, -EIO, "%s: more than %d redirects (last to %.200s)",
+				       who ? who : c->base, HTTPC_MAX_REDIRECTS, location);
+			break;
+		}
 		if (httpc_redirect_check(c, cur, location, &next, &with_token, &why) < 0) {
 			rc = herd_errf(err, -EIO, "%s", why.msg);
 			break;
 		}
 		httpc_response_release(resp);
-		free(cur);
-		cur = next;
+		free(owned);
+		free(who);
+		cur = owned = next;
+		who = xstrndup(next, origin_len(next));
 	}
-	free(cur);
+	free(owned);
+	free(who);
 	return rc;
 }
 
