@@ -1,9 +1,10 @@
 /* template: `template { data | source, destination, perms }` of a task.
  *
  * A small, safe template language in the spirit of consul-template's (so
- * simple Nomad templates carry over); everything that would reach outside
- * the node (Consul keys, Vault secrets, services, files, commands) is an
- * error, never an empty string.
+ * simple Nomad templates carry over); everything else that would reach
+ * outside the node (Consul keys, Vault secrets, files, commands) is an
+ * error, never an empty string.  Services come from the caller
+ * (ctx->services: the agent asks its server).
  *
  *   text                    copied as is
  *   {{ PIPELINE }}          the pipeline's value
