@@ -290,9 +290,11 @@ static char *ask_shape(const json_t *job, const struct job *model, const struct 
 	json_object_set(shape, "datacenters", json_object_get(job, "datacenters"));
 	json_object_set(shape, "node_pool", json_object_get(job, "node_pool"));
 	json_object_set(shape, "network", json_object_get(g, "network"));
-	/* whether it may backfill on reserved GPUs (reservation.h) */
-	json_object_set(shape, "type", json_object_get(job, "type"));
-	json_object_set(shape, "time_limit", json_object_get(g, "time_limit"));
+	/* whether it may backfill on reserved GPUs (reservation.h): only
+	 * batch work has a time limit; a shape without one stays as short
+	 * as before (the queue hashes it for every entry it passes) */
+	if (jint(g, "time_limit", 0) > 0)
+		json_object_set(shape, "time_limit", json_object_get(g, "time_limit"));
 	json_array_foreach(json_object_get(g, "tasks"), i, t) {
 		const json_t *res = json_object_get(t, "resources"), *d;
 		json_t *ts = json_object(), *devs = json_array();

@@ -144,49 +144,65 @@ static size_t disturbed_by(const struct resv_holder *h, size_t nh, size_t node,
 	return n;
 }
 
+/* Whether node i of v takes ask once the holders ending by t are gone:
+ * 1 (and, with cand, the node and the devices chosen into it), 0 when
+ * not, -1 when the node never takes the group (pool, datacenter, ports). */
+static int fits_at(const struct sched_view *v, size_t i, const struct group_ask *ask,
+		   const json_t *live, const struct resv_holder *h, size_t nh,
+		   const struct sched_options *opt, int64_t t, struct resv *cand)
+{
+	struct view_node vn = v->nodes[i];
+	struct sched_view one = { 0 };
+	struct sched_placement pl;
+	struct sched_explain why;
+	struct herd_err err = { 0 };
+	struct sched_snapshot *snap;
+	int map[2] = { 0, 0 }, fit;
+
+	memset(&vn.use, 0, sizeof(vn.use));
+	node_usage_copy(&vn.use, &v->nodes[i].use);
+	without_ended(&vn.use, h, nh, i, t);
+	one.nodes = &vn;
+	one.nnodes = 1;
+	snap = snapshot_build(&one, ask, live, map, &err);
+	memset(&why, 0, sizeof(why));
+	if (sched_snapshot_nodes(snap) == 0)
+		fit = -1;
+	else
+		fit = group_ask_place(snap, ask, opt, &pl, &why, &err) == 0;
+	if (fit == 1 && cand) {
+		cand->node_id = xstrdup(vn.id);
+		cand->start = t;
+		cand->ndevs = 0;
+		for (int d = 0; d < pl.ndev && cand->ndevs < RESV_MAX_DEVS; d++)
+			cand->devs[cand->ndevs++] = xstrdup(sched_device_id(snap, 0, pl.dev[d].dev));
+	}
+	sched_snapshot_free(snap);
+	node_usage_release(&vn.use);
+	return fit;
+}
+
 /* The earliest time node i of v could take ask, with the devices chosen
- * then, into cand; false when never. */
+ * then, into cand; false when never.  Fitting is monotone in time (each
+ * end only frees), so: does it fit once everything ended, then a binary
+ * search over the end times: a few snapshots of one node each. */
 static bool node_estimate(const struct sched_view *v, size_t i, const struct group_ask *ask,
 			  const json_t *live, const struct resv_holder *h, size_t nh,
 			  const struct sched_options *opt, struct resv *cand)
 {
 	int64_t t[RESV_MAX_TIMES];
-	size_t nt = end_times(h, nh, i, t);
-	bool found = false;
+	size_t nt = end_times(h, nh, i, t), lo = 0, hi = nt - 1;
 
-	for (size_t k = 0; k < nt && !found; k++) {
-		struct view_node vn = v->nodes[i];
-		struct sched_view one = { 0 };
-		struct sched_placement pl;
-		struct sched_explain why;
-		struct herd_err err = { 0 };
-		struct sched_snapshot *snap;
-		int map[2] = { 0, 0 };
-
-		memset(&vn.use, 0, sizeof(vn.use));
-		node_usage_copy(&vn.use, &v->nodes[i].use);
-		without_ended(&vn.use, h, nh, i, t[k]);
-		one.nodes = &vn;
-		one.nnodes = 1;
-		snap = snapshot_build(&one, ask, live, map, &err);
-		memset(&why, 0, sizeof(why));
-		if (sched_snapshot_nodes(snap) == 1 &&
-		    group_ask_place(snap, ask, opt, &pl, &why, &err) == 0) {
-			cand->node_id = xstrdup(vn.id);
-			cand->start = t[k];
-			cand->ndevs = 0;
-			for (int d = 0; d < pl.ndev && cand->ndevs < RESV_MAX_DEVS; d++)
-				cand->devs[cand->ndevs++] = xstrdup(sched_device_id(snap, 0, pl.dev[d].dev));
-			found = true;
-		}
-		/* a node that does not take the group at all (pool, ports)
-		 * will not take it later either */
-		if (sched_snapshot_nodes(snap) == 0)
-			k = nt;
-		sched_snapshot_free(snap);
-		node_usage_release(&vn.use);
+	if (fits_at(v, i, ask, live, h, nh, opt, t[hi], NULL) != 1)
+		return false;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (fits_at(v, i, ask, live, h, nh, opt, t[mid], NULL) == 1)
+			hi = mid;
+		else
+			lo = mid + 1;
 	}
-	return found;
+	return fits_at(v, i, ask, live, h, nh, opt, t[hi], cand) == 1;
 }
 
 int resv_estimate(const struct sched_view *v, const struct group_ask *ask, const json_t *live,
@@ -396,6 +412,8 @@ void resv_consider(struct server *srv, struct sched_view *v, const json_t *job,
 	json_t *keep;
 	size_t nh;
 	bool go;
+	char *steal = NULL;
+	uint64_t nodes_index = 0, never;
 	int rc;
 
 	if (after < 0 || !model || gi < 0 || (size_t)gi >= model->ngroups || model->groups[gi].gang)
@@ -409,36 +427,53 @@ void resv_consider(struct server *srv, struct sched_view *v, const json_t *job,
 	e = entry_of(q, ns, id);
 	/* one that preempted needs none: what it freed is for it */
 	go = e && !e->reserved && now_ns() - e->since >= after;
+	never = e ? e->resv_never_nodes : 0;
 	/* a job ahead of the holder in the holder's own namespace takes the
 	 * reservation over (the order within a namespace does not change
 	 * with usage, so it cannot go back and forth): after a restart the
 	 * queue is rebuilt in whatever order evaluations run again */
-	if (go && q->resv && !strcmp(q->resv->ns, ns) && strcmp(q->resv->job_id, id)) {
+	if (go && q->resv) {
 		struct fq_entry *holder = entry_of(q, q->resv->ns, q->resv->job_id);
-		if (holder && resv_precedes(e, holder)) {
-			char *hid = xstrdup(q->resv->job_id);
-			resv_drop_locked(q, ns, hid);
-			free(hid);
-		}
+		if (holder && holder != e && resv_precedes(e, holder))
+			steal = xstrdup(holder->job_id);
+		else
+			go = false;
 	}
-	go = go && !q->resv;
 	pthread_mutex_unlock(&q->lock);
-	if (!go || group_ask_init(&ask, model, &model->groups[gi], NULL) < 0)
+	/* one that no node could ever take is not estimated again until the
+	 * nodes change */
+	if (go && store_kind_index(srv->store, STORE_NODE, &nodes_index, NULL) == 0 && never &&
+	    never == nodes_index)
+		go = false;
+	if (!go || group_ask_init(&ask, model, &model->groups[gi], NULL) < 0) {
+		free(steal);
 		return;
+	}
 	keep = json_array();
 	nh = holders_of(srv, v, keep, now, &h);
 	rc = resv_estimate(v, &ask, live, h, nh, &opt, now, &est);
 	free(h);
 	json_decref(keep);
 	group_ask_release(&ask);
-	if (rc < 0)
-		return; /* no node could ever take it: nothing to hold */
+	pthread_mutex_lock(&q->lock);
+	e = entry_of(q, ns, id);
+	if (rc < 0) {
+		/* no node could ever take it: nothing to hold (a holder it
+		 * would have taken over keeps its reservation) */
+		if (e)
+			e->resv_never_nodes = nodes_index;
+		pthread_mutex_unlock(&q->lock);
+		free(steal);
+		return;
+	}
 	est.ns = xstrdup(ns);
 	est.job_id = xstrdup(id);
 	est.job_version = version;
 	est.made = now;
-	pthread_mutex_lock(&q->lock);
-	e = entry_of(q, ns, id);
+	/* the holder it takes over from, if it still holds */
+	if (e && steal && q->resv && !strcmp(q->resv->ns, ns) && !strcmp(q->resv->job_id, steal))
+		resv_drop_locked(q, ns, steal);
+	free(steal);
 	if (e && !q->resv) {
 		q->resv = resv_copy(&est);
 		e->resv = true;

@@ -691,6 +691,7 @@ struct fq_entry {
 	uint64_t failed_gen;     /* capacity generation at which it last failed to fit; UINT64_MAX: never */
 	int64_t since;           /* unix ns it entered the queue (reservation.h) */
 	bool resv;               /* holds the reservation: goes first after those that preempted */
+	uint64_t resv_never_nodes; /* node kind index at which no node could ever take it; 0: none */
 };
 
 struct fair_queue {

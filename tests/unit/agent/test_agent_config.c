@@ -119,6 +119,28 @@ static void test_postgres_url(void **state)
 	agent_config_release(&cfg);
 }
 
+/* server { reserve_after }: 5m by default, a duration (0s: at once) or
+ * "off" (-1); anything else is an error that names the key */
+static void test_reserve_after(void **state)
+{
+	struct agent_config cfg;
+	struct diag_list dl;
+	(void)state;
+	agent_config_init(&cfg);
+	assert_int_equal(cfg.server.reserve_after_ns, 5 * 60 * NS_PER_SEC);
+	diag_list_init(&dl);
+	assert_int_equal(parse(&cfg, "server {\n  reserve_after = \"90s\"\n}\n", &dl), 0);
+	assert_int_equal(cfg.server.reserve_after_ns, 90 * NS_PER_SEC);
+	assert_int_equal(parse(&cfg, "server {\n  reserve_after = \"0s\"\n}\n", &dl), 0);
+	assert_int_equal(cfg.server.reserve_after_ns, 0);
+	assert_int_equal(parse(&cfg, "server {\n  reserve_after = \"off\"\n}\n", &dl), 0);
+	assert_int_equal(cfg.server.reserve_after_ns, -1);
+	assert_true(parse(&cfg, "server {\n  reserve_after = \"soon\"\n}\n", &dl) < 0);
+	assert_true(has_diag(&dl, 2, 0, "reserve_after"));
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+}
+
 static void test_full_file(void **state)
 {
 	struct agent_config cfg;
@@ -636,6 +658,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_full_file),
 		cmocka_unit_test(test_postgres_url),
+		cmocka_unit_test(test_reserve_after),
 		cmocka_unit_test(test_gpu_sharing),
 		cmocka_unit_test(test_every_error_reported),
 		cmocka_unit_test(test_syntax_error),

@@ -212,8 +212,9 @@ static void run_stream(bool on)
 	fx_idle(f);
 	assert_int_equal(nlive(f, "default", "svc"), 0);
 	{
-		/* the explanation names the reservation */
-		json_t *e = last_eval(f, "default", "svc");
+		/* the explanation names the reservation (the service, of w1's
+		 * queue shape, is not even tried) */
+		json_t *e = last_eval(f, "default", "w1");
 		char *text = json_dumps(json_object_get(e, "failed_placements"), 0);
 		assert_non_null(text);
 		assert_non_null(strstr(text, "reserved for a waiting job"));
@@ -386,8 +387,47 @@ static void test_next_instance_reserves_again(void **state)
 	fx_free(f);
 }
 
+/* A job no node could ever take (4 GPUs on 2-GPU nodes), ahead of the
+ * holder in its namespace, gets no reservation and does not take the
+ * holder's away when it tries again. */
+static void test_unplaceable_takes_nothing(void **state)
+{
+	struct fx *f = fx_resv(SERVER_RESERVE_NOW);
+	json_t *r;
+	(void)state;
+	node_add(f, "n1", 2, "H100");
+	submit_limited(f, "s1", "batch", 1, "10m");
+	fx_idle(f);
+	submit_limited(f, "s2", "batch", 1, "10m");
+	fx_idle(f);
+	submit_limited(f, "huge", "batch", 4, NULL);
+	fx_idle(f);
+	assert_null(queue_resv(f));
+	submit_limited(f, "big", "batch", 2, NULL);
+	fx_idle(f);
+	submit_limited(f, "w1", "batch", 1, NULL);
+	fx_idle(f);
+	r = queue_resv(f);
+	assert_non_null(r);
+	assert_string_equal(js(r, "job_id"), "big");
+	json_decref(r);
+	finish(f, "default", "s1", "complete");
+	fx_idle(f);
+	r = queue_resv(f);
+	assert_non_null(r);
+	assert_string_equal(js(r, "job_id"), "big");
+	json_decref(r);
+	assert_int_equal(nlive(f, "default", "w1"), 0);
+	finish(f, "default", "s2", "complete");
+	fx_idle(f);
+	assert_int_equal(nlive(f, "default", "big"), 1);
+	assert_int_equal(nlive(f, "default", "huge") + nlive(f, "default", "w1"), 0);
+	fx_free(f);
+}
+
 fx_main(cmocka_unit_test(test_alloc_end), cmocka_unit_test(test_backfill_rule),
 	cmocka_unit_test(test_estimate_prefers_time_limited), cmocka_unit_test(test_stream_reserved),
 	cmocka_unit_test(test_stream_without_reservations),
 	cmocka_unit_test(test_drain_moves_reservation), cmocka_unit_test(test_restart_rebuilds),
-	cmocka_unit_test(test_next_instance_reserves_again))
+	cmocka_unit_test(test_next_instance_reserves_again),
+	cmocka_unit_test(test_unplaceable_takes_nothing))
