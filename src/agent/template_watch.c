@@ -265,8 +265,6 @@ static void start_thread(struct tmpl_watch *w)
 	pthread_mutex_unlock(&w->lock);
 }
 
-/* The first answer for key, asked at once; while the server cannot be
- * reached, again with backoff until the deadline (first) or once. */
 /* Whether the task whose start waits for the server is to stop meanwhile
  * (a stop of the allocation does not wait out the retries). */
 static bool task_stopping(struct task_runner *tr)
@@ -278,6 +276,9 @@ static bool task_stopping(struct task_runner *tr)
 	return s;
 }
 
+/* The first answer for key, asked at once; while the server cannot be
+ * reached, again with backoff until TMPL_FIRST_WAIT passed (a task's
+ * start: first) or not at all (the watch's renderings). */
 static int fetch_first(struct tmpl_watch *w, struct task_runner *tr, const char *key, bool first,
 		       struct herd_err *err)
 {
@@ -292,8 +293,11 @@ static int fetch_first(struct tmpl_watch *w, struct task_runner *tr, const char 
 		if (rc != -EAGAIN)
 			break;
 		if (!first || now_unix_ns() >= deadline) {
-			herd_err_prefix(err, "the server could not be reached%s",
-					first ? " for 60s" : "");
+			if (first)
+				herd_err_prefix(err, "the server could not be reached for %llds",
+						(long long)(TMPL_FIRST_WAIT / NS_PER_SEC));
+			else
+				herd_err_prefix(err, "the server could not be reached");
 			return -EHOSTUNREACH;
 		}
 		if (all) {
