@@ -179,6 +179,14 @@ static void test_services(void **state)
 	/* trimming around blocks, as Go does */
 	assert_string_equal(render_ok("upstream {\n{{- range nomadService \"web\" }}\n  server {{ .Address }}:{{ .Port }};\n{{- end }}\n}\n"),
 			    "upstream {\n  server 10.0.0.1:8080;\n  server 10.0.0.2:8081;\n}\n");
+	/* else parts trimmed, a list as default's fallback, fields in if */
+	assert_string_equal(render_ok("[{{- range nomadService \"db\" }}x{{- else -}}\n  none\n{{- end -}}]"),
+			    "[none]");
+	assert_string_equal(render_ok("{{ nomadService \"db\" | default \"fallback\" }}"), "fallback");
+	assert_string_equal(render_ok("{{ range nomadService \"web\" }}{{ if .Tags }}{{ .Port }}{{ else }}-{{ end }}{{ end }}"),
+			    "8080-");
+	assert_string_equal(render_ok("{{ with nomadService \"web\" }}{{ range . }}{{ .Status }} {{ end }}{{ end }}"),
+			    "passing passing ");
 	/* a piped name */
 	assert_string_equal(render_ok("{{ range \"web\" | nomadService }}{{ .Port }}{{ end }}"), "80808081");
 	/* a branch not taken calls nothing */
