@@ -132,7 +132,8 @@ static int cmd_gpu_status(int argc, char **argv)
 	const struct command_help help = {
 		"herd gpu status [options]",
 		"Shows every GPU and MIG instance of the cluster ($HERD_ADDR): its node, who\n"
-		"holds it and what share, memory used and total, utilization and health.",
+		"holds it and what share (or the waiting job it is reserved for), memory used\n"
+		"and total, utilization and health.",
 		flags,
 	};
 	static const char *const heads[] = { "NODE", "DEVICE", "MODEL", "MIG", "SHARING",
