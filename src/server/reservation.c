@@ -339,10 +339,11 @@ static int64_t group_limit_of(struct server *srv, json_t *jobs, const json_t *al
 	return 0;
 }
 
-/* The allocations that v's nodes count (with devices), as holders; keeps
- * what they point into in keep.  Returns how many. */
-static size_t holders_of(struct server *srv, const struct sched_view *v, json_t *keep, int64_t now,
-			 struct resv_holder **out)
+/* The allocations that v's nodes count (with devices; only node_id's
+ * when not NULL), as holders; keeps what they point into in keep.
+ * Returns how many. */
+static size_t holders_of(struct server *srv, const struct sched_view *v, const char *node_id,
+			 json_t *keep, int64_t now, struct resv_holder **out)
 {
 	json_t *jobs = json_object();
 	struct resv_holder *h = NULL;
@@ -355,7 +356,8 @@ static size_t holders_of(struct server *srv, const struct sched_view *v, json_t 
 		const char *aid;
 		size_t j;
 
-		if (!vn->schedulable || !json_array_size(json_object_get(vn->node, "devices")))
+		if (!vn->schedulable || !json_array_size(json_object_get(vn->node, "devices")) ||
+		    (node_id && strcmp(vn->id, node_id)))
 			continue;
 		seen = json_object();
 		if (store_list_shared(srv->store, STORE_ALLOC, &f, &allocs, NULL) < 0)
@@ -398,6 +400,56 @@ bool resv_precedes(const struct fq_entry *a, const struct fq_entry *b)
 	return strcmp(a->job_id, b->job_id) < 0;
 }
 
+/* The holder of r tried again and did not fit, and r's start is unknown
+ * or passed (what was in the way started later than estimated, or had no
+ * limit and some of it ended): estimates again on r's node alone (a
+ * known start lets short work in again) and updates q's reservation if it
+ * is still r's.  Drops it when the node cannot take the job any more. */
+static void resv_refresh(struct server *srv, struct sched_view *v, const struct resv *r,
+			 const struct job *model, int gi, const json_t *live, int64_t now)
+{
+	struct fair_queue *q = &srv->fq;
+	struct sched_options opt = { .policy = srv->policy, .seed = 1 };
+	struct view_node *vn = sched_view_node(v, r->node_id);
+	struct resv_holder *h = NULL;
+	struct resv cand = { 0 };
+	struct group_ask ask;
+	json_t *keep;
+	size_t nh;
+	bool fits;
+
+	if (!vn || group_ask_init(&ask, model, &model->groups[gi], NULL) < 0)
+		return;
+	keep = json_array();
+	nh = holders_of(srv, v, r->node_id, keep, now, &h);
+	fits = node_estimate(v, (size_t)(vn - v->nodes), &ask, live, h, nh, &opt, &cand);
+	if (fits) {
+		if (cand.start != RESV_NEVER && cand.start < now)
+			cand.start = now;
+		cand.disturbed = disturbed_by(h, nh, (size_t)(vn - v->nodes), &cand);
+	}
+	free(h);
+	json_decref(keep);
+	group_ask_release(&ask);
+	pthread_mutex_lock(&q->lock);
+	if (q->resv && !strcmp(q->resv->ns, r->ns) && !strcmp(q->resv->job_id, r->job_id) &&
+	    q->resv->job_version == r->job_version && !strcmp(q->resv->node_id, r->node_id)) {
+		if (!fits) {
+			resv_drop_locked(q, r->ns, r->job_id);
+		} else {
+			for (size_t i = 0; i < q->resv->ndevs; i++)
+				free(q->resv->devs[i]);
+			memcpy(q->resv->devs, cand.devs, sizeof(cand.devs));
+			q->resv->ndevs = cand.ndevs;
+			cand.ndevs = 0; /* moved */
+			q->resv->start = cand.start;
+			q->resv->disturbed = cand.disturbed;
+		}
+	}
+	pthread_mutex_unlock(&q->lock);
+	resv_clear(&cand);
+}
+
 void resv_consider(struct server *srv, struct sched_view *v, const json_t *job,
 		   const struct job *model, int gi, const json_t *live, bool placed_some, int64_t now)
 {
@@ -424,6 +476,15 @@ void resv_consider(struct server *srv, struct sched_view *v, const json_t *job,
 	if (q->resv && !strcmp(q->resv->ns, ns) && !strcmp(q->resv->job_id, id) &&
 	    (q->resv->job_version != version || placed_some))
 		resv_drop_locked(q, ns, id);
+	/* its own, with a start unknown or passed: estimate it again */
+	if (q->resv && !strcmp(q->resv->ns, ns) && !strcmp(q->resv->job_id, id) &&
+	    (q->resv->start == RESV_NEVER || now >= q->resv->start)) {
+		struct resv *r = resv_copy(q->resv);
+		pthread_mutex_unlock(&q->lock);
+		resv_refresh(srv, v, r, model, gi, live, now);
+		resv_free(r);
+		return;
+	}
 	e = entry_of(q, ns, id);
 	/* one that preempted needs none: what it freed is for it */
 	go = e && !e->reserved && now_ns() - e->since >= after;
@@ -450,7 +511,7 @@ void resv_consider(struct server *srv, struct sched_view *v, const json_t *job,
 		return;
 	}
 	keep = json_array();
-	nh = holders_of(srv, v, keep, now, &h);
+	nh = holders_of(srv, v, NULL, keep, now, &h);
 	rc = resv_estimate(v, &ask, live, h, nh, &opt, now, &est);
 	free(h);
 	json_decref(keep);

@@ -17,6 +17,9 @@
  * is the reserved job's, or batch work whose time limit ends before the
  * estimated start (backfill, as Slurm's).
  *
+ * A reservation whose start is unknown or has passed is estimated again,
+ * on its node alone, each time its job tries and does not fit.
+ *
  * At most one reservation exists at a time (the first job whose turn came
  * after waiting too long; a job ahead of it in its own namespace's order
  * that waited too long takes it over); it lives in the fair queue (under its lock), in

@@ -425,9 +425,49 @@ static void test_unplaceable_takes_nothing(void **state)
 	fx_free(f);
 }
 
+/* A reservation whose start was unknown (a job without a limit in the
+ * way) is estimated again when that job ends: the start becomes the
+ * limited job's end, and a short job may use the freed GPU meanwhile. */
+static void test_unknown_start_estimated_again(void **state)
+{
+	struct fx *f = fx_resv(SERVER_RESERVE_NOW);
+	json_t *r;
+	(void)state;
+	node_add(f, "n1", 2, "H100");
+	submit_limited(f, "forever", "batch", 1, NULL);
+	fx_idle(f);
+	submit_limited(f, "lim", "batch", 1, "10m");
+	fx_idle(f);
+	submit_limited(f, "big", "batch", 2, NULL);
+	fx_idle(f);
+	r = queue_resv(f);
+	assert_non_null(r);
+	assert_string_equal(js(r, "job_id"), "big");
+	assert_true(json_is_null(json_object_get(r, "estimated_start")));
+	json_decref(r);
+	/* unknown start: nothing may backfill */
+	finish(f, "default", "forever", "complete");
+	fx_idle(f);
+	r = queue_resv(f);
+	assert_non_null(r);
+	assert_string_equal(js(r, "job_id"), "big");
+	assert_true(json_is_integer(json_object_get(r, "estimated_start")));
+	assert_true(fx_i(r, "estimated_start") <= now_ns() + 10 * 60 * SEC);
+	json_decref(r);
+	submit_limited(f, "short", "batch", 1, "1m");
+	fx_idle(f);
+	assert_int_equal(nlive(f, "default", "short"), 1);
+	finish(f, "default", "lim", "complete");
+	finish(f, "default", "short", "complete");
+	fx_idle(f);
+	assert_int_equal(nlive(f, "default", "big"), 1);
+	fx_free(f);
+}
+
 fx_main(cmocka_unit_test(test_alloc_end), cmocka_unit_test(test_backfill_rule),
 	cmocka_unit_test(test_estimate_prefers_time_limited), cmocka_unit_test(test_stream_reserved),
 	cmocka_unit_test(test_stream_without_reservations),
 	cmocka_unit_test(test_drain_moves_reservation), cmocka_unit_test(test_restart_rebuilds),
 	cmocka_unit_test(test_next_instance_reserves_again),
-	cmocka_unit_test(test_unplaceable_takes_nothing))
+	cmocka_unit_test(test_unplaceable_takes_nothing),
+	cmocka_unit_test(test_unknown_start_estimated_again))
