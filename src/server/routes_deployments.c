@@ -184,6 +184,36 @@ static bool dep_auto_revert(const json_t *dep)
 	return false;
 }
 
+/* Writes v, a job version record whose deployment the caller changed, if
+ * nobody changed it since it was read, with eval (an evaluation of the job,
+ * so that it acts on the change), and queues eval.  0 (*idx set), 1 after a
+ * 409 answer (changed meanwhile), or a negative errno. */
+static int commit_deployment_change(struct server *srv, struct http_response *resp,
+				    const char *id, json_t *v, json_t *eval, uint64_t *idx,
+				    struct herd_err *err)
+{
+	const char *ns = jstr(v, "namespace", "default"), *job_id = jstr(v, "id", "");
+	struct store_batch b = STORE_BATCH_INIT;
+	int rc;
+
+	store_batch_init(&b);
+	store_batch_put(&b, STORE_JOB_VERSION, v);
+	store_batch_require_index(&b, STORE_JOB_VERSION,
+				  &(struct store_key){ ns, job_id, jint(v, "version", 0) },
+				  (uint64_t)jint(v, "modify_index", 0));
+	store_batch_put(&b, STORE_EVAL, eval);
+	rc = store_commit(srv->store, &b, idx, err);
+	store_batch_release(&b);
+	if (rc == -ESTALE) {
+		http_error(resp, 409, "conflict", "deployment %s changed meanwhile; try again", id);
+		return 1;
+	}
+	if (rc < 0)
+		return rc;
+	broker_enqueue(&srv->broker, jstr(eval, "id", ""), ns, job_id, 0);
+	return 0;
+}
+
 /* POST /v1/deployment/:id/fail: a running deployment fails now, as if its
  * allocations were unhealthy: no more are replaced, and with auto_revert
  * the latest stable version is registered again. */
@@ -194,7 +224,6 @@ static int post_deployment_fail(struct http_request *req, struct http_response *
 	struct herd_err err = { 0 };
 	json_t *v = NULL, *dep, *eval = NULL;
 	int rc = find_deployment(srv, req, resp, id, ACL_SUBMIT, &v);
-	struct store_batch b = STORE_BATCH_INIT;
 	const char *ns, *job_id;
 	int64_t to = -1, version;
 	uint64_t idx = 0;
@@ -222,21 +251,11 @@ static int post_deployment_fail(struct http_request *req, struct http_response *
 	free(desc);
 	/* the job looks again: the canaries of a failed deployment stop */
 	eval = eval_new(ns, job_id, "deployment-failed", NULL);
-	store_batch_init(&b);
-	store_batch_put(&b, STORE_JOB_VERSION, v);
-	store_batch_require_index(&b, STORE_JOB_VERSION,
-				  &(struct store_key){ ns, job_id, version },
-				  (uint64_t)jint(v, "modify_index", 0));
-	store_batch_put(&b, STORE_EVAL, eval);
-	rc = store_commit(srv->store, &b, &idx, &err);
-	store_batch_release(&b);
-	if (rc == -ESTALE) {
-		rc = http_error(resp, 409, "conflict", "deployment %s changed meanwhile; try again", id);
+	rc = commit_deployment_change(srv, resp, id, v, eval, &idx, &err);
+	if (rc) {
+		rc = rc > 0 ? 0 : rc;
 		goto out;
 	}
-	if (rc < 0)
-		goto out;
-	broker_enqueue(&srv->broker, jstr(eval, "id", ""), ns, job_id, 0);
 	if (to >= 0) {
 		struct http_response r2 = { 0 };
 		rc = job_revert_to(srv, ns, job_id, to, version, "deployment-revert", &r2, &err);
@@ -426,7 +445,6 @@ static int post_deployment_promote(struct http_request *req, struct http_respons
 {
 	struct server *srv = ctx;
 	const char *id = http_param(req, "id");
-	struct store_batch b = STORE_BATCH_INIT;
 	struct herd_err err = { 0 };
 	json_t *v = NULL, *dep, *promote = NULL, *eval = NULL, *job = NULL;
 	const json_t *groups;
@@ -472,21 +490,11 @@ static int post_deployment_promote(struct http_request *req, struct http_respons
 	}
 	promote_mark(v, promote);
 	eval = eval_new(ns, job_id, "deployment-promotion", NULL);
-	store_batch_init(&b);
-	store_batch_put(&b, STORE_JOB_VERSION, v);
-	store_batch_require_index(&b, STORE_JOB_VERSION,
-				  &(struct store_key){ ns, job_id, version },
-				  (uint64_t)jint(v, "modify_index", 0));
-	store_batch_put(&b, STORE_EVAL, eval);
-	rc = store_commit(srv->store, &b, &idx, &err);
-	store_batch_release(&b);
-	if (rc == -ESTALE) {
-		rc = http_error(resp, 409, "conflict", "deployment %s changed meanwhile; try again", id);
+	rc = commit_deployment_change(srv, resp, id, v, eval, &idx, &err);
+	if (rc) {
+		rc = rc > 0 ? 0 : rc;
 		goto out;
 	}
-	if (rc < 0)
-		goto out;
-	broker_enqueue(&srv->broker, jstr(eval, "id", ""), ns, job_id, 0);
 	rc = reply_written(resp, idx, json_pack("{s:I, s:s, s:O}", "index", (json_int_t)idx,
 						  "eval_id", jstr(eval, "id", ""), "promoted",
 						  promote));
