@@ -170,6 +170,13 @@ struct http_server_config {
 
 struct http_server;
 
+struct sockaddr_storage;
+/* The socket address to listen on for addr (a numeric IPv4 or IPv6 address)
+ * and port, into *out; *ipv6 says which.  -EINVAL with a message for
+ * anything else (names are not resolved: a listener binds what it is told).
+ * Shared by the API server and a standby's listener (standby.h). */
+int http_listen_addr(const char *addr, uint16_t port, struct sockaddr_storage *out, bool *ipv6,
+		     struct herd_err *err);
 /* Starts listening.  -EADDRINUSE, -EINVAL (bad address) or -EIO with a
  * message on failure.  On success *out owns the server. */
 int http_server_start(const struct http_server_config *cfg, struct http_server **out,

@@ -522,15 +522,38 @@ static void wait_drained(struct http_server *srv, int64_t wait_ns)
 	pthread_mutex_unlock(&srv->lock);
 }
 
+int http_listen_addr(const char *addr, uint16_t port, struct sockaddr_storage *out, bool *ipv6,
+		     struct herd_err *err)
+{
+	struct sockaddr_in *sa4 = (struct sockaddr_in *)out;
+	struct sockaddr_in6 *sa6 = (struct sockaddr_in6 *)out;
+
+	memset(out, 0, sizeof(*out));
+	*ipv6 = false;
+	if (inet_pton(AF_INET, addr, &sa4->sin_addr) == 1) {
+		sa4->sin_family = AF_INET;
+		sa4->sin_port = htons(port);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, addr, &sa6->sin6_addr) == 1) {
+		sa6->sin6_family = AF_INET6;
+		sa6->sin6_port = htons(port);
+		*ipv6 = true;
+		return 0;
+	}
+	return herd_errf(err, -EINVAL,
+			 "http: bind address \"%s\" is not a numeric IPv4 or IPv6 address", addr);
+}
+
 int http_server_start(const struct http_server_config *cfg, struct http_server **out,
 		      struct herd_err *err)
 {
 	const char *addr = cfg->bind_addr ? cfg->bind_addr : "127.0.0.1";
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
 	unsigned threads = cfg->threads ? cfg->threads : HTTP_DEFAULT_THREADS;
-	struct sockaddr_in6 sa6 = { 0 };
-	struct sockaddr_in sa4 = { 0 };
+	struct sockaddr_storage ss;
 	struct sockaddr *sa;
+	bool ipv6;
 	struct http_server *srv;
 	pthread_condattr_t ca;
 	const union MHD_DaemonInfo *info;
@@ -543,19 +566,11 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 	if (cfg->use_listen_fd) {
 		/* a standby's socket, bound already (its address is moot) */
 		sa = NULL;
-	} else if (inet_pton(AF_INET, addr, &sa4.sin_addr) == 1) {
-		sa4.sin_family = AF_INET;
-		sa4.sin_port = htons(cfg->port);
-		sa = (struct sockaddr *)&sa4;
-	} else if (inet_pton(AF_INET6, addr, &sa6.sin6_addr) == 1) {
-		sa6.sin6_family = AF_INET6;
-		sa6.sin6_port = htons(cfg->port);
-		sa = (struct sockaddr *)&sa6;
-		flags |= MHD_USE_IPv6;
+	} else if (http_listen_addr(addr, cfg->port, &ss, &ipv6, err) < 0) {
+		return -EINVAL;
 	} else {
-		return herd_errf(err, -EINVAL,
-				 "http: bind address \"%s\" is not a numeric IPv4 or IPv6 address",
-				 addr);
+		sa = (struct sockaddr *)&ss;
+		flags |= ipv6 ? MHD_USE_IPv6 : 0;
 	}
 
 	srv = xcalloc(1, sizeof(*srv));
@@ -625,7 +640,6 @@ int http_server_start(const struct http_server_config *cfg, struct http_server *
 	info = MHD_get_daemon_info(srv->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	srv->port = info ? info->port : cfg->port;
 	if (cfg->use_listen_fd && !srv->port) {
-		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
 		if (getsockname(cfg->listen_fd, (struct sockaddr *)&ss, &len) == 0)
 			srv->port = ntohs(ss.ss_family == AF_INET6 ?

@@ -271,27 +271,17 @@ int standby_start(const struct standby_config *cfg, struct standby **out,
 {
 	const char *addr = cfg->bind_addr ? cfg->bind_addr : "127.0.0.1";
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC;
-	struct sockaddr_in6 sa6 = { 0 };
-	struct sockaddr_in sa4 = { 0 };
+	struct sockaddr_storage ss;
 	struct sockaddr *sa;
+	bool ipv6;
 	struct MHD_OptionItem tls_opts[5] = { { MHD_OPTION_END, 0, NULL } };
 	const union MHD_DaemonInfo *info;
 	struct standby *sb;
 
-	if (inet_pton(AF_INET, addr, &sa4.sin_addr) == 1) {
-		sa4.sin_family = AF_INET;
-		sa4.sin_port = htons(cfg->port);
-		sa = (struct sockaddr *)&sa4;
-	} else if (inet_pton(AF_INET6, addr, &sa6.sin6_addr) == 1) {
-		sa6.sin6_family = AF_INET6;
-		sa6.sin6_port = htons(cfg->port);
-		sa = (struct sockaddr *)&sa6;
-		flags |= MHD_USE_IPv6;
-	} else {
-		return herd_errf(err, -EINVAL,
-				 "http: bind address \"%s\" is not a numeric IPv4 or IPv6 address",
-				 addr);
-	}
+	if (http_listen_addr(addr, cfg->port, &ss, &ipv6, err) < 0)
+		return -EINVAL;
+	sa = (struct sockaddr *)&ss;
+	flags |= ipv6 ? MHD_USE_IPv6 : 0;
 	sb = xcalloc(1, sizeof(*sb));
 	pthread_mutex_init(&sb->lock, NULL);
 	if (cfg->tls && cfg->tls->cert_pem) {
