@@ -76,7 +76,7 @@ bool fair_queue_remove(struct fair_queue *q, const char *ns, const char *job_id)
 	struct fq_entry *e;
 	bool had = false;
 	pthread_mutex_lock(&q->lock);
-	resv_drop_locked(q, ns, job_id); /* placed, stopped, failed or held: it ends */
+	resv_drop_locked(q, ns, job_id, RESV_END_LEFT_QUEUE); /* placed, stopped, failed or held: it ends */
 	e = find(q, ns, job_id);
 	if (e) {
 		free(e->ns);

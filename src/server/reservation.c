@@ -1,6 +1,7 @@
 /* reservation: GPUs held for a job that waited too long (reservation.h;
  * docs/teams.md, "Reservations"). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -262,11 +263,27 @@ static struct fq_entry *entry_of(struct fair_queue *q, const char *ns, const cha
 	return NULL;
 }
 
-void resv_drop_locked(struct fair_queue *q, const char *ns, const char *job_id)
+const char *resv_end_name(enum resv_end why)
+{
+	static const char *const names[RESV_END_N] = {
+		[RESV_END_LEFT_QUEUE] = "left_queue",
+		[RESV_END_JOB_CHANGED] = "job_changed",
+		[RESV_END_INSTANCE_PLACED] = "instance_placed",
+		[RESV_END_NODE_UNSCHEDULABLE] = "node_unschedulable",
+		[RESV_END_NO_FIT] = "no_fit",
+		[RESV_END_TAKEN_OVER] = "taken_over",
+	};
+	return (unsigned)why < RESV_END_N ? names[why] : "unknown";
+}
+
+void resv_drop_locked(struct fair_queue *q, const char *ns, const char *job_id,
+		      enum resv_end why)
 {
 	struct fq_entry *e;
 	if (!q->resv || strcmp(q->resv->ns, ns) || strcmp(q->resv->job_id, job_id))
 		return;
+	if ((unsigned)why < RESV_END_N)
+		q->resv_ended[why]++;
 	e = entry_of(q, ns, job_id);
 	if (e)
 		e->resv = false;
@@ -305,7 +322,7 @@ void resv_view(struct server *srv, struct sched_view *v, int64_t now)
 			/* down, ineligible or draining: the job gets a new
 			 * reservation the next time it tries */
 			char *ns = xstrdup(q->resv->ns), *id = xstrdup(q->resv->job_id);
-			resv_drop_locked(q, ns, id);
+			resv_drop_locked(q, ns, id, RESV_END_NODE_UNSCHEDULABLE);
 			free(ns);
 			free(id);
 		}
@@ -435,7 +452,7 @@ static void resv_refresh(struct server *srv, struct sched_view *v, const struct 
 	if (q->resv && !strcmp(q->resv->ns, r->ns) && !strcmp(q->resv->job_id, r->job_id) &&
 	    q->resv->job_version == r->job_version && !strcmp(q->resv->node_id, r->node_id)) {
 		if (!fits) {
-			resv_drop_locked(q, r->ns, r->job_id);
+			resv_drop_locked(q, r->ns, r->job_id, RESV_END_NO_FIT);
 		} else {
 			for (size_t i = 0; i < q->resv->ndevs; i++)
 				free(q->resv->devs[i]);
@@ -475,7 +492,9 @@ void resv_consider(struct server *srv, struct sched_view *v, const json_t *job,
 	 * others) and the next one waits: estimate again for that one */
 	if (q->resv && !strcmp(q->resv->ns, ns) && !strcmp(q->resv->job_id, id) &&
 	    (q->resv->job_version != version || placed_some))
-		resv_drop_locked(q, ns, id);
+		resv_drop_locked(q, ns, id,
+				 q->resv->job_version != version ? RESV_END_JOB_CHANGED
+								 : RESV_END_INSTANCE_PLACED);
 	/* its own, with a start unknown or passed: estimate it again */
 	if (q->resv && !strcmp(q->resv->ns, ns) && !strcmp(q->resv->job_id, id) &&
 	    (q->resv->start == RESV_NEVER || now >= q->resv->start)) {
@@ -533,15 +552,36 @@ void resv_consider(struct server *srv, struct sched_view *v, const json_t *job,
 	est.made = now;
 	/* the holder it takes over from, if it still holds */
 	if (e && steal && q->resv && !strcmp(q->resv->ns, ns) && !strcmp(q->resv->job_id, steal))
-		resv_drop_locked(q, ns, steal);
+		resv_drop_locked(q, ns, steal, RESV_END_TAKEN_OVER);
 	free(steal);
 	if (e && !q->resv) {
 		q->resv = resv_copy(&est);
+		q->resv_made++;
 		e->resv = true;
 		__atomic_store_n(&q->resv_held, 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&q->lock);
 	resv_clear(&est);
+}
+
+void resv_stats(struct server *srv, int64_t now, struct resv_stats *out)
+{
+	struct fair_queue *q = &srv->fq;
+	struct fq_entry *e;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&q->lock);
+	out->made = q->resv_made;
+	memcpy(out->ended, q->resv_ended, sizeof(out->ended));
+	if (q->resv) {
+		out->held = true;
+		snprintf(out->ns, sizeof(out->ns), "%s", q->resv->ns);
+		out->ndevs = q->resv->ndevs;
+		e = entry_of(q, q->resv->ns, q->resv->job_id);
+		if (e && now > e->since)
+			out->waited = now - e->since;
+	}
+	pthread_mutex_unlock(&q->lock);
 }
 
 json_t *resv_json_locked(const struct fair_queue *q)

@@ -129,8 +129,38 @@ void resv_consider(struct server *srv, struct sched_view *v, const json_t *job,
 struct fq_entry;
 bool resv_precedes(const struct fq_entry *a, const struct fq_entry *b);
 
-/* Drops q's reservation when it is job (ns, job_id)'s (q->lock held). */
-void resv_drop_locked(struct fair_queue *q, const char *ns, const char *job_id);
+/* Why a reservation ended (counted for GET /v1/metrics,
+ * herd_reservations_ended_total{reason}): a fixed set, so the label stays
+ * bounded. */
+enum resv_end {
+	RESV_END_LEFT_QUEUE,         /* its job left the queue: placed, stopped, held, failed */
+	RESV_END_JOB_CHANGED,        /* its job has a new version */
+	RESV_END_INSTANCE_PLACED,    /* an instance started: the next needs its own */
+	RESV_END_NODE_UNSCHEDULABLE, /* its node is down, ineligible or gone */
+	RESV_END_NO_FIT,             /* estimated again, its job no longer fits its node */
+	RESV_END_TAKEN_OVER,         /* a job ahead of it in its namespace took it */
+	RESV_END_N
+};
+/* The reason's label value ("left_queue", ...). */
+const char *resv_end_name(enum resv_end why);
+
+/* Drops q's reservation when it is job (ns, job_id)'s (q->lock held),
+ * counting it ended for why. */
+void resv_drop_locked(struct fair_queue *q, const char *ns, const char *job_id,
+		      enum resv_end why);
+
+/* The reservation for GET /v1/metrics: whether one is held, its
+ * namespace (copied into ns, truncated), the devices it holds, how long
+ * its job has waited in the queue (ns; 0 when its entry is gone) and the
+ * counts made and ended since the server started. */
+struct resv_stats {
+	bool held;
+	char ns[256];
+	size_t ndevs;
+	int64_t waited;
+	uint64_t made, ended[RESV_END_N];
+};
+void resv_stats(struct server *srv, int64_t now, struct resv_stats *out);
 
 /* The reservation as JSON for readers, or NULL when none (q->lock held):
  * {"namespace", "job_id", "node_id", "devices": [...], "estimated_start":

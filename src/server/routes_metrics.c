@@ -303,6 +303,43 @@ static void add_evals(struct metrics *m, struct server *srv, const struct http_r
 	json_decref(waiting);
 }
 
+/* The reservation (reservation.h).  At most one is held at a time, so the
+ * gauges have one series while it is held (none otherwise); they carry
+ * its namespace but not its job: a label per job would make a new series
+ * for every job that ever waited (the holder's job is in GET
+ * /v1/quotas/queue and on its GPUs in GET /v1/gpus), while namespaces are
+ * few.  The reasons of the ended counter are a fixed set. */
+static void add_reservations(struct metrics *m, struct server *srv,
+			     const struct http_request *req)
+{
+	struct metrics_family *held = metrics_family(m, "herd_reservations", METRICS_GAUGE,
+		"Reservations held (0 or 1: at most one at a time).");
+	struct metrics_family *gpus = metrics_family(m, "herd_reserved_gpus", METRICS_GAUGE,
+		"GPU devices the reservation holds, by the namespace of its job; absent when "
+		"none is held.");
+	struct metrics_family *wait = metrics_family(m, "herd_reservation_wait_seconds",
+		METRICS_GAUGE, "How long the job holding the reservation has waited in the fair "
+		"queue, by its namespace; absent when none is held.");
+	struct metrics_family *made = metrics_family(m, "herd_reservations_made_total",
+		METRICS_COUNTER, "Reservations made since the server started.");
+	struct metrics_family *ended = metrics_family(m, "herd_reservations_ended_total",
+		METRICS_COUNTER, "Reservations ended since the server started, by reason "
+		"(left_queue, job_changed, instance_placed, node_unschedulable, no_fit, "
+		"taken_over).");
+	struct resv_stats st;
+
+	resv_stats(srv, now_ns(), &st);
+	metrics_add(held, st.held ? 1 : 0, NULL);
+	if (st.held && ns_visible(req, st.ns)) {
+		metrics_add(gpus, (double)st.ndevs, "namespace", st.ns, NULL);
+		metrics_add(wait, (double)st.waited / 1e9, "namespace", st.ns, NULL);
+	}
+	metrics_add(made, (double)st.made, NULL);
+	for (int r = 0; r < RESV_END_N; r++)
+		metrics_add(ended, (double)st.ended[r], "reason", resv_end_name((enum resv_end)r),
+			    NULL);
+}
+
 /* --- quotas and GPU time ------------------------------------------------- */
 
 static void add_quotas(struct metrics *m, const struct http_request *req, const json_t *quotas)
@@ -410,6 +447,7 @@ static int get_metrics(struct http_request *req, struct http_response *resp, voi
 	add_gpus(m, gpus);
 	add_jobs(m, req, &sc);
 	add_evals(m, srv, req);
+	add_reservations(m, srv, req);
 	add_quotas(m, req, sc.quotas);
 	add_gpu_seconds(m, srv, req, &sc);
 	add_server(m, &sc);

@@ -23,6 +23,7 @@
 #include "common/units.h"   /* mono_ns */
 #include "sched/sched.h"
 #include "server/http.h"
+#include "server/reservation.h" /* enum resv_end */
 #include "server/server.h"
 #include "spec/job.h"
 #include "store/store.h"
@@ -704,6 +705,9 @@ struct fair_queue {
 	json_t *weights;         /* {"<ns>": GPU milli} */
 	struct resv *resv;       /* reservation.h; NULL: none */
 	int resv_held;           /* resv != NULL, read without the lock (atomic builtins) */
+	/* Reservations made and ended (by enum resv_end) since the server
+	 * started, for GET /v1/metrics; under lock. */
+	uint64_t resv_made, resv_ended[RESV_END_N];
 };
 
 void fair_queue_init(struct fair_queue *q);

@@ -14,6 +14,10 @@ each ends; every wait polls with a generous deadline."""
 import json
 
 from test_control_plane import GPUS, Agent, agents, api, cli, wait_for  # noqa: F401
+from test_metrics import parse, samples, scrape, value
+
+END_REASONS = ('left_queue', 'job_changed', 'instance_placed', 'node_unschedulable', 'no_fit',
+               'taken_over')
 
 
 def job_hcl(job_id, gpus, gate, limit=None, job_type='batch'):
@@ -84,6 +88,16 @@ def reservation(dev):
     return None
 
 
+def metrics(dev):
+    status, _, text = scrape(dev.port)
+    assert status == 200
+    return parse(text)
+
+
+def ended(fams, reason):
+    return value(fams, 'herd_reservations_ended_total', reason=reason)
+
+
 def fill(dev, tmp_path):
     for j in ('s1', 's2'):
         run(dev, tmp_path, j, 1, limit='10m')
@@ -109,6 +123,15 @@ def test_reservation_bounds_the_wait_and_backfills(agents, tmp_path):  # noqa: F
     assert out.returncode == 0 and out.stdout.count('reserved for big') == 2, out.stdout
     node = api(dev.port, f'/v1/node/{r["node_id"]}')
     assert sum(d.get('reserved_for') == 'big' for d in node['devices']) == 2
+    m = metrics(dev)
+    assert value(m, 'herd_reservations') == 1
+    assert value(m, 'herd_reserved_gpus', namespace='default') == 2
+    assert value(m, 'herd_reservation_wait_seconds', namespace='default') >= 0
+    assert value(m, 'herd_reservations_made_total') >= 1
+    assert m['herd_reservations_ended_total']['type'] == 'counter'
+    assert sorted(l['reason'] for l, _ in m['herd_reservations_ended_total']['samples']) == \
+        sorted(END_REASONS)
+    left_before = ended(m, 'left_queue')
 
     # s1 ends: w1 (no limit) may not take the freed GPU, nor a job
     # whose limit ends after big's estimated start; one that ends before
@@ -131,6 +154,8 @@ def test_reservation_bounds_the_wait_and_backfills(agents, tmp_path):  # noqa: F
     wait_for(lambda: (reservation(dev) or {}).get('job_id') != 'big', 30,
              "big's reservation to end")
     assert not [g for g in api(dev.port, '/v1/gpus') if g.get('reserved_for') == 'big']
+    # placed: its reservation ended as its job left the queue
+    assert ended(metrics(dev), 'left_queue') >= left_before + 1
 
     # big ends: the others start as before
     end(tmp_path, 'big')
@@ -149,5 +174,10 @@ def test_without_reservations_small_jobs_start_around(agents, tmp_path):  # noqa
     assert not [g for g in api(dev.port, '/v1/gpus') if g.get('reserved_for')]
     queue = json.dumps(api(dev.port, '/v1/quotas/queue'))
     assert 'big' in queue
+    m = metrics(dev)
+    assert value(m, 'herd_reservations') == 0
+    assert value(m, 'herd_reservations_made_total') == 0
+    assert not samples(m, 'herd_reserved_gpus') and not samples(m, 'herd_reservation_wait_seconds')
+    assert all(ended(m, r) == 0 for r in END_REASONS)
     for j in ('s2', 'w1', 'big'):
         end(tmp_path, j)
