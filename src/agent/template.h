@@ -38,8 +38,9 @@
  * empty; {{ if P }}..{{ else if Q }}..{{ else }}..{{ end }} on emptiness
  * ("", 0, an empty list are empty).  At most TEMPLATE_MAX_DEPTH nested
  * blocks (an `else if` counts as one).  The whole template is parsed
- * before anything is evaluated: a mistake in a branch not taken is still
- * an error.
+ * (spec/template_parse.h) before anything is evaluated: a mistake in a
+ * branch not taken is still an error, and job validation refuses a job
+ * whose inline template does not parse.
  *
  * Unsupported functions (key, keyOrDefault, ls, tree, secret, secrets,
  * file, plugin, executeTemplate, ...), variables ($x) and unknown names
@@ -66,9 +67,9 @@
 #include "agent/fingerprint.h"
 #include "agent/taskenv.h"
 #include "common/err.h"
+#include "spec/template_parse.h"   /* the parser; TEMPLATE_MAX_DEPTH */
 
 #define TEMPLATE_MAX_OUTPUT (4 << 20)   /* bytes a rendering may produce */
-#define TEMPLATE_MAX_DEPTH 32           /* nested range / with / if blocks */
 
 /* Where nomadService and nomadServices take their data (the agent: its
  * server, through template_watch.c).  name: a service's name, or NULL for

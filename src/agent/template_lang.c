@@ -1,11 +1,12 @@
 /* The task template language (template.h): the text is parsed into a tree
- * first, then evaluated.  Values are JSON (strings, numbers, lists and
- * objects of service data), each a new reference owned by its holder.
+ * (spec/template_parse.c, the parser job validation also runs), then
+ * evaluated here.  Values are JSON (strings, numbers, lists and objects of
+ * service data), each a new reference owned by its holder.
  *
- * Parsing first means that a mistake anywhere, in a branch not taken or in
- * a range over an empty list included, is an error on the first rendering,
- * not when the data one day reaches it.  Every limit a template controls is
- * checked: output size, block nesting, pipeline length, arguments. */
+ * The whole text is parsed before anything is evaluated, so that a mistake
+ * anywhere, in a branch not taken included, is an error on the first
+ * rendering.  What evaluation checks is what needs data: the kinds of
+ * values, service names and filters, the output size. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -17,63 +18,16 @@
 #include "agent/template.h"
 #include "common/strbuf.h"
 #include "common/xalloc.h"
+#include "spec/template_parse.h"
 
-#define MAX_ARGS 4
-#define MAX_CMDS 16           /* commands in one pipeline */
 #define MAX_NAME 128          /* a service name */
-
-enum arg_kind { ARG_STRING, ARG_FIELD, ARG_DOT };
-
-struct arg {
-	enum arg_kind kind;
-	struct strbuf s;      /* the string; a field's name (".A.B": "A.B") */
-};
-
-/* A function with its arguments, or (name "") one lone argument. */
-struct cmd {
-	const char *at;
-	char name[64];
-	struct arg args[MAX_ARGS];
-	size_t nargs;
-};
-
-struct pipe {
-	struct cmd *cmds;
-	size_t n;
-};
-
-enum node_kind { N_TEXT, N_PIPE, N_IF, N_RANGE, N_WITH };
-
-struct node_list {
-	struct node **v;
-	size_t n, alloc;
-};
-
-struct node {
-	enum node_kind kind;
-	const char *at;       /* where in the text: its line in errors */
-	const char *text;     /* N_TEXT: bytes of the template */
-	size_t len;
-	struct pipe pipe;     /* N_PIPE, and the condition of a block */
-	struct node_list body, alt;   /* a block's, and its else part */
-};
 
 struct tmpl {
 	const char *text;
-	const char *p;        /* parse position */
-	bool trim;            /* the last action ended with "-}}" */
 	const struct template_ctx *ctx;
 	struct herd_err *err;
 	struct strbuf *out;
 };
-
-static int line_of(const struct tmpl *t, const char *at)
-{
-	int line = 1;
-	for (const char *s = t->text; s < at; s++)
-		line += *s == '\n';
-	return line;
-}
 
 static int fail(const struct tmpl *t, const char *at, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -84,396 +38,7 @@ static int fail(const struct tmpl *t, const char *at, int code, const char *fmt,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return herd_errf(t->err, code, "template line %d: %s", line_of(t, at), msg);
-}
-
-/* --- the tree --- */
-
-static void pipe_release(struct pipe *p)
-{
-	for (size_t i = 0; i < p->n; i++)
-		for (size_t k = 0; k < p->cmds[i].nargs; k++)
-			strbuf_release(&p->cmds[i].args[k].s);
-	free(p->cmds);
-	p->cmds = NULL;
-	p->n = 0;
-}
-
-static void list_release(struct node_list *l);
-
-static void node_free(struct node *n)
-{
-	if (!n)
-		return;
-	pipe_release(&n->pipe);
-	list_release(&n->body);
-	list_release(&n->alt);
-	free(n);
-}
-
-static void list_release(struct node_list *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		node_free(l->v[i]);
-	free(l->v);
-	memset(l, 0, sizeof(*l));
-}
-
-static struct node *list_add(struct node_list *l, enum node_kind kind, const char *at)
-{
-	struct node *n = xcalloc(1, sizeof(*n));
-	n->kind = kind;
-	n->at = at;
-	ALLOC_GROW(l->v, l->n + 1, l->alloc);
-	l->v[l->n++] = n;
-	return n;
-}
-
-/* --- parsing --- */
-
-/* consul-template functions that need Consul, Vault, the agent's files or
- * commands: named in the error so a Nomad user knows why. */
-static const char *unsupported_reason(const char *fn)
-{
-	static const char *const consul[] = { "key", "keyOrDefault", "keyExists", "ls", "safeLs",
-		"tree", "safeTree", "connect", "caRoots", "caLeaf", "node", "nodes", "nomadVar",
-		"nomadVarList", "nomadVarExists", NULL };
-	static const char *const vault[] = { "secret", "secrets", "pkiCert", NULL };
-	static const char *const host[] = { "file", "plugin", "executeTemplate", "writeToFile",
-		"sockaddr", NULL };
-	for (size_t i = 0; consul[i]; i++)
-		if (!strcmp(fn, consul[i]))
-			return "not supported by herd (no Consul or Nomad variables)";
-	for (size_t i = 0; vault[i]; i++)
-		if (!strcmp(fn, vault[i]))
-			return "not supported by herd (no Vault)";
-	for (size_t i = 0; host[i]; i++)
-		if (!strcmp(fn, host[i]))
-			return "not allowed: it would reach outside the task";
-	return NULL;
-}
-
-static const struct fn {
-	const char *name;
-	size_t nargs;
-} fns[] = {
-	{ "env", 1 }, { "attr", 1 }, { "meta", 1 }, { "default", 2 }, { "toUpper", 1 },
-	{ "toLower", 1 }, { "trimSpace", 1 }, { "join", 2 }, { "nomadService", 1 },
-	{ "service", 1 }, { "nomadServices", 0 }, { "services", 0 },
-};
-
-static const struct fn *fn_find(const char *name)
-{
-	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++)
-		if (!strcmp(fns[i].name, name))
-			return &fns[i];
-	return NULL;
-}
-
-static void skip_space(struct tmpl *t)
-{
-	while (*t->p == ' ' || *t->p == '\t' || *t->p == '\n' || *t->p == '\r')
-		t->p++;
-}
-
-static bool at_action_end(const struct tmpl *t)
-{
-	return !strncmp(t->p, "}}", 2) || !strncmp(t->p, "-}}", 3);
-}
-
-static bool is_ident(char c)
-{
-	return isalnum((unsigned char)c) || c == '_';
-}
-
-/* A string literal at t->p into sb.  Returns 0 or -EINVAL. */
-static int parse_string(struct tmpl *t, struct strbuf *sb)
-{
-	const char *start = t->p;
-	char q = *t->p++;
-	for (;;) {
-		char c = *t->p;
-		if (!c || (q == '"' && c == '\n'))
-			return fail(t, start, -EINVAL, "unterminated string");
-		t->p++;
-		if (c == q)
-			return 0;
-		if (q == '"' && c == '\\') {
-			char e = *t->p++;
-			switch (e) {
-			case '"': case '\\': strbuf_addch(sb, e); break;
-			case 'n': strbuf_addch(sb, '\n'); break;
-			case 't': strbuf_addch(sb, '\t'); break;
-			default:
-				return fail(t, t->p - 2, -EINVAL, "unknown escape \\%c", e ? e : '0');
-			}
-			continue;
-		}
-		strbuf_addch(sb, c);
-	}
-}
-
-/* A field (".", ".Name", ".A.B") at t->p into a. */
-static int parse_field(struct tmpl *t, struct arg *a)
-{
-	const char *start = t->p;
-	t->p++;
-	if (!is_ident(*t->p)) {
-		a->kind = ARG_DOT;
-		return 0;
-	}
-	a->kind = ARG_FIELD;
-	for (;;) {
-		while (is_ident(*t->p))
-			strbuf_addch(&a->s, *t->p++);
-		if (*t->p != '.' || !is_ident(t->p[1]))
-			break;
-		strbuf_addch(&a->s, *t->p++);
-	}
-	if (a->s.len > 64)
-		return fail(t, start, -EINVAL, "field name too long");
-	return 0;
-}
-
-/* One argument (a string or a field) into a; 1 when there is none. */
-static int parse_arg(struct tmpl *t, struct arg *a)
-{
-	strbuf_init(&a->s, 0);
-	if (*t->p == '"' || *t->p == '`') {
-		a->kind = ARG_STRING;
-		return parse_string(t, &a->s);
-	}
-	if (*t->p == '.')
-		return parse_field(t, a);
-	return 1;
-}
-
-/* One command of a pipeline into c; piped: a value comes from the left. */
-static int parse_cmd(struct tmpl *t, struct cmd *c, bool piped)
-{
-	size_t nl = 0;
-	int rc;
-
-	skip_space(t);
-	c->at = t->p;
-	if (*t->p == '$')
-		return fail(t, t->p, -EINVAL, "variables ($) are not supported by herd");
-	if ((rc = parse_arg(t, &c->args[0])) <= 0) {
-		c->nargs = 1;
-		if (rc == 0 && piped)
-			return fail(t, c->at, -EINVAL, "a %s cannot take a piped value",
-				    c->args[0].kind == ARG_STRING ? "string" : "field");
-		return rc;
-	}
-	strbuf_release(&c->args[0].s);
-	while (is_ident(*t->p)) {
-		if (nl + 1 >= sizeof(c->name))
-			return fail(t, c->at, -EINVAL, "function name too long");
-		c->name[nl++] = *t->p++;
-	}
-	c->name[nl] = '\0';
-	if (!nl)
-		return fail(t, c->at, -EINVAL, "expected a function, a string or a field, found '%.10s'",
-			    t->p);
-	const char *why = unsupported_reason(c->name);
-	if (why)
-		return fail(t, c->at, -EINVAL, "%s: %s", c->name, why);
-	const struct fn *f = fn_find(c->name);
-	if (!f)
-		return fail(t, c->at, -EINVAL, "unknown function %s (herd knows env, attr, meta, "
-			    "default, toUpper, toLower, trimSpace, join, nomadService, service, "
-			    "nomadServices, services)", c->name);
-	for (;;) {
-		skip_space(t);
-		if (c->nargs == MAX_ARGS - 1 && (*t->p == '"' || *t->p == '`' || *t->p == '.'))
-			return fail(t, t->p, -EINVAL, "%s: too many arguments", c->name);
-		if ((rc = parse_arg(t, &c->args[c->nargs])) < 0) {
-			strbuf_release(&c->args[c->nargs].s);
-			return rc;
-		}
-		if (rc == 1) {
-			strbuf_release(&c->args[c->nargs].s);
-			break;
-		}
-		c->nargs++;
-	}
-	if (*t->p && *t->p != '|' && !at_action_end(t))
-		return fail(t, t->p, -EINVAL, "%s: arguments must be string literals or fields "
-			    "(.Name)", c->name);
-	if (c->nargs + piped != f->nargs)
-		return fail(t, c->at, -EINVAL, "%s takes %zu argument%s, got %zu", c->name, f->nargs,
-			    f->nargs == 1 ? "" : "s", c->nargs + piped);
-	return 0;
-}
-
-/* A pipeline up to the end of the action ("}}" or "-}}"), into p. */
-static int parse_pipe(struct tmpl *t, struct pipe *p)
-{
-	const char *start = t->p;
-	int rc;
-
-	skip_space(t);
-	if (at_action_end(t) || !*t->p)
-		return fail(t, start, -EINVAL, *t->p ? "empty action" : "unterminated action (no '}}')");
-	p->cmds = xcalloc(MAX_CMDS, sizeof(*p->cmds));
-	for (;;) {
-		if (p->n == MAX_CMDS)
-			return fail(t, t->p, -EINVAL, "more than %d commands in a pipeline", MAX_CMDS);
-		rc = parse_cmd(t, &p->cmds[p->n], p->n > 0);
-		p->n++;   /* released with the pipe even when it failed */
-		if (rc < 0)
-			return rc;
-		skip_space(t);
-		if (*t->p == '|') {
-			t->p++;
-			continue;
-		}
-		if (!at_action_end(t))
-			return fail(t, t->p, -EINVAL, *t->p ? "expected '|' or '}}'"
-						   : "unterminated action (no '}}')");
-		return 0;
-	}
-}
-
-/* Ends the action at t->p ("}}" or "-}}"). */
-static int close_action(struct tmpl *t, const char *open)
-{
-	skip_space(t);
-	if (!at_action_end(t))
-		return fail(t, open, -EINVAL, *t->p ? "expected '}}', found '%.10s'"
-					      : "unterminated action (no '}}')", t->p);
-	t->trim = *t->p == '-';
-	t->p += t->trim ? 3 : 2;
-	return 0;
-}
-
-/* Whether the word w (then a space or the action's end) is at t->p; moves
- * past it when it is. */
-static bool keyword(struct tmpl *t, const char *w)
-{
-	size_t n = strlen(w);
-	if (strncmp(t->p, w, n) || is_ident(t->p[n]) || t->p[n] == '.')
-		return false;
-	t->p += n;
-	return true;
-}
-
-enum term { T_EOF, T_END, T_ELSE, T_ELSE_IF };
-
-static int parse_list(struct tmpl *t, struct node_list *l, int depth, enum term *term,
-		      const char **term_at);
-
-/* A block whose keyword was just read: its condition, body, else part. */
-static int parse_block(struct tmpl *t, struct node_list *l, enum node_kind kind, const char *open,
-		       int depth)
-{
-	static const char *const names[] = { [N_IF] = "if", [N_RANGE] = "range", [N_WITH] = "with" };
-	struct node *n = list_add(l, kind, open);
-	const char *term_at = NULL;
-	enum term term;
-	int rc;
-
-	if (depth >= TEMPLATE_MAX_DEPTH)
-		return fail(t, open, -EINVAL, "blocks nested deeper than %d", TEMPLATE_MAX_DEPTH);
-	if ((rc = parse_pipe(t, &n->pipe)) < 0 || (rc = close_action(t, open)) < 0)
-		return rc;
-	if ((rc = parse_list(t, &n->body, depth + 1, &term, &term_at)) < 0)
-		return rc;
-	if (term == T_ELSE_IF)
-		return parse_block(t, &n->alt, N_IF, term_at, depth + 1);
-	if (term == T_ELSE) {
-		if ((rc = parse_list(t, &n->alt, depth + 1, &term, &term_at)) < 0)
-			return rc;
-		if (term == T_ELSE || term == T_ELSE_IF)
-			return fail(t, term_at, -EINVAL, "a second else in one %s", names[kind]);
-	}
-	if (term == T_EOF)
-		return fail(t, open, -EINVAL, "%s without {{ end }}", names[kind]);
-	return 0;
-}
-
-/* One action after "{{" (and its "-"): into l, or the list's end. */
-static int parse_action(struct tmpl *t, struct node_list *l, int depth, enum term *term)
-{
-	const char *open = t->p;
-	struct node *n;
-	int rc;
-
-	skip_space(t);
-	if (!strncmp(t->p, "/*", 2)) {
-		const char *end = strstr(t->p + 2, "*/");
-		if (!end)
-			return fail(t, open, -EINVAL, "unterminated comment");
-		t->p = end + 2;
-		skip_space(t);
-		if (!at_action_end(t))
-			return fail(t, open, -EINVAL, "a comment must end the action");
-		return close_action(t, open);
-	}
-	if (keyword(t, "end"))
-		return *term = T_END, close_action(t, open);
-	if (keyword(t, "else")) {
-		skip_space(t);
-		if (keyword(t, "if")) {
-			*term = T_ELSE_IF;
-			return 0;   /* the caller parses the if */
-		}
-		*term = T_ELSE;
-		return close_action(t, open);
-	}
-	if (keyword(t, "if"))
-		return parse_block(t, l, N_IF, open, depth);
-	if (keyword(t, "range"))
-		return parse_block(t, l, N_RANGE, open, depth);
-	if (keyword(t, "with"))
-		return parse_block(t, l, N_WITH, open, depth);
-	n = list_add(l, N_PIPE, open);
-	if ((rc = parse_pipe(t, &n->pipe)) < 0)
-		return rc;
-	return close_action(t, open);
-}
-
-/* Text and actions into l, up to the end of the text or an {{ end }},
- * {{ else }} or {{ else if }} (*term says which; *term_at where). */
-static int parse_list(struct tmpl *t, struct node_list *l, int depth, enum term *term,
-		      const char **term_at)
-{
-	*term = T_EOF;
-	while (*t->p) {
-		const char *open = strstr(t->p, "{{");
-		const char *end = open ? open : t->p + strlen(t->p);
-		const char *s = t->p, *e = end;
-		if (t->trim)
-			while (s < end && isspace((unsigned char)*s))
-				s++;
-		t->trim = false;
-		if (open && open[2] == '-' && (open[3] == ' ' || open[3] == '\t' || open[3] == '\n'))
-			while (e > s && isspace((unsigned char)e[-1]))
-				e--;
-		if (e > s) {
-			struct node *n = list_add(l, N_TEXT, s);
-			n->text = s;
-			n->len = (size_t)(e - s);
-		}
-		if (!open) {
-			t->p = end;
-			break;
-		}
-		t->p = open + 2;
-		if (*t->p == '-' && (t->p[1] == ' ' || t->p[1] == '\t' || t->p[1] == '\n'))
-			t->p++;
-		*term_at = open;
-		int rc = parse_action(t, l, depth, term);
-		if (rc < 0)
-			return rc;
-		if (*term != T_EOF) {
-			if (depth == 0)
-				return fail(t, open, -EINVAL, "{{ %s }} with no block to close",
-					    *term == T_END ? "end" : "else");
-			return 0;
-		}
-	}
-	return 0;
+	return herd_errf(t->err, code, "template line %d: %s", template_line(t->text, at), msg);
 }
 
 /* --- values --- */
@@ -547,13 +112,13 @@ static int print_value(struct tmpl *t, const char *at, const json_t *v)
 }
 
 /* The field path of a on dot: a new reference. */
-static int field_value(struct tmpl *t, const char *at, const struct arg *a, const json_t *dot,
+static int field_value(struct tmpl *t, const char *at, const struct tmpl_arg *a, const json_t *dot,
 		       json_t **out)
 {
 	const json_t *v = dot;
 	const char *p = a->s.buf;
 
-	if (a->kind == ARG_DOT) {
+	if (a->kind == TMPL_ARG_DOT) {
 		*out = json_incref((json_t *)dot);
 		if (!dot)
 			*out = str_value("", 0);
@@ -577,17 +142,17 @@ static int field_value(struct tmpl *t, const char *at, const struct arg *a, cons
 	return 0;
 }
 
-static int arg_value(struct tmpl *t, const struct cmd *c, const struct arg *a, const json_t *dot,
+static int arg_value(struct tmpl *t, const struct tmpl_cmd *c, const struct tmpl_arg *a, const json_t *dot,
 		     json_t **out)
 {
-	if (a->kind == ARG_STRING) {
+	if (a->kind == TMPL_ARG_STRING) {
 		*out = str_value(a->s.buf, a->s.len);
 		return 0;
 	}
 	return field_value(t, c->at, a, dot, out);
 }
 
-static int want_string(struct tmpl *t, const struct cmd *c, const json_t *v)
+static int want_string(struct tmpl *t, const struct tmpl_cmd *c, const json_t *v)
 {
 	if (json_is_string(v))
 		return 0;
@@ -598,7 +163,7 @@ static int want_string(struct tmpl *t, const struct cmd *c, const json_t *v)
 
 /* "name|filter" into name and the health statuses kept (bits: passing 1,
  * warning 2, critical 4). */
-static int service_query(struct tmpl *t, const struct cmd *c, const json_t *arg, char *name,
+static int service_query(struct tmpl *t, const struct tmpl_cmd *c, const json_t *arg, char *name,
 			 unsigned *keep)
 {
 	const char *s = json_string_value(arg), *bar = strchr(s, '|');
@@ -675,7 +240,7 @@ static json_t *instance_value(const json_t *in)
 	return v;
 }
 
-static int call_services(struct tmpl *t, const struct cmd *c, const char *name, const json_t **raw)
+static int call_services(struct tmpl *t, const struct tmpl_cmd *c, const char *name, const json_t **raw)
 {
 	struct herd_err e = { 0, "" };
 	int rc;
@@ -690,7 +255,7 @@ static int call_services(struct tmpl *t, const struct cmd *c, const char *name, 
 	return 0;
 }
 
-static int fn_service(struct tmpl *t, const struct cmd *c, const json_t *arg, json_t **out)
+static int fn_service(struct tmpl *t, const struct tmpl_cmd *c, const json_t *arg, json_t **out)
 {
 	char name[MAX_NAME + 1];
 	const json_t *raw;
@@ -711,7 +276,7 @@ static int fn_service(struct tmpl *t, const struct cmd *c, const json_t *arg, js
 	return 0;
 }
 
-static int fn_services(struct tmpl *t, const struct cmd *c, json_t **out)
+static int fn_services(struct tmpl *t, const struct tmpl_cmd *c, json_t **out)
 {
 	const json_t *raw;
 	json_t *e;
@@ -793,10 +358,10 @@ static json_t *fn_text(const char *name, const json_t *a, const struct template_
 }
 
 /* Runs command c with the piped value (NULL: none) as its last argument. */
-static int run_cmd(struct tmpl *t, const struct cmd *c, json_t *piped, const json_t *dot,
+static int run_cmd(struct tmpl *t, const struct tmpl_cmd *c, json_t *piped, const json_t *dot,
 		   json_t **out)
 {
-	json_t *a[MAX_ARGS] = { NULL };
+	json_t *a[TEMPLATE_MAX_ARGS] = { NULL };
 	size_t n = 0;
 	int rc = 0;
 
@@ -832,7 +397,7 @@ out:
 	return rc;
 }
 
-static int run_pipe(struct tmpl *t, const struct pipe *p, const json_t *dot, json_t **out)
+static int run_pipe(struct tmpl *t, const struct tmpl_pipe *p, const json_t *dot, json_t **out)
 {
 	json_t *v = NULL;
 
@@ -856,9 +421,9 @@ static int check_size(struct tmpl *t)
 	return 0;
 }
 
-static int eval_list(struct tmpl *t, const struct node_list *l, const json_t *dot);
+static int eval_list(struct tmpl *t, const struct tmpl_list *l, const json_t *dot);
 
-static int eval_block(struct tmpl *t, const struct node *n, const json_t *dot)
+static int eval_block(struct tmpl *t, const struct tmpl_node *n, const json_t *dot)
 {
 	json_t *v = NULL, *e;
 	size_t i;
@@ -866,13 +431,13 @@ static int eval_block(struct tmpl *t, const struct node *n, const json_t *dot)
 
 	if ((rc = run_pipe(t, &n->pipe, dot, &v)) < 0)
 		return rc;
-	if (n->kind == N_RANGE && v && !json_is_array(v) && !json_is_null(v)) {
+	if (n->kind == TMPL_RANGE && v && !json_is_array(v) && !json_is_null(v)) {
 		rc = fail(t, n->at, -EINVAL, "range over %s; range takes a list", kind_name(v));
 	} else if (!truthy(v)) {
 		rc = eval_list(t, &n->alt, dot);
-	} else if (n->kind == N_IF) {
+	} else if (n->kind == TMPL_IF) {
 		rc = eval_list(t, &n->body, dot);
-	} else if (n->kind == N_WITH) {
+	} else if (n->kind == TMPL_WITH) {
 		rc = eval_list(t, &n->body, v);
 	} else {
 		json_array_foreach(v, i, e)
@@ -883,16 +448,16 @@ static int eval_block(struct tmpl *t, const struct node *n, const json_t *dot)
 	return rc;
 }
 
-static int eval_list(struct tmpl *t, const struct node_list *l, const json_t *dot)
+static int eval_list(struct tmpl *t, const struct tmpl_list *l, const json_t *dot)
 {
 	for (size_t i = 0; i < l->n; i++) {
-		const struct node *n = l->v[i];
+		const struct tmpl_node *n = l->v[i];
 		json_t *v = NULL;
 		int rc = 0;
 
-		if (n->kind == N_TEXT) {
+		if (n->kind == TMPL_TEXT) {
 			strbuf_add(t->out, n->text, n->len);
-		} else if (n->kind == N_PIPE) {
+		} else if (n->kind == TMPL_PIPE) {
 			if ((rc = run_pipe(t, &n->pipe, dot, &v)) == 0)
 				rc = print_value(t, n->at, v);
 			json_decref(v);
@@ -910,16 +475,13 @@ int template_render(const char *text, const struct template_ctx *ctx, char **out
 {
 	static const struct template_ctx none = { 0 };
 	struct strbuf sb = STRBUF_INIT;
-	struct tmpl t = { .text = text, .p = text, .ctx = ctx ? ctx : &none, .err = err, .out = &sb };
-	struct node_list root = { 0 };
-	const char *term_at = NULL;
-	enum term term;
+	struct tmpl t = { .text = text, .ctx = ctx ? ctx : &none, .err = err, .out = &sb };
+	struct tmpl_list root;
 	int rc;
 
-	if ((rc = parse_list(&t, &root, 0, &term, &term_at)) == 0 &&
-	    (rc = eval_list(&t, &root, NULL)) == 0)
+	if ((rc = template_parse(text, &root, err)) == 0 && (rc = eval_list(&t, &root, NULL)) == 0)
 		*out = strbuf_detach(&sb, NULL);
-	list_release(&root);
+	template_tree_release(&root);
 	strbuf_release(&sb);
 	return rc;
 }

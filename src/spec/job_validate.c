@@ -14,6 +14,7 @@
 #include "common/xalloc.h"
 #include "spec/cron.h"
 #include "spec/job-int.h"
+#include "spec/template_parse.h"
 
 struct validator {
 	struct diag_list *diags;
@@ -285,7 +286,26 @@ static bool is_signal_name(const char *s)
 	return true;
 }
 
-static void check_template(struct validator *v, struct job_template *t)
+/* An inline template is parsed now, by the parser the agent renders with,
+ * so that a syntax error or a refused function fails the submission rather
+ * than the task on its node.  A `source` file lives on the node: it is
+ * checked when the task starts. */
+static void check_template_data(struct validator *v, const struct job_task *task,
+				const struct job_template *t)
+{
+	struct herd_err err = { 0, "" };
+	struct tmpl_list tree;
+
+	if (template_parse(t->data, &tree, &err) < 0)
+		fail(v, t->pos, "group \"%s\", task \"%s\", template \"%s\": %s",
+		     v->group && v->group->name ? v->group->name : "?",
+		     task->name ? task->name : "?", t->destination ? t->destination : "",
+		     err.msg);
+	template_tree_release(&tree);
+}
+
+static void check_template(struct validator *v, const struct job_task *task,
+			   struct job_template *t)
 {
 	default_str(&t->perms, "0644");
 	default_str(&t->change_mode, "restart");
@@ -300,6 +320,8 @@ static void check_template(struct validator *v, struct job_template *t)
 	if (t->change_signal && !is_signal_name(t->change_signal))
 		fail(v, t->pos, "change_signal must be a signal name such as \"SIGHUP\", got \"%s\"",
 		     t->change_signal);
+	if (t->data)
+		check_template_data(v, task, t);
 }
 
 static void check_artifact(struct validator *v, struct job_artifact *a)
@@ -480,7 +502,7 @@ static void check_task(struct validator *v, struct job_task *t)
 		if (failed(v, &t->templates[i]))
 			continue;
 		old = push(v, "templates", (ssize_t)i);
-		check_template(v, &t->templates[i]);
+		check_template(v, t, &t->templates[i]);
 		pop(v, old);
 	}
 	for (size_t i = 0; i < t->nartifacts; i++) {

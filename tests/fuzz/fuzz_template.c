@@ -1,17 +1,21 @@
 /* Fuzz target: the task template language (agent/template.h), which reads
- * a job's template text on the agent.
+ * a job's template text on the agent, and its parser
+ * (spec/template_parse.h), which job validation runs at submission.
  *
  * The input is rendered with an environment, node attributes and meta, and
  * service data (instances of "web", one critical; none for other names; a
  * failing "down"), so that blocks, fields and filters run on real data.
  * Whatever the outcome: no crash, no leak, an error only with a message,
- * an output within TEMPLATE_MAX_OUTPUT and untouched on failure. */
+ * an output within TEMPLATE_MAX_OUTPUT and untouched on failure.  The
+ * parser alone and the rendering agree: a text validation refuses fails
+ * to render with the very same message. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent/template.h"
+#include "spec/template_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -42,6 +46,20 @@ static void setup(void)
 		"name", "web", "tags", "blue", "name", "db", "tags");
 }
 
+/* What validation says of text, against what the rendering said (rc, err). */
+static void parse_agrees(const char *text, int rc, const struct herd_err *err)
+{
+	struct herd_err perr = { 0, "" };
+	struct tmpl_list tree;
+	int prc = template_parse(text, &tree, &perr);
+
+	template_tree_release(&tree);
+	if (tree.n || tree.v)
+		abort();
+	if (prc < 0 && (rc != prc || strcmp(err->msg, perr.msg)))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct node_attr attrs[] = { { (char *)"kernel.name", (char *)"linux" } };
@@ -61,6 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(text, data, size);
 	text[size] = '\0';
 	rc = template_render(text, &ctx, &out, &err);
+	parse_agrees(text, rc, &err);
 	if (rc == 0) {
 		if (!out || strlen(out) > TEMPLATE_MAX_OUTPUT)
 			abort();

@@ -39,6 +39,57 @@ static void expect_job(const char *text, const char *want)
 	free(diags);
 }
 
+/* A job with one inline template of the given data (a JSON string's body). */
+static void expect_template(const char *data, const char *want)
+{
+	char *fields = xasprintf("\"templates\":[{\"data\":\"%s\",\"destination\":\"local/app.conf\"}]",
+				 data);
+	expect_task(fields, want);
+	free(fields);
+}
+
+#define TMPL_AT "E 0:0 groups[0].tasks[0].templates[0]: group \"g\", task \"t\", " \
+		"template \"local/app.conf\": "
+
+/* Inline templates are parsed at validation, with the agent's parser: each
+ * kind of mistake is refused there, naming group, task, destination and the
+ * template's line. */
+static void test_template_data_parsed(void **state)
+{
+	(void)state;
+	expect_template("port={{ env \\\"PORT\\\" | default \\\"80\\\" }}\\n"
+			"{{ range nomadService \\\"db\\\" }}{{ .Address }}:{{ .Port }}\\n{{ end }}"
+			"{{ if attr \\\"kernel.name\\\" }}x{{ else }}y{{ end }}", "");
+	/* a value-dependent mistake (a field of a string) is the agent's to find */
+	expect_template("{{ with env \\\"X\\\" }}{{ .Address }}{{ end }}", "");
+	expect_template("a\\nb\\n{{ env \\\"X\\\"",
+			TMPL_AT "template line 3: unterminated action (no '}}')\n");
+	expect_template("{{ nope \\\"x\\\" }}",
+			TMPL_AT "template line 1: unknown function nope (herd knows env, attr, meta, "
+			"default, toUpper, toLower, trimSpace, join, nomadService, service, "
+			"nomadServices, services)\n");
+	expect_template("x\\n{{ end }}", TMPL_AT "template line 2: {{ end }} with no block to close\n");
+	expect_template("\\n\\n{{ range services }}\\n",
+			TMPL_AT "template line 3: range without {{ end }}\n");
+	expect_template("{{ key \\\"a/b\\\" }}",
+			TMPL_AT "template line 1: key: not supported by herd (no Consul or Nomad "
+			"variables)\n");
+	expect_template("\\n{{ file \\\"/etc/passwd\\\" }}",
+			TMPL_AT "template line 2: file: not allowed: it would reach outside the task\n");
+	expect_template("{{ secret \\\"x\\\" }}",
+			TMPL_AT "template line 1: secret: not supported by herd (no Vault)\n");
+	expect_template("{{ env }}", TMPL_AT "template line 1: env takes 1 argument, got 0\n");
+	/* a source file lives on the node: not read, whatever its name */
+	expect_task("\"templates\":[{\"source\":\"/nonexistent/{{ key\",\"destination\":\"a\"}]", "");
+	/* each template of each task on its own */
+	expect_job("{\"id\":\"v\",\"groups\":[{\"name\":\"api\",\"tasks\":[" MIN_TASK ",{\"name\":"
+		   "\"web\",\"driver\":\"raw_exec\",\"config\":{\"command\":\"x\"},\"templates\":["
+		   "{\"data\":\"ok\",\"destination\":\"a\"},{\"data\":\"{{ $x }}\","
+		   "\"destination\":\"b\"}]}]}]}",
+		   "E 0:0 groups[0].tasks[1].templates[1]: group \"api\", task \"web\", template \"b\": "
+		   "template line 1: variables ($) are not supported by herd\n");
+}
+
 static void test_job_level_rules(void **state)
 {
 	expect_job("{\"groups\":[" MIN_GROUP "]}", "E 0:0 job: id is required\n");
@@ -422,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_task_rules),
 		cmocka_unit_test(test_lifecycle_rules),
 		cmocka_unit_test(test_template_and_artifact_rules),
+		cmocka_unit_test(test_template_data_parsed),
 		cmocka_unit_test(test_resource_rules),
 		cmocka_unit_test(test_device_rules),
 		cmocka_unit_test(test_constraint_rules),
