@@ -65,6 +65,8 @@ int http_request_prepare(struct http_request_state *st, const struct http_router
 /* Whether a prepared request must wait: a blocking route, ?index given, and
  * the current index not above it. */
 int http_request_should_wait(const struct http_request_state *st, uint64_t current);
+/* Whether its wait also ends on a poke of the watch (HTTP_ROUTE_MEMORY). */
+bool http_request_wakes_on_poke(const struct http_request_state *st);
 
 /* Runs the handler with req.index = current and fills resp; a handler
  * failure or a handler that answered nothing becomes a 500. */

@@ -13,7 +13,10 @@
  * ?index=N (and optionally &wait=30s) is held, without a thread, until the
  * watched index passes N or the wait ends; then the handler runs and
  * answers with the state as it is.  The wait defaults to and is capped at
- * the server's max_wait (5 minutes).
+ * the server's max_wait (5 minutes).  A route also marked
+ * HTTP_ROUTE_MEMORY answers state the store does not hold (the server's
+ * reservations): its wait ends on index_watch_poke as well, and it then
+ * answers with the same X-Herd-Index (nothing was stored).
  *
  * Handlers run on the server's threads, several at once. */
 #ifndef HERD_SERVER_HTTP_H
@@ -128,6 +131,7 @@ typedef int http_handler_fn(struct http_request *req, struct http_response *resp
 enum {
 	HTTP_ROUTE_BLOCKING = 1, /* honours ?index=N&wait=D */
 	HTTP_ROUTE_BODY = 2,     /* needs a JSON body: an empty one is 400 */
+	HTTP_ROUTE_MEMORY = 4,   /* with BLOCKING: a poke of the watch ends its wait too */
 };
 
 struct http_router;

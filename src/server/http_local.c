@@ -93,20 +93,26 @@ static void add_query(struct http_request_state *st, const char *query)
 	}
 }
 
-/* Waits until the watched index passes after, deadline_ns (CLOCK_MONOTONIC)
- * comes, the caller gives up or the server stops.  Returns 0, 1 when the
- * server stops (the request is then answered at once, as the server's held
- * requests are), or -ECANCELED when the caller gave up. */
-static int wait_index(struct http_local *l, uint64_t after, int64_t deadline_ns,
-		      int (*abort_cb)(void *), void *abort_arg)
+/* Waits until the watched index passes after, the watch is poked (when
+ * st's route wakes on pokes: pokes, read before the state was looked at),
+ * deadline_ns (CLOCK_MONOTONIC) comes, the caller gives up or the server
+ * stops.  Returns 0, 1 when the server stops (the request is then answered
+ * at once, as the server's held requests are), or -ECANCELED when the
+ * caller gave up. */
+static int wait_index(struct http_local *l, const struct http_request_state *st, uint64_t after,
+		      uint64_t pokes, int64_t deadline_ns, int (*abort_cb)(void *), void *abort_arg)
 {
+	bool poked = http_request_wakes_on_poke(st);
+
 	for (;;) {
 		int64_t left = deadline_ns - mono_ns();
 		int stopping;
 		if (left <= 0)
 			return 0;
-		if (index_watch_wait(l->watch, after, left < LOCAL_POLL_NS ? left : LOCAL_POLL_NS,
-				     NULL) == 0)
+		if (left > LOCAL_POLL_NS)
+			left = LOCAL_POLL_NS;
+		if ((poked ? index_watch_wait_poked(l->watch, after, pokes, left, NULL)
+			   : index_watch_wait(l->watch, after, left, NULL)) == 0)
 			return 0;
 		if (abort_cb && abort_cb(abort_arg))
 			return -ECANCELED;
@@ -125,15 +131,18 @@ static int serve(struct http_local *l, struct http_request_state *st, int (*abor
 {
 	int64_t deadline_ns;
 	int rc = 0;
+	uint64_t pokes = index_watch_pokes(l->watch);
 
 	*index = index_watch_current(l->watch);
 	if (http_request_prepare(st, l->router, &l->limits, resp))
 		return 0;
 	deadline_ns = mono_ns() + st->req.wait_ns;
 	if (http_request_should_wait(st, *index) &&
-	    (rc = wait_index(l, st->req.wait_index, deadline_ns, abort_cb, abort_arg)) < 0)
+	    (rc = wait_index(l, st, st->req.wait_index, pokes, deadline_ns, abort_cb,
+			     abort_arg)) < 0)
 		return rc;
 	for (;;) {
+		pokes = index_watch_pokes(l->watch);
 		*index = index_watch_current(l->watch);
 		http_request_run(st, *index, resp);
 		/* nothing new for this client: wait for the next change
@@ -142,7 +151,7 @@ static int serve(struct http_local *l, struct http_request_state *st, int (*abor
 				 mono_ns() < deadline_ns))
 			break;
 		http_response_release(resp);
-		if ((rc = wait_index(l, *index, deadline_ns, abort_cb, abort_arg)) < 0)
+		if ((rc = wait_index(l, st, *index, pokes, deadline_ns, abort_cb, abort_arg)) < 0)
 			return rc;
 	}
 	if (resp->has_index)

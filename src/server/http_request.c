@@ -363,6 +363,11 @@ int http_request_should_wait(const struct http_request_state *st, uint64_t curre
 	return st->req.has_index && st->req.wait_ns > 0 && current <= st->req.wait_index;
 }
 
+bool http_request_wakes_on_poke(const struct http_request_state *st)
+{
+	return st->route && (st->route->flags & HTTP_ROUTE_MEMORY);
+}
+
 void http_request_run(struct http_request_state *st, uint64_t current,
 		      struct http_response *resp)
 {

@@ -5,7 +5,8 @@
  * waker thread resumes waiters when the watched index passes theirs or
  * their deadline comes, so a thousand waiting agents cost a thousand list
  * entries, not a thousand threads.  The index watch's listener wakes the
- * waker after each commit.  On resume MHD calls the access handler again,
+ * waker after each commit, and after each poke (index_watch_poke), which
+ * resumes the waiters of HTTP_ROUTE_MEMORY routes only.  On resume MHD calls the access handler again,
  * which then runs the route's handler.
  *
  * Close-on-exec: MHD creates its listening and accepted sockets with
@@ -31,6 +32,8 @@
 struct waiter {
 	struct MHD_Connection *conn;
 	uint64_t after;
+	bool poked;          /* also resumed when the pokes are no longer pokes */
+	uint64_t pokes;
 	int64_t deadline_ns; /* CLOCK_MONOTONIC */
 };
 
@@ -92,12 +95,14 @@ static void *waker_main(void *arg)
 	for (;;) {
 		int64_t now = mono_ns(), next = now + 60 * NS_PER_SEC;
 		uint64_t cur = index_watch_current(srv->watch);
+		uint64_t pokes = index_watch_pokes(srv->watch);
 		struct timespec ts;
 
 		nready = 0;
 		for (size_t i = 0; i < srv->nwaiters;) {
 			struct waiter *w = &srv->waiters[i];
-			if (srv->stopping || cur > w->after || now >= w->deadline_ns) {
+			if (srv->stopping || cur > w->after || now >= w->deadline_ns ||
+			    (w->poked && pokes != w->pokes)) {
 				ALLOC_GROW(ready, nready + 1, aready);
 				ready[nready++] = w->conn;
 				*w = srv->waiters[--srv->nwaiters];
@@ -144,11 +149,13 @@ static void count_held_locked(struct http_server *srv, struct conn_ctx *cc)
 	}
 }
 
-/* Suspends conn until the index passes after or the request's wait ends
- * (cc->deadline_ns, set at its first hold).  Returns 0, or -ECANCELED when the
- * server is stopping (then it is not suspended). */
+/* Suspends conn until the index passes after, the pokes are no longer
+ * pokes (read before the request looked at the state; an HTTP_ROUTE_MEMORY
+ * route only) or the request's wait ends (cc->deadline_ns, set at its
+ * first hold).  Returns 0, or -ECANCELED when the server is stopping (then
+ * it is not suspended). */
 static int hold(struct http_server *srv, struct MHD_Connection *conn, struct conn_ctx *cc,
-		uint64_t after)
+		uint64_t after, uint64_t pokes)
 {
 	int rc = 0;
 	if (!cc->deadline_ns)
@@ -162,6 +169,8 @@ static int hold(struct http_server *srv, struct MHD_Connection *conn, struct con
 		ALLOC_GROW(srv->waiters, srv->nwaiters + 1, srv->awaiters);
 		srv->waiters[srv->nwaiters].conn = conn;
 		srv->waiters[srv->nwaiters].after = after;
+		srv->waiters[srv->nwaiters].poked = http_request_wakes_on_poke(&cc->st);
+		srv->waiters[srv->nwaiters].pokes = pokes;
 		srv->waiters[srv->nwaiters].deadline_ns = cc->deadline_ns;
 		srv->nwaiters++;
 		/* the waker checks the index again, so a commit that came
@@ -334,6 +343,7 @@ static enum MHD_Result run_and_send(struct http_server *srv, struct MHD_Connecti
 				    struct conn_ctx *cc)
 {
 	struct http_response resp = { 0 };
+	uint64_t pokes = index_watch_pokes(srv->watch);
 	uint64_t index = index_watch_current(srv->watch);
 	http_request_run(&cc->st, index, &resp);
 	/* Nothing new for this client: wait for the next change rather than
@@ -341,7 +351,7 @@ static enum MHD_Result run_and_send(struct http_server *srv, struct MHD_Connecti
 	if (resp.nothing_new && cc->st.req.has_index && cc->st.req.wait_ns > 0 &&
 	    (!cc->deadline_ns || mono_ns() < cc->deadline_ns)) {
 		cc->phase = CONN_WAITING;
-		if (hold(srv, conn, cc, index) == 0) {
+		if (hold(srv, conn, cc, index, pokes) == 0) {
 			http_response_release(&resp);
 			return MHD_YES;
 		}
@@ -457,9 +467,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return send_ui(srv, conn, cc);
 	if (http_request_prepare(&cc->st, srv->router, &srv->limits, &resp))
 		return send_response(conn, &resp, index_watch_current(srv->watch));
+	/* A poke from here on ends the wait of an HTTP_ROUTE_MEMORY route;
+	 * one between the client's last answer and this request is not
+	 * counted (the index cannot say what the client saw of memory): it
+	 * shows at the next change or the wait's end (docs/api.md, "Blocking
+	 * queries"). */
+	uint64_t pokes = index_watch_pokes(srv->watch);
 	if (http_request_should_wait(&cc->st, index_watch_current(srv->watch))) {
 		cc->phase = CONN_WAITING;
-		if (hold(srv, conn, cc, cc->st.req.wait_index) == 0)
+		if (hold(srv, conn, cc, cc->st.req.wait_index, pokes) == 0)
 			return MHD_YES;
 		cc->phase = CONN_RESUMED;
 	}

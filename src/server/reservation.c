@@ -263,6 +263,16 @@ static struct fq_entry *entry_of(struct fair_queue *q, const char *ns, const cha
 	return NULL;
 }
 
+/* The reservation was made, moved or ended: blocking reads that show it
+ * (GET /v1/gpus, /v1/node/:id, /v1/quotas/queue) answer again, though
+ * nothing was stored.  Under q->lock: the watch's locks and the HTTP
+ * server's waker lock come after it and never take it. */
+static void resv_changed_locked(struct fair_queue *q)
+{
+	if (q->watch)
+		index_watch_poke(q->watch);
+}
+
 const char *resv_end_name(enum resv_end why)
 {
 	static const char *const names[RESV_END_N] = {
@@ -284,6 +294,7 @@ void resv_drop_locked(struct fair_queue *q, const char *ns, const char *job_id,
 		return;
 	if ((unsigned)why < RESV_END_N)
 		q->resv_ended[why]++;
+	resv_changed_locked(q);
 	e = entry_of(q, ns, job_id);
 	if (e)
 		e->resv = false;
@@ -417,6 +428,17 @@ bool resv_precedes(const struct fq_entry *a, const struct fq_entry *b)
 	return strcmp(a->job_id, b->job_id) < 0;
 }
 
+/* Whether a and b hold the same devices (of their node). */
+static bool same_devs(const struct resv *a, const struct resv *b)
+{
+	if (a->ndevs != b->ndevs)
+		return false;
+	for (size_t i = 0; i < a->ndevs; i++)
+		if (strcmp(a->devs[i], b->devs[i]))
+			return false;
+	return true;
+}
+
 /* The holder of r tried again and did not fit, and r's start is unknown
  * or passed (what was in the way started later than estimated, or had no
  * limit and some of it ended): estimates again on r's node alone (a
@@ -454,6 +476,8 @@ static void resv_refresh(struct server *srv, struct sched_view *v, const struct 
 		if (!fits) {
 			resv_drop_locked(q, r->ns, r->job_id, RESV_END_NO_FIT);
 		} else {
+			if (!same_devs(q->resv, &cand) || q->resv->start != cand.start)
+				resv_changed_locked(q);
 			for (size_t i = 0; i < q->resv->ndevs; i++)
 				free(q->resv->devs[i]);
 			memcpy(q->resv->devs, cand.devs, sizeof(cand.devs));
@@ -557,6 +581,7 @@ void resv_consider(struct server *srv, struct sched_view *v, const json_t *job,
 	if (e && !q->resv) {
 		q->resv = resv_copy(&est);
 		q->resv_made++;
+		resv_changed_locked(q);
 		e->resv = true;
 		__atomic_store_n(&q->resv_held, 1, __ATOMIC_RELEASE);
 	}

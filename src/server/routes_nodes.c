@@ -440,10 +440,10 @@ int routes_nodes(struct server *srv, struct herd_err *err)
 		{ "PUT", "/v1/node/:id/heartbeat", put_heartbeat, 0, ACL_NEED_NODE_WRITE },
 		{ "GET", "/v1/node/:id/allocations", get_node_allocs, HTTP_ROUTE_BLOCKING, ACL_NEED_NODE_READ },
 		{ "GET", "/v1/nodes", get_nodes, HTTP_ROUTE_BLOCKING, ACL_NEED_NODE_READ },
-		{ "GET", "/v1/node/:id", get_node, HTTP_ROUTE_BLOCKING, ACL_NEED_NODE_READ },
+		{ "GET", "/v1/node/:id", get_node, HTTP_ROUTE_BLOCKING | HTTP_ROUTE_MEMORY, ACL_NEED_NODE_READ },
 		{ "POST", "/v1/node/:id/drain", post_drain, HTTP_ROUTE_BODY, ACL_NEED_NODE_WRITE },
 		{ "POST", "/v1/node/:id/eligibility", post_eligibility, HTTP_ROUTE_BODY, ACL_NEED_NODE_WRITE },
-		{ "GET", "/v1/gpus", get_gpus, HTTP_ROUTE_BLOCKING, ACL_NEED_NODE_READ },
+		{ "GET", "/v1/gpus", get_gpus, HTTP_ROUTE_BLOCKING | HTTP_ROUTE_MEMORY, ACL_NEED_NODE_READ },
 	};
 	return server_routes_add(srv, routes, sizeof(routes) / sizeof(routes[0]), err);
 }

@@ -126,7 +126,8 @@ int routes_quotas(struct server *srv, struct herd_err *err)
 	static const struct server_route routes[] = {
 		{ "GET", "/v1/quotas", get_quotas, HTTP_ROUTE_BLOCKING, ACL_NEED_QUOTA_READ },
 		{ "POST", "/v1/quotas", post_quotas, HTTP_ROUTE_BODY, ACL_NEED_QUOTA_WRITE },
-		{ "GET", "/v1/quotas/queue", get_queue, 0, ACL_NEED_MANAGEMENT },
+		{ "GET", "/v1/quotas/queue", get_queue, HTTP_ROUTE_BLOCKING | HTTP_ROUTE_MEMORY,
+		  ACL_NEED_MANAGEMENT },
 		{ "GET", "/v1/quota/:name", get_quota, HTTP_ROUTE_BLOCKING, ACL_NEED_QUOTA_READ },
 		{ "GET", "/v1/quota/:name/status", get_quota_status, HTTP_ROUTE_BLOCKING, ACL_NEED_QUOTA_READ },
 		{ "DELETE", "/v1/quota/:name", delete_quota, 0, ACL_NEED_QUOTA_WRITE },

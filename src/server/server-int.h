@@ -708,6 +708,10 @@ struct fair_queue {
 	/* Reservations made and ended (by enum resv_end) since the server
 	 * started, for GET /v1/metrics; under lock. */
 	uint64_t resv_made, resv_ended[RESV_END_N];
+	/* Poked when the reservation is made, moves or ends, so blocking
+	 * reads that show it wake (http.h, HTTP_ROUTE_MEMORY); borrowed from
+	 * the store; NULL: none (set once the store is open). */
+	struct index_watch *watch;
 };
 
 void fair_queue_init(struct fair_queue *q);

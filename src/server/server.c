@@ -267,6 +267,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	if (rc < 0)
 		goto fail;
 	srv->nworkers = cfg->workers ? cfg->workers : SERVER_DEFAULT_WORKERS;
+	/* before the workers, which make reservations */
+	srv->fq.watch = store_watch(srv->store);
 	srv->workers = xcalloc(srv->nworkers, sizeof(pthread_t));
 	for (unsigned i = 0; i < srv->nworkers; i++) {
 		rc = -pthread_create(&srv->workers[i], NULL, worker_main, srv);

@@ -160,7 +160,9 @@ static int setup_with(void **state, size_t max_body, int64_t max_wait_ns)
 	    http_router_add(f->router, "GET", "/v1/text-fail", text_then_fail, 0, NULL, &err) ||
 	    http_router_add(f->router, "GET", "/v1/json-text", json_then_text, 0, NULL, &err) ||
 	    http_router_add(f->router, "GET", "/v1/news", news_from_8, HTTP_ROUTE_BLOCKING, f,
-			    &err)) {
+			    &err) ||
+	    http_router_add(f->router, "GET", "/v1/memory", echo,
+			    HTTP_ROUTE_BLOCKING | HTTP_ROUTE_MEMORY, "memory", &err)) {
 		fprintf(stderr, "%s\n", err.msg);
 		return -1;
 	}
@@ -558,6 +560,43 @@ static void test_blocking_wakes_on_change(void **state)
 	assert_string_equal(r.index, "6");
 	assert_true(r.seconds >= 0.25);
 	assert_true(r.seconds < 10);
+	reply_release(&r);
+}
+
+static void *poke_later(void *arg)
+{
+	struct later *l = arg;
+	struct timespec ts = { l->delay_ms / 1000, (l->delay_ms % 1000) * MS };
+	nanosleep(&ts, NULL);
+	index_watch_poke(l->w);
+	return NULL;
+}
+
+/* A poke (state in memory changed, nothing stored) answers a route marked
+ * HTTP_ROUTE_MEMORY with the index as it was; other blocking routes keep
+ * waiting. */
+static void test_blocking_memory_wakes_on_poke(void **state)
+{
+	struct fixture *f = *state;
+	struct later l = { &f->watch, 0, 300 };
+	pthread_t th;
+	struct reply r;
+
+	pthread_create(&th, NULL, poke_later, &l);
+	get(f, "/v1/memory?index=5&wait=30s", &r);
+	pthread_join(th, NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(r.json, "route")), "memory");
+	assert_string_equal(r.index, "5");
+	assert_true(r.seconds >= 0.25);
+	assert_true(r.seconds < 20); /* well before the wait's 30 s */
+	reply_release(&r);
+
+	pthread_create(&th, NULL, poke_later, &l);
+	get(f, "/v1/status/index?index=5&wait=1s", &r);
+	pthread_join(th, NULL);
+	assert_int_equal(json_integer_value(json_object_get(r.json, "index")), 5);
+	assert_true(r.seconds >= 0.95); /* the poke did not end it */
 	reply_release(&r);
 }
 
@@ -966,6 +1005,7 @@ int main(void)
 		S(test_body_limit_chunked),
 		T(test_blocking_wakes_on_change),
 		T(test_blocking_times_out),
+		T(test_blocking_memory_wakes_on_poke),
 		T(test_blocking_nothing_new_keeps_waiting),
 		T(test_blocking_nothing_new_until_timeout),
 		S(test_blocking_wait_capped),
@@ -988,6 +1028,7 @@ int main(void)
 		L(test_write_sets_index),
 		L(test_text_answers),
 		L(test_blocking_wakes_on_change),
+		L(test_blocking_memory_wakes_on_poke),
 		L(test_blocking_times_out),
 		L(test_blocking_nothing_new_keeps_waiting),
 		L(test_blocking_nothing_new_until_timeout),

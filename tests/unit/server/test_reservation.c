@@ -4,6 +4,9 @@
  * small ones in its way end while others wait, on a real server. */
 #include "server_fx.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include "common/xalloc.h"
 #include "server/reservation.h"
 #include "server/server-int.h"
@@ -464,10 +467,74 @@ static void test_unknown_start_estimated_again(void **state)
 	fx_free(f);
 }
 
+/* A blocking read waiting at the current index. */
+struct blocking_read {
+	struct fx *f;
+	char path[160];
+	json_t *body;
+	long status;
+	long long index;
+	int64_t took; /* ns */
+};
+
+static void *blocking_read(void *arg)
+{
+	struct blocking_read *b = arg;
+	int64_t t0 = mono_ns();
+	b->body = fx_call_index(b->f, "GET", b->path, NULL, &b->status, &b->index);
+	b->took = mono_ns() - t0;
+	return NULL;
+}
+
+/* Reservations live in memory: one ending (or made) stores nothing, yet
+ * blocking reads that show it answer again, at the same index. */
+static void test_blocking_reads_wake(void **state)
+{
+	struct fx *f = fx_resv(SERVER_RESERVE_NOW);
+	struct blocking_read gpus = { .f = f }, queue = { .f = f };
+	pthread_t tg, tq;
+	long long index;
+	json_t *r;
+	(void)state;
+	node_add(f, "n1", 2, "H100");
+	submit_limited(f, "s0", "batch", 1, "10m");
+	fx_idle(f);
+	submit_limited(f, "s1", "batch", 1, "10m");
+	fx_idle(f);
+	submit_limited(f, "big", "batch", 2, NULL);
+	fx_idle(f);
+	assert_int_equal(gpus_reserved_for(f, "big"), 2);
+	json_decref(fx_call_index(f, "GET", "/v1/gpus", NULL, NULL, &index));
+	snprintf(gpus.path, sizeof(gpus.path), "/v1/gpus?index=%lld&wait=30s", index);
+	snprintf(queue.path, sizeof(queue.path), "/v1/quotas/queue?index=%lld&wait=30s", index);
+	pthread_create(&tg, NULL, blocking_read, &gpus);
+	pthread_create(&tq, NULL, blocking_read, &queue);
+	usleep(300 * 1000); /* let them wait (a read that has not does not wait) */
+	pthread_mutex_lock(&f->srv->fq.lock);
+	resv_drop_locked(&f->srv->fq, "default", "big", RESV_END_NO_FIT);
+	pthread_mutex_unlock(&f->srv->fq.lock);
+	pthread_join(tg, NULL);
+	pthread_join(tq, NULL);
+	/* well before the 30 s wait, at the same index (nothing stored;
+	 * without the wake they answer at the next commit, ~10 s on, when
+	 * the node's heartbeat TTL passes) */
+	assert_true(gpus.took < 20 * SEC && queue.took < 20 * SEC);
+	assert_int_equal(gpus.status, 200);
+	assert_int_equal(queue.status, 200);
+	assert_int_equal(gpus.index, index);
+	json_decref(gpus.body);
+	json_decref(queue.body);
+	assert_int_equal(gpus_reserved_for(f, "big"), 0);
+	r = queue_resv(f);
+	assert_null(r);
+	fx_free(f);
+}
+
 fx_main(cmocka_unit_test(test_alloc_end), cmocka_unit_test(test_backfill_rule),
 	cmocka_unit_test(test_estimate_prefers_time_limited), cmocka_unit_test(test_stream_reserved),
 	cmocka_unit_test(test_stream_without_reservations),
 	cmocka_unit_test(test_drain_moves_reservation), cmocka_unit_test(test_restart_rebuilds),
 	cmocka_unit_test(test_next_instance_reserves_again),
 	cmocka_unit_test(test_unplaceable_takes_nothing),
-	cmocka_unit_test(test_unknown_start_estimated_again))
+	cmocka_unit_test(test_unknown_start_estimated_again),
+	cmocka_unit_test(test_blocking_reads_wake))

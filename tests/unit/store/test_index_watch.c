@@ -118,6 +118,31 @@ static void test_listeners(void **state)
 	index_watch_release(&w);
 }
 
+/* A poke ends the waits that watch pokes and calls the listeners with
+ * the index as it is; the index does not move and plain waits go on. */
+static void test_poke(void **state)
+{
+	struct index_watch w;
+	uint64_t seen = 0, pokes;
+
+	index_watch_init(&w, 7);
+	assert_int_equal(index_watch_listen(&w, record, &seen), 0);
+	pokes = index_watch_pokes(&w);
+	assert_int_equal(index_watch_wait_poked(&w, 7, pokes, 0, NULL), -ETIMEDOUT);
+	index_watch_poke(&w);
+	assert_int_equal(seen, 7);
+	assert_int_equal(index_watch_current(&w), 7);
+	assert_int_equal(index_watch_pokes(&w), pokes + 1);
+	assert_int_equal(index_watch_wait_poked(&w, 7, pokes, 1000000, &seen), 0);
+	assert_int_equal(seen, 7);
+	assert_int_equal(index_watch_wait(&w, 7, 0, NULL), -ETIMEDOUT);
+	/* the index passing ends a poked wait too */
+	index_watch_publish(&w, 8);
+	assert_int_equal(index_watch_wait_poked(&w, 7, pokes + 1, 0, NULL), 0);
+	index_watch_unlisten(&w, record, &seen);
+	index_watch_release(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -127,6 +152,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_store_publishes_commits, tmpstore_setup,
 						tmpstore_teardown),
 		cmocka_unit_test(test_listeners),
+		cmocka_unit_test(test_poke),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
