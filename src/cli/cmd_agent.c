@@ -133,7 +133,8 @@ static int make_dirs(const char *path)
 
 static void server_log(const char *level, const char *msg, void *arg)
 {
-	agent_log(!strcmp(level, "error") ? AGENT_LOG_ERROR : AGENT_LOG_WARN, "server: %s", msg);
+	agent_log(!strcmp(level, "error") ? AGENT_LOG_ERROR
+		  : !strcmp(level, "info") ? AGENT_LOG_INFO : AGENT_LOG_WARN, "server: %s", msg);
 }
 
 /* server { postgres_url }: the store's callbacks (store.h, struct

@@ -69,9 +69,22 @@ static int make_dir(const char *path, struct herd_err *err)
 	return 0;
 }
 
+/* store_pg_options.leader: who leads, for the standby's answers; each
+ * change after the first (which the caller's waiting callback says) is
+ * logged once, so an operator sees a third server take over. */
 static void standby_leader(const char *holder, void *arg)
 {
-	standby_set_leader(arg, holder);
+	struct server *srv = arg;
+	char was[256];
+
+	if (!standby_set_leader(srv->standby, holder, was, sizeof(was)))
+		return;
+	if (leader_addr_usable(holder))
+		server_log(srv, "info", "standby: the leader is now %s (was %s)", holder,
+			   *was ? was : "none known");
+	else
+		server_log(srv, "info", "standby: no server leads the PostgreSQL store now "
+			   "(was %s); waiting", *was ? was : "none known");
 }
 
 /* With a shared store: bind the API's port and serve it as a standby
@@ -81,7 +94,7 @@ static void standby_leader(const char *holder, void *arg)
 static int open_shared_store(struct server *srv, const struct server_config *cfg,
 			     const char *adv, struct herd_err *err)
 {
-	struct standby_config sc = { srv->bind_addr, cfg->http_port, cfg->tls };
+	struct standby_config sc = { srv->bind_addr, cfg->http_port, cfg->tls, cfg->max_body };
 	struct store_pg_options opts = { .lock_wait_ns = -1 };
 	int rc;
 
@@ -95,7 +108,7 @@ static int open_shared_store(struct server *srv, const struct server_config *cfg
 		opts = *cfg->postgres_options;
 	opts.holder = srv->advertise;
 	opts.leader = standby_leader;
-	opts.leader_arg = srv->standby;
+	opts.leader_arg = srv;
 	rc = store_open_postgres(cfg->postgres_url, &opts, &srv->store, err);
 	if (rc < 0)
 		return rc;

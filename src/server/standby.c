@@ -35,15 +35,18 @@ struct standby {
 	struct MHD_Daemon *mhd;
 	uint16_t port;
 	bool https, verify_client;
-	pthread_mutex_t lock;           /* guards leader */
+	size_t max_body;                /* standby_config.max_body */
+	pthread_mutex_t lock;           /* guards leader and told */
 	char leader[LEADER_ADDR_MAX];   /* "" none known */
+	bool told;                      /* standby_set_leader ran */
 };
 
-/* One request: its target as received, and whether the access handler
- * saw it already (its body, if any, is read and dropped). */
+/* One request: its target as received, whether the access handler saw
+ * it already, and how much of its body (read and dropped) came. */
 struct standby_req {
 	char *target;
 	bool seen;
+	size_t body_len;
 };
 
 /* --- pure parts ------------------------------------------------------- */
@@ -227,6 +230,25 @@ static enum MHD_Result send_json(struct MHD_Connection *conn, int status, json_t
 	return ret;
 }
 
+/* Whether the request's Content-Length is above max. */
+static bool body_declared_too_large(struct MHD_Connection *conn, size_t max)
+{
+	const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_LENGTH);
+	int64_t n;
+
+	return cl && parse_int64(cl, 0, INT64_MAX, &n, NULL) == 0 && (uint64_t)n > max;
+}
+
+/* The API server's 413 (http_request.c), word for word. */
+static enum MHD_Result send_body_too_large(struct MHD_Connection *conn, size_t max)
+{
+	char msg[96];
+
+	snprintf(msg, sizeof(msg), "the request body is larger than %zu bytes", max);
+	return send_json(conn, 413, error_body("body_too_large", msg), NULL);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_data_size,
@@ -249,12 +271,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return send_json(conn, 403, error_body("tls_client_certificate",
 							       err.msg[0] ? err.msg : "the connection's "
 							       "certificate cannot be checked"), NULL);
+		/* refused before the body is sent, as the API's server does */
+		if (body_declared_too_large(conn, sb->max_body))
+			return send_body_too_large(conn, sb->max_body);
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
 		/* read and dropped: answering before the body is read would
-		 * close with unread data, which can reset the answer away */
+		 * close with unread data, which can reset the answer away.
+		 * A body without a length (chunked) that goes past the limit
+		 * closes the connection: MHD takes no answer while a body is
+		 * coming, and reading it to its end is what the limit is for */
+		size_t n = *upload_data_size;
 		*upload_data_size = 0;
+		if (n > sb->max_body - rq->body_len)
+			return MHD_NO;
+		rq->body_len += n;
 		return MHD_YES;
 	}
 	pthread_mutex_lock(&sb->lock);
@@ -283,6 +315,7 @@ int standby_start(const struct standby_config *cfg, struct standby **out,
 	sa = (struct sockaddr *)&ss;
 	flags |= ipv6 ? MHD_USE_IPv6 : 0;
 	sb = xcalloc(1, sizeof(*sb));
+	sb->max_body = cfg->max_body ? cfg->max_body : HTTP_DEFAULT_MAX_BODY;
 	pthread_mutex_init(&sb->lock, NULL);
 	if (cfg->tls && cfg->tls->cert_pem) {
 		flags |= MHD_USE_TLS;
@@ -317,12 +350,19 @@ uint16_t standby_port(const struct standby *sb)
 	return sb->port;
 }
 
-void standby_set_leader(struct standby *sb, const char *holder)
+bool standby_set_leader(struct standby *sb, const char *holder, char *was, size_t was_len)
 {
+	const char *now = leader_addr_usable(holder) ? holder : "";
+	bool changed;
+
 	pthread_mutex_lock(&sb->lock);
-	snprintf(sb->leader, sizeof(sb->leader), "%s",
-		 leader_addr_usable(holder) ? holder : "");
+	changed = sb->told && strcmp(sb->leader, now);
+	if (was && was_len)
+		snprintf(was, was_len, "%s", sb->leader);
+	snprintf(sb->leader, sizeof(sb->leader), "%s", now);
+	sb->told = true;
 	pthread_mutex_unlock(&sb->lock);
+	return changed;
 }
 
 static void standby_free(struct standby *sb)

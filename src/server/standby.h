@@ -38,6 +38,12 @@ struct standby_config {
 	const char *bind_addr;        /* numeric IPv4 or IPv6; NULL: 127.0.0.1 */
 	uint16_t port;                /* 0: an ephemeral port (standby_port) */
 	const struct tls_server *tls; /* as http_server_config.tls; borrowed */
+	/* Request bodies past this many bytes are refused, so that a
+	 * standby, which drops bodies, cannot be made to read without end: a
+	 * Content-Length above it is answered 413 body_too_large at once, as
+	 * the API's server answers it; a body without one (chunked) is cut
+	 * off, the connection closed, once more came.  0: HTTP_DEFAULT_MAX_BODY. */
+	size_t max_body;
 };
 
 struct standby;
@@ -50,8 +56,10 @@ uint16_t standby_port(const struct standby *sb);
 
 /* Who leads now: a holder string from the store's leader row (copied);
  * one that is not a usable address (leader_addr_usable), "" among them,
- * is no leader known.  Thread-safe. */
-void standby_set_leader(struct standby *sb, const char *holder);
+ * is no leader known.  Returns whether this changes who leads after the
+ * first call (that one the caller says itself), with the leader before
+ * into was (was_len bytes; "" none), for the caller's log.  Thread-safe. */
+bool standby_set_leader(struct standby *sb, const char *holder, char *was, size_t was_len);
 
 /* Stops answering (requests in progress are answered first) and hands
  * the listening socket over: returns it (the caller owns it) or -errno.

@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,6 +186,106 @@ static struct got get(unsigned port, const char *path)
 	return g;
 }
 
+struct upload {
+	const char *data;
+	size_t len, off;
+};
+
+static size_t on_read(char *p, size_t size, size_t n, void *arg)
+{
+	struct upload *u = arg;
+	size_t k = size * n < u->len - u->off ? size * n : u->len - u->off;
+
+	memcpy(p, u->data + u->off, k);
+	u->off += k;
+	return k;
+}
+
+/* A POST of len bytes, with its Content-Length or chunked (no length). */
+static struct got post(unsigned port, const char *path, const char *data, size_t len,
+		       bool chunked)
+{
+	struct got g = { 0 };
+	struct upload u = { data, len, 0 };
+	struct curl_slist *h = NULL;
+	char url[128];
+	CURL *c = curl_easy_init();
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", port, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POST, 1L);
+	curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+	curl_easy_setopt(c, CURLOPT_READDATA, &u);
+	if (chunked)
+		h = curl_slist_append(h, "Transfer-Encoding: chunked");
+	else
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	h = curl_slist_append(h, "Expect:");
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &g);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &g);
+	curl_easy_perform(c); /* a 413 may come before all is sent */
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &g.status);
+	curl_easy_cleanup(c);
+	curl_slist_free_all(h);
+	return g;
+}
+
+/* Bodies are dropped, but only up to the API server's limit: a length
+ * past it is answered its 413; a chunked body past it is cut off. */
+static void test_body_limit(void **state)
+{
+	struct standby_config sc = { "127.0.0.1", 0, NULL, 1024 };
+	struct standby *sb = NULL;
+	struct herd_err err = { 0, "" };
+	char big[4096];
+	unsigned port;
+	struct got g;
+
+	(void)state;
+	memset(big, 'x', sizeof(big));
+	assert_int_equal(standby_start(&sc, &sb, &err), 0);
+	port = standby_port(sb);
+	standby_set_leader(sb, "10.0.0.1:4646", NULL, 0);
+	g = post(port, "/v1/jobs", big, sizeof(big), false);
+	assert_int_equal(g.status, 413);
+	assert_non_null(strstr(g.body, "body_too_large"));
+	/* without a length: cut off once past the limit (no redirect) */
+	g = post(port, "/v1/jobs", big, sizeof(big), true);
+	assert_true(g.status == 0 || g.status == 413);
+	/* at the limit: read, dropped, redirected */
+	g = post(port, "/v1/jobs", big, 1024, false);
+	assert_int_equal(g.status, 307);
+	g = post(port, "/v1/jobs", big, 1000, true);
+	assert_int_equal(g.status, 307);
+	standby_stop(sb);
+}
+
+/* standby_set_leader says when who leads changed (not at the first call),
+ * and who led before, for its caller's log. */
+static void test_leader_changes(void **state)
+{
+	struct standby_config sc = { "127.0.0.1", 0, NULL, 0 };
+	struct standby *sb = NULL;
+	struct herd_err err = { 0, "" };
+	char was[64];
+
+	(void)state;
+	assert_int_equal(standby_start(&sc, &sb, &err), 0);
+	assert_false(standby_set_leader(sb, "10.0.0.1:4646", was, sizeof(was)));
+	assert_false(standby_set_leader(sb, "10.0.0.1:4646", was, sizeof(was)));
+	assert_true(standby_set_leader(sb, "10.0.0.2:4646", was, sizeof(was)));
+	assert_string_equal(was, "10.0.0.1:4646");
+	assert_true(standby_set_leader(sb, "", was, sizeof(was))); /* none now */
+	assert_string_equal(was, "10.0.0.2:4646");
+	assert_false(standby_set_leader(sb, "10.0.0.3:0", was, sizeof(was))); /* none still */
+	assert_true(standby_set_leader(sb, "10.0.0.3:4646", was, sizeof(was)));
+	assert_string_equal(was, "");
+	standby_stop(sb);
+}
+
 static int health(struct http_request *req, struct http_response *resp, void *ctx)
 {
 	(void)req;
@@ -195,7 +296,7 @@ static int health(struct http_request *req, struct http_response *resp, void *ct
 
 static void test_live_and_handoff(void **state)
 {
-	struct standby_config sc = { "127.0.0.1", 0, NULL };
+	struct standby_config sc = { "127.0.0.1", 0, NULL, 0 };
 	struct standby *sb = NULL;
 	struct herd_err err = { 0, "" };
 	struct http_router *r = http_router_new();
@@ -218,9 +319,9 @@ static void test_live_and_handoff(void **state)
 	assert_int_equal(g.status, 503);
 	assert_non_null(strstr(g.body, "no_leader"));
 	/* a stale or unusable row is no leader either */
-	standby_set_leader(sb, "10.0.0.1:0");
+	standby_set_leader(sb, "10.0.0.1:0", NULL, 0);
 	assert_int_equal(get(port, "/v1/jobs").status, 503);
-	standby_set_leader(sb, "10.0.0.1:4646");
+	standby_set_leader(sb, "10.0.0.1:4646", NULL, 0);
 	g = get(port, "/v1/agent/health");
 	assert_int_equal(g.status, 503);
 	assert_non_null(strstr(g.body, "\"leader\":\"10.0.0.1:4646\""));
@@ -263,7 +364,7 @@ static void test_tls(void **state)
 	char *ca = fixture_file("ca.pem"), *cert = fixture_file("agent.pem");
 	char *key = fixture_file("agent-key.pem"), addr[64], leader[64];
 	struct tls_server tls = { 0 };
-	struct standby_config sc = { "127.0.0.1", 0, &tls };
+	struct standby_config sc = { "127.0.0.1", 0, &tls, 0 };
 	struct tls_client anon = { .https = true, .ca_file = ca };
 	struct tls_client mine = { .https = true, .ca_file = ca, .cert_file = cert,
 				   .key_file = key };
@@ -288,7 +389,7 @@ static void test_tls(void **state)
 		port = ntohs(a.sin_port);
 	}
 	snprintf(leader, sizeof(leader), "127.0.0.1:%d", port);
-	standby_set_leader(sb, leader);
+	standby_set_leader(sb, leader, NULL, 0);
 
 	httpc_init_tls(&c, addr, &anon);
 	assert_int_equal(httpc_request(&c, "GET", "/v1/agent/health", NULL, &r, &err), -EACCES);
@@ -326,6 +427,8 @@ int main(void)
 		cmocka_unit_test(test_answer),
 		cmocka_unit_test(test_live_and_handoff),
 		cmocka_unit_test(test_tls),
+		cmocka_unit_test(test_body_limit),
+		cmocka_unit_test(test_leader_changes),
 	};
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	return cmocka_run_group_tests(tests, NULL, NULL);
