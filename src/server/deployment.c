@@ -79,6 +79,7 @@ struct deploy {
 	json_t *dep;             /* its deployment (a copy, owned); NULL: none yet */
 	json_t *decisions;       /* allocations with a health decision to write */
 	int64_t due;             /* when a stamp or deadline is due; 0 none */
+	bool deployed;           /* an allocation of some deployment was noted */
 	struct deploy_group *g;  /* per group of model */
 };
 
@@ -204,6 +205,8 @@ void deploy_note(struct deploy *d, int g, const json_t *alloc)
 	bool run = !strcmp(jstr(alloc, "desired_status", "run"), "run"), canary;
 	int64_t rs;
 
+	if (*jstr(alloc, "deployment_id", ""))
+		d->deployed = true;
 	if (!d->dep || !deploy_group_rolls(&d->model->groups[g]) ||
 	    strcmp(jstr(alloc, "deployment_id", ""), jstr(d->dep, "id", "")))
 		return;
@@ -477,25 +480,59 @@ static json_t *job_versions(struct deploy *d)
 	return list;
 }
 
-/* Cancels the running deployments of older versions (their records go
- * into r->versions). */
-static void cancel_older(struct deploy *d, json_t *versions, struct reconcile_result *r)
+/* Cancels the running deployments of versions older than job's (their
+ * records go into r->versions): whatever a newer version brings, an older
+ * deployment never goes on (nor fails, nor reverts the job over it). */
+static void cancel_older(const json_t *job, int64_t now, json_t *versions,
+			 struct reconcile_result *r)
 {
+	int64_t cur = jint(job, "version", 0);
 	size_t i;
 	json_t *v;
 	json_array_foreach(versions, i, v) {
 		json_t *dep = json_object_get(v, "deployment"), *c;
-		if (jint(v, "version", 0) == jint(d->job, "version", 0) ||
-		    strcmp(jstr(dep, "status", ""), "running"))
+		char *why;
+		if (jint(v, "version", 0) >= cur || strcmp(jstr(dep, "status", ""), "running"))
 			continue;
 		c = json_deep_copy(v);
 		dep = json_object_get(c, "deployment");
+		why = xasprintf("Cancelled: superseded by job version %lld", (long long)cur);
 		json_object_set_new(dep, "status", json_string("cancelled"));
-		json_object_set_new(dep, "status_description",
-				    json_string("Cancelled due to newer version of job"));
-		json_object_set_new(dep, "modify_time", json_integer(d->now));
+		json_object_set_new(dep, "status_description", json_string(why));
+		json_object_set_new(dep, "modify_time", json_integer(now));
+		free(why);
+		if (!r->versions)
+			r->versions = json_array();
 		json_array_append_new(r->versions, c);
 	}
+}
+
+/* cancel_older over the job's version records (shared reads: nothing is
+ * parsed again when they did not change). */
+static void cancel_older_read(struct store *s, const json_t *job, int64_t now,
+			      struct reconcile_result *r)
+{
+	struct store_filter f = { jstr(job, "namespace", "default"), jstr(job, "id", ""), NULL };
+	json_t *versions = NULL;
+	if (store_list_shared(s, STORE_JOB_VERSION, &f, &versions, NULL) < 0)
+		return;
+	cancel_older(job, now, versions, r);
+	json_decref(versions);
+}
+
+void deploy_cancel_superseded(struct store *s, const json_t *job, const json_t *allocs,
+			      int64_t now, struct reconcile_result *r)
+{
+	size_t i;
+	json_t *a;
+	/* only a job some allocation of which joined a deployment (stopped
+	 * ones too) pays for the read: most jobs without an update block
+	 * never had one */
+	json_array_foreach(allocs, i, a)
+		if (*jstr(a, "deployment_id", "")) {
+			cancel_older_read(s, job, now, r);
+			return;
+		}
 }
 
 /* The latest stable version other than the current, or -1; into *spec
@@ -765,20 +802,19 @@ void deploy_end(struct deploy *d, struct reconcile_result *r)
 				work = true;
 		if (!work || !d->vrec) {
 			drop_canary_places(r);
-			/* no deployment of its own, but it stops an older one's
-			 * canaries (a version back to the old spec): that one is
-			 * over too (read only then: such a stop is rare) */
-			if (stops_canaries(r)) {
-				json_t *versions = job_versions(d);
-				cancel_older(d, versions, r);
-				json_decref(versions);
-			}
+			/* no deployment of its own (a change applied in
+			 * place, or a version back to the old spec that stops
+			 * an older one's canaries): an older one still running
+			 * is over (read only when an allocation of the job
+			 * joined a deployment) */
+			if (d->deployed || stops_canaries(r))
+				cancel_older_read(d->s, d->job, d->now, r);
 			goto out;
 		}
 		d->dep = dep_new(d);
 		creating = true;
 		json_t *versions = job_versions(d);
-		cancel_older(d, versions, r);
+		cancel_older(d->job, d->now, versions, r);
 		json_decref(versions);
 	}
 	/* a revert decided but not done (the job is still at this version:

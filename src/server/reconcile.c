@@ -443,6 +443,8 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 	batch = !strcmp(job_model->type, "batch");
 	if (!batch) /* batch jobs never pay for deployments */
 		dep = deploy_begin(s, job, job_model, now);
+	if (!batch && !dep) /* no rolling group (any more): an older deployment ends */
+		deploy_cancel_superseded(s, job, v->job_allocs, now, &r);
 	slots = xcalloc(job_model->ngroups + 1, sizeof(*slots));
 	for (size_t g = 0; g < job_model->ngroups; g++) {
 		slots[g] = xcalloc((size_t)job_model->groups[g].count + 1, 1);

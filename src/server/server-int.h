@@ -509,6 +509,12 @@ const json_t *deploy_canary_slots(const struct deploy *d, int g);
  * nothing for a job without an update block. */
 void deploy_cancel_stopped(struct store *s, const json_t *job, int64_t now,
 			   struct reconcile_result *r);
+/* A job version that makes no deployment of its own (deploy_begin gave
+ * NULL): the running deployment of an older version, if any, is cancelled
+ * ("superseded"; the record into r->versions).  Reads versions only when
+ * some allocation of allocs (the job's, any status) joined a deployment. */
+void deploy_cancel_superseded(struct store *s, const json_t *job, const json_t *allocs,
+			      int64_t now, struct reconcile_result *r);
 /* Whether the version's deployment failed (nothing more rolls). */
 bool deploy_failed(const struct deploy *d);
 /* How many of group g's deferred allocations reconcile replaces now, and

@@ -8,6 +8,7 @@ A real dev agent on 127.0.0.1 (server and client in one process); every
 process is killed in teardown.  No timing assertions: each wait polls with
 a generous deadline; the order is read from the allocations' records."""
 import sys
+import time
 
 from test_control_plane import agents, api, cli, job_allocs, wait_for, write_job  # noqa: F401
 from test_tasks import start_dev
@@ -212,3 +213,45 @@ def test_manual_fail_and_batch_has_no_deployment(agents, tmp_path):
     r = cli(dev.port, 'job', 'run', '-detach', batch)
     assert r.returncode == 0 and 'ignored for batch' in r.stdout + r.stderr, r.stdout + r.stderr
     assert deployment(dev.port, 'b') is None
+
+
+def test_newer_version_without_deployment_cancels_and_never_reverts(agents, tmp_path):
+    """A version that makes no deployment of its own (here: no update
+    block any more) cancels the one still running for the version before;
+    past that one's progress deadline (auto_revert asked) the job stays at
+    the newer version."""
+    dev = start_dev(agents, tmp_path)
+    quick = ROLL_JOB.replace('count = 3', 'count = 1').replace(
+        'healthy_deadline = "30s"', 'healthy_deadline = "4s"').replace(
+        'progress_deadline = "2m"', 'progress_deadline = "4s"')
+    r = cli(dev.port, 'job', 'run', '-detach', write_job(
+        tmp_path, 'roll', quick.replace('WHICH_VALUE', 'a').replace('COMMAND', 'sleep 600')))
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_deployment(dev.port, 'roll', 0, ('successful',))
+    # version 1 cannot be placed (no such datacenter): its deployment waits
+    stuck = quick.replace('group "g" {', 'group "g" {\n    constraint {\n'
+                          '      attribute = "${node.datacenter}"\n      value = "nowhere"\n'
+                          '    }', 1)
+    r = cli(dev.port, 'job', 'run', '-detach', write_job(
+        tmp_path, 'roll', stuck.replace('WHICH_VALUE', 'b').replace('COMMAND', 'sleep 600')))
+    assert r.returncode == 0, r.stdout + r.stderr
+    d1 = wait_deployment(dev.port, 'roll', 1, ('running',))
+    # version 2: no update block
+    plain = quick[:quick.index('  update {')] + quick[quick.index('  group "g"'):]
+    r = cli(dev.port, 'job', 'run', '-detach', write_job(
+        tmp_path, 'roll', plain.replace('WHICH_VALUE', 'c').replace('COMMAND', 'sleep 600')))
+    assert r.returncode == 0, r.stdout + r.stderr
+    d1 = wait_deployment(dev.port, 'roll', 1, ('cancelled',), timeout=60)
+    assert d1['status_description'] == 'Cancelled: superseded by job version 2', d1
+    wait_for(lambda: (lambda a: a if len(a) == 1 and a[0]['job_version'] == 2 and
+                      a[0]['client_status'] == 'running' else None)(live(dev.port, 'roll')),
+             60, 'the allocation of version 2 to run')
+    # past version 1's progress deadline (4s after it began), and a few
+    # evaluations of the job later: nothing reverted
+    wait_for(lambda: time.time_ns() > d1['create_time'] + 8 * 10**9, 30, 'the deadline to pass')
+    job = api(dev.port, '/v1/job/roll')
+    assert job['version'] == 2, job
+    assert [t['env']['WHICH'] for t in job['groups'][0]['tasks']] == ['c']
+    assert [d['status'] for d in api(dev.port, '/v1/job/roll/deployments')] == \
+        ['cancelled', 'successful'], api(dev.port, '/v1/job/roll/deployments')
+    assert [a['job_version'] for a in live(dev.port, 'roll')] == [2]

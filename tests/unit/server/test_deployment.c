@@ -322,6 +322,69 @@ static void test_newer_version_cancels(void **state)
 	fx_free(f);
 }
 
+/* The deployment of job id's version v (a new reference; NULL: none). */
+static json_t *deployment_of(struct fx *f, const char *id, long long v)
+{
+	json_t *all = fx_get(f, "/v1/job/%s/deployments", id), *a, *out = NULL;
+	size_t i;
+	json_array_foreach(all, i, a)
+		if (fx_i(a, "job_version") == v)
+			out = json_incref(a);
+	json_decref(all);
+	return out;
+}
+
+/* A newer version that makes no deployment of its own (a change applied
+ * in place, or no update block any more) cancels the older one still
+ * running: it never goes on, nor fails and reverts over the new version. */
+static void test_newer_version_without_deployment_cancels(void **state)
+{
+	static const char *const ids[] = { "w", "x" };
+	struct fx *f = fx_new();
+	(void)state;
+	fx_node(f, "n", 0, "none", "exclusive", NULL);
+	for (int k = 0; k < 2; k++) {
+		char group[512], *t, *t2;
+		json_t *d, *job;
+		deploy_first(f, ids[k], ", \"auto_revert\": true");
+		snprintf(group, sizeof(group), ROLL, "0s", ", \"auto_revert\": true");
+		/* "w": one instance, replaced at once, so that the next
+		 * version finds nothing to replace */
+		t = fx_job(ids[k], "service", k ? 3 : 1, NULL, group, "/bin/sleep");
+		free(fx_submit_text(f, t));
+		fx_idle(f);
+		d = deployment_of(f, ids[k], 1);
+		assert_string_equal(fx_s(d, "status"), "running");
+		json_decref(d);
+		if (k == 0) { /* the same with a new priority: in place */
+			assert_true(asprintf(&t2, "{\"job\": {\"priority\": 70, %s",
+					     t + strlen("{\"job\": {")) > 0);
+		} else { /* no update block */
+			t2 = fx_job(ids[k], "service", 3, NULL, NULL, "/bin/sleep");
+		}
+		free(t);
+		free(fx_submit_text(f, t2));
+		free(t2);
+		fx_idle(f);
+		job = fx_get(f, "/v1/job/%s", ids[k]);
+		assert_int_equal(fx_i(job, "version"), 2);
+		json_decref(job);
+		assert_null(deployment_of(f, ids[k], 2));
+		d = deployment_of(f, ids[k], 1);
+		assert_string_equal(fx_s(d, "status"), "cancelled");
+		assert_string_equal(fx_s(d, "status_description"),
+				    "Cancelled: superseded by job version 2");
+		json_decref(d);
+		/* what runs now turns healthy (or fails): nothing reverts */
+		run_pending(f, ids[k]);
+		fx_idle(f);
+		job = fx_get(f, "/v1/job/%s", ids[k]);
+		assert_int_equal(fx_i(job, "version"), 2);
+		json_decref(job);
+	}
+	fx_free(f);
+}
+
 static void test_max_parallel_zero_all_at_once(void **state)
 {
 	struct fx *f = fx_new();
@@ -784,6 +847,7 @@ fx_main(cmocka_unit_test(test_one_at_a_time),
 	cmocka_unit_test(test_unhealthy_without_revert_stays),
 	cmocka_unit_test(test_failed_revert_does_not_loop),
 	cmocka_unit_test(test_newer_version_cancels),
+	cmocka_unit_test(test_newer_version_without_deployment_cancels),
 	cmocka_unit_test(test_max_parallel_zero_all_at_once),
 	cmocka_unit_test(test_no_change_no_deployment),
 	cmocka_unit_test(test_healthy_deadline),
