@@ -12,6 +12,9 @@ to the waiting 1-GPU job (the old behaviour).
 Every task waits for a file the test creates, so the test decides when
 each ends; every wait polls with a generous deadline."""
 import json
+import threading
+import time
+import urllib.request
 
 from test_control_plane import GPUS, Agent, agents, api, cli, wait_for  # noqa: F401
 from test_metrics import parse, samples, scrape, value
@@ -161,6 +164,41 @@ def test_reservation_bounds_the_wait_and_backfills(agents, tmp_path):  # noqa: F
     end(tmp_path, 'big')
     wait_for(lambda: running(dev, 'w1') and running(dev, 'long'), 60, 'w1 and long running')
     for j in ('w1', 'long'):
+        end(tmp_path, j)
+
+
+def blocking_gpus(dev, index, out):
+    url = f'http://127.0.0.1:{dev.port}/v1/gpus?index={index}&wait=30s'
+    t0 = time.monotonic()
+    with urllib.request.urlopen(url, timeout=60) as r:
+        out['index'] = int(r.headers['X-Herd-Index'])
+        out['gpus'] = json.loads(r.read())
+    out['took'] = time.monotonic() - t0
+
+
+def test_blocking_gpus_answer_when_a_reservation_is_made(agents, tmp_path):  # noqa: F811
+    """Watching GET /v1/gpus (as herd gpu status -watch and the UI do):
+    each answer at the index of the one before; the reservation shows well
+    before a wait of 30 s ends, whatever stored what when."""
+    dev = start(agents, tmp_path, '0s')
+    for j in ('s1', 's2'):
+        run(dev, tmp_path, j, 1, limit='10m')
+        wait_for(lambda: running(dev, j), 30, f'{j} running')
+    with urllib.request.urlopen(f'http://127.0.0.1:{dev.port}/v1/gpus', timeout=30) as r:
+        index = int(r.headers['X-Herd-Index'])
+    run(dev, tmp_path, 'big', 2)
+    deadline = time.monotonic() + 60
+    while True:
+        out = {}
+        th = threading.Thread(target=blocking_gpus, args=(dev, index, out))
+        th.start()
+        th.join(60)
+        assert out.get('took', 99) < 25, out  # answered by a change, not the wait's end
+        if sum(g.get('reserved_for') == 'big' for g in out['gpus']) == 2:
+            break
+        assert time.monotonic() < deadline, 'no answer showed the reservation'
+        index = out['index']
+    for j in ('s1', 's2', 'big'):
         end(tmp_path, j)
 
 
