@@ -130,6 +130,8 @@ int job_history_cmd(int argc, char **argv);
  * error, 2 when the version made no deployment. */
 void deployment_print(const json_t *d, const char *title);
 int deployment_follow(const char *cmd, const char *job_id, const char *ns, int64_t version);
+/* herd job promote (cmd_deployment.c): promotes the job's latest deployment. */
+int job_promote_cmd(int argc, char **argv);
 int job_revert_cmd(int argc, char **argv);
 int job_scale_cmd(int argc, char **argv);
 /* Periodic jobs (cmd_job_periodic.c): herd job periodic force; what job

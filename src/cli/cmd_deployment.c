@@ -1,7 +1,8 @@
 /* herd deployment list | status | fail | promote: the rolling updates of
  * service jobs (GET /v1/deployments, GET /v1/deployment/:id, POST
- * /v1/deployment/:id/fail and /promote; docs/api.md, "Deployments").  Also what herd
- * job status shows as "Latest Deployment" and how herd job run follows a
+ * /v1/deployment/:id/fail and /promote; docs/api.md, "Deployments"), and
+ * herd job promote (the job's latest deployment, promoted as herd
+ * deployment promote does).  Also what herd job status shows as "Latest Deployment" and how herd job run follows a
  * rolling update (deployment_print, deployment_follow). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -359,54 +360,126 @@ static json_t *promote_body(const char *groups)
 	return json_pack("{s:o}", "groups", list);
 }
 
-static int deployment_promote_cmd(int argc, char **argv)
-{
-	const char *ns_flag = NULL, *groups = NULL;
-	const struct flag flags[] = {
-		{ "group", FLAG_STRING, &groups, "promote only these groups (G or G1,G2); default: all" },
-		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP "; * for all" },
-		{ NULL, 0, NULL, NULL },
-	};
-	const struct command_help help = {
-		"herd deployment promote [options] ID",
-		"Promotes the canaries of a running deployment (ID or a unique prefix): once\n"
-		"every canary of the groups promoted is healthy, the rest of their\n"
-		"allocations are replaced max_parallel at a time, the canaries counting as\n"
-		"replaced ones.  Refused while a canary is not healthy (the answer says how\n"
-		"many), and for a deployment with no canaries or not running.",
-		flags,
-	};
-	struct httpc_response r;
-	char *pos[1], *id, *path;
-	json_t *body, *x;
-	const char *g;
-	int n = flags_parse_anywhere(&help, argc, argv, pos, 1), rc;
+/* The flags both promote commands take: -group into *groups, -namespace
+ * into *ns_flag (ns_help: what it means there). */
+#define PROMOTE_FLAGS(groups, ns_flag, ns_help)                                               \
+	{ "group", FLAG_STRING, groups, "promote only these groups (G or G1,G2); default: all" }, \
+	{ "namespace", FLAG_STRING, ns_flag, ns_help }
 
+/* What herd deployment promote and herd job promote say of the rules. */
+#define PROMOTE_RULES                                                                  \
+	"Once every canary of the groups promoted is healthy, the rest of their\n"     \
+	"allocations are replaced max_parallel at a time, the canaries counting as\n" \
+	"replaced ones.  Refused while a canary is not healthy (the answer says how\n" \
+	"many), and for a deployment with no canaries or not running."
+
+/* The positional argument of a promote command (what names the deployment
+ * or job), after checking -group (*groups, which help's flags set); NULL
+ * after a usage error or -h (*rc: the exit status). */
+static const char *promote_args(int argc, char **argv, const struct command_help *help,
+				const char *const *groups, const char *missing, int *rc)
+{
+	char *pos[1];
+	int n = flags_parse_anywhere(help, argc, argv, pos, 1);
+
+	*rc = 0;
 	if (n < 0)
-		return n == -1 ? 0 : EXIT_USAGE;
-	if (n < 1)
-		return usage_error(argv[0], "missing deployment id");
-	if (groups && !*groups)
-		return usage_error(argv[0], "-group needs a group name");
-	id = resolve(argv[0], ns_flag, pos[0]);
-	if (!id)
-		return 1;
-	path = xasprintf("/v1/deployment/%s/promote", id);
-	body = promote_body(groups);
-	rc = api_call(argv[0], "POST", path, body, &r);
+		*rc = n == -1 ? 0 : EXIT_USAGE;
+	else if (n < 1)
+		*rc = usage_error(argv[0], "%s", missing);
+	else if (*groups && !**groups)
+		*rc = usage_error(argv[0], "-group needs a group name");
+	else
+		return pos[0];
+	return NULL;
+}
+
+/* Promotes groups ("a,b"; NULL: all) of deployment id (a full id) and
+ * says which were: the command's exit status. */
+static int promote(const char *cmd, const char *id, const char *groups)
+{
+	char *path = xasprintf("/v1/deployment/%s/promote", id);
+	json_t *body = promote_body(groups), *x;
+	struct httpc_response r;
+	const char *g;
+	int rc = api_call(cmd, "POST", path, body, &r);
+
 	json_decref(body);
 	free(path);
-	if (rc < 0) {
-		free(id);
+	if (rc < 0)
 		return 1;
-	}
 	printf("deployment %s promoted:", id);
 	json_object_foreach(json_object_get(r.body, "promoted"), g, x)
 		printf(" %s", g);
 	printf("\n");
 	httpc_response_release(&r);
-	free(id);
 	return 0;
+}
+
+static int deployment_promote_cmd(int argc, char **argv)
+{
+	const char *ns_flag = NULL, *groups = NULL, *arg;
+	const struct flag flags[] = {
+		PROMOTE_FLAGS(&groups, &ns_flag, CLI_NAMESPACE_HELP "; * for all"),
+		{ NULL, 0, NULL, NULL },
+	};
+	const struct command_help help = {
+		"herd deployment promote [options] ID",
+		"Promotes the canaries of a running deployment (ID or a unique prefix).\n"
+		PROMOTE_RULES,
+		flags,
+	};
+	char *id;
+	int rc;
+
+	arg = promote_args(argc, argv, &help, &groups, "missing deployment id", &rc);
+	if (!arg)
+		return rc;
+	id = resolve(argv[0], ns_flag, arg);
+	if (!id)
+		return 1;
+	rc = promote(argv[0], id, groups);
+	free(id);
+	return rc;
+}
+
+int job_promote_cmd(int argc, char **argv)
+{
+	const char *ns_flag = NULL, *groups = NULL, *ns, *job;
+	const struct flag flags[] = {
+		PROMOTE_FLAGS(&groups, &ns_flag, CLI_NAMESPACE_HELP),
+		{ NULL, 0, NULL, NULL },
+	};
+	const struct command_help help = {
+		"herd job promote [options] JOB",
+		"Promotes the canaries of job JOB's latest deployment, as herd deployment\n"
+		"promote does with the deployment's ID.\n" PROMOTE_RULES,
+		flags,
+	};
+	struct httpc_response r;
+	char *path, *id;
+	int rc;
+
+	job = promote_args(argc, argv, &help, &groups, "missing job id", &rc);
+	if (!job)
+		return rc;
+	if ((rc = api_write_namespace(argv[0], ns_flag, &ns)) != 0)
+		return rc;
+	path = api_job_path(job, "/deployment", ns);
+	rc = api_call(argv[0], "GET", path, NULL, &r);
+	free(path);
+	if (rc < 0)
+		return 1;
+	if (!json_is_object(r.body)) {
+		fprintf(stderr, "%s: job \"%s\" has no deployment to promote\n", argv[0], job);
+		httpc_response_release(&r);
+		return 1;
+	}
+	id = xstrdup(js(r.body, "id"));
+	httpc_response_release(&r);
+	rc = promote(argv[0], id, groups);
+	free(id);
+	return rc;
 }
 
 int cmd_deployment(int argc, char **argv)

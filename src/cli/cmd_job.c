@@ -234,6 +234,7 @@ int cmd_job(int argc, char **argv)
 		{ "inspect", job_inspect_cmd, "print a job file with every default filled, or a job" },
 		{ "history", job_history_cmd, "list a job's versions and what changed between them" },
 		{ "revert", job_revert_cmd, "register an earlier version of a job again" },
+		{ "promote", job_promote_cmd, "promote the canaries of a job's latest deployment" },
 		{ "scale", job_scale_cmd, "change the count of a job's group" },
 		{ "periodic", job_periodic_cmd, "launch a periodic job's child now (force)" },
 		{ "dispatch", job_dispatch_cmd, "run a parameterized job with a payload and meta" },

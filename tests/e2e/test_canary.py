@@ -280,3 +280,38 @@ def test_validation_refuses(agents, tmp_path, bad):
     r = cli(dev.port, 'job', 'run', '-detach', batch)
     assert r.returncode != 0 and 'needs a service job' in r.stdout + r.stderr, \
         r.stdout + r.stderr
+
+
+def test_job_promote_promotes_the_latest_deployment(agents, tmp_path):
+    """herd job promote JOB: the job's latest deployment, promoted as herd
+    deployment promote does it, with the same refusals."""
+    dev = start_dev(agents, tmp_path)
+    first_version(dev.port, tmp_path)
+    # version 0's deployment has no canaries (and is over): refused alike
+    d0 = wait_deployment(dev.port, 0, ('successful',))
+    by_job = cli(dev.port, 'job', 'promote', 'can')
+    by_id = cli(dev.port, 'deployment', 'promote', d0['id'])
+    assert by_job.returncode == by_id.returncode != 0, by_job.stderr + by_id.stderr
+    assert by_job.stderr.replace('herd job promote', '') == \
+        by_id.stderr.replace('herd deployment promote', ''), (by_job.stderr, by_id.stderr)
+    # a job without deployments, and one that does not exist
+    plain = write_job(tmp_path, 'plain', 'job "plain" {\n group "g" {\n task "t" {\n'
+                      ' driver = "raw_exec"\n config {\n command = "/bin/sleep"\n'
+                      ' args = ["600"]\n }\n }\n }\n}\n')
+    r = cli(dev.port, 'job', 'run', '-detach', plain)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = cli(dev.port, 'job', 'promote', 'plain')
+    assert r.returncode == 1 and 'has no deployment to promote' in r.stderr, r.stderr
+    r = cli(dev.port, 'job', 'promote', 'nosuch')
+    assert r.returncode == 1 and 'nosuch' in r.stderr, r.stderr
+
+    r = cli(dev.port, 'job', 'run', '-detach', canary_job(tmp_path, 'one'))
+    assert r.returncode == 0, r.stdout + r.stderr
+    d = wait_canaries_healthy(dev.port, 1, 1)
+    r = cli(dev.port, 'job', 'promote', '-group', 'nosuch', 'can')
+    assert r.returncode != 0 and 'group nosuch has no canaries' in r.stderr, r.stderr
+    r = cli(dev.port, 'job', 'promote', '-group', 'g', 'can')
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.strip() == f'deployment {d["id"]} promoted: g', r.stdout
+    d = wait_deployment(dev.port, 1, ('successful',))
+    assert d['groups']['g']['promoted'] is True and d['groups']['g']['healthy_allocs'] == 3, d
