@@ -1,4 +1,5 @@
-/* herd alloc status: one allocation, its tasks, their events and devices.
+/* herd alloc status: one allocation, its tasks, their events and devices,
+ * and its part in a deployment (health, canary).
  * The id may be a prefix (as long as it matches one allocation).  The
  * group's other commands: logs (cmd_alloc_logs.c), stop, restart, signal
  * (cmd_alloc_ops.c). */
@@ -108,6 +109,24 @@ static void print_time_limit(const json_t *a)
 		printf("%-20s %s\n", "Time Limit", limit);
 }
 
+/* An allocation of a deployment (docs/jobspec.md, "Rolling updates"): its
+ * health as the server decided it, "healthy", "unhealthy" or "pending",
+ * and whether it is a canary: "healthy (canary)", "pending (canary,
+ * promoted)". */
+static void print_deployment(const json_t *a)
+{
+	const json_t *ds = json_object_get(a, "deployment_status"), *h;
+	bool canary = jb(ds, "canary");
+
+	if (!*js(a, "deployment_id"))
+		return;
+	h = json_object_get(ds, "healthy");
+	printf("%-20s %s%s%s\n%-20s %s\n", "Deployment",
+	       json_is_true(h) ? "healthy" : json_is_false(h) ? "unhealthy" : "pending",
+	       canary ? " (canary" : "", !canary ? "" : jb(ds, "promoted") ? ", promoted)" : ")",
+	       "Deployment ID", js(a, "deployment_id"));
+}
+
 static void print_alloc(const json_t *a, const json_t *usage)
 {
 	const json_t *res = json_object_get(a, "resources");
@@ -129,6 +148,7 @@ static void print_alloc(const json_t *a, const json_t *usage)
 	if (*js(a, "previous_allocation"))
 		printf("%-20s %s\n", "Replaces", js(a, "previous_allocation"));
 	print_gang(json_object_get(a, "gang"));
+	print_deployment(a);
 	printf("%-20s %lld thousandths of a core, %lld MiB\n", "Resources",
 	       (long long)ji(res, "cpu_milli"), (long long)ji(res, "memory_mib"));
 	if (json_array_size(json_object_get(res, "devices"))) {

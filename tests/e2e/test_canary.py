@@ -284,7 +284,8 @@ def test_validation_refuses(agents, tmp_path, bad):
 
 def test_job_promote_promotes_the_latest_deployment(agents, tmp_path):
     """herd job promote JOB: the job's latest deployment, promoted as herd
-    deployment promote does it, with the same refusals."""
+    deployment promote does it, with the same refusals; herd alloc status
+    shows an allocation's deployment health and whether it is a canary."""
     dev = start_dev(agents, tmp_path)
     first_version(dev.port, tmp_path)
     # version 0's deployment has no canaries (and is over): refused alike
@@ -308,6 +309,18 @@ def test_job_promote_promotes_the_latest_deployment(agents, tmp_path):
     r = cli(dev.port, 'job', 'run', '-detach', canary_job(tmp_path, 'one'))
     assert r.returncode == 0, r.stdout + r.stderr
     d = wait_canaries_healthy(dev.port, 1, 1)
+    # herd alloc status: the deployment's health, and which is a canary
+    [canary] = [a for a in live(dev.port) if is_canary(a)]
+    old = [a for a in live(dev.port) if a['job_version'] == 0]
+    r = cli(dev.port, 'alloc', 'status', canary['id'])
+    assert r.returncode == 0, r.stderr
+    assert 'Deployment           healthy (canary)\n' in r.stdout, r.stdout
+    assert f'Deployment ID        {d["id"]}\n' in r.stdout, r.stdout
+    r = cli(dev.port, 'alloc', 'status', old[0]['id'])
+    assert r.returncode == 0 and 'Deployment           healthy\n' in r.stdout, r.stdout
+    [other] = [a for a in job_allocs(dev.port, 'plain')]
+    r = cli(dev.port, 'alloc', 'status', other['id'])
+    assert r.returncode == 0 and 'Deployment' not in r.stdout, r.stdout
     r = cli(dev.port, 'job', 'promote', '-group', 'nosuch', 'can')
     assert r.returncode != 0 and 'group nosuch has no canaries' in r.stderr, r.stderr
     r = cli(dev.port, 'job', 'promote', '-group', 'g', 'can')
@@ -315,3 +328,6 @@ def test_job_promote_promotes_the_latest_deployment(agents, tmp_path):
     assert r.stdout.strip() == f'deployment {d["id"]} promoted: g', r.stdout
     d = wait_deployment(dev.port, 1, ('successful',))
     assert d['groups']['g']['promoted'] is True and d['groups']['g']['healthy_allocs'] == 3, d
+    r = cli(dev.port, 'alloc', 'status', canary['id'])
+    assert r.returncode == 0, r.stderr
+    assert 'Deployment           healthy (canary, promoted)\n' in r.stdout, r.stdout
