@@ -186,6 +186,40 @@ def test_leader_that_loses_its_lock_exits_nonzero(agents, tmp_path, pg):
     assert 'server: leader (holds the PostgreSQL lock' in standby.log()
 
 
+def test_standby_refuses_large_bodies_and_logs_each_new_leader(agents, tmp_path, pg):
+    s1 = start_server(agents, tmp_path, 's1', pg)
+    wait_for(lambda: leading(s1), 20, 'the first server to lead')
+    s2 = start_server(agents, tmp_path, 's2', pg)
+    wait_for(lambda: standby_line(s2, s1), 20, "s2's standby line")
+    s3 = start_server(agents, tmp_path, 's3', pg)
+    wait_for(lambda: standby_line(s3, s1), 20, "s3's standby line")
+    # a body past the API's limit (4 MiB): 413 before it is sent, as the
+    # leader answers
+    c = http.client.HTTPConnection('127.0.0.1', s2.port, timeout=30)
+    try:
+        c.putrequest('POST', '/v1/jobs')
+        c.putheader('Content-Length', str(64 << 20))
+        c.putheader('Content-Type', 'application/json')
+        c.endheaders()
+        r = c.getresponse()
+        body = json.loads(r.read())
+        assert r.status == 413 and body['error']['code'] == 'body_too_large', body
+    finally:
+        c.close()
+    # s1 goes: one of the standbys leads, the other says so, once
+    killed = psql(pg, "SELECT pg_terminate_backend(pid) FROM pg_locks "
+                      "WHERE locktype = 'advisory' AND granted")
+    assert 't' in killed
+    assert s1.proc.wait(timeout=20) == 1, s1.log()
+    wait_for(lambda: leading(s2) or leading(s3), 20, 'a standby to lead')
+    new, other = (s2, s3) if leading(s2) else (s3, s2)
+    line = f'server: standby: the leader is now 127.0.0.1:{new.port} (was '
+    wait_for(lambda: line in other.log(), 20, 'the other standby to name the new leader')
+    time.sleep(1)  # more reads of the leader row: still said once
+    assert other.log().count(line) == 1, other.log()
+    assert not leading(other)
+
+
 def test_failover_keeps_allocations_and_serves(agents, tmp_path, pg):
     s1 = start_server(agents, tmp_path, 's1', pg)
     wait_for(lambda: leading(s1), 20, 'the first server to lead')
