@@ -33,12 +33,11 @@ static int fail(const struct tmpl *t, const char *at, int code, const char *fmt,
 	__attribute__((format(printf, 4, 5)));
 static int fail(const struct tmpl *t, const char *at, int code, const char *fmt, ...)
 {
-	char msg[400];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	code = template_errv(t->err, t->text, at, code, fmt, ap);
 	va_end(ap);
-	return herd_errf(t->err, code, "template line %d: %s", template_line(t->text, at), msg);
+	return code;
 }
 
 /* --- values --- */

@@ -24,7 +24,8 @@ struct tmpl {
 	struct herd_err *err;
 };
 
-int template_line(const char *text, const char *at)
+/* The line (from 1) of at, a position in text. */
+static int template_line(const char *text, const char *at)
 {
 	int line = 1;
 	for (const char *s = text; s < at; s++)
@@ -32,16 +33,23 @@ int template_line(const char *text, const char *at)
 	return line;
 }
 
+int template_errv(struct herd_err *err, const char *text, const char *at, int code,
+		  const char *fmt, va_list ap)
+{
+	char msg[400];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	return herd_errf(err, code, "template line %d: %s", template_line(text, at), msg);
+}
+
 static int fail(const struct tmpl *t, const char *at, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static int fail(const struct tmpl *t, const char *at, int code, const char *fmt, ...)
 {
-	char msg[400];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	code = template_errv(t->err, t->text, at, code, fmt, ap);
 	va_end(ap);
-	return herd_errf(t->err, code, "template line %d: %s", template_line(t->text, at), msg);
+	return code;
 }
 
 /* --- the tree --- */

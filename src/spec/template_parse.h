@@ -13,6 +13,7 @@
 #ifndef HERD_SPEC_TEMPLATE_PARSE_H
 #define HERD_SPEC_TEMPLATE_PARSE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "common/err.h"
@@ -67,7 +68,9 @@ int template_parse(const char *text, struct tmpl_list *root, struct herd_err *er
 /* Frees the tree under root and zeroes it. */
 void template_tree_release(struct tmpl_list *root);
 
-/* The line (from 1) of at, a position in text. */
-int template_line(const char *text, const char *at);
+/* Sets err to "template line N: <fmt ...>" for the position at in text
+ * (the parser's and the renderer's errors read alike); returns code. */
+int template_errv(struct herd_err *err, const char *text, const char *at, int code,
+		  const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
 
 #endif
