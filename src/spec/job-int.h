@@ -8,6 +8,7 @@
 #ifndef HERD_SPEC_JOB_INT_H
 #define HERD_SPEC_JOB_INT_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -90,6 +91,10 @@ static inline void job_path_pop(struct job_path *p, size_t depth)
 /* The path as text, "job" when empty; valid until the next call. */
 const char *job_path_text(struct job_path *p);
 void job_path_release(struct job_path *p);
+/* Adds the error "<path>: <fmt ...>" at pos to diags: the message of every
+ * block validator (services, spreads, update blocks). */
+void job_path_verror(struct diag_list *diags, struct job_path *path, struct hcl_pos pos,
+		     const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
 
 /* The edit distance (insertions, deletions, substitutions and swaps of two
  * neighbours) between a and b, or limit when it is limit or more: a name

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/diag.h"
 #include "common/xalloc.h"
 
 static size_t push(struct job_path *p, const char *key, size_t index)
@@ -41,6 +42,16 @@ const char *job_path_text(struct job_path *p)
 		}
 	}
 	return p->text.buf;
+}
+
+void job_path_verror(struct diag_list *diags, struct job_path *path, struct hcl_pos pos,
+		     const char *fmt, va_list ap)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	strbuf_vaddf(&sb, fmt, ap);
+	diag_error(diags, pos.line, pos.col, "%s: %s", job_path_text(path), sb.buf);
+	strbuf_release(&sb);
 }
 
 void job_path_release(struct job_path *p)

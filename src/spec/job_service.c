@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/strbuf.h"
 #include "common/units.h"
 #include "common/xalloc.h"
 #include "spec/job-int.h"
@@ -25,14 +24,11 @@ struct svc_validator {
 __attribute__((format(printf, 3, 4)))
 static void svc_fail(struct svc_validator *v, struct hcl_pos pos, const char *fmt, ...)
 {
-	struct strbuf sb = STRBUF_INIT;
 	va_list ap;
 
 	va_start(ap, fmt);
-	strbuf_vaddf(&sb, fmt, ap);
+	job_path_verror(v->diags, v->path, pos, fmt, ap);
 	va_end(ap);
-	diag_error(v->diags, pos.line, pos.col, "%s: %s", job_path_text(v->path), sb.buf);
-	strbuf_release(&sb);
 	v->errors++;
 }
 

@@ -7,7 +7,6 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "common/strbuf.h"
 #include "common/units.h"
 #include "common/xalloc.h"
 #include "spec/job-int.h"
@@ -22,14 +21,11 @@ struct update_validator {
 __attribute__((format(printf, 3, 4)))
 static void update_fail(struct update_validator *v, struct hcl_pos pos, const char *fmt, ...)
 {
-	struct strbuf sb = STRBUF_INIT;
 	va_list ap;
 
 	va_start(ap, fmt);
-	strbuf_vaddf(&sb, fmt, ap);
+	job_path_verror(v->diags, v->path, pos, fmt, ap);
 	va_end(ap);
-	diag_error(v->diags, pos.line, pos.col, "%s: %s", job_path_text(v->path), sb.buf);
-	strbuf_release(&sb);
 	v->errors++;
 }
 
