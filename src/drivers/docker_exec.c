@@ -255,15 +255,27 @@ int docker_exec_exit_code(struct docker_exec *x)
 
 void docker_exec_kill(struct docker_exec *x)
 {
-	bool running;
-	int code;
-	pid_t pid = 0;
-
 	/* The engine has no kill for an exec: its process (a host pid) and
-	 * the group it leads (with a tty, its session) get SIGKILL. */
-	if (inspect(x, &running, &code, &pid) == 0 && running && pid > 1) {
-		kill(-pid, SIGKILL);
-		kill(pid, SIGKILL);
+	 * the group it leads (with a tty, its session) get SIGKILL.  A busy
+	 * engine may fail an inspect, or not have the pid of a running exec
+	 * yet: asked again (as for the exit code) rather than leave the
+	 * command running after its caller went. */
+	for (int i = 0; i < EXIT_TRIES; i++) {
+		bool running = false;
+		int code;
+		pid_t pid = 0;
+
+		if (inspect(x, &running, &code, &pid) == 0) {
+			if (!running)
+				return;
+			if (pid > 1) {
+				kill(-pid, SIGKILL);
+				kill(pid, SIGKILL);
+				return;
+			}
+		}
+		struct timespec ts = { 0, EXIT_WAIT_NS };
+		nanosleep(&ts, NULL);
 	}
 }
 

@@ -85,7 +85,8 @@ void docker_exec_resize(struct docker_exec *x, uint16_t rows, uint16_t cols);
 /* After the stream ended: the exit code as the engine records it (128 + N
  * for a signal), -1 when it cannot say. */
 int docker_exec_exit_code(struct docker_exec *x);
-/* SIGKILL to the exec's process (and the group it leads) while it runs. */
+/* SIGKILL to the exec's process (and the group it leads) while it runs;
+ * asks the engine again for up to 2 s while it cannot say. */
 void docker_exec_kill(struct docker_exec *x);
 /* Closes the stream and frees; accepts NULL. */
 void docker_exec_free(struct docker_exec *x);
