@@ -48,6 +48,10 @@ struct field {
 	 * job without it keeps the canonical text it had */
 	/* F_BOOL: where to note that the file set it (an int), or (size_t)-1 */
 	size_t set_off;
+	/* F_DURATION: 0 is left out of the JSON (a field added after jobs
+	 * were stored that validation empties: Nomad's older spellings of
+	 * disconnect's fields) */
+	bool omit_zero;
 };
 
 struct schema {
@@ -131,6 +135,15 @@ int job_update_validate(struct job *job, bool batch, struct job_path *path,
  * what it owns; accepts NULL). */
 void job_update_init(struct job_update *u);
 void job_update_free(struct job_update *u);
+/* job_schema.c: a disconnect block with every field unset (replace true). */
+void job_disconnect_init(struct job_disconnect *d);
+
+/* job_disconnect.c: checks the disconnect block and Nomad's older group
+ * fields of every group of job, moves the older ones into the block and
+ * fills its defaults; messages under path.  Returns the number of errors
+ * added. */
+int job_disconnect_validate(struct job *job, struct job_path *path,
+			    const struct job_failed *failed, struct diag_list *diags);
 
 /* job_service.c: validates and fills the defaults of n services of group g
  * (task: the task they belong to, NULL for group services), with messages

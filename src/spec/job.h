@@ -260,6 +260,24 @@ struct job_volume {
 	bool read_only;         /* true: a read-only host volume will do */
 };
 
+/* disconnect { lost_after replace reconcile stop_on_client_after } of a
+ * group (docs/jobspec.md, "disconnect"): what the server does with the
+ * allocations of a node that missed its heartbeats, and what the node's
+ * agent does while it reaches no server.  Validation moves Nomad's older
+ * group fields max_client_disconnect and stop_after_client_disconnect in
+ * here (a block made for them when there is none).  lost_after and
+ * stop_on_client_after are never both set. */
+struct job_disconnect {
+	struct hcl_pos pos;
+	int64_t lost_after;           /* ns the allocations are "unknown" before
+				       * they are lost; 0 (default): lost at once */
+	bool replace;                 /* place a replacement while unknown; default true */
+	char *reconcile;              /* keep_original | keep_replacement | best_score
+				       * (default) | longest_running */
+	int64_t stop_on_client_after; /* ns without any server before the agent
+				       * stops the tasks; 0 (default): never */
+};
+
 struct job_group {
 	struct hcl_pos pos;
 	char *name;
@@ -291,6 +309,12 @@ struct job_group {
 	struct job_map meta;
 	struct job_service *services; /* registered while the first main task runs */
 	size_t nservices;
+	struct job_disconnect *disconnect; /* NULL: none (see struct job_disconnect) */
+	/* Nomad's older spellings of disconnect's lost_after and
+	 * stop_on_client_after, as decoded; validation moves them into
+	 * disconnect and leaves 0 (left out of the JSON) */
+	int64_t max_client_disconnect;
+	int64_t stop_after_client_disconnect;
 };
 
 struct job_strv {

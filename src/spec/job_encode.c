@@ -116,6 +116,8 @@ static json_t *encode_field(const struct field *f, const void *obj, bool sorted)
 	case F_INT:
 	case F_DURATION:
 	case F_SIZE_MIB:
+		if (f->omit_zero && *(const int64_t *)p == 0)
+			return NULL;
 		return json_integer(*(const int64_t *)p);
 	case F_BOOL:
 		return json_boolean(*(const bool *)p);

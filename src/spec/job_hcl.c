@@ -81,6 +81,7 @@ static const struct block_rule rules_group[] = {
 	{ "network", "network", false, NULL, rules_network },
 	{ "task", "tasks", true, "name", rules_task },
 	{ "service", "services", true, NULL, rules_service },
+	{ "disconnect", "disconnect", false, NULL, rules_none },
 	RULE_END,
 };
 

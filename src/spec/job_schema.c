@@ -49,6 +49,9 @@ static const char *const check_protocols[] = { "http", "https", NULL };
 static const char *const health_checks[] = { "checks", "task_states", "manual", NULL };
 static const char *const address_modes[] = { "auto", "host", "driver", "alloc", NULL };
 static const char *const gang_restarts[] = { "unfinished", "all", NULL };
+static const char *const disconnect_reconciles[] = {
+	"keep_original", "keep_replacement", "best_score", "longest_running", NULL,
+};
 
 /* --- constraint / affinity --- */
 
@@ -476,6 +479,31 @@ static const struct schema volume_schema = {
 	"volume", sizeof(struct job_volume), NULL, volume_fields, volume_ignored,
 };
 
+static void init_disconnect(void *obj)
+{
+	struct job_disconnect *d = obj;
+	d->lost_after = d->stop_on_client_after = JOB_UNSET;
+	d->replace = true;
+}
+
+static const struct field disconnect_fields[] = {
+	INT("lost_after", F_DURATION, struct job_disconnect, lost_after, 0, YEAR),
+	FIELD("replace", F_BOOL, struct job_disconnect, replace),
+	ENUM("reconcile", struct job_disconnect, reconcile, disconnect_reconciles),
+	INT("stop_on_client_after", F_DURATION, struct job_disconnect, stop_on_client_after, 0,
+	    YEAR),
+	END,
+};
+static const struct schema disconnect_schema = {
+	"disconnect", sizeof(struct job_disconnect), init_disconnect, disconnect_fields, NULL,
+};
+
+void job_disconnect_init(struct job_disconnect *d)
+{
+	memset(d, 0, sizeof(*d));
+	init_disconnect(d);
+}
+
 static void init_group(void *obj)
 {
 	struct job_group *g = obj;
@@ -483,13 +511,17 @@ static void init_group(void *obj)
 	init_restart(&g->restart);
 	init_reschedule(&g->reschedule);
 	g->time_limit = JOB_UNSET;
+	g->max_client_disconnect = g->stop_after_client_disconnect = JOB_UNSET;
 }
 
 static const char *const group_ignored[] = {
 	"migrate", "ephemeral_disk", "scaling",
-	"consul", "vault", "shutdown_delay", "max_client_disconnect",
-	"stop_after_client_disconnect", "disconnect", "prevent_reschedule_on_lost", NULL,
+	"consul", "vault", "shutdown_delay", "prevent_reschedule_on_lost", NULL,
 };
+/* Nomad's older spellings (validation moves them into disconnect) */
+#define LEGACY_DURATION(k, member) \
+	{ .key = k, .kind = F_DURATION, .off = offsetof(struct job_group, member), .min = 0, \
+	  .max = YEAR, .set_off = NO_SET_OFF, .omit_zero = true }
 static const struct field group_fields[] = {
 	STR("name", struct job_group, name, JOB_MAX_ID),
 	INT("count", F_INT, struct job_group, count, 0, 100000),
@@ -507,6 +539,9 @@ static const struct field group_fields[] = {
 	ARR("tasks", struct job_group, tasks, ntasks, task_schema, JOB_MAX_TASKS),
 	MAP("meta", F_MAP, struct job_group, meta, JOB_MAX_MAP),
 	ARR("services", struct job_group, services, nservices, service_schema, JOB_MAX_SERVICES),
+	OPTIONAL_OBJ("disconnect", struct job_group, disconnect, disconnect_schema),
+	LEGACY_DURATION("max_client_disconnect", max_client_disconnect),
+	LEGACY_DURATION("stop_after_client_disconnect", stop_after_client_disconnect),
 	END,
 };
 static const struct schema group_schema = {
