@@ -125,6 +125,20 @@ struct job_template {
 	char *change_mode;      /* noop | restart | signal | script; default restart */
 	char *change_signal;    /* required when change_mode is signal */
 	bool env;               /* render as environment variables */
+	int64_t splay;          /* ns; change_mode waits a random [0, splay); default 5s */
+	struct job_template_wait *wait; /* NULL: a change renders at once */
+	char *left_delimiter;   /* default "{{" */
+	char *right_delimiter;  /* default "}}" */
+	bool error_on_missing_key; /* an unknown meta / attr key fails the rendering */
+	int64_t uid, gid;       /* owner of the file; -1 (default): the agent's */
+};
+
+/* template { wait { min max } }: after the data changes, a rendering waits
+ * until it stopped changing for min, but no longer than max after the
+ * first change (filled: min 0, max 4 x min when unset). */
+struct job_template_wait {
+	struct hcl_pos pos;
+	int64_t min, max;       /* ns */
 };
 
 struct job_artifact {
@@ -202,6 +216,8 @@ struct job_restart {
 	int64_t interval;       /* ns */
 	int64_t delay;          /* ns */
 	char *mode;             /* fail | delay */
+	bool render_templates;  /* a restart renders the templates again */
+	int render_templates_set; /* the file set it (a task's merges over its group's) */
 };
 
 struct job_reschedule {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "spec/job-int.h"
+#include "spec/template_parse.h"   /* TEMPLATE_MAX_DELIM */
 
 #define FIELD(k, kind_, type, member) \
 	{ .key = k, .kind = kind_, .off = offsetof(type, member), .set_off = NO_SET_OFF }
@@ -168,10 +169,25 @@ static const struct schema resources_schema = {
 
 /* --- task --- */
 
-static const char *const template_ignored[] = {
-	"splay", "wait", "left_delimiter", "right_delimiter", "error_on_missing_key",
-	"uid", "gid", "change_script", "vault_grace", NULL,
+static const char *const template_ignored[] = { "change_script", "vault_grace", NULL };
+static void init_template_wait(void *obj)
+{
+	struct job_template_wait *w = obj;
+	w->min = w->max = JOB_UNSET;
+}
+static const struct field template_wait_fields[] = {
+	INT("min", F_DURATION, struct job_template_wait, min, 0, 24 * HOUR),
+	INT("max", F_DURATION, struct job_template_wait, max, 0, 24 * HOUR),
+	END,
 };
+static const struct schema template_wait_schema = {
+	"wait", sizeof(struct job_template_wait), init_template_wait, template_wait_fields, NULL,
+};
+static void init_template(void *obj)
+{
+	struct job_template *t = obj;
+	t->splay = t->uid = t->gid = JOB_UNSET;
+}
 static const struct field template_fields[] = {
 	STR("data", struct job_template, data, JOB_MAX_TEXT),
 	STR("source", struct job_template, source, 4096),
@@ -180,10 +196,17 @@ static const struct field template_fields[] = {
 	ENUM("change_mode", struct job_template, change_mode, change_modes),
 	STR("change_signal", struct job_template, change_signal, 32),
 	FIELD("env", F_BOOL, struct job_template, env),
+	INT("splay", F_DURATION, struct job_template, splay, 0, 24 * HOUR),
+	OPTIONAL_OBJ("wait", struct job_template, wait, template_wait_schema),
+	STR("left_delimiter", struct job_template, left_delimiter, TEMPLATE_MAX_DELIM),
+	STR("right_delimiter", struct job_template, right_delimiter, TEMPLATE_MAX_DELIM),
+	FIELD("error_on_missing_key", F_BOOL, struct job_template, error_on_missing_key),
+	INT("uid", F_INT, struct job_template, uid, -1, 2147483647),
+	INT("gid", F_INT, struct job_template, gid, -1, 2147483647),
 	END,
 };
 static const struct schema template_schema = {
-	"template", sizeof(struct job_template), NULL, template_fields, template_ignored,
+	"template", sizeof(struct job_template), init_template, template_fields, template_ignored,
 };
 
 static const struct field artifact_fields[] = {
@@ -368,16 +391,17 @@ static void init_restart(void *obj)
 	r->attempts = r->interval = r->delay = JOB_UNSET;
 }
 
-static const char *const restart_ignored[] = { "render_templates", NULL };
 static const struct field restart_fields[] = {
 	INT("attempts", F_INT, struct job_restart, attempts, 0, 1000000),
 	INT("interval", F_DURATION, struct job_restart, interval, 0, YEAR),
 	INT("delay", F_DURATION, struct job_restart, delay, 0, YEAR),
 	ENUM("mode", struct job_restart, mode, restart_modes),
+	{ .key = "render_templates", .kind = F_BOOL, .off = offsetof(struct job_restart, render_templates),
+	  .set_off = offsetof(struct job_restart, render_templates_set) },
 	END,
 };
 static const struct schema restart_schema = {
-	"restart", sizeof(struct job_restart), init_restart, restart_fields, restart_ignored,
+	"restart", sizeof(struct job_restart), init_restart, restart_fields, NULL,
 };
 
 static void init_reschedule(void *obj)

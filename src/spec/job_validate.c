@@ -296,7 +296,7 @@ static void check_template_data(struct validator *v, const struct job_task *task
 	struct herd_err err = { 0, "" };
 	struct tmpl_list tree;
 
-	if (template_parse(t->data, &tree, &err) < 0)
+	if (template_parse_delims(t->data, t->left_delimiter, t->right_delimiter, &tree, &err) < 0)
 		fail(v, t->pos, "group \"%s\", task \"%s\", template \"%s\": %s",
 		     v->group && v->group->name ? v->group->name : "?",
 		     task->name ? task->name : "?", t->destination ? t->destination : "",
@@ -304,11 +304,35 @@ static void check_template_data(struct validator *v, const struct job_task *task
 	template_tree_release(&tree);
 }
 
+/* wait { min max }: max defaults to 4 x min (consul-template's rule);
+ * a quiescence longer than its bound could never be waited for. */
+static void check_template_wait(struct validator *v, struct job_template_wait *w)
+{
+	size_t old;
+
+	default_int(&w->min, 0);
+	if (w->max == JOB_UNSET)
+		w->max = w->min > 24 * 3600 * NS_PER_SEC / 4 ? 24 * 3600 * NS_PER_SEC : 4 * w->min;
+	if (w->min > w->max) {
+		old = push(v, "wait", -1);
+		fail(v, w->pos, "min (%gs) must not be more than max (%gs)",
+		     (double)w->min / (double)NS_PER_SEC, (double)w->max / (double)NS_PER_SEC);
+		pop(v, old);
+	}
+}
+
 static void check_template(struct validator *v, const struct job_task *task,
 			   struct job_template *t)
 {
 	default_str(&t->perms, "0644");
 	default_str(&t->change_mode, "restart");
+	default_int(&t->splay, 5 * NS_PER_SEC);   /* Nomad's */
+	default_str(&t->left_delimiter, "{{");
+	default_str(&t->right_delimiter, "}}");
+	if (!*t->left_delimiter || !*t->right_delimiter)
+		fail(v, t->pos, "left_delimiter and right_delimiter must not be empty");
+	if (t->wait && !failed(v, t->wait))
+		check_template_wait(v, t->wait);
 	if (!t->data == !t->source && !failed(v, &t->data) && !failed(v, &t->source))
 		fail(v, t->pos, "exactly one of data and source is required");
 	if ((!t->destination || !*t->destination) && !failed(v, &t->destination))
@@ -320,7 +344,8 @@ static void check_template(struct validator *v, const struct job_task *task,
 	if (t->change_signal && !is_signal_name(t->change_signal))
 		fail(v, t->pos, "change_signal must be a signal name such as \"SIGHUP\", got \"%s\"",
 		     t->change_signal);
-	if (t->data)
+	if (t->data && *t->left_delimiter && *t->right_delimiter &&
+	    !failed(v, &t->left_delimiter) && !failed(v, &t->right_delimiter))
 		check_template_data(v, task, t);
 }
 
@@ -580,6 +605,8 @@ static void merge_restart(struct job_restart *r, const struct job_restart *group
 	default_int(&r->interval, group->interval);
 	default_int(&r->delay, group->delay);
 	default_str(&r->mode, group->mode);
+	if (!r->render_templates_set)
+		r->render_templates = group->render_templates;
 }
 
 /* A group's reschedule block over the job's (filled already), field by

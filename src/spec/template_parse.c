@@ -21,6 +21,8 @@ struct tmpl {
 	const char *text;
 	const char *p;        /* parse position */
 	bool trim;            /* the last action ended with "-}}" */
+	const char *ld, *rd;  /* the delimiters: "{{" and "}}" unless the template says */
+	size_t ldn, rdn;
 	struct herd_err *err;
 };
 
@@ -143,7 +145,7 @@ static void skip_space(struct tmpl *t)
 
 static bool at_action_end(const struct tmpl *t)
 {
-	return !strncmp(t->p, "}}", 2) || !strncmp(t->p, "-}}", 3);
+	return !strncmp(t->p, t->rd, t->rdn) || (*t->p == '-' && !strncmp(t->p + 1, t->rd, t->rdn));
 }
 
 static bool is_ident(char c)
@@ -271,7 +273,8 @@ static int parse_cmd(struct tmpl *t, struct tmpl_cmd *c, bool piped)
 	return 0;
 }
 
-/* A pipeline up to the end of the action ("}}" or "-}}"), into p. */
+/* A pipeline up to the end of the action ("}}" or "-}}": the right
+ * delimiter), into p. */
 static int parse_pipe(struct tmpl *t, struct tmpl_pipe *p)
 {
 	const char *start = t->p;
@@ -279,7 +282,8 @@ static int parse_pipe(struct tmpl *t, struct tmpl_pipe *p)
 
 	skip_space(t);
 	if (at_action_end(t) || !*t->p)
-		return fail(t, start, -EINVAL, *t->p ? "empty action" : "unterminated action (no '}}')");
+		return fail(t, start, -EINVAL, *t->p ? "empty action" : "unterminated action (no '%s')",
+			    t->rd);
 	p->cmds = xcalloc(TEMPLATE_MAX_CMDS, sizeof(*p->cmds));
 	for (;;) {
 		if (p->n == TEMPLATE_MAX_CMDS)
@@ -294,8 +298,8 @@ static int parse_pipe(struct tmpl *t, struct tmpl_pipe *p)
 			continue;
 		}
 		if (!at_action_end(t))
-			return fail(t, t->p, -EINVAL, *t->p ? "expected '|' or '}}'"
-						   : "unterminated action (no '}}')");
+			return fail(t, t->p, -EINVAL, *t->p ? "expected '|' or '%s'"
+						   : "unterminated action (no '%s')", t->rd);
 		return 0;
 	}
 }
@@ -304,11 +308,13 @@ static int parse_pipe(struct tmpl *t, struct tmpl_pipe *p)
 static int close_action(struct tmpl *t, const char *open)
 {
 	skip_space(t);
+	if (!*t->p)
+		return fail(t, open, -EINVAL, "unterminated action (no '%s')", t->rd);
 	if (!at_action_end(t))
-		return fail(t, open, -EINVAL, *t->p ? "expected '}}', found '%.10s'"
-					      : "unterminated action (no '}}')", t->p);
-	t->trim = *t->p == '-';
-	t->p += t->trim ? 3 : 2;
+		return fail(t, open, -EINVAL, "expected '%s', found '%.10s'", t->rd, t->p);
+	/* "-" then the delimiter, unless the delimiter itself starts so */
+	t->trim = strncmp(t->p, t->rd, t->rdn) != 0;
+	t->p += t->rdn + t->trim;
 	return 0;
 }
 
@@ -353,7 +359,7 @@ static int parse_block(struct tmpl *t, struct tmpl_list *l, enum tmpl_node_kind 
 			return fail(t, term_at, -EINVAL, "a second else in one %s", names[kind]);
 	}
 	if (term == T_EOF)
-		return fail(t, open, -EINVAL, "%s without {{ end }}", names[kind]);
+		return fail(t, open, -EINVAL, "%s without %s end %s", names[kind], t->ld, t->rd);
 	return 0;
 }
 
@@ -405,14 +411,15 @@ static int parse_list(struct tmpl *t, struct tmpl_list *l, int depth, enum term 
 {
 	*term = T_EOF;
 	while (*t->p) {
-		const char *open = strstr(t->p, "{{");
+		const char *open = strstr(t->p, t->ld);
 		const char *end = open ? open : t->p + strlen(t->p);
 		const char *s = t->p, *e = end;
 		if (t->trim)
 			while (s < end && isspace((unsigned char)*s))
 				s++;
 		t->trim = false;
-		if (open && open[2] == '-' && (open[3] == ' ' || open[3] == '\t' || open[3] == '\n'))
+		const char *after = open ? open + t->ldn : NULL;
+		if (after && after[0] == '-' && (after[1] == ' ' || after[1] == '\t' || after[1] == '\n'))
 			while (e > s && isspace((unsigned char)e[-1]))
 				e--;
 		if (e > s) {
@@ -424,7 +431,7 @@ static int parse_list(struct tmpl *t, struct tmpl_list *l, int depth, enum term 
 			t->p = end;
 			break;
 		}
-		t->p = open + 2;
+		t->p = after;
 		if (*t->p == '-' && (t->p[1] == ' ' || t->p[1] == '\t' || t->p[1] == '\n'))
 			t->p++;
 		*term_at = open;
@@ -433,22 +440,36 @@ static int parse_list(struct tmpl *t, struct tmpl_list *l, int depth, enum term 
 			return rc;
 		if (*term != T_EOF) {
 			if (depth == 0)
-				return fail(t, open, -EINVAL, "{{ %s }} with no block to close",
-					    *term == T_END ? "end" : "else");
+				return fail(t, open, -EINVAL, "%s %s %s with no block to close", t->ld,
+					    *term == T_END ? "end" : "else", t->rd);
 			return 0;
 		}
 	}
 	return 0;
 }
 
-int template_parse(const char *text, struct tmpl_list *root, struct herd_err *err)
+int template_parse_delims(const char *text, const char *left, const char *right,
+			  struct tmpl_list *root, struct herd_err *err)
 {
 	struct tmpl t = { .text = text, .p = text, .err = err };
 	const char *term_at = NULL;
 	enum term term;
 
 	memset(root, 0, sizeof(*root));
+	/* Go's rule: an empty delimiter is the default one */
+	t.ld = left && *left ? left : "{{";
+	t.rd = right && *right ? right : "}}";
+	t.ldn = strlen(t.ld);
+	t.rdn = strlen(t.rd);
+	if (t.ldn > TEMPLATE_MAX_DELIM || t.rdn > TEMPLATE_MAX_DELIM)
+		return herd_errf(err, -EINVAL, "template: a delimiter longer than %d bytes",
+				 TEMPLATE_MAX_DELIM);
 	return parse_list(&t, root, 0, &term, &term_at);
+}
+
+int template_parse(const char *text, struct tmpl_list *root, struct herd_err *err)
+{
+	return template_parse_delims(text, NULL, NULL, root, err);
 }
 
 void template_tree_release(struct tmpl_list *root)

@@ -22,6 +22,7 @@
 #define TEMPLATE_MAX_DEPTH 32           /* nested range / with / if blocks */
 #define TEMPLATE_MAX_ARGS 4             /* arguments of a command, a piped one included */
 #define TEMPLATE_MAX_CMDS 16            /* commands in one pipeline */
+#define TEMPLATE_MAX_DELIM 16           /* bytes of a left or right delimiter */
 
 enum tmpl_arg_kind { TMPL_ARG_STRING, TMPL_ARG_FIELD, TMPL_ARG_DOT };
 
@@ -64,6 +65,13 @@ struct tmpl_node {
  * -EINVAL with err "template line N: ..." (N counted from 1 in text); on
  * failure *root holds what was parsed: release it either way. */
 int template_parse(const char *text, struct tmpl_list *root, struct herd_err *err);
+
+/* template_parse with other delimiters than "{{" and "}}" (left_delimiter,
+ * right_delimiter: a text full of "{{", such as a Helm chart, keeps it as
+ * text).  NULL or "" is the default one; at most TEMPLATE_MAX_DELIM bytes
+ * (else -EINVAL).  Messages name the delimiters in use. */
+int template_parse_delims(const char *text, const char *left, const char *right,
+			  struct tmpl_list *root, struct herd_err *err);
 
 /* Frees the tree under root and zeroes it. */
 void template_tree_release(struct tmpl_list *root);

@@ -151,8 +151,90 @@ static void test_template_and_artifact_rules(void **state)
 		    "E 0:0 groups[0].tasks[0].templates[2]: change_signal must be a signal name such "
 		    "as \"SIGHUP\", got \"HUP\"\n"
 		    "E 0:0 groups[0].tasks[0].artifacts[0]: source is required\n");
-	expect_task("\"templates\":[{\"data\":\"a\",\"destination\":\"local/a\",\"splay\":\"5s\"}]",
-		    "W 0:0 groups[0].tasks[0].templates[0].splay: not supported by herd; ignored\n");
+	expect_task("\"templates\":[{\"data\":\"a\",\"destination\":\"local/a\",\"vault_grace\":\"5s\"}]",
+		    "W 0:0 groups[0].tasks[0].templates[0].vault_grace: not supported by herd; ignored\n");
+}
+
+/* A template with the given extra fields (after data and destination). */
+static void expect_template_opts(const char *data, const char *fields, const char *want)
+{
+	char *f = xasprintf("\"templates\":[{\"data\":\"%s\",\"destination\":\"local/app.conf\""
+			    "%s%s}]", data, *fields ? "," : "", fields);
+	expect_task(f, want);
+	free(f);
+}
+
+#define TMPL_E "E 0:0 groups[0].tasks[0].templates[0]"
+
+/* splay, wait, delimiters, error_on_missing_key, uid and gid: their
+ * limits, and the delimiters the inline template is parsed with. */
+static void test_template_options(void **state)
+{
+	(void)state;
+	expect_template_opts("x", "\"splay\":\"30s\",\"wait\":{\"min\":\"2s\",\"max\":\"10s\"},"
+			     "\"error_on_missing_key\":true,\"uid\":1000,\"gid\":-1", "");
+	expect_template_opts("x", "\"splay\":\"-1s\"",
+			     TMPL_E ".splay: must be between 0s and 24h, got \"-1s\"\n");
+	expect_template_opts("x", "\"splay\":\"soon\"",
+			     TMPL_E ".splay: expected a duration such as \"30s\", \"5m\" or \"1h30m\", "
+			     "got \"soon\"\n");
+	expect_template_opts("x", "\"wait\":{\"min\":\"10s\",\"max\":\"2s\"}",
+			     TMPL_E ".wait: min (10s) must not be more than max (2s)\n");
+	/* max unset: 4 x min, never less than min */
+	expect_template_opts("x", "\"wait\":{\"min\":\"10s\"}", "");
+	expect_template_opts("x", "\"wait\":{\"max\":\"25h\"}",
+			     TMPL_E ".wait.max: must be between 0s and 24h, got \"25h\"\n");
+	expect_template_opts("x", "\"uid\":-2",
+			     TMPL_E ".uid: must be between -1 and 2147483647, got -2\n");
+	expect_template_opts("x", "\"gid\":4294967296",
+			     TMPL_E ".gid: must be between -1 and 2147483647, got 4294967296\n");
+	expect_template_opts("x", "\"uid\":\"root\"", TMPL_E ".uid: expected a whole number, got a string\n");
+	expect_template_opts("x", "\"left_delimiter\":\"\"",
+			     TMPL_E ": left_delimiter and right_delimiter must not be empty\n");
+	expect_template_opts("x", "\"right_delimiter\":\"01234567890123456\"",
+			     TMPL_E ".right_delimiter: longer than 16 bytes\n");
+	/* other delimiters: "{{" is text (a Helm file), "[[ ]]" are actions */
+	expect_template_opts("image: {{ .Values.image | quote }}\\nport=[[ env \\\"PORT\\\" ]]",
+			     "\"left_delimiter\":\"[[\",\"right_delimiter\":\"]]\"", "");
+	expect_template_opts("image: {{ .Values.image | quote }}", "",
+			     TMPL_AT "template line 1: unknown function quote (herd knows env, attr, "
+			     "meta, default, toUpper, toLower, trimSpace, join, nomadService, service, "
+			     "nomadServices, services)\n");
+	expect_template_opts("a\\n{{ x }}\\n[[ nope ]]",
+			     "\"left_delimiter\":\"[[\",\"right_delimiter\":\"]]\"",
+			     TMPL_AT "template line 3: unknown function nope (herd knows env, attr, meta, "
+			     "default, toUpper, toLower, trimSpace, join, nomadService, service, "
+			     "nomadServices, services)\n");
+	expect_template_opts("[[ env \\\"X\\\" ", "\"left_delimiter\":\"[[\",\"right_delimiter\":\"]]\"",
+			     TMPL_AT "template line 1: unterminated action (no ']]')\n");
+	expect_template_opts("<% range services %>", "\"left_delimiter\":\"<%\",\"right_delimiter\":\"%>\"",
+			     TMPL_AT "template line 1: range without <% end %>\n");
+}
+
+/* restart's render_templates: a task's own setting over its group's. */
+static void test_restart_render_templates(void **state)
+{
+	char *diags;
+	struct job *job;
+
+	(void)state;
+	job = decode_text("{\"id\":\"v\",\"groups\":[{\"name\":\"g\",\"restart\":{\"render_templates\":"
+			  "true},\"tasks\":[" MIN_TASK ",{\"name\":\"b\",\"driver\":\"raw_exec\","
+			  "\"config\":{\"command\":\"x\"},\"restart\":{\"attempts\":1}},{\"name\":\"c\","
+			  "\"driver\":\"raw_exec\",\"config\":{\"command\":\"x\"},\"restart\":"
+			  "{\"render_templates\":false}}]}]}", &diags);
+	assert_string_equal(diags, "");
+	assert_non_null(job);
+	assert_true(job->groups[0].restart.render_templates);
+	assert_null(job->groups[0].tasks[0].restart);
+	assert_true(job->groups[0].tasks[1].restart->render_templates);
+	assert_int_equal(job->groups[0].tasks[1].restart->attempts, 1);
+	assert_false(job->groups[0].tasks[2].restart->render_templates);
+	job_free(job);
+	free(diags);
+	expect_task("\"restart\":{\"render_templates\":\"yes\"}",
+		    "E 0:0 groups[0].tasks[0].restart.render_templates: expected a boolean, got a "
+		    "string\n");
 }
 
 static void test_resource_rules(void **state)
@@ -473,6 +555,8 @@ int main(void)
 		cmocka_unit_test(test_task_rules),
 		cmocka_unit_test(test_lifecycle_rules),
 		cmocka_unit_test(test_template_and_artifact_rules),
+		cmocka_unit_test(test_template_options),
+		cmocka_unit_test(test_restart_render_templates),
 		cmocka_unit_test(test_template_data_parsed),
 		cmocka_unit_test(test_resource_rules),
 		cmocka_unit_test(test_device_rules),
