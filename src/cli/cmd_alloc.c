@@ -127,6 +127,29 @@ static void print_deployment(const json_t *a)
 	       "Deployment ID", js(a, "deployment_id"));
 }
 
+/* Events the server adds to the allocation itself (idle GPUs: docs/teams.md,
+ * "Idle GPUs"), apart from its tasks' own. */
+static void print_alloc_events(const json_t *a)
+{
+	static const char *const heads[] = { "TIME", "TYPE", "MESSAGE" };
+	struct table t;
+	json_t *ev;
+	size_t i;
+	char buf[64];
+
+	if (!json_array_size(json_object_get(a, "events")))
+		return;
+	printf("\nAllocation Events\n");
+	table_init(&t, 3, heads);
+	json_array_foreach(json_object_get(a, "events"), i, ev) {
+		table_add(&t, format_ago(ji(ev, "time"), buf, sizeof(buf)));
+		table_add(&t, js(ev, "type"));
+		table_add(&t, js(ev, "message"));
+	}
+	table_print(&t, stdout, "");
+	table_release(&t);
+}
+
 static void print_alloc(const json_t *a, const json_t *usage)
 {
 	const json_t *res = json_object_get(a, "resources");
@@ -176,6 +199,7 @@ static void print_alloc(const json_t *a, const json_t *usage)
 			       ji(d, "to") > 0 ? "" : "");
 	}
 	alloc_print_services(a);
+	print_alloc_events(a);
 	json_object_foreach(json_object_get(a, "task_states"), task, ts) {
 		struct table t;
 		static const char *const heads[] = { "TIME", "TYPE", "MESSAGE" };

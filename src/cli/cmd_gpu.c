@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/gpu_share.h"
 #include "cli/cli-api.h"
 #include "cli/cli.h"
 #include "common/strbuf.h"
+#include "common/units.h"
 #include "common/xalloc.h"
 #include "gpu/gpu-json.h"
 #include "gpu/gpu.h"
@@ -122,6 +124,23 @@ static int cmd_gpu_list(int argc, char **argv)
 }
 
 /* herd gpu status: every GPU and MIG slice of the cluster (GET /v1/gpus). */
+/* How long every holder of the GPU has been idle (GET /v1/gpus'
+ * idle_since; docs/teams.md, "Idle GPUs"), "-" when not. */
+static void add_idle(struct table *t, const json_t *g)
+{
+	struct timespec now;
+	int64_t since = ji(g, "idle_since"), d;
+	char buf[64];
+
+	if (since <= 0) {
+		table_add(t, "-");
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	d = (int64_t)now.tv_sec * NS_PER_SEC + now.tv_nsec - since;
+	table_add(t, format_duration(d > 0 ? d / NS_PER_SEC * NS_PER_SEC : 0, buf, sizeof(buf)));
+}
+
 static int cmd_gpu_status(int argc, char **argv)
 {
 	bool json = false;
@@ -133,12 +152,13 @@ static int cmd_gpu_status(int argc, char **argv)
 		"herd gpu status [options]",
 		"Shows every GPU and MIG instance of the cluster ($HERD_ADDR): its node, who\n"
 		"holds it and what share (or the waiting job it is reserved for), memory used\n"
-		"and total, utilization and health.",
+		"and total, utilization and health, and for how long a held GPU has been idle\n"
+		"under its quota's idle_gpu block.",
 		flags,
 	};
 	static const char *const heads[] = { "NODE", "DEVICE", "MODEL", "MIG", "SHARING",
 					     "HOLDERS", "ALLOCATED", "MEMORY USED/TOTAL", "UTIL",
-					     "HEALTH" };
+					     "IDLE", "HEALTH" };
 	struct httpc_response r;
 	struct table t;
 	size_t i, k;
@@ -161,7 +181,7 @@ static int cmd_gpu_status(int argc, char **argv)
 		httpc_response_release(&r);
 		return 0;
 	}
-	table_init(&t, 10, heads);
+	table_init(&t, 11, heads);
 	json_array_foreach(r.body, i, g) {
 		const json_t *d = json_object_get(g, "device");
 		const json_t *st = json_object_get(d, "stats");
@@ -190,6 +210,7 @@ static int cmd_gpu_status(int argc, char **argv)
 		table_addf(&t, "%lld/%lld MiB", (long long)ji(st, "memory_used_mib"),
 			   (long long)ji(d, "memory_mib"));
 		table_addf(&t, "%lld%%", (long long)ji(st, "utilization_gpu"));
+		add_idle(&t, g);
 		if (jb(d, "healthy"))
 			table_add(&t, "healthy");
 		else

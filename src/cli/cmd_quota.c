@@ -180,6 +180,11 @@ static int quota_one(int argc, char **argv, const char *suffix, const char *usag
 		struct table t;
 		const json_t *q = json_object_get(r.body, "quota");
 		printf("quota %s%s%s\n", js(q, "name"), *js(q, "description") ? ": " : "", js(q, "description"));
+		if (json_object_get(q, "idle_gpu")) /* docs/teams.md, "Idle GPUs" */
+			printf("idle GPUs: %s after %s below %lld%% utilization\n",
+			       js(json_object_get(q, "idle_gpu"), "action"),
+			       js(json_object_get(q, "idle_gpu"), "after"),
+			       (long long)ji(json_object_get(q, "idle_gpu"), "utilization_below"));
 		if (!json_array_size(json_object_get(r.body, "namespaces")))
 			printf("no namespace uses this quota (herd namespace apply NAME -quota %s)\n", js(q, "name"));
 		table_init(&t, 4, heads);

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "common/xalloc.h"
+#include "server/idle_gpu.h"
 #include "server/server-int.h"
 
 /* Under hb_lock. */
@@ -56,6 +57,7 @@ void heartbeat_touch(struct server *srv, const char *id, const json_t *devices)
 			json_object_set(l->stats, did, st);
 	}
 	pthread_mutex_unlock(&srv->hb_lock);
+	idle_gpu_observe(srv, id, devices);
 }
 
 void heartbeat_decorate(struct server *srv, json_t *node)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/idle_gpu.h"
 #include "server/teams.h"
 #include "spec/hcl.h"
 
@@ -92,10 +93,37 @@ static json_t *region_limit_from_hcl(const struct hcl_block *blk, struct diag_li
 	return o;
 }
 
+/* The idle_gpu block (docs/teams.md, "Idle GPUs") into o["idle_gpu"],
+ * checked here so that an error names its line. */
+static void idle_gpu_from_hcl(const struct hcl_block *blk, json_t *o, struct diag_list *dl)
+{
+	static const char *const keys[] = { "utilization_below", "after", "action", NULL };
+	struct herd_err err = { 0 };
+	size_t errors = dl->errors;
+	json_t *b, *checked;
+
+	if (json_object_get(o, "idle_gpu")) {
+		diag_error(dl, blk->pos.line, blk->pos.col, "idle_gpu given twice");
+		return;
+	}
+	if (blk->nlabels) {
+		diag_error(dl, blk->pos.line, blk->pos.col, "idle_gpu takes no label: idle_gpu { ... }");
+		return;
+	}
+	b = json_object();
+	attrs_into(blk->body, b, keys, NULL, "idle_gpu", dl);
+	checked = dl->errors == errors ? idle_policy_check(b, "idle_gpu", &err) : NULL;
+	if (dl->errors == errors && !checked)
+		diag_error(dl, blk->pos.line, blk->pos.col, "%s", err.msg);
+	if (checked)
+		json_object_set_new(o, "idle_gpu", checked);
+	json_decref(b);
+}
+
 json_t *quota_spec_from_hcl(const char *text, size_t len, struct diag_list *dl)
 {
 	static const char *const keys[] = { "name", "description", "borrow", "borrow_limit", NULL };
-	static const char *const blocks[] = { "limit", NULL };
+	static const char *const blocks[] = { "limit", "idle_gpu", NULL };
 	size_t errors = dl->errors;
 	struct hcl_body *body = hcl_parse(text, len, dl);
 	json_t *o, *limits;
@@ -109,6 +137,10 @@ json_t *quota_spec_from_hcl(const char *text, size_t len, struct diag_list *dl)
 		static const char *const lkeys[] = { "region", NULL };
 		static const char *const lblocks[] = { "region_limit", NULL };
 		json_t *l;
+		if (it->kind == HCL_ITEM_BLOCK && !strcmp(it->u.block.type, "idle_gpu")) {
+			idle_gpu_from_hcl(&it->u.block, o, dl);
+			continue;
+		}
 		if (it->kind != HCL_ITEM_BLOCK || strcmp(it->u.block.type, "limit"))
 			continue;
 		l = json_object();
@@ -229,7 +261,7 @@ fail:
 json_t *quota_spec_check(const json_t *spec, struct herd_err *err)
 {
 	static const char *const keys[] = { "name", "description", "borrow", "borrow_limit", "limits",
-					    "create_index", "modify_index", NULL };
+					    "idle_gpu", "create_index", "modify_index", NULL };
 	static const char *const lkeys[] = { "region", "region_limit", NULL };
 	const char *name = json_string_value(json_object_get(spec, "name"));
 	const char *desc = json_string_value(json_object_get(spec, "description"));
@@ -281,6 +313,15 @@ json_t *quota_spec_check(const json_t *spec, struct herd_err *err)
 	}
 	out = json_pack("{s:s, s:s, s:b, s:f, s:o}", "name", name, "description", desc ? desc : "",
 			"borrow", json_is_true(borrow) || blimit > 0, "borrow_limit", blimit, "limits", olimits);
+	/* optional: quotas stored before it existed have none */
+	if (json_object_get(spec, "idle_gpu")) {
+		json_t *idle = idle_policy_check(json_object_get(spec, "idle_gpu"), "idle_gpu", err);
+		if (!idle) {
+			json_decref(out);
+			return NULL;
+		}
+		json_object_set_new(out, "idle_gpu", idle);
+	}
 	return out;
 fail:
 	json_decref(olimits);

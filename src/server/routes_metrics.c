@@ -20,6 +20,7 @@
 
 #include "common/xalloc.h"
 #include "server/acl.h"
+#include "server/idle_gpu.h"
 #include "server/metrics_text.h"
 #include "server/server-int.h"
 #include "server/teams.h"
@@ -258,7 +259,7 @@ static void add_jobs(struct metrics *m, const struct http_request *req, const st
 		"derives it.");
 	struct metrics_family *allocs = metrics_family(m, "herd_allocations", METRICS_GAUGE,
 		"Stored allocations by namespace and client status (pending, running, complete, "
-		"failed, lost); ended ones count until garbage collection removes them.");
+		"failed, lost, unknown); ended ones count until garbage collection removes them.");
 	json_t *byjob = allocs_by_job(sc->allocs), *x;
 	size_t i;
 
@@ -338,6 +339,30 @@ static void add_reservations(struct metrics *m, struct server *srv,
 	for (int r = 0; r < RESV_END_N; r++)
 		metrics_add(ended, (double)st.ended[r], "reason", resv_end_name((enum resv_end)r),
 			    NULL);
+}
+
+/* Idle GPUs (idle_gpu.h; docs/teams.md, "Idle GPUs"), from the server's
+ * memory: namespaces whose quota has an idle_gpu block. */
+static void add_idle_gpus(struct metrics *m, struct server *srv, const struct http_request *req)
+{
+	struct metrics_family *held = metrics_family(m, "herd_gpu_idle_held", METRICS_GAUGE,
+		"GPUs held by running allocations that are idle now under their quota's idle_gpu "
+		"block, by namespace (shares count as fractions).");
+	struct metrics_family *acts = metrics_family(m, "herd_idle_gpu_actions_total",
+		METRICS_COUNTER, "Actions taken on allocations whose GPUs stayed idle, by "
+		"namespace and action (warn, stop), since the server started.");
+	json_t *st = idle_gpu_stats(srv), *v, *n;
+	const char *ns, *a;
+
+	json_object_foreach(json_object_get(st, "held"), ns, v)
+		if (ns_visible(req, ns))
+			metrics_add(held, json_number_value(v), "namespace", ns, NULL);
+	json_object_foreach(json_object_get(st, "actions"), ns, v)
+		json_object_foreach(v, a, n)
+			if (ns_visible(req, ns))
+				metrics_add(acts, json_number_value(n), "action", a, "namespace", ns,
+					    NULL);
+	json_decref(st);
 }
 
 /* --- quotas and GPU time ------------------------------------------------- */
@@ -448,6 +473,7 @@ static int get_metrics(struct http_request *req, struct http_response *resp, voi
 	add_jobs(m, req, &sc);
 	add_evals(m, srv, req);
 	add_reservations(m, srv, req);
+	add_idle_gpus(m, srv, req);
 	add_quotas(m, req, sc.quotas);
 	add_gpu_seconds(m, srv, req, &sc);
 	add_server(m, &sc);

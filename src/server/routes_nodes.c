@@ -7,6 +7,7 @@
 #include "common/units.h"
 #include "common/xalloc.h"
 #include "server/acl.h"
+#include "server/idle_gpu.h"
 #include "server/reservation.h"
 #include "server/server-int.h"
 
@@ -415,6 +416,7 @@ json_t *gpus_list(struct server *srv, json_t *nodes, const json_t *allocs)
 			json_array_append_new(out, gpu_entry(n, d, allocs));
 	}
 	resv_decorate_gpus(srv, out);
+	idle_gpu_decorate(srv, out);
 	return out;
 }
 

@@ -833,6 +833,7 @@ struct server {
 	struct periodic *periodic; /* periodic.c's launcher */
 	struct metrics_seen *metrics_seen; /* routes_metrics.c's memory of its counters */
 	struct depends *deps;  /* depends.c's index of dependents */
+	struct idle_gpu *idle; /* idle_gpu.c's clocks of idle GPUs */
 };
 
 void server_log(struct server *srv, const char *level, const char *fmt, ...)
