@@ -109,6 +109,12 @@ fail:
 int confined_write_file(int dirfd, const char *rel, const void *data, size_t len,
 			unsigned perms, struct herd_err *err)
 {
+	return confined_write_file_owned(dirfd, rel, data, len, perms, -1, -1, err);
+}
+
+int confined_write_file_owned(int dirfd, const char *rel, const void *data, size_t len,
+			      unsigned perms, long uid, long gid, struct herd_err *err)
+{
 	const char *slash = strrchr(rel, '/');
 	char *dir = slash ? xstrndup(rel, (size_t)(slash - rel)) : xstrdup(".");
 	const char *name = slash ? slash + 1 : rel;
@@ -150,6 +156,13 @@ int confined_write_file(int dirfd, const char *rel, const void *data, size_t len
 			goto out_unlink;
 		}
 		done += (size_t)n;
+	}
+	/* before fchmod: a chown clears the set-id bits */
+	if ((uid >= 0 || gid >= 0) && fchown(fd, (uid_t)uid, (gid_t)gid) < 0) {
+		rc = herd_errf(err, -errno, "file %s: owner uid %ld gid %ld: %s%s", rel, uid, gid,
+			       strerror(errno), errno == EPERM && geteuid() != 0 ?
+			       " (only an agent that runs as root may set uid or gid)" : "");
+		goto out_unlink;
 	}
 	if (fchmod(fd, perms & 07777) < 0 || fsync(fd) < 0) {
 		rc = herd_errf(err, -errno, "file %s: %s", rel, strerror(errno));

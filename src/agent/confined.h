@@ -36,5 +36,9 @@ int confined_mkdirs(int dirfd, const char *rel, unsigned mode, struct herd_err *
  * with err; nothing changes at rel on failure. */
 int confined_write_file(int dirfd, const char *rel, const void *data, size_t len,
 			unsigned perms, struct herd_err *err);
+/* The same, the file given to uid and gid first (fchown; -1 keeps the
+ * writer's): -EPERM with err when the caller may not (not root). */
+int confined_write_file_owned(int dirfd, const char *rel, const void *data, size_t len,
+			      unsigned perms, long uid, long gid, struct herd_err *err);
 
 #endif

@@ -15,6 +15,12 @@
 int template_write_file(const char *task_dir, const char *destination, const void *data,
 			size_t len, unsigned perms, struct herd_err *err)
 {
+	return template_write_owned(task_dir, destination, data, len, perms, -1, -1, err);
+}
+
+int template_write_owned(const char *task_dir, const char *destination, const void *data,
+			 size_t len, unsigned perms, long uid, long gid, struct herd_err *err)
+{
 	char *rel = NULL;
 	int rc = confined_relpath(task_dir, destination, "template destination", &rel, err);
 	if (rc < 0)
@@ -23,7 +29,7 @@ int template_write_file(const char *task_dir, const char *destination, const voi
 	if (root < 0) {
 		rc = herd_errf(err, -errno, "task dir %s: %s", task_dir, strerror(errno));
 	} else {
-		rc = confined_write_file(root, rel, data, len, perms, err);
+		rc = confined_write_file_owned(root, rel, data, len, perms, uid, gid, err);
 		if (rc < 0)
 			herd_err_prefix(err, "template destination %s", destination);
 		close(root);
@@ -90,4 +96,15 @@ int template_parse_perms(const char *s, unsigned *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+int64_t template_wait_due(int64_t first, int64_t last, int64_t min, int64_t max)
+{
+	int64_t quiet = last + min, bound = first + max;
+	return quiet < bound ? quiet : bound;
+}
+
+int64_t template_splay_delay(int64_t splay, uint64_t r)
+{
+	return splay > 0 ? (int64_t)(r % (uint64_t)splay) : 0;
 }

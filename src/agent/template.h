@@ -7,7 +7,8 @@
  * (ctx->services: the agent asks its server).
  *
  *   text                    copied as is
- *   {{ PIPELINE }}          the pipeline's value
+ *   {{ PIPELINE }}          the pipeline's value ("{{" and "}}": other
+ *                           delimiters with ctx->left_delim, right_delim)
  *   {{- ... -}}             also trims white space before / after the action
  *   {{/ * comment * /}}     (written without the inner spaces) nothing;
  *                           the comment may span lines
@@ -19,7 +20,9 @@
  *
  *   env "NAME"       the task's environment variable NAME ("" when unset)
  *   attr "NAME"      the node attribute NAME (attr "kernel.name"); "" when unknown
+ *                    (an error with ctx->missing_key_error)
  *   meta "KEY"       the node's meta KEY (client { meta { } }); "" when unknown
+ *                    (an error with ctx->missing_key_error)
  *   "literal", .F    the string itself, the field's value
  *   default "X"      X when the piped value is empty, else the value
  *   toUpper, toLower, trimSpace    on the piped value
@@ -59,7 +62,9 @@
 #ifndef HERD_AGENT_TEMPLATE_H
 #define HERD_AGENT_TEMPLATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -89,6 +94,11 @@ struct template_ctx {
 	size_t nr_meta;
 	template_services_fn services;       /* NULL: nomadService is an error */
 	void *services_arg;
+	/* the template's options (job_template): delimiters (NULL: "{{"
+	 * and "}}"), and whether attr / meta of a key the node lacks fails
+	 * the rendering instead of giving "" */
+	const char *left_delim, *right_delim;
+	bool missing_key_error;
 };
 
 /* Renders text into a new string *out (the caller frees).  Returns 0, or
@@ -104,6 +114,23 @@ int template_render(const char *text, const struct template_ctx *ctx, char **out
  * (bad path) / -EXDEV (escapes the task dir) / -errno with err. */
 int template_write_file(const char *task_dir, const char *destination, const void *data,
 			size_t len, unsigned perms, struct herd_err *err);
+
+/* template_write_file, the file given to uid and gid (-1: the agent's):
+ * -EPERM with err ("only an agent that runs as root ...") when the agent
+ * may not. */
+int template_write_owned(const char *task_dir, const char *destination, const void *data,
+			 size_t len, unsigned perms, long uid, long gid, struct herd_err *err);
+
+/* wait { min max } (pure): a template whose data changed first at `first`
+ * and last at `last` (ns, first <= last) renders at the returned time:
+ * once the data stayed the same for min, and no later than max after the
+ * first change (consul-template's quiescence).  */
+int64_t template_wait_due(int64_t first, int64_t last, int64_t min, int64_t max);
+
+/* splay (pure): the delay before a re-rendered template's change_mode is
+ * carried out, in [0, splay) ns, from the random number r; 0 when splay
+ * is 0. */
+int64_t template_splay_delay(int64_t splay, uint64_t r);
 
 /* Reads a template's `source`, confined to task_dir like a destination, at
  * most max bytes, into a new NUL-terminated string *out.  Returns 0 or

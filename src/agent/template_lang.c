@@ -294,12 +294,13 @@ static int fn_services(struct tmpl *t, const struct tmpl_cmd *c, json_t **out)
 
 /* --- evaluation --- */
 
+/* A node attribute or meta key's value; NULL when the node has none. */
 static const char *lookup_attr(const struct template_ctx *c, const char *name)
 {
 	for (size_t i = 0; i < c->nr_attrs; i++)
 		if (!strcmp(c->attrs[i].name, name))
 			return c->attrs[i].value;
-	return "";
+	return NULL;
 }
 
 static const char *lookup_meta(const struct template_ctx *c, const char *name)
@@ -307,7 +308,23 @@ static const char *lookup_meta(const struct template_ctx *c, const char *name)
 	for (size_t i = 0; i < c->nr_meta; i++)
 		if (!strcmp(c->meta[i].key, name))
 			return c->meta[i].value;
-	return "";
+	return NULL;
+}
+
+/* attr and meta are lookups in the node's maps: a key the node lacks is
+ * "" (Go's missingkey=zero, consul-template's default), or an error with
+ * error_on_missing_key. */
+static int check_key(struct tmpl *t, const struct tmpl_cmd *c, const json_t *key)
+{
+	bool attr = !strcmp(c->name, "attr");
+	const char *k = json_string_value(key);
+
+	if (!t->ctx->missing_key_error || (!attr && strcmp(c->name, "meta")))
+		return 0;
+	if (attr ? lookup_attr(t->ctx, k) : lookup_meta(t->ctx, k))
+		return 0;
+	return fail(t, c->at, -EINVAL, "%s \"%.64s\": the node has no such %s "
+		    "(error_on_missing_key)", c->name, k, attr ? "attribute" : "meta key");
 }
 
 static json_t *fn_join(const json_t *sep, const json_t *list)
@@ -339,7 +356,7 @@ static json_t *fn_text(const char *name, const json_t *a, const struct template_
 	}
 	if (!strcmp(name, "attr") || !strcmp(name, "meta")) {
 		const char *x = name[0] == 'a' ? lookup_attr(ctx, s) : lookup_meta(ctx, s);
-		return str_value(x, strlen(x));
+		return x ? str_value(x, strlen(x)) : str_value("", 0);
 	}
 	if (!strcmp(name, "trimSpace")) {
 		while (s < e && isspace((unsigned char)*s))
@@ -386,7 +403,7 @@ static int run_cmd(struct tmpl *t, const struct tmpl_cmd *c, json_t *piped, cons
 		}
 		*out = fn_join(a[0], a[1]);
 	} else {
-		if ((rc = want_string(t, c, a[0])) < 0)
+		if ((rc = want_string(t, c, a[0])) < 0 || (rc = check_key(t, c, a[0])) < 0)
 			goto out;
 		*out = fn_text(c->name, a[0], t->ctx);
 	}
@@ -478,7 +495,8 @@ int template_render(const char *text, const struct template_ctx *ctx, char **out
 	struct tmpl_list root;
 	int rc;
 
-	if ((rc = template_parse(text, &root, err)) == 0 && (rc = eval_list(&t, &root, NULL)) == 0)
+	rc = template_parse_delims(text, t.ctx->left_delim, t.ctx->right_delim, &root, err);
+	if (rc == 0 && (rc = eval_list(&t, &root, NULL)) == 0)
 		*out = strbuf_detach(&sb, NULL);
 	template_tree_release(&root);
 	strbuf_release(&sb);

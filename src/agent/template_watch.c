@@ -34,6 +34,16 @@
  * round (server away) keeps the files as they are and tries again with
  * backoff.  The thread ends with the allocation (tmpl_watch_stop).
  *
+ * Options (docs/jobspec.md "template: options").  A template with
+ * wait { min max } is not rendered at the round that saw the change: it
+ * renders once the data stayed the same for min, at most max after the
+ * first change (template_wait_due); the round's blocking query ends when
+ * the first such wait is over.  A change's action waits a random delay in
+ * [0, splay) (tt->due, checked by tmpl_task_poll).  A task's restart
+ * renders its templates again only with restart { render_templates }:
+ * otherwise the files stay as they are and env templates give their last
+ * output (reuse_renders).
+ *
  * Locks: w->lock guards the data and the thread's state; w->render_lock
  * guards the per-task state (last outputs, pending changes, live) and is
  * held across a rendering (renderings of one allocation do not run at
@@ -45,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "agent/client-int.h"
 #include "agent/log.h"
@@ -60,6 +71,12 @@
 struct tmpl_task {
 	char **last;          /* each template's last output (NULL: none yet) */
 	bool *dynamic;        /* its last rendering used service data */
+	int64_t *wait_first;  /* wait { }: when the data first / last changed
+			       * since its last rendering (0: no change waits) */
+	int64_t *wait_last;
+	bool rendered;        /* its templates were rendered by a start of this
+			       * client (restart's render_templates) */
+	int64_t due;          /* the pending change_mode's time (splay; unix ns) */
 	bool live;            /* the task runs: the watch may render it */
 	bool recovered;       /* to render again and compare: started by an earlier
 			       * client, or from data older than the watch's */
@@ -117,6 +134,8 @@ struct tmpl_watch *tmpl_watch_new(struct alloc_runner *ar)
 		size_t n = ar->tasks[i].task->ntemplates + 1;
 		w->tasks[i].last = xcalloc(n, sizeof(char *));
 		w->tasks[i].dynamic = xcalloc(n, sizeof(bool));
+		w->tasks[i].wait_first = xcalloc(n, sizeof(int64_t));
+		w->tasks[i].wait_last = xcalloc(n, sizeof(int64_t));
 	}
 	w->data = json_object();
 	pthread_mutex_init(&w->render_lock, NULL);
@@ -151,6 +170,8 @@ void tmpl_watch_free(struct tmpl_watch *w)
 			free(w->tasks[i].last[j]);
 		free(w->tasks[i].last);
 		free(w->tasks[i].dynamic);
+		free(w->tasks[i].wait_first);
+		free(w->tasks[i].wait_last);
 	}
 	free(w->tasks);
 	free(w->ns);
@@ -195,8 +216,8 @@ static char *query_path(struct tmpl_watch *w, const char *key)
  * reference) and *index; -EAGAIN when the server failed (the client moved
  * on to the next, *all: every server failed in a row); other -errno with
  * err for a refusal. */
-static int read_key(struct tmpl_watch *w, const char *key, uint64_t index, json_t **body,
-		    uint64_t *out_index, bool *all, struct herd_err *err)
+static int read_key(struct tmpl_watch *w, const char *key, uint64_t index, long wait_ms,
+		    json_t **body, uint64_t *out_index, bool *all, struct herd_err *err)
 {
 	struct client *c = w->ar->c;
 	struct httpc_response r = { 0 };
@@ -211,7 +232,7 @@ static int read_key(struct tmpl_watch *w, const char *key, uint64_t index, json_
 	h.abort_arg = w;
 	gen = client_httpc_point(c, &h);
 	if (index)
-		rc = httpc_get_blocking(&h, path, index, TMPL_WATCH_WAIT_MS, &r, err);
+		rc = httpc_get_blocking(&h, path, index, wait_ms, &r, err);
 	else
 		rc = httpc_request(&h, "GET", path, NULL, &r, err);
 	client_httpc_give(c, &h);
@@ -289,7 +310,7 @@ static int fetch_first(struct tmpl_watch *w, struct task_runner *tr, const char 
 	int rc;
 
 	for (;;) {
-		rc = read_key(w, key, 0, &body, &index, &all, err);
+		rc = read_key(w, key, 0, 0, &body, &index, &all, err);
 		if (rc != -EAGAIN)
 			break;
 		if (!first || now_unix_ns() >= deadline) {
@@ -359,6 +380,9 @@ static int render(struct task_runner *tr, size_t j, const struct taskenv *te, bo
 	}
 	ctx.meta = tr->ar->c->cfg->client.meta;
 	ctx.nr_meta = tr->ar->c->cfg->client.nr_meta;
+	ctx.left_delim = t->left_delimiter;
+	ctx.right_delim = t->right_delimiter;
+	ctx.missing_key_error = t->error_on_missing_key;
 	if (tr->ar->tmpl) {
 		ctx.services = services_cb;
 		ctx.services_arg = &call;
@@ -373,6 +397,17 @@ static int render(struct task_runner *tr, size_t j, const struct taskenv *te, bo
 	return rc;
 }
 
+/* Whether a start of tr keeps what its last start rendered: a restart
+ * whose policy has render_templates false (Nomad's default).  Its files
+ * stay as they are (the watch keeps those that use service data current)
+ * and env templates give their last output.  With w->render_lock held. */
+static bool reuse_renders(struct tmpl_watch *w, struct task_runner *tr)
+{
+	const struct job_restart *rp = tr->task->restart ? tr->task->restart
+							 : &tr->ar->group->restart;
+	return w && w->tasks[task_index(tr)].rendered && !rp->render_templates;
+}
+
 /* Renders template t of tr into *out and keeps the output as its last;
  * with w->render_lock held when the allocation has a watch. */
 static int render_record(struct task_runner *tr, const struct job_template *t,
@@ -381,7 +416,13 @@ static int render_record(struct task_runner *tr, const struct job_template *t,
 	struct tmpl_watch *w = tr->ar->tmpl;
 	size_t j = (size_t)(t - tr->task->templates);
 	bool used = false;
-	int rc = render(tr, j, te, true, out, &used, err);
+	int rc;
+
+	if (reuse_renders(w, tr) && w->tasks[task_index(tr)].last[j]) {
+		*out = xstrdup(w->tasks[task_index(tr)].last[j]);
+		return 0;
+	}
+	rc = render(tr, j, te, true, out, &used, err);
 
 	if (w && rc == 0) {
 		struct tmpl_task *tt = &w->tasks[task_index(tr)];
@@ -412,21 +453,27 @@ static void clear_pending(struct tmpl_watch *w, struct tmpl_task *tt)
 	tt->restart = false;
 	tt->signals = 0;
 	tt->scripts = 0;
+	tt->due = 0;
 	pthread_mutex_unlock(&w->lock);
 }
 
 int task_render_templates(struct task_runner *tr, struct herd_err *err)
 {
 	struct tmpl_watch *w = tr->ar->tmpl;
+	bool reuse = false;
 	int rc = 0;
 
 	if (w) {
 		pthread_mutex_lock(&w->render_lock);
+		/* kept files: the data they saw is older than now (the
+		 * task's start renders again what changed meanwhile) */
+		reuse = reuse_renders(w, tr);
 		pthread_mutex_lock(&w->lock);
-		w->tasks[task_index(tr)].gen = w->gen;
+		if (!reuse)
+			w->tasks[task_index(tr)].gen = w->gen;
 		pthread_mutex_unlock(&w->lock);
 	}
-	for (size_t i = 0; i < tr->task->ntemplates && rc == 0; i++) {
+	for (size_t i = 0; i < tr->task->ntemplates && rc == 0 && !reuse; i++) {
 		const struct job_template *t = &tr->task->templates[i];
 		unsigned perms = 0644;
 		char *out = NULL;
@@ -440,19 +487,21 @@ int task_render_templates(struct task_runner *tr, struct herd_err *err)
 		}
 		rc = render_record(tr, t, tr->te, &out, err);
 		if (rc == 0)
-			rc = template_write_file(tr->dir, t->destination, out, strlen(out), perms, err);
+			rc = template_write_owned(tr->dir, t->destination, out, strlen(out), perms,
+						  (long)t->uid, (long)t->gid, err);
 		free(out);
 	}
 	/* the start to come reads these files: changes the watch saw
 	 * before are in them */
 	if (w) {
+		w->tasks[task_index(tr)].rendered |= rc == 0;
 		clear_pending(w, &w->tasks[task_index(tr)]);
 		pthread_mutex_unlock(&w->render_lock);
 	}
 	return rc;
 }
 
-static void rerender(struct tmpl_watch *w);
+static int64_t rerender(struct tmpl_watch *w, bool changed);
 
 /* --- the task's side --- */
 
@@ -486,7 +535,7 @@ void tmpl_task_started(struct task_runner *tr, bool recovered)
 	}
 	pthread_mutex_unlock(&w->render_lock);
 	if (again)
-		rerender(w);
+		rerender(w, false);
 }
 
 void tmpl_task_stopped(struct task_runner *tr)
@@ -511,6 +560,12 @@ bool tmpl_task_poll(struct task_runner *tr, const struct driver_ops *d)
 		return false;
 	tt = &w->tasks[task_index(tr)];
 	pthread_mutex_lock(&w->lock);
+	/* splay: not before its time */
+	if (tt->due > now_unix_ns()) {
+		pthread_mutex_unlock(&w->lock);
+		return false;
+	}
+	tt->due = 0;
 	restart = tt->restart;
 	signals = tt->signals;
 	scripts = tt->scripts;
@@ -555,16 +610,30 @@ static bool watch_sleep(struct tmpl_watch *w, int64_t ns)
 	return watch_stopping(w);
 }
 
-/* The change_mode of template t, now that its output changed. */
+static uint64_t random_u64(void)
+{
+	uint64_t r = 0;
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = (uint64_t)now_unix_ns() * 0x9e3779b97f4a7c15ULL;
+	return r;
+}
+
+/* The change_mode of template t, now that its output changed: carried
+ * out after a random delay in [0, splay), so that the allocations that
+ * saw one change do not all restart at once; a change already pending
+ * keeps its earlier time. */
 static void note_change(struct tmpl_watch *w, struct task_runner *tr, struct tmpl_task *tt,
 			const struct job_template *t)
 {
 	const char *mode = t->change_mode ? t->change_mode : "restart";
+	int64_t due = now_unix_ns() + template_splay_delay(t->splay, random_u64());
 	int sig;
 
 	log_info("client: alloc %.8s: task %s: template %s rendered again (change_mode %s)",
 		 tr->ar->id, tr->task->name, t->env ? "(env)" : t->destination, mode);
 	pthread_mutex_lock(&w->lock);
+	if (strcmp(mode, "noop") && (!tt->due || due < tt->due))
+		tt->due = due;
 	if (!strcmp(mode, "restart")) {
 		tt->restart = true;
 	} else if (!strcmp(mode, "signal")) {
@@ -606,7 +675,8 @@ static void rerender_one(struct tmpl_watch *w, size_t i, size_t j)
 	if (!t->env) {
 		if (t->perms)
 			template_parse_perms(t->perms, &perms);
-		rc = template_write_file(tr->dir, t->destination, out, strlen(out), perms, &err);
+		rc = template_write_owned(tr->dir, t->destination, out, strlen(out), perms,
+					  (long)t->uid, (long)t->gid, &err);
 		if (rc < 0) {
 			log_warn("client: alloc %.8s: task %s: %s", tr->ar->id, tr->task->name, err.msg);
 			free(out);
@@ -620,29 +690,60 @@ static void rerender_one(struct tmpl_watch *w, size_t i, size_t j)
 		note_change(w, tr, tt, t);
 }
 
-static void rerender(struct tmpl_watch *w)
+/* Template j of live task i, whose data changed now (changed) or not:
+ * whether it renders now; else *next is lowered to when its wait { } is
+ * over (0: it waits for nothing). */
+static bool render_due(struct tmpl_task *tt, size_t j, const struct job_template *t, bool changed,
+		       int64_t now, int64_t *next)
 {
+	int64_t due;
+
+	if (!t->wait)
+		return changed;
+	if (changed) {
+		if (!tt->wait_first[j])
+			tt->wait_first[j] = now;
+		tt->wait_last[j] = now;
+	}
+	if (!tt->wait_first[j])
+		return false;
+	due = template_wait_due(tt->wait_first[j], tt->wait_last[j], t->wait->min, t->wait->max);
+	if (due > now) {
+		if (!*next || due < *next)
+			*next = due;
+		return false;
+	}
+	tt->wait_first[j] = 0;
+	return true;
+}
+
+/* Renders again, for each live task, the templates that used service data
+ * when it changed (changed: this round found new data) or once their
+ * wait { } is over, and every template of a task to compare (recovered).
+ * Returns the earliest time a template still waits for, 0 when none. */
+static int64_t rerender(struct tmpl_watch *w, bool changed)
+{
+	int64_t now = now_unix_ns(), next = 0;
+
 	pthread_mutex_lock(&w->render_lock);
 	for (size_t i = 0; i < w->ar->ntasks; i++) {
 		struct tmpl_task *tt = &w->tasks[i];
+		const struct job_task *task = w->ar->tasks[i].task;
 		if (!tt->live)
 			continue;
-		for (size_t j = 0; j < w->ar->tasks[i].task->ntemplates; j++)
-			if (tt->dynamic[j] || tt->recovered)
+		for (size_t j = 0; j < task->ntemplates; j++) {
+			if (tt->recovered) {
+				tt->wait_first[j] = 0;
 				rerender_one(w, i, j);
+			} else if (tt->dynamic[j] &&
+				   render_due(tt, j, &task->templates[j], changed, now, &next)) {
+				rerender_one(w, i, j);
+			}
+		}
 		tt->recovered = false;
 	}
 	pthread_mutex_unlock(&w->render_lock);
-}
-
-static bool any_recovered(struct tmpl_watch *w)
-{
-	bool r = false;
-	pthread_mutex_lock(&w->render_lock);
-	for (size_t i = 0; i < w->ar->ntasks; i++)
-		r |= w->tasks[i].live && w->tasks[i].recovered;
-	pthread_mutex_unlock(&w->render_lock);
-	return r;
+	return next;
 }
 
 /* The keys the watch follows (a new array) and the index to wait from. */
@@ -661,7 +762,7 @@ static json_t *watched_keys(struct tmpl_watch *w, uint64_t *index)
 /* One round: a blocking read of the first key, plain reads of the others.
  * 1 when something changed, 0 when nothing did, -EAGAIN (with *all) when
  * the server failed, -ECANCELED when stopping, other -errno with err. */
-static int watch_round(struct tmpl_watch *w, bool *all, struct herd_err *err)
+static int watch_round(struct tmpl_watch *w, long wait_ms, bool *all, struct herd_err *err)
 {
 	uint64_t index, got = 0;
 	json_t *keys = watched_keys(w, &index), *body = NULL;
@@ -678,7 +779,7 @@ static int watch_round(struct tmpl_watch *w, bool *all, struct herd_err *err)
 	pthread_mutex_unlock(&w->lock);
 	for (size_t i = 0; i < json_array_size(keys); i++) {
 		const char *key = json_string_value(json_array_get(keys, i));
-		rc = read_key(w, key, i == 0 ? index : 0, &body, &got, all, err);
+		rc = read_key(w, key, i == 0 ? index : 0, wait_ms, &body, &got, all, err);
 		if (rc < 0)
 			break;
 		if (i == 0 && got < index) {
@@ -693,16 +794,28 @@ static int watch_round(struct tmpl_watch *w, bool *all, struct herd_err *err)
 	return rc < 0 ? rc : changed;
 }
 
+/* How long a round's blocking query may wait: until the first wait { }
+ * is over (due, 0: none), at most TMPL_WATCH_WAIT_MS. */
+static long round_wait_ms(int64_t due)
+{
+	int64_t left;
+
+	if (!due)
+		return TMPL_WATCH_WAIT_MS;
+	left = (due - now_unix_ns() + 999999) / 1000000;
+	return left < 1 ? 1 : left > TMPL_WATCH_WAIT_MS ? TMPL_WATCH_WAIT_MS : (long)left;
+}
+
 static void *watch_main(void *arg)
 {
 	struct tmpl_watch *w = arg;
-	int64_t backoff = 100 * 1000000LL;
+	int64_t backoff = 100 * 1000000LL, due = 0, gap;
 	bool warned = false;
 
 	while (!watch_stopping(w)) {
 		struct herd_err err = { 0, "" };
 		bool all;
-		int rc = watch_round(w, &all, &err);
+		int rc = watch_round(w, round_wait_ms(due), &all, &err);
 
 		if (rc == -ECANCELED)
 			break;
@@ -711,6 +824,9 @@ static void *watch_main(void *arg)
 				log_warn("client: alloc %.8s: templates: services: %s", w->ar->id,
 					 err.msg);
 			warned = true;
+			/* a wait that is over renders with the data there is */
+			if (due && due <= now_unix_ns())
+				due = rerender(w, false);
 			if ((rc != -EAGAIN || all) && watch_sleep(w, backoff))
 				break;
 			if (rc != -EAGAIN || all)
@@ -719,11 +835,13 @@ static void *watch_main(void *arg)
 		}
 		warned = false;
 		backoff = 100 * 1000000LL;
-		if (rc > 0 || any_recovered(w))
-			rerender(w);
+		due = rerender(w, rc > 0);
 		/* the index moves with every change of the cluster: at most a
-		 * round per TMPL_MIN_GAP */
-		if (watch_sleep(w, TMPL_MIN_GAP))
+		 * round per TMPL_MIN_GAP (less when a wait is over sooner) */
+		gap = TMPL_MIN_GAP;
+		if (due && due - now_unix_ns() < gap)
+			gap = due - now_unix_ns();
+		if (gap > 0 && watch_sleep(w, gap))
 			break;
 	}
 	return NULL;

@@ -8,7 +8,13 @@
  * Whatever the outcome: no crash, no leak, an error only with a message,
  * an output within TEMPLATE_MAX_OUTPUT and untouched on failure.  The
  * parser alone and the rendering agree: a text validation refuses fails
- * to render with the very same message. */
+ * to render with the very same message.
+ *
+ * An input that starts with byte 0x01 also chooses the template's options:
+ * the next byte's bits 0-2 and 3-5 are the lengths (0: the default) of the
+ * left and right delimiters that follow it, bit 6 error_on_missing_key;
+ * the rest is the text.  Other inputs (the corpus of plain texts) render
+ * with "{{ }}" as before. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,11 +53,12 @@ static void setup(void)
 }
 
 /* What validation says of text, against what the rendering said (rc, err). */
-static void parse_agrees(const char *text, int rc, const struct herd_err *err)
+static void parse_agrees(const char *text, const struct template_ctx *ctx, int rc,
+			 const struct herd_err *err)
 {
 	struct herd_err perr = { 0, "" };
 	struct tmpl_list tree;
-	int prc = template_parse(text, &tree, &perr);
+	int prc = template_parse_delims(text, ctx->left_delim, ctx->right_delim, &tree, &perr);
 
 	template_tree_release(&tree);
 	if (tree.n || tree.v)
@@ -67,11 +74,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct template_ctx ctx = { .attrs = attrs, .nr_attrs = 1, .meta = meta, .nr_meta = 1,
 				    .services = fake_services };
 	struct herd_err err = { 0, "" };
-	char *text, *out = NULL;
+	char *text, *out = NULL, ld[8] = "", rd[8] = "";
 	int rc;
 
 	if (!services)
 		setup();
+	if (size >= 2 && data[0] == 0x01) {
+		size_t ln = data[1] & 7, rn = (data[1] >> 3) & 7;
+		ctx.missing_key_error = data[1] & 0x40;
+		if (size < 2 + ln + rn)
+			return 0;
+		memcpy(ld, data + 2, ln);   /* a NUL inside ends it: shorter */
+		memcpy(rd, data + 2 + ln, rn);
+		ctx.left_delim = ld;
+		ctx.right_delim = rd;
+		data += 2 + ln + rn;
+		size -= 2 + ln + rn;
+	}
 	/* template data is text: a NUL ends it */
 	text = malloc(size + 1);
 	if (!text)
@@ -79,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(text, data, size);
 	text[size] = '\0';
 	rc = template_render(text, &ctx, &out, &err);
-	parse_agrees(text, rc, &err);
+	parse_agrees(text, &ctx, rc, &err);
 	if (rc == 0) {
 		if (!out || strlen(out) > TEMPLATE_MAX_OUTPUT)
 			abort();

@@ -339,6 +339,133 @@ static void test_write_files(void **state)
 	assert_int_equal(template_parse_perms("-644", &perms), -EINVAL);
 }
 
+/* left_delimiter / right_delimiter: a file full of "{{" (a Helm chart, a
+ * Jinja file) renders it as text, and only the other delimiters act. */
+static void test_delimiters(void **state)
+{
+	struct template_ctx saved = ctx;
+	const char *m;
+
+	(void)state;
+	ctx.left_delim = "[[";
+	ctx.right_delim = "]]";
+	assert_string_equal(render_ok("image: {{ .Values.image | quote }}\n"
+				      "rack: [[ meta \"rack\" ]]{{- end }}\n"),
+			    "image: {{ .Values.image | quote }}\nrack: r12{{- end }}\n");
+	assert_string_equal(render_ok("a [[- \"x\" -]] b [[/* c */]]!"), "axb !");
+	assert_string_equal(render_ok("[[ if env \"NOPE\" ]]yes[[ else ]]none[[ end ]]"), "none");
+	assert_string_equal(render_ok("x [[ \"]]\" ]] y"), "x ]] y");
+	m = render_err("ok\n[[ env \"A\" ", -EINVAL);
+	assert_string_equal(m, "template line 2: unterminated action (no ']]')");
+	m = render_err("[[ if env \"A\" ]]", -EINVAL);
+	assert_string_equal(m, "template line 1: if without [[ end ]]");
+	m = render_err("[[ end ]]", -EINVAL);
+	assert_string_equal(m, "template line 1: [[ end ]] with no block to close");
+	/* the same delimiter both ways, and a right one that starts with '-' */
+	ctx.left_delim = ctx.right_delim = "%%";
+	assert_string_equal(render_ok("{{ x }} %% meta \"rack\" %%"), "{{ x }} r12");
+	ctx.left_delim = "<";
+	ctx.right_delim = "->";
+	assert_string_equal(render_ok("<\"a\"-> <\"b\" -->"), "a b");
+	m = render_err("<\"a\"-", -EINVAL);
+	assert_non_null(strstr(m, "expected '|' or '->'"));
+	/* empty: the default ones (Go's rule) */
+	ctx.left_delim = ctx.right_delim = "";
+	assert_string_equal(render_ok("{{ meta \"rack\" }}"), "r12");
+	ctx.left_delim = "01234567890123456";
+	m = render_err("x", -EINVAL);
+	assert_non_null(strstr(m, "delimiter longer than 16 bytes"));
+	ctx = saved;
+	/* the default delimiters refuse what they cannot parse */
+	m = render_err("image: {{ .Values.image | quote }}", -EINVAL);
+	assert_non_null(strstr(m, "unknown function quote"));
+}
+
+/* error_on_missing_key: attr and meta of a key the node lacks. */
+static void test_missing_key(void **state)
+{
+	const char *m;
+
+	(void)state;
+	ctx.left_delim = ctx.right_delim = NULL;
+	/* off (the default): "" as before */
+	assert_string_equal(render_ok("[{{ meta \"nope\" }}][{{ attr \"nope\" }}]"), "[][]");
+	ctx.missing_key_error = true;
+	assert_string_equal(render_ok("{{ meta \"rack\" }} {{ attr \"kernel.name\" }} "
+				      "[{{ env \"NOPE\" }}]"), "r12 linux []");
+	m = render_err("ok\n{{ meta \"nope\" }}", -EINVAL);
+	assert_string_equal(m, "template line 2: meta \"nope\": the node has no such meta key "
+			    "(error_on_missing_key)");
+	m = render_err("{{ if attr \"gpu.count\" }}x{{ end }}", -EINVAL);
+	assert_string_equal(m, "template line 1: attr \"gpu.count\": the node has no such attribute "
+			    "(error_on_missing_key)");
+	/* a branch not taken looks nothing up */
+	assert_string_equal(render_ok("{{ if env \"NOPE\" }}{{ meta \"nope\" }}{{ end }}."), ".");
+	/* a missing field is an error either way (Nomad's structs) */
+	ctx.missing_key_error = false;
+	m = render_err("{{ with env \"GREETING\" }}{{ .Nope }}{{ end }}", -EINVAL);
+	assert_non_null(strstr(m, ".Nope: a string has no fields"));
+}
+
+/* wait { min max }: quiescence of min after the last change, bounded by
+ * max after the first; splay: a delay in [0, splay). */
+static void test_wait_and_splay(void **state)
+{
+	const int64_t s = 1000000000LL;
+
+	(void)state;
+	/* one change at 10s, min 2s: renders at 12s */
+	assert_int_equal(template_wait_due(10 * s, 10 * s, 2 * s, 8 * s), 12 * s);
+	/* a second change at 11s pushes it to 13s: the two render once */
+	assert_int_equal(template_wait_due(10 * s, 11 * s, 2 * s, 8 * s), 13 * s);
+	/* changes that never stop: at most max after the first */
+	assert_int_equal(template_wait_due(10 * s, 17 * s, 2 * s, 8 * s), 18 * s);
+	assert_int_equal(template_wait_due(10 * s, 30 * s, 2 * s, 8 * s), 18 * s);
+	/* min 0: at once */
+	assert_int_equal(template_wait_due(10 * s, 10 * s, 0, 0), 10 * s);
+
+	assert_int_equal(template_splay_delay(0, 12345), 0);
+	assert_int_equal(template_splay_delay(5 * s, 0), 0);
+	assert_int_equal(template_splay_delay(5 * s, 5 * s), 0);
+	assert_int_equal(template_splay_delay(5 * s, 5 * s + 7), 7);
+	for (uint64_t r = UINT64_MAX - 100; r != 0; r++) {
+		int64_t d = template_splay_delay(5 * s, r);
+		assert_true(d >= 0 && d < 5 * s);
+	}
+}
+
+/* uid / gid: the owner of a written file (root only; the tests run as
+ * whoever builds: as root the file changes hands, else the refusal). */
+static void test_write_owner(void **state)
+{
+	struct herd_err err = { 0 };
+	char path[256];
+	struct stat st;
+	int rc;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/local/owned.txt", task_dir);
+	rc = template_write_owned(task_dir, "local/owned.txt", "o\n", 2, 0640, 4242, 4343, &err);
+	if (geteuid() == 0) {
+		assert_int_equal(rc, 0);
+		assert_int_equal(stat(path, &st), 0);
+		assert_int_equal(st.st_uid, 4242);
+		assert_int_equal(st.st_gid, 4343);
+		assert_int_equal(st.st_mode & 07777, 0640);
+	} else {
+		assert_int_equal(rc, -EPERM);
+		assert_non_null(strstr(err.msg, "only an agent that runs as root may set uid or gid"));
+		assert_int_equal(stat(path, &st), -1);
+	}
+	/* -1: the writer's own, whoever it is; the gid alone */
+	assert_int_equal(template_write_owned(task_dir, "local/mine.txt", "m", 1, 0644, -1,
+					      (long)getegid(), &err), 0);
+	snprintf(path, sizeof(path), "%s/local/mine.txt", task_dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_uid, geteuid());
+	assert_int_equal(st.st_gid, getegid());
+}
+
 static void test_write_escapes_rejected(void **state)
 {
 	struct herd_err err = { 0 };
@@ -441,6 +568,10 @@ int main(void)
 		cmocka_unit_test(test_block_errors),
 		cmocka_unit_test(test_services_output_limit),
 		cmocka_unit_test(test_write_files),
+		cmocka_unit_test(test_delimiters),
+		cmocka_unit_test(test_missing_key),
+		cmocka_unit_test(test_wait_and_splay),
+		cmocka_unit_test(test_write_owner),
 		cmocka_unit_test(test_write_escapes_rejected),
 		cmocka_unit_test(test_read_source),
 	};
