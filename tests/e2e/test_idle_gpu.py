@@ -1,8 +1,8 @@
 """End-to-end: idle GPUs (docs/teams.md, "Idle GPUs").
 
 A dev agent with eight simulated H100s, every one busy (50%) at first,
-heartbeats every second (server { heartbeat_ttl = "2s" }) and NVML sampled
-at each (gpu { stats_period = "100ms" }).  Namespace team-s carries a quota
+heartbeats every second (server { heartbeat_ttl = "2s" }: the agent sends
+one every half TTL, with NVML sampled for it).  Namespace team-s carries a quota
 whose idle_gpu block stops after 3s below 5%; team-w one that warns after
 2s.  Once the jobs run, the simulated GPUs of those meant to idle drop to
 0% (the simulator re-reads its file, docs/gpu-sim.md):
@@ -24,9 +24,6 @@ from test_metrics import parse, samples, scrape
 CONFIG = '''
 server {
   heartbeat_ttl = "2s"
-}
-gpu {
-  stats_period = "100ms"
 }
 '''
 
