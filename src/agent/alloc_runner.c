@@ -600,7 +600,7 @@ finish:
 	if (limited)
 		set_status(ar, "failed", time_limit_text(ar, why, sizeof(why)));
 	else if (stop_requested(ar) && !failed)
-		set_status(ar, "complete", "stopped");
+		set_status(ar, "complete", disconnect_stop_text(ar, why, sizeof(why)));
 	else if (failed)
 		set_status(ar, "failed", "a task failed");
 	else

@@ -5,6 +5,7 @@
 #define HERD_AGENT_CLIENT_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,6 +52,9 @@ struct client {
 	bool registered;
 	int64_t heartbeat_ttl_ns;
 	bool server_down_logged;      /* one log line per refusal (client_server_refused) */
+	/* CLOCK_BOOTTIME ns of the last answer of any server (0: none yet):
+	 * disconnect { stop_on_client_after } counts from it (disconnect_stop.c) */
+	_Atomic int64_t last_contact_ns;
 	/* runners, nr_runners, runner_pos: changed by the watch (new work)
 	 * and by client_collect_runners (finished work), under runners_lock;
 	 * taken before any runner's lock and before the status sync's. */
@@ -277,6 +281,9 @@ struct alloc_runner {
 	 * limit was reached and every task is being stopped. */
 	int64_t limit_since;
 	bool time_limited;
+	/* disconnect { stop_on_client_after } stopped it (disconnect_stop.c),
+	 * under lock */
+	bool disconnect_stopped;
 };
 
 /* alloc_runner.c */
@@ -357,6 +364,16 @@ void time_limit_recover(struct task_runner *tr, const json_t *saved);
 void time_limit_save(const struct task_runner *tr, json_t *t);
 json_t *time_limit_json(const struct alloc_runner *ar);
 const char *time_limit_text(const struct alloc_runner *ar, char *buf, size_t size);
+
+/* disconnect_stop.c: disconnect { stop_on_client_after }.
+ *   client_contact_note     a server answered now
+ *   disconnect_stop_check   whether ar stops because no server answered
+ *                           for its group's stop_on_client_after (then it
+ *                           requests ar's stop); under ar->lock
+ *   disconnect_stop_text    the description of ar's stop, in buf */
+void client_contact_note(struct client *c);
+bool disconnect_stop_check(struct alloc_runner *ar);
+const char *disconnect_stop_text(struct alloc_runner *ar, char *buf, size_t size);
 
 /* task_runner.c: runs one task to its end (restarts included); returns
  * when it is dead or a stop was requested and carried out.  While the task

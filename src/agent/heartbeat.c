@@ -73,6 +73,7 @@ void client_server_answered(struct client *c, uint64_t gen)
 	char addr[SERVER_ADDR_MAX];
 	bool refused;
 
+	client_contact_note(c);
 	pthread_mutex_lock(&c->lock);
 	refused = c->server_down_logged;
 	c->server_down_logged = false;

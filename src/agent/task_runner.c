@@ -48,6 +48,8 @@ bool task_runner_should_stop(struct task_runner *tr)
 	pthread_mutex_lock(&ar->lock);
 	if (ar->group->time_limit > 0)
 		limited = time_limit_check(ar, now_unix_ns());
+	if (ar->group->disconnect) /* it may request the stop (disconnect_stop.c) */
+		disconnect_stop_check(ar);
 	s = tr->kill || ((ar->stop_requested || limited) && tr->phase != PHASE_POSTSTOP);
 	pthread_mutex_unlock(&ar->lock);
 	return s;

@@ -679,7 +679,7 @@ static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as
 	} else {
 		struct table t;
 		static const char *const heads[] = { "GROUP", "PENDING", "RUNNING", "COMPLETE",
-						     "FAILED", "LOST" };
+						     "FAILED", "LOST", "UNKNOWN" };
 		json_t *sum = json_object();
 		size_t i;
 		json_t *a, *grp;
@@ -718,9 +718,9 @@ static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as
 		/* Summary per group, counted from the allocations. */
 		json_array_foreach(json_object_get(r.body, "groups"), i, grp)
 			json_object_set_new(sum, js(grp, "name"),
-					    json_pack("{s:i,s:i,s:i,s:i,s:i}", "pending", 0,
+					    json_pack("{s:i,s:i,s:i,s:i,s:i,s:i}", "pending", 0,
 						      "running", 0, "complete", 0, "failed", 0,
-						      "lost", 0));
+						      "lost", 0, "unknown", 0));
 		json_array_foreach(ra.body, i, a) {
 			json_t *c = json_object_get(sum, js(a, "task_group"));
 			const char *st = js(a, "client_status");
@@ -728,7 +728,7 @@ static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as
 				json_object_set_new(c, st, json_integer(ji(c, st) + 1));
 		}
 		printf("\nSummary\n");
-		table_init(&t, 6, heads);
+		table_init(&t, 7, heads);
 		json_object_foreach(sum, g, s) {
 			table_add(&t, g);
 			table_addf(&t, "%lld", (long long)ji(s, "pending"));
@@ -736,6 +736,7 @@ static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as
 			table_addf(&t, "%lld", (long long)ji(s, "complete"));
 			table_addf(&t, "%lld", (long long)ji(s, "failed"));
 			table_addf(&t, "%lld", (long long)ji(s, "lost"));
+			table_addf(&t, "%lld", (long long)ji(s, "unknown"));
 		}
 		table_print(&t, stdout, "");
 		table_release(&t);

@@ -142,7 +142,8 @@ static json_t *usage_by_ns(struct server *srv, struct fair_queue *q)
 	u = json_object();
 	json_array_foreach(allocs, i, al) {
 		const char *ns = jstr(al, "namespace", "default");
-		if (alloc_takes_capacity(al))
+		/* an unknown allocation's replacement counts instead (quota.c) */
+		if (alloc_takes_capacity(al) && strcmp(jstr(al, "client_status", ""), "unknown"))
 			json_object_set_new(u, ns, json_integer(jint(u, ns, 0) + alloc_gpu_milli(al)));
 	}
 	json_decref(allocs);

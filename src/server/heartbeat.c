@@ -12,14 +12,16 @@
  *
  * A timer thread looks every quarter TTL (at most every 250 ms) for nodes
  * whose last heartbeat is older than the TTL and marks them down: their
- * unfinished allocations become "lost" and a node-update evaluation per job
- * replaces them elsewhere. */
+ * unfinished allocations become "lost" (or "unknown", for groups with
+ * disconnect { lost_after }: disconnect.h) and a node-update evaluation
+ * per job replaces them elsewhere. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/xalloc.h"
+#include "server/disconnect.h"
 #include "server/idle_gpu.h"
 #include "server/server-int.h"
 
@@ -87,6 +89,7 @@ int node_mark_down(struct server *srv, const char *id, struct herd_err *err)
 		struct store_filter f = { NULL, NULL, id };
 		struct store_batch b = STORE_BATCH_INIT;
 		json_t *node = NULL, *allocs = NULL, *evals = json_array(), *jobs = json_object(), *al;
+		json_t *jobs_read;
 		uint64_t idx = store_index(srv->store);
 		size_t i;
 		int rc;
@@ -102,6 +105,7 @@ int node_mark_down(struct server *srv, const char *id, struct herd_err *err)
 			return rc == -ENOENT ? 0 : rc;
 		}
 		store_batch_init(&b);
+		jobs_read = json_object(); /* stored jobs, each read once (disconnect.c) */
 		json_object_set_new(node, "status", json_string("down"));
 		json_object_set_new(node, "status_description", json_string("missed heartbeats"));
 		store_batch_put(&b, STORE_NODE, node);
@@ -111,10 +115,14 @@ int node_mark_down(struct server *srv, const char *id, struct herd_err *err)
 			char *jk;
 			if (!alloc_takes_capacity(al))
 				continue;
-			json_object_set_new(al, "client_status", json_string("lost"));
-			json_object_set_new(al, "client_description", json_string("node down: missed heartbeats"));
-			json_object_set_new(al, "modify_time", json_integer(now_ns()));
-			json_object_set_new(al, "end_time", json_integer(now_ns())); /* GPU-hours stop here */
+			/* a group with disconnect { lost_after }: unknown, not lost */
+			if (!disconnect_mark_down(srv->store, jobs_read, al, now_ns())) {
+				json_object_set_new(al, "client_status", json_string("lost"));
+				json_object_set_new(al, "client_description",
+						    json_string("node down: missed heartbeats"));
+				json_object_set_new(al, "modify_time", json_integer(now_ns()));
+				json_object_set_new(al, "end_time", json_integer(now_ns())); /* GPU-hours stop here */
+			}
 			store_batch_put(&b, STORE_ALLOC, al);
 			jk = xasprintf("%s\x1f%s", jstr(al, "namespace", "default"), jstr(al, "job_id", ""));
 			if (!json_object_get(jobs, jk)) {
@@ -128,6 +136,7 @@ int node_mark_down(struct server *srv, const char *id, struct herd_err *err)
 		}
 		rc = store_commit(srv->store, &b, NULL, err);
 		store_batch_release(&b);
+		json_decref(jobs_read);
 		if (rc == 0)
 			server_queue_evals(srv, evals);
 		json_decref(node);

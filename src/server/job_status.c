@@ -85,8 +85,8 @@ json_t *job_summary(const json_t *job, const json_t *allocs)
 
 	json_array_foreach(json_object_get(job, "groups"), i, x)
 		json_object_set_new(sum, jstr(x, "name", ""),
-				    json_pack("{s:i, s:i, s:i, s:i, s:i}", "pending", 0, "running", 0,
-					      "complete", 0, "failed", 0, "lost", 0));
+				    json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "pending", 0, "running", 0,
+					      "complete", 0, "failed", 0, "lost", 0, "unknown", 0));
 	json_array_foreach(allocs, i, x) {
 		json_t *g = json_object_get(sum, jstr(x, "task_group", ""));
 		const char *c = jstr(x, "client_status", "pending");

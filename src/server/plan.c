@@ -460,6 +460,8 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 			continue;
 		}
 		alloc = alloc_new(job, g, &needs[i], eval_id, vn, snap, &pl, ports, now);
+		if (g->disconnect) /* disconnect { reconcile = "best_score" } compares it */
+			json_object_set_new(alloc, "score", json_real(pl.score));
 		if (p->deployment_id && deploy_group_rolls(g))
 			deploy_join(alloc, g, p->deployment_id, needs[i].canary);
 		if (q) {

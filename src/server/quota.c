@@ -79,8 +79,10 @@ int quota_state_read(struct store *s, const char *ns, struct quota_state *q, str
 	rc = q->spec ? store_list(s, STORE_ALLOC, &f, &allocs, err) : 0;
 	if (rc < 0)
 		goto out;
+	/* an unknown allocation (its node down, disconnect { }) holds its
+	 * devices there but not its namespace's quota: its replacement does */
 	json_array_foreach(allocs, i, al)
-		if (alloc_takes_capacity(al))
+		if (alloc_takes_capacity(al) && strcmp(jstr(al, "client_status", ""), "unknown"))
 			quota_state_add(q, al, 1);
 	q->base_cpu = q->cpu;
 	q->base_mem = q->mem;

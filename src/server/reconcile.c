@@ -16,7 +16,13 @@
  *   - current failed by its time limit (time_limit.reached, as its agent
  *     reported it): the slot stays failed, whatever the policy says (the
  *     same work would run into the same limit);
- *   - current lost: replaced at once.
+ *   - current lost: replaced at once;
+ *   - current unknown (its node is down, the group has disconnect {
+ *     lost_after }): kept, a replacement placed beside it when the block
+ *     says replace; lost (and replaced unless it was) once lost_after has
+ *     passed (disconnect.h);
+ *   - an allocation back with its node while a replacement of it runs:
+ *     the block's reconcile says which of the two stops (disconnect_losers).
  * A slot whose allocation a user stopped (reconcile_user_stop: desired
  * stop, waiting for a replacement) has no current allocation: it is
  * placed again, linked to the stopped one, whatever the client status
@@ -37,6 +43,7 @@
 #include <string.h>
 
 #include "common/xalloc.h"
+#include "server/disconnect.h"
 #include "server/server-int.h"
 
 void reconcile_result_release(struct reconcile_result *r)
@@ -61,6 +68,13 @@ static void stop_alloc(struct reconcile_result *r, const json_t *alloc, const ch
 		       int replaced_attempts)
 {
 	json_t *c = json_copy((json_t *)alloc);
+	if (!strcmp(jstr(c, "client_status", ""), "unknown")) {
+		/* its node is down and nothing waits for it any more: lost,
+		 * as it would have been without disconnect { } */
+		json_object_set_new(c, "client_status", json_string("lost"));
+		json_object_set_new(c, "end_time", json_integer(now));
+		json_object_del(c, "unknown_from");
+	}
 	json_object_set_new(c, "desired_status", json_string("stop"));
 	json_object_set_new(c, "desired_description", json_string(why));
 	json_object_set_new(c, "modify_time", json_integer(now));
@@ -247,6 +261,96 @@ static int find_group(const struct job *job, const char *name)
 	return -1;
 }
 
+/* ---- disconnect { } (disconnect.h) ------------------------------------- */
+
+/* Whether alloc came back with its node after it was unknown: it is
+ * marked by unknown_since until reconcile decided about it. */
+static bool reconnected(struct sched_view *v, const json_t *alloc)
+{
+	struct view_node *vn;
+	if (!json_object_get(alloc, "unknown_since") ||
+	    !strcmp(jstr(alloc, "client_status", ""), "unknown"))
+		return false;
+	vn = sched_view_node(v, jstr(alloc, "node_id", ""));
+	return vn && strcmp(jstr(vn->node, "status", ""), "down");
+}
+
+/* The allocations that stop because their slot's other one keeps running
+ * ({"<id>": why}): for each allocation back from an unknown state whose
+ * slot a live replacement holds meanwhile, the loser by the group's
+ * reconcile.  NULL when there is none (the common case costs a scan). */
+static json_t *disconnect_losers(const struct job *model, struct sched_view *v)
+{
+	json_t *losers = NULL, *a, *b;
+	size_t i, j;
+
+	json_array_foreach(v->job_allocs, i, a) {
+		const struct job_disconnect *d;
+		int g;
+		if (strcmp(jstr(a, "desired_status", "run"), "run") || !reconnected(v, a) ||
+		    (g = find_group(model, jstr(a, "task_group", ""))) < 0)
+			continue;
+		d = model->groups[g].disconnect;
+		json_array_foreach(v->job_allocs, j, b) {
+			const char *cs = jstr(b, "client_status", "pending");
+			bool keep;
+			if (b == a || strcmp(jstr(b, "desired_status", "run"), "run") ||
+			    jint(b, "index", -1) != jint(a, "index", -2) ||
+			    strcmp(jstr(b, "task_group", ""), jstr(a, "task_group", "")) ||
+			    (strcmp(cs, "pending") && strcmp(cs, "running")))
+				continue;
+			keep = disconnect_keep_original(d ? d->reconcile : NULL, a, b);
+			if (!losers)
+				losers = json_object();
+			json_object_set_new(losers, jstr(keep ? b : a, "id", ""),
+					    json_string(keep ? "node of the original reconnected; "
+							       "replacement stopped (disconnect)"
+							     : "node reconnected; its replacement "
+							       "kept (disconnect)"));
+			break;
+		}
+	}
+	return losers;
+}
+
+/* An unknown allocation al of group g, slot slot (disconnect.h): kept,
+ * replaced beside, or lost.  Returns whether it holds its slot. */
+static bool reconcile_unknown(struct reconcile_result *r, const struct job_group *grp, int g,
+			      int slot, const json_t *al, const json_t *replaced, int64_t now)
+{
+	bool was_replaced = json_object_get(replaced, jstr(al, "id", "")) != NULL;
+	int64_t wake = 0;
+	int attempts = (int)jint(al, "reschedule_attempts", 0);
+	json_t *lost;
+
+	switch (disconnect_unknown_step(grp->disconnect, al, was_replaced, now, &wake)) {
+	case DISCONNECT_WAIT:
+		break;
+	case DISCONNECT_REPLACE:
+		/* beside it, in its slot: not a failure, no attempt used */
+		add_place(r, g, slot, al, attempts);
+		break;
+	case DISCONNECT_LOST:
+		/* stop_alloc makes it lost */
+		lost = json_copy((json_t *)al);
+		json_object_set_new(lost, "client_description",
+				    json_string("node down: lost_after passed (disconnect)"));
+		if (was_replaced) {
+			stop_alloc(r, lost, "lost; replaced while unknown", now, -1);
+		} else {
+			stop_alloc(r, lost, "lost; replaced", now, attempts + 1);
+			add_place(r, g, slot, lost, attempts + 1);
+		}
+		json_decref(lost);
+		return !was_replaced;
+	}
+	if (wake && (!r->followup_at || wake < r->followup_at))
+		r->followup_at = wake;
+	r->ignore++;
+	/* its replacement holds the slot once placed */
+	return !was_replaced;
+}
+
 /* ---- gangs ---------------------------------------------------------------
  *
  * A gang group (`gang = true`) is decided as a whole: its members run
@@ -424,7 +528,7 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 	unsigned char **slots = NULL; /* per group, per slot: taken */
 	const json_t ***gang = NULL;  /* per gang group, per slot: its member */
 	struct deploy *dep = NULL;    /* rolling updates; NULL: none */
-	json_t *replaced;
+	json_t *replaced, *losers;
 	bool batch;
 	size_t i;
 	json_t *al;
@@ -455,6 +559,8 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 		gang[g] = xcalloc((size_t)job_model->groups[g].count + 1, sizeof(**gang));
 	}
 
+	replaced = replaced_ids(v->job_allocs);
+	losers = disconnect_losers(job_model, v);
 	json_array_foreach(v->job_allocs, i, al) {
 		const char *client = jstr(al, "client_status", "pending");
 		int g, slot = (int)jint(al, "index", -1);
@@ -468,6 +574,16 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 		g = find_group(job_model, jstr(al, "task_group", ""));
 		if (g < 0) {
 			stop_alloc(&r, al, "group removed from the job", now, -1);
+			continue;
+		}
+		if (losers && json_object_get(losers, jstr(al, "id", ""))) {
+			stop_alloc(&r, al, jstr(losers, jstr(al, "id", ""), ""), now, -1);
+			continue;
+		}
+		if (!strcmp(client, "unknown") && slot >= 0 && slot < job_model->groups[g].count &&
+		    !(gang && gang[g])) {
+			if (reconcile_unknown(&r, &job_model->groups[g], g, slot, al, replaced, now))
+				slots[g][slot] = 1;
 			continue;
 		}
 		if (!batch) { /* a canary shares its index with the allocation it replaces */
@@ -511,10 +627,13 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 				stop_alloc(&r, al, why, now, attempts);
 				add_place(&r, g, slot, al, attempts);
 			} else {
-				if (jint(al, "job_version", -1) != jint(job, "version", 0)) {
+				if (jint(al, "job_version", -1) != jint(job, "version", 0) ||
+				    json_object_get(al, "unknown_since")) {
 					json_t *c = json_copy(al);
 					json_object_set(c, "job_version", json_object_get(job, "version"));
 					json_object_set_new(c, "modify_time", json_integer(now));
+					/* back from unknown, decided: no longer marked */
+					json_object_del(c, "unknown_since");
 					json_array_append_new(r.updates, c);
 				}
 				r.ignore++;
@@ -527,6 +646,13 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 		}
 		if (!strcmp(client, "lost")) {
 			int attempts = (int)jint(al, "reschedule_attempts", 0) + 1;
+			at = disconnect_replace_at(job_model->groups[g].disconnect, al, now);
+			if (at > now) { /* its node stops it by then (disconnect.h) */
+				if (!r.followup_at || at < r.followup_at)
+					r.followup_at = at;
+				r.ignore++;
+				continue;
+			}
 			stop_alloc(&r, al, "lost; replaced", now, attempts);
 			add_place(&r, g, slot, al, attempts);
 			continue;
@@ -557,7 +683,6 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 			r.ignore++;
 		}
 	}
-	replaced = replaced_ids(v->job_allocs);
 	for (size_t g = 0; g < job_model->ngroups; g++) {
 		if (gang && gang[g]) {
 			struct gang_ctx gc = { s, job, v, replaced, now, batch };
@@ -603,6 +728,7 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 	free(slots);
 	free(gang);
 	json_decref(replaced);
+	json_decref(losers);
 	(void)err;
 	*out = r;
 	return 0;

@@ -259,7 +259,7 @@ static void add_jobs(struct metrics *m, const struct http_request *req, const st
 		"derives it.");
 	struct metrics_family *allocs = metrics_family(m, "herd_allocations", METRICS_GAUGE,
 		"Stored allocations by namespace and client status (pending, running, complete, "
-		"failed, lost); ended ones count until garbage collection removes them.");
+		"failed, lost, unknown); ended ones count until garbage collection removes them.");
 	json_t *byjob = allocs_by_job(sc->allocs), *x;
 	size_t i;
 

@@ -7,6 +7,7 @@
 #include "common/units.h"
 #include "common/xalloc.h"
 #include "server/acl.h"
+#include "server/disconnect.h"
 #include "server/idle_gpu.h"
 #include "server/reservation.h"
 #include "server/server-int.h"
@@ -29,7 +30,7 @@ static int post_register(struct http_request *req, struct http_response *resp, v
 {
 	struct server *srv = ctx;
 	struct herd_err err = { 0 };
-	json_t *node = NULL;
+	json_t *node = NULL, *evals = NULL;
 	uint64_t idx = 0;
 	int rc = node_from_request(req->body, &node, &err);
 
@@ -42,6 +43,8 @@ static int post_register(struct http_request *req, struct http_response *resp, v
 		rc = store_get(srv->store, STORE_NODE, &key, &old, &err);
 		if (rc < 0 && rc != -ENOENT)
 			break;
+		json_decref(evals);
+		evals = json_array();
 		json_object_set_new(node, "status", json_string("ready"));
 		json_object_set_new(node, "status_description", json_string(""));
 		json_object_set_new(node, "eligibility",
@@ -50,7 +53,12 @@ static int post_register(struct http_request *req, struct http_response *resp, v
 		store_batch_init(&b);
 		store_batch_put(&b, STORE_NODE, node);
 		store_batch_require_index(&b, STORE_NODE, &key, old ? (uint64_t)jint(old, "modify_index", 0) : 0);
-		rc = store_commit(srv->store, &b, &idx, &err);
+		/* back from down: its unknown allocations too (disconnect.h) */
+		rc = 0;
+		if (old && !strcmp(jstr(old, "status", ""), "down"))
+			rc = disconnect_node_up(srv->store, jstr(node, "id", ""), &b, evals, now_ns());
+		if (rc >= 0)
+			rc = store_commit(srv->store, &b, &idx, &err);
 		store_batch_release(&b);
 		json_decref(old);
 		if (rc != -ESTALE)
@@ -58,6 +66,7 @@ static int post_register(struct http_request *req, struct http_response *resp, v
 	}
 	if (rc == 0) {
 		json_t *devs = json_object_get(json_object_get(req->body, "node"), "devices");
+		server_queue_evals(srv, evals);
 		heartbeat_touch(srv, jstr(node, "id", ""), json_is_array(devs) ? devs : NULL);
 		broker_unblock_all(&srv->broker); /* capacity may have appeared */
 		reply_written(resp, idx, json_pack("{s:s, s:I, s:I}", "node_id", jstr(node, "id", ""),
@@ -67,6 +76,7 @@ static int post_register(struct http_request *req, struct http_response *resp, v
 		rc = http_error(resp, 409, "conflict", "node kept changing; try again");
 	}
 	json_decref(node);
+	json_decref(evals);
 	return rc;
 }
 
@@ -109,11 +119,13 @@ static int put_heartbeat(struct http_request *req, struct http_response *resp, v
 		return http_error(resp, 400, "invalid_argument", "devices must be an array");
 	for (int attempt = 0; attempt < NODE_ATTEMPTS; attempt++) {
 		struct store_key key = { NULL, id, 0 };
-		json_t *node = NULL;
+		json_t *node = NULL, *evals = json_array();
 		bool was_down, changed;
 		rc = load_node(srv, id, resp, &node);
-		if (rc)
+		if (rc) {
+			json_decref(evals);
 			return rc > 0 ? 0 : rc;
+		}
 		was_down = strcmp(jstr(node, "status", ""), "ready") != 0;
 		changed = merge_health(node, devs);
 		if (was_down || changed) {
@@ -123,15 +135,21 @@ static int put_heartbeat(struct http_request *req, struct http_response *resp, v
 			store_batch_init(&b);
 			store_batch_put(&b, STORE_NODE, node);
 			store_batch_require_index(&b, STORE_NODE, &key, (uint64_t)jint(node, "modify_index", 0));
-			rc = store_commit(srv->store, &b, &idx, &err);
+			/* back from down: its unknown allocations too (disconnect.h) */
+			if (was_down)
+				rc = disconnect_node_up(srv->store, id, &b, evals, now_ns());
+			if (rc >= 0)
+				rc = store_commit(srv->store, &b, &idx, &err);
 			store_batch_release(&b);
 		}
 		json_decref(node);
 		if (rc == 0) {
+			server_queue_evals(srv, evals);
 			heartbeat_touch(srv, id, json_is_array(devs) ? devs : NULL);
 			if (was_down || changed)
 				broker_unblock_all(&srv->broker);
 		}
+		json_decref(evals);
 		if (rc != -ESTALE)
 			break;
 	}
