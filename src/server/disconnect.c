@@ -168,15 +168,21 @@ int disconnect_node_up(struct store *s, const char *node_id, struct store_batch 
 	store_batch_require_node_allocs(b, node_id, idx);
 	json_array_foreach(allocs, i, al) {
 		char *k;
-		if (strcmp(jstr(al, "client_status", ""), "unknown"))
+		if (!json_object_get(al, "unknown_since") ||
+		    strcmp(jstr(al, "desired_status", "run"), "run"))
 			continue;
 		/* unknown_since stays: reconcile sees that it came back and,
-		 * when a replacement runs, which of the two to keep */
-		json_object_set_new(al, "client_status", json_string(jstr(al, "unknown_from", "running")));
-		json_object_del(al, "unknown_from");
-		json_object_set_new(al, "client_description", json_string("node reconnected"));
-		json_object_set_new(al, "modify_time", json_integer(now));
-		store_batch_put(b, STORE_ALLOC, al);
+		 * when a replacement runs, which of the two to keep.  One its
+		 * agent reported on already is not unknown any more, but is
+		 * still to be decided. */
+		if (!strcmp(jstr(al, "client_status", ""), "unknown")) {
+			json_object_set_new(al, "client_status",
+					    json_string(jstr(al, "unknown_from", "running")));
+			json_object_del(al, "unknown_from");
+			json_object_set_new(al, "client_description", json_string("node reconnected"));
+			json_object_set_new(al, "modify_time", json_integer(now));
+			store_batch_put(b, STORE_ALLOC, al);
+		}
 		k = xasprintf("%s\x1f%s", jstr(al, "namespace", "default"), jstr(al, "job_id", ""));
 		if (!json_object_get(jobs, k)) {
 			json_t *e = eval_new(jstr(al, "namespace", "default"), jstr(al, "job_id", ""),

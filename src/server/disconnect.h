@@ -84,10 +84,11 @@ bool disconnect_of_stored(const json_t *job, const char *group, struct job_disco
 bool disconnect_mark_down(struct store *s, json_t *jobs, json_t *alloc, int64_t now);
 
 /* routes_nodes.c: the node `node_id`, back from down, turns each of its
- * unknown allocations back into what it was, in batch b (which must
- * also require the node's allocations unchanged), and adds a
- * "node-update" evaluation per job to evals (to put and queue).  Returns
- * 0 or -errno. */
+ * unknown allocations back into what it was, in batch b (to which it adds
+ * the requirement that the node's allocations are unchanged), and adds a
+ * "node-update" evaluation to evals (to queue once committed) for each
+ * job with an allocation there still to be decided (unknown_since).
+ * Returns 0 or -errno. */
 int disconnect_node_up(struct store *s, const char *node_id, struct store_batch *b,
 		       json_t *evals, int64_t now);
 
