@@ -6,7 +6,11 @@
  * by the server's clock: an agent's clock may be off).  Once a second the
  * round thread takes the windows, reads the quotas with an idle_gpu block
  * and the running allocations of the namespaces that carry them, and steps
- * each allocation's clock (idle_track.c).  A due "warn" adds an event to
+ * each allocation's clock (idle_track.c).  A group may carry an idle_gpu
+ * block of its own (docs/jobspec.md): the jobs that have one are kept in a
+ * map brought up to date each round with the jobs changed since the last
+ * (store_list_changed), and where both apply the stricter wins, field by
+ * field (idle_policy_merge).  A due "warn" adds an event to
  * the allocation; a due "stop" stops its job as DELETE /v1/job/:id does
  * (stop = true, stop_reason, a job-deregister evaluation), in one
  * conditional commit each; a commit that loses a race is tried again next
@@ -36,6 +40,11 @@ struct idle_gpu {
 	json_t *windows;        /* {"<node>\x1f<device>": {"n", "max", "unknown", "first"}} */
 	struct idle_tracker t;
 	json_t *actions;        /* {"<ns>": {"warn": n, "stop": n}} */
+	/* the round thread's alone: jobs with a group idle_gpu block,
+	 * {"<ns>\x1f<job id>": {"<group>": block}}, as of store index
+	 * jobs_index */
+	json_t *jobs;
+	uint64_t jobs_index;
 };
 
 /* ---- samples ---------------------------------------------------------------- */
@@ -127,6 +136,82 @@ done:
 	return out;
 }
 
+/* Brings ig->jobs up to date with the jobs changed since the last round:
+ * a job (not stopped) with a group's idle_gpu block is in, any other out.
+ * Purged jobs do not show here; the round drops them when it finds them
+ * gone.  0, or -errno with err. */
+static int refresh_jobs(struct server *srv, struct idle_gpu *ig, struct herd_err *err)
+{
+	json_t *jobs = NULL, *j, *g;
+	uint64_t top = ig->jobs_index;
+	size_t i, k;
+	int rc = store_list_changed(srv->store, STORE_JOB, NULL, ig->jobs_index, &jobs, err);
+
+	if (rc < 0)
+		return rc;
+	json_array_foreach(jobs, i, j) {
+		char *key = xasprintf("%s\x1f%s", jstr(j, "namespace", "default"), jstr(j, "id", ""));
+		json_t *blocks = json_object();
+		if ((uint64_t)jint(j, "modify_index", 0) > top)
+			top = (uint64_t)jint(j, "modify_index", 0);
+		json_array_foreach(json_object_get(j, "groups"), k, g)
+			if (!jbool(j, "stop", false) && json_is_object(json_object_get(g, "idle_gpu")))
+				json_object_set(blocks, jstr(g, "name", ""), json_object_get(g, "idle_gpu"));
+		if (json_object_size(blocks))
+			json_object_set(ig->jobs, key, blocks);
+		else
+			json_object_del(ig->jobs, key);
+		json_decref(blocks);
+		free(key);
+	}
+	ig->jobs_index = top;
+	json_decref(jobs);
+	return 0;
+}
+
+/* A group's block as the job model stores it (after in ns) into *p;
+ * false when there is none. */
+static bool group_policy(const json_t *block, struct idle_policy *p)
+{
+	int64_t below = jint(block, "utilization_below", 0), after = jint(block, "after", 0);
+	memset(p, 0, sizeof(*p));
+	if (below < 1 || below > 100 || after < IDLE_MIN_AFTER_NS)
+		return false;
+	p->below = (int)below;
+	p->after_ns = after;
+	p->action = !strcmp(jstr(block, "action", "warn"), "stop") ? IDLE_ACTION_STOP
+								    : IDLE_ACTION_WARN;
+	return true;
+}
+
+/* The policy of allocation al: its namespace's quota's block (qpol, an
+ * entry of read_policies or NULL) and its group's (jobs, ig->jobs),
+ * merged; *source names where it came from ("quota team-a", "group g's
+ * idle_gpu" or both; the caller frees).  false when neither applies. */
+static bool alloc_policy(const json_t *al, const json_t *qpol, const json_t *jobs,
+			 struct idle_policy *p, char **source)
+{
+	char *key = xasprintf("%s\x1f%s", jstr(al, "namespace", "default"), jstr(al, "job_id", ""));
+	const char *group = jstr(al, "task_group", "");
+	const json_t *gb = json_object_get(json_object_get(jobs, key), group);
+	struct idle_policy gp;
+	bool q = qpol && idle_policy_from_json(json_object_get(qpol, "idle_gpu"), p);
+	bool g = gb && group_policy(gb, &gp);
+
+	free(key);
+	if (!q)
+		memset(p, 0, sizeof(*p));
+	if (g)
+		idle_policy_merge(p, &gp);
+	if (q && g)
+		*source = xasprintf("quota %s, group %s's idle_gpu", jstr(qpol, "quota", ""), group);
+	else if (q)
+		*source = xasprintf("quota %s", jstr(qpol, "quota", ""));
+	else if (g)
+		*source = xasprintf("group %s's idle_gpu", group);
+	return q || g;
+}
+
 /* ---- actions ------------------------------------------------------------------- */
 
 struct idle_todo {
@@ -134,7 +219,7 @@ struct idle_todo {
 	struct idle_policy p;
 	enum idle_decision d;
 	int64_t since;
-	char *quota;
+	char *source;              /* "quota team-a", "group g's idle_gpu", or both */
 };
 
 static void count_action(struct idle_gpu *ig, const char *ns, const char *action)
@@ -212,8 +297,8 @@ static int do_warn(struct server *srv, const struct idle_todo *td, struct herd_e
 	int rc;
 
 	format_time(td->since, when, sizeof(when));
-	msg = xasprintf("GPUs idle: utilization below %d%% since %s (quota %s)", td->p.below, when,
-			td->quota);
+	msg = xasprintf("GPUs idle: utilization below %d%% since %s (%s)", td->p.below, when,
+			td->source);
 	store_batch_init(&b);
 	rc = put_event(srv, &b, td->alloc, msg, err);
 	if (rc == 0)
@@ -245,8 +330,8 @@ static int do_stop(struct server *srv, const struct idle_todo *td, struct herd_e
 		json_decref(job);
 		return 1;
 	}
-	why = xasprintf("stopped: GPUs idle below %d%% for %s (quota %s)", td->p.below,
-			format_duration(td->p.after_ns, dur, sizeof(dur)), td->quota);
+	why = xasprintf("stopped: GPUs idle below %d%% for %s (%s)", td->p.below,
+			format_duration(td->p.after_ns, dur, sizeof(dur)), td->source);
 	store_batch_init(&b);
 	store_batch_require_index(&b, STORE_JOB, &key, (uint64_t)jint(job, "modify_index", 0));
 	json_object_set_new(job, "stop", json_true());
@@ -296,9 +381,18 @@ static bool alloc_running(const json_t *al)
 }
 
 /* Steps one allocation's clock; a due action goes into todo. */
-static void step_alloc(struct idle_gpu *ig, const json_t *al, const json_t *windows,
-		       const json_t *pol, int64_t now, struct idle_todo **todo, size_t *ntodo,
-		       size_t *atodo)
+struct idle_round {
+	const json_t *windows;
+	int64_t now;
+	struct idle_todo *todo;
+	size_t ntodo, atodo;
+};
+
+/* Steps one allocation's clock under the policies that apply to it (qpol:
+ * its namespace's entry of read_policies, or NULL); a due action goes into
+ * r->todo. */
+static void step_alloc(struct idle_gpu *ig, const json_t *al, const json_t *qpol,
+		       struct idle_round *r)
 {
 	const json_t *devs = json_object_get(json_object_get(al, "resources"), "devices"), *d;
 	size_t n = json_array_size(devs), i;
@@ -309,38 +403,96 @@ static void step_alloc(struct idle_gpu *ig, const json_t *al, const json_t *wind
 	enum idle_decision dec;
 	enum idle_obs obs;
 	int64_t first = 0;
+	char *source = NULL;
 
-	idle_policy_from_json(json_object_get(pol, "idle_gpu"), &p);
+	if (!alloc_running(al) || !n || !alloc_policy(al, qpol, ig->jobs, &p, &source)) {
+		free(ws);
+		free(ds);
+		return;
+	}
 	json_array_foreach(devs, i, d) {
-		window_of(windows, jstr(al, "node_id", ""), jstr(d, "id", ""), &ws[i], &ds[i].w);
+		window_of(r->windows, jstr(al, "node_id", ""), jstr(d, "id", ""), &ws[i], &ds[i].w);
 		ds[i].mig = *jstr(d, "mig_profile", "") != '\0';
 	}
 	obs = idle_observe(ds, n, p.below, &first);
 	pthread_mutex_lock(&ig->lock);
 	e = idle_tracker_touch(&ig->t, jstr(al, "id", ""), jstr(al, "namespace", "default"));
 	e->gpu_milli = alloc_gpu_milli(al);
-	dec = idle_step(&e->st, obs, first, &p, now);
+	dec = idle_step(&e->st, obs, first, &p, r->now);
 	if (dec != IDLE_NOTHING) {
-		ALLOC_GROW(*todo, *ntodo + 1, *atodo);
-		(*todo)[*ntodo] = (struct idle_todo){ json_incref((json_t *)al), p, dec,
-						       e->st.idle_since,
-						       xstrdup(jstr(pol, "quota", "")) };
-		(*ntodo)++;
+		ALLOC_GROW(r->todo, r->ntodo + 1, r->atodo);
+		r->todo[r->ntodo++] = (struct idle_todo){ json_incref((json_t *)al), p, dec,
+							  e->st.idle_since, source };
+		source = NULL;
 	}
 	pthread_mutex_unlock(&ig->lock);
+	free(source);
 	free(ws);
 	free(ds);
+}
+
+/* Keeps the clocks of namespace ns as they are: a store error is no
+ * sample. */
+static void keep_clocks(struct idle_gpu *ig, const char *ns)
+{
+	pthread_mutex_lock(&ig->lock);
+	for (size_t j = 0; j < ig->t.n; j++)
+		if (!strcmp(ig->t.e[j].ns, ns))
+			ig->t.e[j].seen = true;
+	pthread_mutex_unlock(&ig->lock);
+}
+
+/* Steps the allocations of every job with its own block in a namespace
+ * without a quota block (those with one were stepped with their namespace);
+ * drops from ig->jobs the jobs that are gone. */
+static void step_jobs(struct server *srv, struct idle_gpu *ig, const json_t *pols,
+		      struct idle_round *r)
+{
+	json_t *gone = json_array(), *v, *x;
+	const char *key;
+	size_t i;
+
+	json_object_foreach(ig->jobs, key, v) {
+		const char *sep = strchr(key, '\x1f');
+		char *ns = xstrndup(key, (size_t)(sep - key));
+		struct store_filter f = { ns, sep + 1, NULL };
+		struct store_key jk = { ns, sep + 1, 0 };
+		struct herd_err err = { 0 };
+		json_t *allocs = NULL, *al;
+		uint64_t idx;
+		size_t k;
+		(void)v;
+		if (json_object_get(pols, ns)) {
+			free(ns);
+			continue;
+		}
+		if (store_list(srv->store, STORE_ALLOC, &f, &allocs, &err) < 0) {
+			server_log(srv, "error", "idle gpu: job %s (namespace %s): %s", sep + 1, ns, err.msg);
+			keep_clocks(ig, ns);
+			free(ns);
+			continue;
+		}
+		if (!json_array_size(allocs) &&
+		    store_get_index(srv->store, STORE_JOB, &jk, &idx, NULL) == -ENOENT)
+			json_array_append_new(gone, json_string(key));
+		json_array_foreach(allocs, k, al)
+			step_alloc(ig, al, NULL, r);
+		json_decref(allocs);
+		free(ns);
+	}
+	json_array_foreach(gone, i, x)
+		json_object_del(ig->jobs, json_string_value(x));
+	json_decref(gone);
 }
 
 void idle_gpu_round(struct server *srv)
 {
 	struct idle_gpu *ig = srv->idle;
 	struct herd_err err = { 0 };
-	struct idle_todo *todo = NULL;
-	size_t ntodo = 0, atodo = 0, i;
+	struct idle_round r = { 0 };
 	json_t *windows, *pols, *pol;
-	int64_t now = now_ns();
 	const char *ns;
+	size_t i;
 
 	if (!ig)
 		return;
@@ -348,7 +500,13 @@ void idle_gpu_round(struct server *srv)
 	windows = ig->windows;
 	ig->windows = json_object();
 	pthread_mutex_unlock(&ig->lock);
+	r.windows = windows;
+	r.now = now_ns();
 	pols = read_policies(srv, &err);
+	if (pols && refresh_jobs(srv, ig, &err) < 0) {
+		json_decref(pols);
+		pols = NULL;
+	}
 	if (!pols) {
 		/* the clocks stay as they are: a store error is no sample */
 		server_log(srv, "error", "idle gpu: %s", err.msg);
@@ -364,29 +522,23 @@ void idle_gpu_round(struct server *srv)
 		size_t k;
 		if (store_list(srv->store, STORE_ALLOC, &f, &allocs, &err) < 0) {
 			server_log(srv, "error", "idle gpu: namespace %s: %s", ns, err.msg);
-			/* keep its clocks: a store error is no sample */
-			pthread_mutex_lock(&ig->lock);
-			for (size_t j = 0; j < ig->t.n; j++)
-				if (!strcmp(ig->t.e[j].ns, ns))
-					ig->t.e[j].seen = true;
-			pthread_mutex_unlock(&ig->lock);
+			keep_clocks(ig, ns);
 			continue;
 		}
 		json_array_foreach(allocs, k, al)
-			if (alloc_running(al) &&
-			    json_array_size(json_object_get(json_object_get(al, "resources"), "devices")))
-				step_alloc(ig, al, windows, pol, now, &todo, &ntodo, &atodo);
+			step_alloc(ig, al, pol, &r);
 		json_decref(allocs);
 	}
+	step_jobs(srv, ig, pols, &r);
 	pthread_mutex_lock(&ig->lock);
 	idle_tracker_end(&ig->t);
 	pthread_mutex_unlock(&ig->lock);
-	for (i = 0; i < ntodo; i++) {
-		act(srv, &todo[i]);
-		json_decref(todo[i].alloc);
-		free(todo[i].quota);
+	for (i = 0; i < r.ntodo; i++) {
+		act(srv, &r.todo[i]);
+		json_decref(r.todo[i].alloc);
+		free(r.todo[i].source);
 	}
-	free(todo);
+	free(r.todo);
 	json_decref(pols);
 	json_decref(windows);
 }
@@ -424,6 +576,7 @@ int idle_gpu_start(struct server *srv, struct herd_err *err)
 	pthread_condattr_destroy(&ca);
 	ig->windows = json_object();
 	ig->actions = json_object();
+	ig->jobs = json_object();
 	idle_tracker_init(&ig->t);
 	srv->idle = ig;
 	rc = -pthread_create(&ig->thread, NULL, idle_main, srv);
@@ -433,6 +586,7 @@ int idle_gpu_start(struct server *srv, struct herd_err *err)
 		pthread_cond_destroy(&ig->cond);
 		json_decref(ig->windows);
 		json_decref(ig->actions);
+		json_decref(ig->jobs);
 		free(ig);
 		return herd_errf(err, rc, "cannot start the idle GPU timer: %s", strerror(-rc));
 	}
@@ -453,6 +607,7 @@ void idle_gpu_stop(struct server *srv)
 	idle_tracker_release(&ig->t);
 	json_decref(ig->windows);
 	json_decref(ig->actions);
+	json_decref(ig->jobs);
 	pthread_mutex_destroy(&ig->lock);
 	pthread_cond_destroy(&ig->cond);
 	free(ig);

@@ -1,5 +1,5 @@
 /* idle_gpu: reclaiming GPUs that allocations hold but do not use (the
- * quota's idle_gpu block, docs/teams.md "Idle GPUs").
+ * idle_gpu block of a quota or of a group, docs/teams.md "Idle GPUs").
  *
  * Two halves:
  *  - idle_track.c, pure (no I/O, no locks, no clock): the policy block's

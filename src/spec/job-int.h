@@ -145,6 +145,12 @@ void job_disconnect_init(struct job_disconnect *d);
 int job_disconnect_validate(struct job *job, struct job_path *path,
 			    const struct job_failed *failed, struct diag_list *diags);
 
+/* job_idle_gpu.c: checks every group's idle_gpu block (after required)
+ * and fills its defaults; messages under path.  Returns the number of
+ * errors added. */
+int job_idle_gpu_validate(struct job *job, struct job_path *path,
+			  const struct job_failed *failed, struct diag_list *diags);
+
 /* job_service.c: validates and fills the defaults of n services of group g
  * (task: the task they belong to, NULL for group services), with messages
  * under path; returns the number of errors added. */

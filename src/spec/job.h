@@ -294,6 +294,18 @@ struct job_disconnect {
 				       * stops the tasks; 0 (default): never */
 };
 
+/* idle_gpu { utilization_below after action } of a group (docs/jobspec.md,
+ * "idle_gpu"): what the server does with the group's allocations once
+ * every GPU they hold stayed below utilization_below percent for `after`.
+ * A namespace's quota may have one too; the stricter wins, field by field
+ * (docs/teams.md, "Idle GPUs"). */
+struct job_idle_gpu {
+	struct hcl_pos pos;
+	int64_t utilization_below; /* percent, 1..100; default 5 */
+	int64_t after;             /* ns, at least 1s; required */
+	char *action;              /* warn (default) | stop */
+};
+
 struct job_group {
 	struct hcl_pos pos;
 	char *name;
@@ -326,6 +338,7 @@ struct job_group {
 	struct job_service *services; /* registered while the first main task runs */
 	size_t nservices;
 	struct job_disconnect *disconnect; /* NULL: none (see struct job_disconnect) */
+	struct job_idle_gpu *idle_gpu;     /* NULL: none (see struct job_idle_gpu) */
 	/* Nomad's older spellings of disconnect's lost_after and
 	 * stop_on_client_after, as decoded; validation moves them into
 	 * disconnect and leaves 0 (left out of the JSON) */

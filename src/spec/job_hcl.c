@@ -82,6 +82,7 @@ static const struct block_rule rules_group[] = {
 	{ "task", "tasks", true, "name", rules_task },
 	{ "service", "services", true, NULL, rules_service },
 	{ "disconnect", "disconnect", false, NULL, rules_none },
+	{ "idle_gpu", "idle_gpu", false, NULL, rules_none },
 	RULE_END,
 };
 

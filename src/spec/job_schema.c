@@ -528,6 +528,23 @@ void job_disconnect_init(struct job_disconnect *d)
 	init_disconnect(d);
 }
 
+static void init_idle_gpu(void *obj)
+{
+	struct job_idle_gpu *d = obj;
+	d->utilization_below = d->after = JOB_UNSET;
+}
+
+static const char *const idle_gpu_actions[] = { "warn", "stop", NULL };
+static const struct field idle_gpu_fields[] = {
+	INT("utilization_below", F_INT, struct job_idle_gpu, utilization_below, 1, 100),
+	INT("after", F_DURATION, struct job_idle_gpu, after, 1000000000LL, YEAR),
+	ENUM("action", struct job_idle_gpu, action, idle_gpu_actions),
+	END,
+};
+static const struct schema idle_gpu_schema = {
+	"idle_gpu", sizeof(struct job_idle_gpu), init_idle_gpu, idle_gpu_fields, NULL,
+};
+
 static void init_group(void *obj)
 {
 	struct job_group *g = obj;
@@ -564,6 +581,7 @@ static const struct field group_fields[] = {
 	MAP("meta", F_MAP, struct job_group, meta, JOB_MAX_MAP),
 	ARR("services", struct job_group, services, nservices, service_schema, JOB_MAX_SERVICES),
 	OPTIONAL_OBJ("disconnect", struct job_group, disconnect, disconnect_schema),
+	OPTIONAL_OBJ("idle_gpu", struct job_group, idle_gpu, idle_gpu_schema),
 	LEGACY_DURATION("max_client_disconnect", max_client_disconnect),
 	LEGACY_DURATION("stop_after_client_disconnect", stop_after_client_disconnect),
 	END,

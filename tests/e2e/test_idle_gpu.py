@@ -225,3 +225,26 @@ def test_quota_apply_refuses_a_bad_idle_gpu_block(agents, tmp_path):  # noqa: F8
         assert e.code == 400
         assert 'utilization_below' in e.read().decode()
     assert cli(a.port, 'quota', 'inspect', 'bad').returncode != 0
+
+
+def test_a_group_block_of_its_own_stops_a_job_without_a_quota(agents, tmp_path):  # noqa: F811
+    """A group's own idle_gpu block (docs/jobspec.md) applies in a namespace
+    without a quota; where a quota's block applies too, the stricter wins:
+    the quota warns after 1h, the group stops after 2s, so it stops."""
+    a, sim, doc = start(agents, tmp_path)
+    team(a, tmp_path, 'team-w', '1h', 'warn')
+    block = 'idle_gpu {\n      after = "2s"\n      action = "stop"\n    }\n    task "t" {'
+    for job_id, ns in (('mine', 'default'), ('merged', 'team-w')):
+        text = job(job_id, ns, 'service').replace('task "t" {', block, 1)
+        r = cli(a.port, 'job', 'run', '-detach', write_job(tmp_path, job_id, text))
+        assert r.returncode == 0, r.stdout + r.stderr
+    devs = {}
+    for job_id, ns in (('mine', 'default'), ('merged', 'team-w')):
+        al = wait_for(lambda: running_alloc(a, ns, job_id), 30, f'{job_id} running')
+        devs[job_id] = al['resources']['devices'][0]['id']
+    set_utilization(sim, doc, {devs['mine']: 0, devs['merged']: 0})
+    for job_id, ns, source in (('mine', 'default', "group g's idle_gpu"),
+                               ('merged', 'team-w', "quota team-w, group g's idle_gpu")):
+        j = wait_for(lambda: (lambda j: j if j.get('stop') else None)(
+            api(a.port, f'/v1/job/{job_id}?namespace={ns}')), 60, f'{job_id} stopped')
+        assert j['stop_reason'] == f'stopped: GPUs idle below 5% for 2s ({source})'
