@@ -400,7 +400,9 @@ void alloc_dir_destroy(const char *dir);
  *   task_prepare_env         builds tr->te (env templates included)
  *   task_fetch_artifacts     artifacts into the task dir; abandoned
  *                            (-ECANCELED) once task_runner_should_stop
- *   task_render_templates    templates (not env ones) into the task dir
+ *   task_render_templates    templates (not env ones) into the task dir; a
+ *                            restart keeps the files of the last start
+ *                            unless restart { render_templates }
  *   task_write_payload       a dispatched job's payload into local/<file>
  *                            of a task with dispatch_payload (none: nothing)
  *   task_interpolate_config  a new copy of config with ${...} replaced
