@@ -392,6 +392,7 @@ static void setup_tasks(struct alloc_runner *ar)
 				(int)json_integer_value(json_object_get(saved, "window_restarts"));
 			if (g->time_limit > 0)
 				time_limit_recover(tr, saved);
+			shutdown_delay_recover(ar, saved);
 			if (json_is_array(json_object_get(saved, "events"))) {
 				json_decref(tr->events);
 				tr->events = json_deep_copy(json_object_get(saved, "events"));

@@ -46,6 +46,7 @@ struct check {
 	bool ignore_warnings;
 	int64_t started_ns;          /* the task's start, for the grace */
 	int fails;                   /* check_restart's count */
+	struct svc_threshold thr;    /* its thresholds and counts */
 	json_t *out;                 /* its object in the set's entry: status, output, time */
 	/* the run in flight */
 	enum run_state state;
@@ -125,22 +126,45 @@ static void set_release_locked(struct svc_set *set)
 	}
 }
 
-/* Marks the checks of task (all: -1) removed; the thread stops and frees
- * them.  Under ck.lock. */
+/* Whether entry e (of set->services) holds check c. */
+static bool entry_has_check(json_t *e, const struct check *c)
+{
+	size_t i;
+	json_t *o;
+	json_array_foreach(json_object_get(e, "checks"), i, o)
+		if (o == c->out)
+			return true;
+	return false;
+}
+
+/* Marks the checks of task (all: -1; only_group: only those of the
+ * group's services) removed; the thread stops and frees them.  Under
+ * ck.lock. */
+static void remove_checks_where(struct svc_set *set, int task, bool only_group)
+{
+	for (size_t i = json_array_size(set->services); i-- > 0;) {
+		json_t *e = json_array_get(set->services, i);
+		if (task >= 0 && json_integer_value(json_object_get(e, "_task")) != task)
+			continue;
+		if (only_group && !json_is_true(json_object_get(e, "_group")))
+			continue;
+		for (struct check *c = ck.checks; c; c = c->next)
+			if (c->set == set && !c->removed && entry_has_check(e, c))
+				c->removed = true;
+		json_array_remove(set->services, i);
+		set->changed = true;
+	}
+	if (!only_group && (task < 0 || set->restart_task == task))
+		set->restart_task = -1;
+}
+
 static void remove_checks_locked(struct svc_set *set, int task)
 {
+	/* every check of the task, those of services already gone included */
 	for (struct check *c = ck.checks; c; c = c->next)
 		if (c->set == set && (task < 0 || c->task == task))
 			c->removed = true;
-	for (size_t i = json_array_size(set->services); i-- > 0;) {
-		json_t *e = json_array_get(set->services, i);
-		if (task < 0 || json_integer_value(json_object_get(e, "_task")) == task) {
-			json_array_remove(set->services, i);
-			set->changed = true;
-		}
-	}
-	if (task < 0 || set->restart_task == task)
-		set->restart_task = -1;
+	remove_checks_where(set, task, false);
 }
 
 void svc_set_free(struct svc_set *set)
@@ -197,6 +221,9 @@ static struct check *check_new(struct svc_set *set, int task, int64_t started_ns
 	c->restart_limit = s->restart_limit;
 	c->restart_grace = s->restart_grace_ns;
 	c->ignore_warnings = s->ignore_warnings;
+	c->thr.before_passing = s->before_passing;
+	c->thr.before_critical = s->before_critical;
+	c->thr.before_warning = s->before_warning;
 	c->started_ns = started_ns;
 	c->out = out;   /* borrowed: lives in set->services while the check is not removed */
 	c->state = IDLE;
@@ -216,6 +243,8 @@ void svc_set_register(struct svc_set *set, int task, int64_t started_ns,
 	for (size_t i = 0; i < n; i++) {
 		json_t *e = svcs[i].entry, *checks = json_array();
 		json_object_set_new(e, "_task", json_integer(task));
+		if (svcs[i].group)
+			json_object_set_new(e, "_group", json_true());
 		json_object_set_new(e, "checks", checks);
 		for (size_t k = 0; k < svcs[i].nchecks; k++) {
 			const struct svc_check_spec *s = &svcs[i].checks[k];
@@ -245,6 +274,14 @@ void svc_set_deregister(struct svc_set *set, int task)
 	wake();
 }
 
+void svc_set_deregister_group(struct svc_set *set)
+{
+	pthread_mutex_lock(&ck.lock);
+	remove_checks_where(set, -1, true);
+	pthread_mutex_unlock(&ck.lock);
+	wake();
+}
+
 json_t *svc_set_json(struct svc_set *set)
 {
 	json_t *out = json_array(), *e;
@@ -254,6 +291,7 @@ json_t *svc_set_json(struct svc_set *set)
 	json_array_foreach(set->services, i, e) {
 		json_t *copy = json_deep_copy(e);
 		json_object_del(copy, "_task");
+		json_object_del(copy, "_group");
 		json_array_append_new(out, copy);
 	}
 	pthread_mutex_unlock(&ck.lock);
@@ -303,25 +341,37 @@ static json_t *output_json(char *line)
  * reported), counted by check_restart.  Under ck.lock. */
 static void finish(struct check *c, enum svc_status st, const char *output)
 {
-	const char *old = json_string_value(json_object_get(c->out, "status"));
+	const char *old;
+	enum svc_status shown;
 	char line[512];
 
 	c->state = IDLE;
 	c->next_run = mono_ns() + c->interval;
 	if (c->removed)
 		return;
+	old = json_string_value(json_object_get(c->out, "status"));
 	svc_first_line(output, strlen(output), line, sizeof(line));
-	if (!old || strcmp(old, svc_status_name(st)))
+	/* the thresholds decide what is shown (and counted by check_restart) */
+	shown = svc_threshold_step(&c->thr, svc_status_parse(old), st);
+	if (!old || strcmp(old, svc_status_name(shown)))
 		c->set->changed = true;
-	json_object_set_new(c->out, "status", json_string(svc_status_name(st)));
+	json_object_set_new(c->out, "status", json_string(svc_status_name(shown)));
+	if (shown != st) {
+		/* the result held back: say so beside its output */
+		size_t len = strlen(line);
+		snprintf(line + len, sizeof(line) - len, " (%s %lld of %lld in a row)",
+			 svc_status_name(st), (long long)(st == SVC_CRITICAL ? c->thr.failures
+									   : c->thr.successes),
+			 (long long)(st == SVC_CRITICAL ? c->thr.before_critical : c->thr.before_passing));
+	}
 	json_object_set_new(c->out, "output", output_json(line));
 	json_object_set_new(c->out, "time", json_integer((json_int_t)wall_ns()));
-	if (svc_restart_due(&c->fails, st, c->restart_limit, c->restart_grace, c->ignore_warnings,
+	if (svc_restart_due(&c->fails, shown, c->restart_limit, c->restart_grace, c->ignore_warnings,
 			    c->started_ns, wall_ns())) {
 		c->set->restart_task = c->task;
 		snprintf(c->set->restart_why, sizeof(c->set->restart_why),
 			 "check \"%s\" unhealthy %lld times in a row (%s: %s)", c->name,
-			 (long long)c->restart_limit, svc_status_name(st), line);
+			 (long long)c->restart_limit, svc_status_name(shown), line);
 	}
 }
 

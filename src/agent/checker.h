@@ -50,12 +50,16 @@ struct svc_check_spec {
 	/* check_restart; limit 0: never */
 	int64_t restart_limit, restart_grace_ns;
 	bool ignore_warnings;
+	/* success_before_passing, failures_before_critical,
+	 * failures_before_warning (svc_result.h svc_threshold_step); 0: at once */
+	int64_t before_passing, before_critical, before_warning;
 };
 
 /* One service to register: its entry as the server lists it (name, task,
  * address, port, tags, meta; taken) and its checks. */
 struct svc_service_spec {
 	json_t *entry;
+	bool group;                 /* a service block of the group, not of the task */
 	const struct svc_check_spec *checks;
 	size_t nchecks;
 };
@@ -75,6 +79,9 @@ void svc_set_register(struct svc_set *set, int task, int64_t started_ns,
 		      const struct svc_service_spec *svcs, size_t n);
 /* Removes the services of task number task (it stopped running). */
 void svc_set_deregister(struct svc_set *set, int task);
+/* Removes the group's services, whichever task carries them (the group's
+ * shutdown_delay begins): those registered with group set. */
+void svc_set_deregister_group(struct svc_set *set);
 
 /* The services registered now, each entry with "checks": [{name, type,
  * status, output, time}]: a new array. */

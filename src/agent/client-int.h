@@ -284,6 +284,11 @@ struct alloc_runner {
 	/* disconnect { stop_on_client_after } stopped it (disconnect_stop.c),
 	 * under lock */
 	bool disconnect_stopped;
+	/* A stop's shutdown_delay (shutdown_delay.c), under lock: when the
+	 * stop began (unix ns; 0: not yet; saved with the tasks' state), and
+	 * stop_now: the client shuts down stopping its tasks, no delay. */
+	int64_t shutdown_since;
+	bool stop_now;
 };
 
 /* alloc_runner.c */
@@ -374,6 +379,27 @@ const char *time_limit_text(const struct alloc_runner *ar, char *buf, size_t siz
 void client_contact_note(struct client *c);
 bool disconnect_stop_check(struct alloc_runner *ar);
 const char *disconnect_stop_text(struct alloc_runner *ar, char *buf, size_t size);
+
+/* shutdown_delay.c: a stop's group and task shutdown_delay.
+ *   shutdown_delay_wait     before tr's runner kills its running task for
+ *                           a stop: removes the group's services, waits
+ *                           the group's delay (from the stop's start, once
+ *                           per allocation), removes the task's, waits its
+ *                           own, the task running meanwhile.  0: kill it
+ *                           now (also when no delay applies); 1: it ended
+ *                           meanwhile (ex filled as d->wait does); -1: the
+ *                           client detaches (leave it running)
+ *   shutdown_delay_begun    whether ar's stop began (no new registrations)
+ *   shutdown_delay_save     into tr's saved state (ar->lock held)
+ *   shutdown_delay_recover  from a task's saved state (ar->lock held)
+ *   alloc_runner_stop_now   a stop with no delay (client_stop stopping
+ *                           its tasks: the agent's own shutdown) */
+int shutdown_delay_wait(struct task_runner *tr, const struct driver_ops *d,
+			struct driver_exit *ex);
+bool shutdown_delay_begun(struct alloc_runner *ar);
+void shutdown_delay_save(const struct task_runner *tr, json_t *t);
+void shutdown_delay_recover(struct alloc_runner *ar, const json_t *saved);
+void alloc_runner_stop_now(struct alloc_runner *ar);
 
 /* task_runner.c: runs one task to its end (restarts included); returns
  * when it is dead or a stop was requested and carried out.  While the task

@@ -517,8 +517,8 @@ void client_stop(struct client *c, bool stop_tasks)
 	 * just before; wait for it to finish. */
 	pthread_mutex_lock(&c->runners_lock);
 	for (size_t i = 0; i < c->nr_runners; i++) {
-		if (stop_tasks)
-			alloc_runner_stop(c->runners[i]);
+		if (stop_tasks)   /* the agent's own shutdown: no shutdown_delay */
+			alloc_runner_stop_now(c->runners[i]);
 		alloc_runner_free(c->runners[i], !stop_tasks);
 	}
 	c->nr_runners = 0;   /* freed: a late collector finds none */

@@ -382,6 +382,7 @@ static json_t *task_json(struct task_runner *tr)
 	json_object_set_new(t, "window_restarts", json_integer(tr->window_restarts));
 	if (tr->ar->group->time_limit > 0)
 		time_limit_save(tr, t);
+	shutdown_delay_save(tr, t);
 	if (ds) {
 		char *s = driver_state_to_json(ds);
 		json_object_set_new(t, "handle", json_string(s));

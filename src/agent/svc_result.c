@@ -70,3 +70,22 @@ bool svc_restart_due(int *fails, enum svc_status st, int64_t limit, int64_t grac
 	*fails = 0;
 	return true;
 }
+
+enum svc_status svc_threshold_step(struct svc_threshold *t, enum svc_status shown,
+				   enum svc_status st)
+{
+	if (st != SVC_CRITICAL) {
+		t->failures = 0;
+		if (t->successes < INT64_MAX)
+			t->successes++;
+		return t->successes >= t->before_passing ? st : shown;
+	}
+	t->successes = 0;
+	if (t->failures < INT64_MAX)
+		t->failures++;
+	if (t->failures >= t->before_critical)
+		return SVC_CRITICAL;
+	if (t->before_warning > 0 && t->failures >= t->before_warning && shown != SVC_CRITICAL)
+		return SVC_WARNING;
+	return shown;
+}

@@ -38,4 +38,23 @@ char *svc_first_line(const char *text, size_t n, char *out, size_t size);
 bool svc_restart_due(int *fails, enum svc_status st, int64_t limit, int64_t grace_ns,
 		     bool ignore_warnings, int64_t started_ns, int64_t now_ns);
 
+/* A check's thresholds (success_before_passing, failures_before_critical,
+ * failures_before_warning; Consul's rule, which Nomad passes on): the
+ * status shown changes only after enough results in a row.  A passing or
+ * warning result counts as a success, a critical one as a failure; each
+ * resets the other count.  0 and 1 both mean "at once". */
+struct svc_threshold {
+	int64_t before_passing, before_critical, before_warning;
+	int64_t successes, failures;   /* results in a row so far */
+};
+
+/* The status shown after one more result st of a check showing shown:
+ *   a success: st once successes reach before_passing, else shown;
+ *   a failure: critical once failures reach before_critical; else
+ *     warning once they reach before_warning (> 0) and shown is not
+ *     critical (a threshold never makes a check look better); else shown.
+ * Updates t's counts. */
+enum svc_status svc_threshold_step(struct svc_threshold *t, enum svc_status shown,
+				   enum svc_status st);
+
 #endif

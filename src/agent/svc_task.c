@@ -87,6 +87,10 @@ static void build_check(struct task_runner *tr, const struct job_service *svc,
 	s->interval_ns = jc->interval;
 	s->timeout_ns = jc->timeout;
 	s->initial = svc_status_parse(jc->initial_status);
+	/* a stored job from before the thresholds decodes them unset */
+	s->before_passing = jc->success_before_passing > 0 ? jc->success_before_passing : 0;
+	s->before_critical = jc->failures_before_critical > 0 ? jc->failures_before_critical : 0;
+	s->before_warning = jc->failures_before_warning > 0 ? jc->failures_before_warning : 0;
 	if (cr) {
 		s->restart_limit = cr->limit;
 		s->restart_grace_ns = cr->grace;
@@ -177,7 +181,9 @@ void svc_task_started(struct task_runner *tr)
 	struct built_check **built;
 	char *address;
 
-	if (!n)
+	/* none while its allocation stops (an agent restarted during its
+	 * shutdown_delay: they were removed before) */
+	if (!n || shutdown_delay_begun(tr->ar))
 		return;
 	/* A task recovered running after an agent restart was not prepared
 	 * by this agent: its environment is built now, for ${...} in names
@@ -204,6 +210,7 @@ void svc_task_started(struct task_runner *tr)
 			checks[c] = built[i][c].spec;
 		}
 		specs[k].entry = service_entry(tr, svc, addr, port);
+		specs[k].group = i >= tr->task->nservices;
 		specs[k].checks = checks;
 		specs[k].nchecks = svc->nchecks;
 		k++;

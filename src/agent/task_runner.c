@@ -536,7 +536,14 @@ void task_runner_run(struct task_runner *tr)
 			progress(tr);   /* what changed meanwhile (events) */
 			if (should_stop(tr)) {
 				time_limit_event(tr);
-				kill_task(tr, d, &ex);
+				/* a stop's shutdown_delay first (the task runs on) */
+				rc = shutdown_delay_wait(tr, d, &ex);
+				if (rc < 0) {
+					answer_request(tr, -ESRCH, "the client is shutting down");
+					return;   /* the next client goes on with the delay */
+				}
+				if (rc == 0)
+					kill_task(tr, d, &ex);
 				stopped = true;
 				break;
 			}

@@ -44,6 +44,8 @@
 #define JOB_MAX_LIST 1024         /* strings in datacenters */
 #define JOB_MAX_SERVICES 32       /* service blocks per group or task */
 #define JOB_MAX_CHECKS 32         /* check blocks per service */
+#define JOB_MAX_CHECK_RUNS 100    /* a check's success_before_passing and the like */
+#define JOB_MAX_SHUTDOWN_DELAY (24 * 3600 * 1000000000LL) /* ns, a group's or task's */
 #define JOB_MAX_DEPENDS 64        /* depends_on blocks per job */
 #define JOB_MAX_VOLUMES 64        /* volumes per group, volume mounts per task */
 #define JOB_MAX_SPREADS 8         /* spread blocks of a job or of a group */
@@ -203,6 +205,9 @@ struct job_task {
 	struct job_resources resources;
 	int64_t kill_timeout;   /* ns, default 5s */
 	char *kill_signal;      /* default "SIGINT" */
+	/* ns between the removal of the task's services and its kill_signal
+	 * when its allocation is stopped (after the group's); default 0 */
+	int64_t shutdown_delay;
 	struct job_logs logs;
 	struct job_map meta;
 	struct job_dispatch_payload *dispatch_payload; /* NULL: the payload is not written */
@@ -329,6 +334,9 @@ struct job_group {
 	 * start, before the agent stops it and it fails for good; 0: no
 	 * limit.  Default: the job's. */
 	int64_t time_limit;
+	/* ns between the removal of the group's services and the stop of its
+	 * tasks when the allocation is stopped (once per allocation); 0 */
+	int64_t shutdown_delay;
 	struct job_network network;
 	struct job_volume *volumes;
 	size_t nvolumes;
@@ -380,6 +388,10 @@ struct job_check {
 	struct job_strv args;
 	struct job_map header;  /* http: request headers */
 	char *initial_status;   /* passing | warning | critical; default critical */
+	/* results in a row before the status shown changes (default 0, as 1:
+	 * at once): passing (or warning) to turn passing from another status,
+	 * critical to turn critical, to turn warning from passing (0: never) */
+	int64_t success_before_passing, failures_before_critical, failures_before_warning;
 	struct job_check_restart *check_restart; /* NULL: the service's */
 };
 

@@ -285,16 +285,26 @@ static const struct schema check_restart_schema = {
 	check_restart_fields, NULL,
 };
 
+/* Fields added after jobs were stored: 0 (their default) is left out of
+ * the JSON, so that a job without them keeps the canonical text it had. */
+#define CHECK_RUNS(k, member) \
+	{ .key = k, .kind = F_INT, .off = offsetof(struct job_check, member), .min = 0, \
+	  .max = JOB_MAX_CHECK_RUNS, .set_off = NO_SET_OFF, .omit_zero = true }
+#define SHUTDOWN_DELAY(type) \
+	{ .key = "shutdown_delay", .kind = F_DURATION, .off = offsetof(type, shutdown_delay), \
+	  .min = 0, .max = JOB_MAX_SHUTDOWN_DELAY, .set_off = NO_SET_OFF, .omit_zero = true }
+
 static void init_check(void *obj)
 {
 	struct job_check *c = obj;
 	c->interval = c->timeout = JOB_UNSET;
+	c->success_before_passing = c->failures_before_critical = JOB_UNSET;
+	c->failures_before_warning = JOB_UNSET;
 }
 
 /* Consul-only and Connect fields: read, not acted on. */
 static const char *const check_ignored[] = {
 	"expose", "grpc_service", "grpc_use_tls", "tls_server_name", "tls_skip_verify",
-	"success_before_passing", "failures_before_critical", "failures_before_warning",
 	"on_update", "body", "task", "address_mode", "notes", NULL,
 };
 static const struct field check_fields[] = {
@@ -312,6 +322,9 @@ static const struct field check_fields[] = {
 	MAP("header", F_MAP, struct job_check, header, JOB_MAX_MAP),
 	ENUM("initial_status", struct job_check, initial_status, check_statuses),
 	OBJ("check_restart", F_OBJECT_PTR, struct job_check, check_restart, check_restart_schema),
+	CHECK_RUNS("success_before_passing", success_before_passing),
+	CHECK_RUNS("failures_before_critical", failures_before_critical),
+	CHECK_RUNS("failures_before_warning", failures_before_warning),
 	END,
 };
 static const struct schema check_schema = {
@@ -346,10 +359,11 @@ static void init_task(void *obj)
 	init_resources(&t->resources);
 	init_logs(&t->logs);
 	t->kill_timeout = JOB_UNSET;
+	t->shutdown_delay = JOB_UNSET;
 }
 
 static const char *const task_ignored[] = {
-	"vault", "consul", "identity", "shutdown_delay", "kind", "scaling", "csi_plugin",
+	"vault", "consul", "identity", "kind", "scaling", "csi_plugin",
 	"action", "schedule", "secret", NULL,
 };
 /* defined with the group's (a task's restart merges over its group's) */
@@ -372,6 +386,7 @@ static const struct field task_fields[] = {
 	OBJ("resources", F_OBJECT, struct job_task, resources, resources_schema),
 	INT("kill_timeout", F_DURATION, struct job_task, kill_timeout, 0, HOUR),
 	STR("kill_signal", struct job_task, kill_signal, 32),
+	SHUTDOWN_DELAY(struct job_task),
 	OBJ("logs", F_OBJECT, struct job_task, logs, logs_schema),
 	MAP("meta", F_MAP, struct job_task, meta, JOB_MAX_MAP),
 	OBJ("dispatch_payload", F_OBJECT_PTR, struct job_task, dispatch_payload,
@@ -552,12 +567,13 @@ static void init_group(void *obj)
 	init_restart(&g->restart);
 	init_reschedule(&g->reschedule);
 	g->time_limit = JOB_UNSET;
+	g->shutdown_delay = JOB_UNSET;
 	g->max_client_disconnect = g->stop_after_client_disconnect = JOB_UNSET;
 }
 
 static const char *const group_ignored[] = {
 	"migrate", "ephemeral_disk", "scaling",
-	"consul", "vault", "shutdown_delay", "prevent_reschedule_on_lost", NULL,
+	"consul", "vault", "prevent_reschedule_on_lost", NULL,
 };
 /* Nomad's older spellings (validation moves them into disconnect) */
 #define LEGACY_DURATION(k, member) \
@@ -575,6 +591,7 @@ static const struct field group_fields[] = {
 	OBJ("reschedule", F_OBJECT, struct job_group, reschedule, reschedule_schema),
 	OPTIONAL_OBJ("update", struct job_group, update, update_schema),
 	INT("time_limit", F_DURATION, struct job_group, time_limit, 0, YEAR),
+	SHUTDOWN_DELAY(struct job_group),
 	OBJ("network", F_OBJECT, struct job_group, network, network_schema),
 	ARR("volumes", struct job_group, volumes, nvolumes, volume_schema, JOB_MAX_VOLUMES),
 	ARR("tasks", struct job_group, tasks, ntasks, task_schema, JOB_MAX_TASKS),

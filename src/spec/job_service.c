@@ -100,6 +100,26 @@ static void check_restart_defaults(struct job_check_restart *r)
 		r->grace = NS_PER_SEC;
 }
 
+/* success_before_passing, failures_before_critical, failures_before_warning
+ * (0 when unset: at once).  A warning threshold past the critical one
+ * would never be reached (critical comes first). */
+static void check_thresholds(struct svc_validator *v, struct job_check *c)
+{
+	int64_t crit;
+
+	if (c->success_before_passing == JOB_UNSET)
+		c->success_before_passing = 0;
+	if (c->failures_before_critical == JOB_UNSET)
+		c->failures_before_critical = 0;
+	if (c->failures_before_warning == JOB_UNSET)
+		c->failures_before_warning = 0;
+	crit = c->failures_before_critical > 1 ? c->failures_before_critical : 1;
+	if (c->failures_before_warning > crit)
+		svc_fail(v, c->pos, "failures_before_warning (%lld) must not be more than "
+			 "failures_before_critical (%lld): critical would come first",
+			 (long long)c->failures_before_warning, (long long)crit);
+}
+
 static void check_check(struct svc_validator *v, struct job_service *s, struct job_check *c)
 {
 	if (!c->type) {
@@ -132,6 +152,7 @@ static void check_check(struct svc_validator *v, struct job_service *s, struct j
 	}
 	if (c->check_restart)
 		check_restart_defaults(c->check_restart);
+	check_thresholds(v, c);
 	if (!strcmp(c->type, "script")) {
 		if ((!c->command || !*c->command) && !svc_failed(v, &c->command))
 			svc_fail(v, c->pos, "a script check needs command");

@@ -555,6 +555,7 @@ static void check_task(struct validator *v, struct job_task *t)
 		check_resources(v, &t->resources);
 	pop(v, old);
 	default_int(&t->kill_timeout, 5 * NS_PER_SEC);
+	default_int(&t->shutdown_delay, 0);
 	default_str(&t->kill_signal, "SIGINT");
 	if (!is_signal_name(t->kill_signal))
 		fail(v, t->pos, "kill_signal must be a signal name such as \"SIGTERM\", got \"%s\"",
@@ -725,6 +726,7 @@ static void check_group(struct validator *v, struct job_group *g)
 	default_policies(v, g);
 	check_time_limit(v, g->pos, g->time_limit);
 	default_int(&g->time_limit, v->job_time_limit);
+	default_int(&g->shutdown_delay, 0);
 	check_network(v, &g->network);
 	v->group = g;
 	if (g->nservices)

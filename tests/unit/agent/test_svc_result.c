@@ -99,6 +99,52 @@ static void test_restart_count(void **state)
 	assert_true(svc_restart_due(&fails, SVC_CRITICAL, 1, 0, true, 0, SEC));
 }
 
+
+/* Feeds results (p: passing, w: warning, c: critical) to a threshold,
+ * starting from status shown, and returns the statuses shown after each
+ * as letters. */
+static const char *run_threshold(int64_t pass, int64_t crit, int64_t warn, char shown,
+				 const char *results)
+{
+	static char out[64];
+	struct svc_threshold t = { pass, crit, warn, 0, 0 };
+	enum svc_status st = shown == 'p' ? SVC_PASSING : shown == 'w' ? SVC_WARNING
+								    : SVC_CRITICAL;
+	size_t i;
+
+	for (i = 0; results[i] && i + 1 < sizeof(out); i++) {
+		enum svc_status r = results[i] == 'p' ? SVC_PASSING : results[i] == 'w'
+			? SVC_WARNING : SVC_CRITICAL;
+		st = svc_threshold_step(&t, st, r);
+		out[i] = st == SVC_PASSING ? 'p' : st == SVC_WARNING ? 'w' : 'c';
+	}
+	out[i] = '\0';
+	return out;
+}
+
+static void test_thresholds(void **state)
+{
+	(void)state;
+	/* none (0) and 1: every result shows at once */
+	assert_string_equal(run_threshold(0, 0, 0, 'c', "pcpwcp"), "pcpwcp");
+	assert_string_equal(run_threshold(1, 1, 0, 'c', "pcpwcp"), "pcpwcp");
+	/* success_before_passing 3: critical for the first two successes */
+	assert_string_equal(run_threshold(3, 0, 0, 'c', "pppp"), "ccpp");
+	/* a failure in between starts the count again */
+	assert_string_equal(run_threshold(3, 0, 0, 'c', "ppcppp"), "cccccp");
+	/* failures_before_critical 2: passing after one failure, critical after two */
+	assert_string_equal(run_threshold(0, 2, 0, 'p', "pcpccc"), "ppppcc");
+	/* alternating results never reach either threshold: the status stays */
+	assert_string_equal(run_threshold(2, 2, 0, 'p', "cpcpcp"), "pppppp");
+	assert_string_equal(run_threshold(2, 2, 0, 'c', "pcpcpc"), "cccccc");
+	/* a warning result counts as a success and shows as warning */
+	assert_string_equal(run_threshold(2, 0, 0, 'c', "wwp"), "cwp");
+	/* failures_before_warning 1 below failures_before_critical 3 */
+	assert_string_equal(run_threshold(0, 3, 1, 'p', "cccp"), "wwcp");
+	/* ... never makes a critical check look better */
+	assert_string_equal(run_threshold(2, 3, 1, 'c', "pcc"), "ccc");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -107,6 +153,7 @@ int main(void)
 		cmocka_unit_test(test_status_names),
 		cmocka_unit_test(test_first_line),
 		cmocka_unit_test(test_restart_count),
+		cmocka_unit_test(test_thresholds),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -221,6 +221,116 @@ static void test_service_hcl(void **state)
 	diag_list_release(&dl);
 }
 
+
+/* success_before_passing, failures_before_critical, failures_before_warning:
+ * 0 when unset (a stored job from before them decodes as ever), limits. */
+static void test_check_thresholds(void **state)
+{
+	char *diags, *text = svc_job("[{\"checks\":[{\"type\":\"tcp\",\"port\":80,\"interval\":\"1s\","
+				     "\"timeout\":\"1s\"},{\"type\":\"tcp\",\"port\":80,"
+				     "\"interval\":\"1s\",\"timeout\":\"1s\","
+				     "\"success_before_passing\":3,\"failures_before_critical\":2,"
+				     "\"failures_before_warning\":1}]}]", "");
+	struct job *job = decode_text(text, &diags);
+	struct job_check *c;
+	(void)state;
+
+	assert_string_equal(diags, "");
+	assert_non_null(job);
+	c = job->groups[0].services[0].checks;
+	assert_int_equal(c[0].success_before_passing, 0);
+	assert_int_equal(c[0].failures_before_critical, 0);
+	assert_int_equal(c[0].failures_before_warning, 0);
+	assert_int_equal(c[1].success_before_passing, 3);
+	assert_int_equal(c[1].failures_before_critical, 2);
+	assert_int_equal(c[1].failures_before_warning, 1);
+	free(canonical_round_trip(job));
+	job_free(job);
+	free(diags);
+	free(text);
+
+#define TCP_CHECK(extra) "[{\"checks\":[{\"type\":\"tcp\",\"port\":80,\"interval\":\"1s\"," \
+			 "\"timeout\":\"1s\"," extra "}]}]"
+	expect_services(TCP_CHECK("\"success_before_passing\":-1"), "",
+			"E 0:0 groups[0].services[0].checks[0].success_before_passing: must be "
+			"between 0 and 100, got -1\n");
+	expect_services(TCP_CHECK("\"failures_before_critical\":101"), "",
+			"E 0:0 groups[0].services[0].checks[0].failures_before_critical: must be "
+			"between 0 and 100, got 101\n");
+	expect_services(TCP_CHECK("\"failures_before_warning\":\"2\""), "",
+			"E 0:0 groups[0].services[0].checks[0].failures_before_warning: expected "
+			"a whole number, got a string\n");
+	expect_services(TCP_CHECK("\"failures_before_warning\":3,\"failures_before_critical\":2"), "",
+			"E 0:0 groups[0].services[0].checks[0]: failures_before_warning (3) must "
+			"not be more than failures_before_critical (2): critical would come first\n");
+	expect_services(TCP_CHECK("\"failures_before_warning\":2"), "",
+			"E 0:0 groups[0].services[0].checks[0]: failures_before_warning (2) must "
+			"not be more than failures_before_critical (1): critical would come first\n");
+	expect_services(TCP_CHECK("\"success_before_passing\":0,\"failures_before_critical\":100"),
+			"", "");
+#undef TCP_CHECK
+}
+
+/* shutdown_delay of a group and of a task: a non-negative duration, 0 when
+ * unset; HCL and the round trip through the canonical JSON. */
+static void test_shutdown_delay(void **state)
+{
+	static const char text[] =
+		"job \"web\" {\n"
+		"  group \"g\" {\n"
+		"    shutdown_delay = \"5s\"\n"
+		"    task \"t\" {\n"
+		"      driver = \"raw_exec\"\n"
+		"      config { command = \"/bin/true\" }\n"
+		"      shutdown_delay = \"1m30s\"\n"
+		"    }\n"
+		"    task \"u\" {\n"
+		"      driver = \"raw_exec\"\n"
+		"      config { command = \"/bin/true\" }\n"
+		"    }\n"
+		"  }\n"
+		"}\n";
+	struct diag_list dl;
+	struct job *job;
+	char *r, *diags;
+	(void)state;
+
+	diag_list_init(&dl);
+	job = spec_load(text, sizeof(text) - 1, &dl);
+	r = render_diags(&dl);
+	assert_string_equal(r, "");
+	free(r);
+	diag_list_release(&dl);
+	assert_non_null(job);
+	assert_int_equal(job->groups[0].shutdown_delay, 5 * NS_PER_SEC);
+	assert_int_equal(job->groups[0].tasks[0].shutdown_delay, 90 * NS_PER_SEC);
+	assert_int_equal(job->groups[0].tasks[1].shutdown_delay, 0);
+	free(canonical_round_trip(job));
+	job_free(job);
+
+	/* a job stored before the field: none */
+	job = decode_text("{\"id\":\"j\",\"groups\":[" MIN_GROUP "]}", &diags);
+	assert_string_equal(diags, "");
+	assert_int_equal(job->groups[0].shutdown_delay, 0);
+	assert_int_equal(job->groups[0].tasks[0].shutdown_delay, 0);
+	job_free(job);
+	free(diags);
+
+	job = decode_text("{\"id\":\"j\",\"groups\":[{\"name\":\"g\",\"shutdown_delay\":\"-1s\","
+			  "\"tasks\":[" MIN_TASK "]}]}", &diags);
+	assert_null(job);
+	assert_string_equal(diags, "E 0:0 groups[0].shutdown_delay: must be between 0s and 24h, "
+			    "got \"-1s\"\n");
+	free(diags);
+	job = decode_text("{\"id\":\"j\",\"groups\":[{\"name\":\"g\",\"tasks\":[{\"name\":\"t\","
+			  "\"driver\":\"raw_exec\",\"config\":{\"command\":\"/bin/true\"},"
+			  "\"shutdown_delay\":\"25h\"}]}]}", &diags);
+	assert_null(job);
+	assert_string_equal(diags, "E 0:0 groups[0].tasks[0].shutdown_delay: must be between 0s and "
+			    "24h, got \"25h\"\n");
+	free(diags);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -228,6 +338,8 @@ int main(void)
 		cmocka_unit_test(test_service_errors),
 		cmocka_unit_test(test_check_errors),
 		cmocka_unit_test(test_service_hcl),
+		cmocka_unit_test(test_check_thresholds),
+		cmocka_unit_test(test_shutdown_delay),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
