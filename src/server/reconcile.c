@@ -275,6 +275,15 @@ static bool reconnected(struct sched_view *v, const json_t *alloc)
 	return vn && strcmp(jstr(vn->node, "status", ""), "down");
 }
 
+/* Whether alloc, unknown before, is reported live while its node is still
+ * down or gone: it waits as an unknown one does. */
+static bool still_away(struct sched_view *v, const json_t *alloc)
+{
+	const char *c = jstr(alloc, "client_status", "pending");
+	return json_object_get(alloc, "unknown_since") && !reconnected(v, alloc) &&
+	       (!strcmp(c, "pending") || !strcmp(c, "running"));
+}
+
 /* The allocations that stop because their slot's other one keeps running
  * ({"<id>": why}): for each allocation back from an unknown state whose
  * slot a live replacement holds meanwhile, the loser by the group's
@@ -580,8 +589,10 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 			stop_alloc(&r, al, jstr(losers, jstr(al, "id", ""), ""), now, -1);
 			continue;
 		}
-		if (!strcmp(client, "unknown") && slot >= 0 && slot < job_model->groups[g].count &&
-		    !(gang && gang[g])) {
+		/* also one its agent reported on while its node is still down
+		 * (the agent came back before its heartbeat did) */
+		if ((!strcmp(client, "unknown") || still_away(v, al)) && slot >= 0 &&
+		    slot < job_model->groups[g].count && !(gang && gang[g])) {
 			if (reconcile_unknown(&r, &job_model->groups[g], g, slot, al, replaced, now))
 				slots[g][slot] = 1;
 			continue;
