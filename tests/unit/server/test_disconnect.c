@@ -265,6 +265,50 @@ static void test_no_block_lost_at_once(void **state)
 	fx_free(f);
 }
 
+
+/* A namespace at its GPU quota still gets the replacement: the unknown
+ * allocation's GPU is on a node nobody reaches, and the quota counts the
+ * replacement instead (docs/jobspec.md, "disconnect"). */
+static void test_quota_counts_the_replacement(void **state)
+{
+	struct server_config cfg = { .workers = 2, .heartbeat_ttl_ns = SEC };
+	struct fx *f = fx_new_cfg(&cfg);
+	json_t *al, *all, *x;
+	const char *victim;
+	size_t i, placed = 0;
+	(void)state;
+	fx_node(f, "a", 1, "H100", "exclusive", NULL);
+	fx_node(f, "b", 1, "H100", "exclusive", NULL);
+	json_decref(fx_ok(f, "POST", "/v1/quotas", "{\"quota\": {\"name\": \"q\", \"limits\": "
+			  "[{\"region\": \"global\", \"region_limit\": {\"devices\": [{\"name\": "
+			  "\"nvidia/gpu\", \"count\": 1}]}}]}}"));
+	json_decref(fx_ok(f, "POST", "/v1/namespaces", "{\"namespace\": {\"name\": \"team\", "
+			  "\"quota\": \"q\"}}"));
+	json_decref(fx_ok(f, "POST", "/v1/jobs", "{\"job\": {\"id\": \"gpu\", \"namespace\": "
+			  "\"team\", \"groups\": [{\"name\": \"g\", \"disconnect\": {\"lost_after\": "
+			  "\"1h\"}, \"tasks\": [{\"name\": \"t\", \"driver\": \"raw_exec\", "
+			  "\"config\": {\"command\": \"/bin/true\"}, \"resources\": {\"devices\": "
+			  "[{\"name\": \"nvidia/gpu\", \"count\": 1}]}}]}]}}"));
+	fx_idle(f);
+	al = fx_ok(f, "GET", "/v1/job/gpu/allocations?namespace=team", NULL);
+	assert_int_equal(json_array_size(al), 1);
+	victim = !strcmp(fx_s(json_array_get(al, 0), "node_id"), "a") ? "a" : "b";
+	fx_alloc_status(f, json_array_get(al, 0), "running");
+	silent_for(f, !strcmp(victim, "a") ? "b" : "a", 1500);
+	heartbeat_check(f->srv);
+	fx_idle(f);
+	all = fx_ok(f, "GET", "/v1/job/gpu/allocations?namespace=team", NULL);
+	json_array_foreach(all, i, x)
+		if (strcmp(fx_s(x, "node_id"), victim) && !strcmp(fx_s(x, "desired_status"), "run"))
+			placed++;
+		else
+			assert_string_equal(fx_s(x, "client_status"), "unknown");
+	assert_int_equal(placed, 1);
+	json_decref(all);
+	json_decref(al);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -277,6 +321,7 @@ int main(void)
 		cmocka_unit_test(test_reconnect_keep_original),
 		cmocka_unit_test(test_reconnect_keep_replacement),
 		cmocka_unit_test(test_no_block_lost_at_once),
+		cmocka_unit_test(test_quota_counts_the_replacement),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
