@@ -285,7 +285,9 @@ static int put_event(struct server *srv, struct store_batch *b, const json_t *al
 	add_event(cur, message, now_ns());
 	json_object_set_new(cur, "modify_time", json_integer(now_ns()));
 	store_batch_require_index(b, STORE_ALLOC, &key, (uint64_t)jint(cur, "modify_index", 0));
-	store_batch_put(b, STORE_ALLOC, cur);
+	/* an event is for people, not for the agent: put like a report, so
+	 * that the agent's watch is not sent the allocation again for it */
+	store_batch_put_report(b, STORE_ALLOC, cur);
 	json_decref(cur);
 	return 0;
 }
