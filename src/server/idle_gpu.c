@@ -14,7 +14,9 @@
  * the allocation; a due "stop" stops its job as DELETE /v1/job/:id does
  * (stop = true, stop_reason, a job-deregister evaluation), in one
  * conditional commit each; a commit that loses a race is tried again next
- * round.  All of it is in memory: a new leader starts the clocks again. */
+ * round.  All of it is in memory: a new leader starts the clocks again.
+ * Every list the round reads is the store's shared records (store.h), only
+ * read: an action reads its allocation and job again, as its own copies. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -109,7 +111,7 @@ static json_t *read_policies(struct server *srv, struct herd_err *err)
 	json_t *quotas = NULL, *nss = NULL, *by_quota = json_object(), *out = NULL, *x;
 	size_t i;
 
-	if (store_list(srv->store, STORE_QUOTA, NULL, &quotas, err) < 0)
+	if (store_list_shared(srv->store, STORE_QUOTA, NULL, &quotas, err) < 0)
 		goto done;
 	json_array_foreach(quotas, i, x)
 		if (json_object_get(x, "idle_gpu"))
@@ -117,7 +119,7 @@ static json_t *read_policies(struct server *srv, struct herd_err *err)
 	out = json_object();
 	if (!json_object_size(by_quota))
 		goto done;
-	if (store_list(srv->store, STORE_NAMESPACE, NULL, &nss, err) < 0) {
+	if (store_list_shared(srv->store, STORE_NAMESPACE, NULL, &nss, err) < 0) {
 		json_decref(out);
 		out = NULL;
 		goto done;
@@ -145,7 +147,8 @@ static int refresh_jobs(struct server *srv, struct idle_gpu *ig, struct herd_err
 	json_t *jobs = NULL, *j, *g;
 	uint64_t top = ig->jobs_index;
 	size_t i, k;
-	int rc = store_list_changed(srv->store, STORE_JOB, NULL, ig->jobs_index, &jobs, err);
+	int rc = store_list_changed_shared(srv->store, STORE_JOB, NULL, ig->jobs_index,
+					   &jobs, err);
 
 	if (rc < 0)
 		return rc;
@@ -468,7 +471,7 @@ static void step_jobs(struct server *srv, struct idle_gpu *ig, const json_t *pol
 			free(ns);
 			continue;
 		}
-		if (store_list(srv->store, STORE_ALLOC, &f, &allocs, &err) < 0) {
+		if (store_list_shared(srv->store, STORE_ALLOC, &f, &allocs, &err) < 0) {
 			server_log(srv, "error", "idle gpu: job %s (namespace %s): %s", sep + 1, ns, err.msg);
 			keep_clocks(ig, ns);
 			free(ns);
@@ -522,7 +525,7 @@ void idle_gpu_round(struct server *srv)
 		struct store_filter f = { ns, NULL, NULL };
 		json_t *allocs = NULL, *al;
 		size_t k;
-		if (store_list(srv->store, STORE_ALLOC, &f, &allocs, &err) < 0) {
+		if (store_list_shared(srv->store, STORE_ALLOC, &f, &allocs, &err) < 0) {
 			server_log(srv, "error", "idle gpu: namespace %s: %s", ns, err.msg);
 			keep_clocks(ig, ns);
 			continue;
