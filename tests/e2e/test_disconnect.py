@@ -4,8 +4,9 @@ SIGSTOP (the server misses its heartbeats, its tasks keep running) and
 brought back by SIGCONT; for stop_on_client_after the server is the one
 stopped, so that a client reaches no server."""
 import os
+import re
 import signal
-import time
+import urllib.request
 
 import pytest
 
@@ -89,6 +90,12 @@ def test_reconnect_within_lost_after_keeps_the_original(pair, tmp_path):
         assert job['summary']['g']['unknown'] == 1, job['summary']
         r = cli(port, 'job', 'status', 'web')
         assert 'UNKNOWN' in r.stdout, r.stdout
+        r = cli(port, 'alloc', 'status', a['id'])
+        assert 'unknown' in r.stdout, r.stdout
+        with urllib.request.urlopen(f'http://127.0.0.1:{port}/v1/metrics', timeout=30) as m:
+            text = m.read().decode()
+        assert re.search(r'^herd_allocations\{[^}]*client_status="unknown"[^}]*\} 1$', text,
+                         re.M), text
     finally:
         victim.proc.send_signal(signal.SIGCONT)
     # back within lost_after: the original runs on, its replacement stops
