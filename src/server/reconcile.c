@@ -19,8 +19,9 @@
  *   - current lost: replaced at once;
  *   - current unknown (its node is down, the group has disconnect {
  *     lost_after }): kept, a replacement placed beside it when the block
- *     says replace; lost (and replaced unless it was) once lost_after has
- *     passed (disconnect.h);
+ *     says replace; lost once lost_after has passed (disconnect.h): then
+ *     stopped if it was replaced, else kept lost in its slot and replaced
+ *     per the reschedule policy, as a failure is;
  *   - an allocation back with its node while a replacement of it runs:
  *     the block's reconcile says which of the two stops (disconnect_losers).
  * A slot whose allocation a user stopped (reconcile_user_stop: desired
@@ -346,14 +347,21 @@ static bool reconcile_unknown(struct reconcile_result *r, const struct job_group
 				    json_string("node down: lost_after passed (disconnect)"));
 		if (was_replaced) {
 			stop_alloc(r, lost, "lost; replaced while unknown", now, -1);
-		} else {
-			stop_alloc(r, lost, "lost; replaced", now, attempts + 1);
-			add_place(r, g, slot, lost, attempts + 1);
+			json_decref(lost);
+			return false;
 		}
-		json_decref(lost);
-		return !was_replaced;
+		/* replace = false: lost now, still in its slot, replaced by the
+		 * group's reschedule policy (the "lost" case of reconcile, from
+		 * the next pass on) */
+		json_object_set_new(lost, "client_status", json_string("lost"));
+		json_object_set_new(lost, "end_time", json_integer(now)); /* GPU-hours stop here */
+		json_object_set_new(lost, "modify_time", json_integer(now));
+		json_object_del(lost, "unknown_from");
+		wake = reschedule_at(&grp->reschedule, lost, now);
+		json_array_append_new(r->updates, lost);
+		break;
 	}
-	if (wake && (!r->followup_at || wake < r->followup_at))
+	if (wake > 0 && (!r->followup_at || wake < r->followup_at))
 		r->followup_at = wake;
 	r->ignore++;
 	/* its replacement holds the slot once placed */
@@ -653,6 +661,23 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 		}
 		if (!strcmp(client, "complete") && batch) {
 			r.ignore++;
+			continue;
+		}
+		if (!strcmp(client, "lost") && json_object_get(al, "unknown_since")) {
+			/* lost once disconnect's lost_after passed, replace = false:
+			 * replaced as the reschedule policy says */
+			at = reschedule_at(&job_model->groups[g].reschedule, al, now);
+			if (at < 0) {
+				r.ignore++; /* attempts exhausted: the slot stays lost */
+			} else if (at <= now) {
+				int attempts = (int)jint(al, "reschedule_attempts", 0) + 1;
+				stop_alloc(&r, al, "lost; rescheduled", now, attempts);
+				add_place(&r, g, slot, al, attempts);
+			} else {
+				if (!r.followup_at || at < r.followup_at)
+					r.followup_at = at;
+				r.ignore++;
+			}
 			continue;
 		}
 		if (!strcmp(client, "lost")) {

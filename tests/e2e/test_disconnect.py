@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from test_control_plane import (Agent, agents, api, cli, client_config, job_allocs,  # noqa: F401
+from test_control_plane import (Agent, agents, api, cli, job_allocs,  # noqa: F401
                                 node_name_of, nodes_ready, running_allocs, server_config,
                                 start_client, wait_for, write_job)
 
@@ -120,6 +120,10 @@ def test_lost_after_passes_then_lost_and_replaced(pair, tmp_path):
     a = run_one(port, tmp_path, 'calm', service('calm', '''disconnect {
       lost_after = "5s"
       replace    = false
+    }
+    reschedule {
+      delay          = "2s"
+      delay_function = "constant"
     }'''))
     victim = clients[node_name_of(port, a)]
     victim.proc.send_signal(signal.SIGSTOP)
@@ -128,11 +132,14 @@ def test_lost_after_passes_then_lost_and_replaced(pair, tmp_path):
                  'the allocation to turn unknown')
         # replace = false: nothing else placed while it is unknown
         assert [x['id'] for x in job_allocs(port, 'calm')] == [a['id']]
-        lost = wait_for(lambda: (lambda o: o['client_status'] == 'lost' and o)(alloc(port, a['id'])),
-                        30, 'the allocation to turn lost once lost_after passed')
-        assert lost['desired_status'] == 'stop'
+        wait_for(lambda: alloc(port, a['id'])['client_status'] == 'lost', 30,
+                 'the allocation to turn lost once lost_after passed')
+        # then replaced by the reschedule policy (its delay after the loss)
         repl = wait_for(lambda: running_allocs(port, 'calm'), 30, 'a replacement to run')[0]
         assert repl['node_id'] != a['node_id'] and repl['previous_allocation'] == a['id']
+        assert repl['reschedule_attempts'] == 1
+        lost = alloc(port, a['id'])
+        assert lost['client_status'] == 'lost' and lost['desired_status'] == 'stop', lost
     finally:
         victim.proc.send_signal(signal.SIGCONT)
     # the node back too late: its allocation stays stopped

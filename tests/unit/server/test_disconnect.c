@@ -309,6 +309,57 @@ static void test_quota_counts_the_replacement(void **state)
 	fx_free(f);
 }
 
+
+/* replace = false: nothing placed while unknown; once lost_after passed
+ * it is lost and replaced as the reschedule policy says: no attempt left,
+ * the slot stays lost; an attempt left, a replacement. */
+static void lost_by_policy(const char *policy, bool replaced)
+{
+	struct fx *f = two_nodes();
+	char extra[512];
+	json_t *al, *all, *now;
+	const char *victim, *other;
+
+	snprintf(extra, sizeof(extra), ", \"disconnect\": {\"lost_after\": \"2s\", "
+		 "\"replace\": false}, \"reschedule\": %s", policy);
+	fx_submit(f, "calm", "service", 1, NULL, extra);
+	fx_idle(f);
+	al = fx_the_alloc(f, "calm");
+	fx_alloc_status(f, al, "running");
+	victim = !strcmp(fx_s(al, "node_id"), "a") ? "a" : "b";
+	other = !strcmp(victim, "a") ? "b" : "a";
+	silent_for(f, other, 1500);
+	heartbeat_check(f->srv);
+	fx_idle(f);
+	all = fx_job_allocs(f, "calm");
+	assert_int_equal(json_array_size(all), 1); /* unknown, not replaced */
+	assert_string_equal(fx_s(json_array_get(all, 0), "client_status"), "unknown");
+	json_decref(all);
+	silent_for(f, other, 2500);
+	fx_idle(f);
+	now = alloc_get(f, fx_s(al, "id"));
+	assert_string_equal(fx_s(now, "client_status"), "lost");
+	assert_string_equal(fx_s(now, "desired_status"), replaced ? "stop" : "run");
+	json_decref(now);
+	all = fx_job_allocs(f, "calm");
+	assert_int_equal(json_array_size(all), replaced ? 2 : 1);
+	json_decref(all);
+	json_decref(al);
+	fx_free(f);
+}
+
+static void test_lost_then_rescheduled(void **state)
+{
+	(void)state;
+	lost_by_policy("{\"delay\": \"0s\", \"delay_function\": \"constant\"}", true);
+}
+
+static void test_lost_no_attempt_left(void **state)
+{
+	(void)state;
+	lost_by_policy("{\"attempts\": 0, \"unlimited\": false}", false);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -322,6 +373,8 @@ int main(void)
 		cmocka_unit_test(test_reconnect_keep_replacement),
 		cmocka_unit_test(test_no_block_lost_at_once),
 		cmocka_unit_test(test_quota_counts_the_replacement),
+		cmocka_unit_test(test_lost_then_rescheduled),
+		cmocka_unit_test(test_lost_no_attempt_left),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
