@@ -47,6 +47,7 @@ struct check {
 	int64_t started_ns;          /* the task's start, for the grace */
 	int fails;                   /* check_restart's count */
 	struct svc_threshold thr;    /* its thresholds and counts */
+	bool held;                   /* its last result was held back by them */
 	json_t *out;                 /* its object in the set's entry: status, output, time */
 	/* the run in flight */
 	enum run_state state;
@@ -353,8 +354,12 @@ static void finish(struct check *c, enum svc_status st, const char *output)
 	svc_first_line(output, strlen(output), line, sizeof(line));
 	/* the thresholds decide what is shown (and counted by check_restart) */
 	shown = svc_threshold_step(&c->thr, svc_status_parse(old), st);
-	if (!old || strcmp(old, svc_status_name(shown)))
+	/* reported: a change of status, and a result held back by a
+	 * threshold (at most that many in a row) or the first after one (its
+	 * output says how far the count got) */
+	if (!old || strcmp(old, svc_status_name(shown)) || shown != st || c->held)
 		c->set->changed = true;
+	c->held = shown != st;
 	json_object_set_new(c->out, "status", json_string(svc_status_name(shown)));
 	if (shown != st) {
 		/* the result held back: say so beside its output */
