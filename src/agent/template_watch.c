@@ -79,8 +79,11 @@ struct tmpl_task {
 	int64_t due;          /* the pending change_mode's time (splay; unix ns) */
 	bool live;            /* the task runs: the watch may render it */
 	bool recovered;       /* to render again and compare: started by an earlier
-			       * client, or from data older than the watch's */
-	uint64_t gen;         /* the data generation its last start rendered */
+			       * client */
+	bool stale;           /* its templates that use service data, to render
+			       * again: started from data older than the watch's */
+	uint64_t gen;         /* the data generation its files were rendered from
+			       * at a start */
 	bool restart;         /* pending: restart the task */
 	uint64_t signals;     /* pending: these signals (bit n: signal n) */
 	unsigned scripts;     /* pending: change_mode script templates */
@@ -524,13 +527,20 @@ void tmpl_task_started(struct task_runner *tr, bool recovered)
 	pthread_mutex_lock(&w->render_lock);
 	tt->live = true;
 	/* recovered by a new client: its files were rendered by the last
-	 * one; or the data changed between its rendering and now (the watch
-	 * renders only live tasks): render again and compare, at once */
+	 * one (all of them again); or the data changed between its
+	 * rendering (a restart that kept its files: an earlier start's) and
+	 * now, while the watch, which renders only live tasks, left it: those
+	 * that use the data again.  Either at once, and compared. */
 	pthread_mutex_lock(&w->lock);
 	stale = tt->gen != w->gen;
+	if (!recovered && stale)
+		tt->gen = w->gen;
 	pthread_mutex_unlock(&w->lock);
-	if ((recovered && tr->te) || (!recovered && stale)) {
+	if (recovered && tr->te) {
 		tt->recovered = true;
+		again = true;
+	} else if (!recovered && stale) {
+		tt->stale = true;
 		again = true;
 	}
 	pthread_mutex_unlock(&w->render_lock);
@@ -719,7 +729,9 @@ static bool render_due(struct tmpl_task *tt, size_t j, const struct job_template
 
 /* Renders again, for each live task, the templates that used service data
  * when it changed (changed: this round found new data) or once their
- * wait { } is over, and every template of a task to compare (recovered).
+ * wait { } is over, and at once every template of a task to compare
+ * (recovered) or those that use the data of a task started from older data
+ * (stale).
  * Returns the earliest time a template still waits for, 0 when none. */
 static int64_t rerender(struct tmpl_watch *w, bool changed)
 {
@@ -732,7 +744,7 @@ static int64_t rerender(struct tmpl_watch *w, bool changed)
 		if (!tt->live)
 			continue;
 		for (size_t j = 0; j < task->ntemplates; j++) {
-			if (tt->recovered) {
+			if (tt->recovered || (tt->stale && tt->dynamic[j])) {
 				tt->wait_first[j] = 0;
 				rerender_one(w, i, j);
 			} else if (tt->dynamic[j] &&
@@ -740,7 +752,7 @@ static int64_t rerender(struct tmpl_watch *w, bool changed)
 				rerender_one(w, i, j);
 			}
 		}
-		tt->recovered = false;
+		tt->recovered = tt->stale = false;
 	}
 	pthread_mutex_unlock(&w->render_lock);
 	return next;

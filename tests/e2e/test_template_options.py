@@ -367,3 +367,67 @@ def test_render_templates_after_failure(agents, tmp_path, http_files):
     for g in a:
         st = task_state(dev, a[g]['id'], 't')
         assert st['restarts'] == 1 and st['state'] == 'running', st
+
+
+MIXED_JOB = '''
+job "mixed" {
+  group "g" {
+    restart {
+      attempts = 3
+      delay    = "1s"
+      interval = "1h"
+      mode     = "fail"
+    }
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "cat \\"$NOMAD_TASK_DIR/local/status.txt\\" \\"$NOMAD_TASK_DIR/local/out.txt\\" >> \\"$NOMAD_ALLOC_DIR/seen\\"; while [ ! -e \\"$NOMAD_ALLOC_DIR/fail\\" ]; do sleep 0.2; done; rm -f \\"$NOMAD_ALLOC_DIR/fail\\"; exit 1"]
+      }
+      artifact {
+        source = "BASE/in.tpl"
+      }
+      template {
+        data        = "{{ range nomadService \\"probe|any\\" }}{{ .Status }}{{ end }}\\n"
+        destination = "local/status.txt"
+        change_mode = "noop"
+      }
+      template {
+        source      = "local/in.tpl"
+        destination = "local/out.txt"
+      }
+    }
+  }
+}
+'''
+
+
+def test_kept_files_follow_the_watch(agents, tmp_path, http_files, probe_server):
+    """render_templates false (the default): a restart keeps the files, and
+    those the watch rendered while the task ran are as current as the watch
+    made them; the source template the watch does not follow is not
+    rendered again, and no template change restarts the task."""
+    base, www = http_files
+    port, set_code = probe_server
+    (www / 'in.tpl').write_text('stage one\n')
+    dev = start_dev(agents, tmp_path)
+    run(dev, write_job(tmp_path, 'probe', PROBE_JOB.replace('PORT', str(port))))
+    wait_for(lambda: probe_health(dev) == 'passing', 60, 'the probe to be passing')
+    run(dev, write_job(tmp_path, 'mixed', MIXED_JOB.replace('BASE', base)))
+    a = wait_for(lambda: group_alloc(dev, 'mixed', 'g'), 60, 'the task to run')
+    d = alloc_dir(dev, a['id'])
+    first = 'passing\nstage one\n'
+    wait_for(lambda: read(d / 'alloc' / 'seen') == first, 30, 'the task to read its files')
+
+    (www / 'in.tpl').write_text('stage two\n')
+    set_code(500)
+    wait_for(lambda: read(d / 't' / 'local' / 'status.txt') == 'critical\n', 60,
+             'the watch to render the change')
+    (d / 'alloc' / 'fail').touch()
+    wait_for(lambda: read(d / 'alloc' / 'seen') == first + 'critical\nstage one\n', 60,
+             'the restart to read the kept files')
+    assert read(d / 't' / 'local' / 'in.tpl') == 'stage two\n'
+    assert read(d / 't' / 'local' / 'out.txt') == 'stage one\n'
+    st = task_state(dev, a['id'], 't')
+    assert st['restarts'] == 1, st
+    assert not [e for e in st['events'] if e['type'] == 'Restart Signaled'], st['events']
