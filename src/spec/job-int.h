@@ -48,10 +48,14 @@ struct field {
 	 * job without it keeps the canonical text it had */
 	/* F_BOOL: where to note that the file set it (an int), or (size_t)-1 */
 	size_t set_off;
-	/* F_DURATION: 0 is left out of the JSON (a field added after jobs
-	 * were stored that validation empties: Nomad's older spellings of
-	 * disconnect's fields) */
-	bool omit_zero;
+	/* A field added after jobs were stored: left out of the JSON while it
+	 * holds its default (F_INT, F_DURATION: dflt; F_BOOL: false;
+	 * F_STRING: dflt_str), so that a job that does not use it keeps the
+	 * canonical text it had and re-submitting it after an upgrade makes
+	 * no new version.  Decoding fills the default again (validation). */
+	bool omit_default;
+	int64_t dflt;
+	const char *dflt_str;
 };
 
 struct schema {

@@ -111,15 +111,24 @@ static json_t *encode_field(const struct field *f, const void *obj, bool sorted)
 	switch (f->kind) {
 	case F_STRING:
 	case F_ENUM:
-	case F_SCALAR:
-		return encode_string(*(char *const *)p);
+	case F_SCALAR: {
+		const char *s = *(char *const *)p;
+		if (f->omit_default && s && f->dflt_str && !strcmp(s, f->dflt_str))
+			return NULL;
+		return encode_string(s);
+	}
 	case F_INT:
 	case F_DURATION:
 	case F_SIZE_MIB:
-		if (f->omit_zero && *(const int64_t *)p == 0)
+		if (f->omit_default && *(const int64_t *)p == f->dflt)
 			return NULL;
 		return json_integer(*(const int64_t *)p);
 	case F_BOOL:
+		/* false as the file set it stays: a task's own false must not
+		 * inherit its group's true when the job is decoded again */
+		if (f->omit_default && !*(const bool *)p &&
+		    (f->set_off == NO_SET_OFF || !*(const int *)((const char *)obj + f->set_off)))
+			return NULL;
 		return json_boolean(*(const bool *)p);
 	case F_COMPUTE: {
 		int t = *(const int *)p;

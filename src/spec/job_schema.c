@@ -27,9 +27,21 @@
 	  .schema = &sch, .max = maxn, .set_off = NO_SET_OFF }
 #define MAP(k, kind_, type, member, maxn) \
 	{ .key = k, .kind = kind_, .off = offsetof(type, member), .max = maxn, .set_off = NO_SET_OFF }
+/* fields added after jobs were stored, left out of the JSON at their
+ * default (job-int.h, struct field) */
+#define NEW_INT(k, kind_, type, member, lo, hi, d) \
+	{ .key = k, .kind = kind_, .off = offsetof(type, member), .min = lo, .max = hi, \
+	  .set_off = NO_SET_OFF, .omit_default = true, .dflt = d }
+#define NEW_STR(k, type, member, maxlen, d) \
+	{ .key = k, .kind = F_STRING, .off = offsetof(type, member), .max = maxlen, \
+	  .set_off = NO_SET_OFF, .omit_default = true, .dflt_str = d }
+#define NEW_BOOL(k, type, member) \
+	{ .key = k, .kind = F_BOOL, .off = offsetof(type, member), .set_off = NO_SET_OFF, \
+	  .omit_default = true }
 #define END { .key = NULL }
 
-#define HOUR (3600 * 1000000000LL)
+#define SECOND 1000000000LL
+#define HOUR (3600 * SECOND)
 #define YEAR (8760 * HOUR)
 
 static const char *const operators[] = {
@@ -196,13 +208,13 @@ static const struct field template_fields[] = {
 	ENUM("change_mode", struct job_template, change_mode, change_modes),
 	STR("change_signal", struct job_template, change_signal, 32),
 	FIELD("env", F_BOOL, struct job_template, env),
-	INT("splay", F_DURATION, struct job_template, splay, 0, 24 * HOUR),
+	NEW_INT("splay", F_DURATION, struct job_template, splay, 0, 24 * HOUR, 5 * SECOND),
 	OPTIONAL_OBJ("wait", struct job_template, wait, template_wait_schema),
-	STR("left_delimiter", struct job_template, left_delimiter, TEMPLATE_MAX_DELIM),
-	STR("right_delimiter", struct job_template, right_delimiter, TEMPLATE_MAX_DELIM),
-	FIELD("error_on_missing_key", F_BOOL, struct job_template, error_on_missing_key),
-	INT("uid", F_INT, struct job_template, uid, -1, 2147483647),
-	INT("gid", F_INT, struct job_template, gid, -1, 2147483647),
+	NEW_STR("left_delimiter", struct job_template, left_delimiter, TEMPLATE_MAX_DELIM, "{{"),
+	NEW_STR("right_delimiter", struct job_template, right_delimiter, TEMPLATE_MAX_DELIM, "}}"),
+	NEW_BOOL("error_on_missing_key", struct job_template, error_on_missing_key),
+	NEW_INT("uid", F_INT, struct job_template, uid, -1, 2147483647, -1),
+	NEW_INT("gid", F_INT, struct job_template, gid, -1, 2147483647, -1),
 	END,
 };
 static const struct schema template_schema = {
@@ -289,10 +301,10 @@ static const struct schema check_restart_schema = {
  * the JSON, so that a job without them keeps the canonical text it had. */
 #define CHECK_RUNS(k, member) \
 	{ .key = k, .kind = F_INT, .off = offsetof(struct job_check, member), .min = 0, \
-	  .max = JOB_MAX_CHECK_RUNS, .set_off = NO_SET_OFF, .omit_zero = true }
+	  .max = JOB_MAX_CHECK_RUNS, .set_off = NO_SET_OFF, .omit_default = true }
 #define SHUTDOWN_DELAY(type) \
 	{ .key = "shutdown_delay", .kind = F_DURATION, .off = offsetof(type, shutdown_delay), \
-	  .min = 0, .max = JOB_MAX_SHUTDOWN_DELAY, .set_off = NO_SET_OFF, .omit_zero = true }
+	  .min = 0, .max = JOB_MAX_SHUTDOWN_DELAY, .set_off = NO_SET_OFF, .omit_default = true }
 
 static void init_check(void *obj)
 {
@@ -412,7 +424,7 @@ static const struct field restart_fields[] = {
 	INT("delay", F_DURATION, struct job_restart, delay, 0, YEAR),
 	ENUM("mode", struct job_restart, mode, restart_modes),
 	{ .key = "render_templates", .kind = F_BOOL, .off = offsetof(struct job_restart, render_templates),
-	  .set_off = offsetof(struct job_restart, render_templates_set) },
+	  .set_off = offsetof(struct job_restart, render_templates_set), .omit_default = true },
 	END,
 };
 static const struct schema restart_schema = {
@@ -578,7 +590,7 @@ static const char *const group_ignored[] = {
 /* Nomad's older spellings (validation moves them into disconnect) */
 #define LEGACY_DURATION(k, member) \
 	{ .key = k, .kind = F_DURATION, .off = offsetof(struct job_group, member), .min = 0, \
-	  .max = YEAR, .set_off = NO_SET_OFF, .omit_zero = true }
+	  .max = YEAR, .set_off = NO_SET_OFF, .omit_default = true }
 static const struct field group_fields[] = {
 	STR("name", struct job_group, name, JOB_MAX_ID),
 	INT("count", F_INT, struct job_group, count, 0, 100000),

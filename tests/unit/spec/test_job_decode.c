@@ -324,6 +324,61 @@ static void test_round_trip(void **state)
 	job_free(b);
 }
 
+/* Fields added after jobs were stored are left out of the canonical JSON
+ * at their defaults, so that a stored job re-submitted unchanged after an
+ * upgrade keeps its text (no new version); set, they are written; a task's
+ * own render_templates = false stays false beside its group's true. */
+static void test_new_fields_left_out_at_default(void **state)
+{
+	static const char text[] =
+		"{\"id\":\"n\",\"groups\":[{\"name\":\"g\",\"restart\":{\"attempts\":1},"
+		"\"tasks\":[{\"name\":\"t\",\"driver\":\"raw_exec\",\"config\":{\"command\":\"x\"},"
+		"\"templates\":[{\"data\":\"a\",\"destination\":\"local/a\"},{\"data\":\"b\","
+		"\"destination\":\"local/b\",\"splay\":0,\"uid\":0,\"gid\":7,\"left_delimiter\":\"[[\","
+		"\"right_delimiter\":\"]]\",\"error_on_missing_key\":true}]}]},{\"name\":\"h\","
+		"\"restart\":{\"render_templates\":true},\"tasks\":[{\"name\":\"t\",\"driver\":"
+		"\"raw_exec\",\"config\":{\"command\":\"x\"},\"restart\":{\"render_templates\":false}}]}]}";
+	static const char *const added[] = { "splay", "uid", "gid", "left_delimiter",
+					     "right_delimiter", "error_on_missing_key", NULL };
+	char *diags, *text1, *text2;
+	struct job *a = decode_text(text, &diags), *b;
+	json_t *j1, *j2, *g0, *tmpl;
+
+	(void)state;
+	assert_string_equal(diags, "");
+	assert_non_null(a);
+	free(diags);
+	j1 = job_to_json(a);
+	g0 = json_array_get(json_object_get(j1, "groups"), 0);
+	assert_null(json_object_get(json_object_get(g0, "restart"), "render_templates"));
+	tmpl = json_object_get(json_array_get(json_object_get(g0, "tasks"), 0), "templates");
+	for (const char *const *k = added; *k; k++) {
+		assert_null(json_object_get(json_array_get(tmpl, 0), *k));
+		assert_non_null(json_object_get(json_array_get(tmpl, 1), *k));
+	}
+	text1 = json_dumps(j1, JSON_COMPACT);
+	b = decode_text(text1, &diags);
+	assert_string_equal(diags, "");
+	assert_non_null(b);
+	assert_int_equal(b->groups[0].tasks[0].templates[0].splay, 5 * NS_PER_SEC);
+	assert_int_equal(b->groups[0].tasks[0].templates[0].uid, -1);
+	assert_string_equal(b->groups[0].tasks[0].templates[0].left_delimiter, "{{");
+	assert_int_equal(b->groups[0].tasks[0].templates[1].splay, 0);
+	assert_int_equal(b->groups[0].tasks[0].templates[1].uid, 0);
+	assert_true(b->groups[1].restart.render_templates);
+	assert_false(b->groups[1].tasks[0].restart->render_templates);
+	j2 = job_to_json(b);
+	text2 = json_dumps(j2, JSON_COMPACT);
+	assert_string_equal(text1, text2);
+	free(text1);
+	free(text2);
+	free(diags);
+	json_decref(j1);
+	json_decref(j2);
+	job_free(a);
+	job_free(b);
+}
+
 /* job_to_json_sorted: the same job as job_to_json, every object's keys
  * (the job's, maps', a task config's) in sorted order, as JSON_SORT_KEYS
  * writes them. */
@@ -394,6 +449,7 @@ int main(void)
 		cmocka_unit_test(test_not_an_object),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_sorted_form),
+		cmocka_unit_test(test_new_fields_left_out_at_default),
 		cmocka_unit_test(test_compute_from_percent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
