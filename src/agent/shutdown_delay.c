@@ -98,6 +98,8 @@ int shutdown_delay_wait(struct task_runner *tr, const struct driver_ops *d,
 	bool applies, first = false;
 	int rc;
 
+	if (!group && !own)
+		return 0;   /* nothing to wait for: the kill as ever */
 	pthread_mutex_lock(&ar->lock);
 	/* a stop of the server's: not the time limit's, nor a disconnected
 	 * client's own (its allocation is lost to the server) */

@@ -119,7 +119,10 @@ job "pair" {{
     start = time.time()
     r = cli(dev.port, 'alloc', 'stop', '-detach', a['id'])
     assert r.returncode == 0, r.stdout + r.stderr
-    wait_for(lambda: not listed(dev.port, 'pair-group'), 30, 'the service to leave')
+    # its replacement registers the service again: the stopped one's entry leaves
+    wait_for(lambda: a['id'] not in {i['alloc_id'] for i in
+                                     api(dev.port, '/v1/service/pair-group')},
+             30, 'the service to leave')
     ta = wait_for(lambda: term_time(out, 'a'), 60, 'task a to get SIGTERM')
     tb = wait_for(lambda: term_time(out, 'b'), 60, 'task b to get SIGTERM')
     # b: the group's delay only; a: the group's, then its own
