@@ -22,6 +22,7 @@
 
 #include "agent/alloc_gc.h"
 #include "agent/client.h"
+#include "agent/client_fs.h"
 #include "agent/client_http.h"
 #include "agent/exec_session.h"
 #include "agent/logs.h"
@@ -926,6 +927,32 @@ static enum MHD_Result reply_method_not_allowed(struct MHD_Connection *conn, con
 	return rc;
 }
 
+/* GET /v1/client/fs/{ls,stat,cat,readat}/:alloc (client_fs.h): rest is
+ * the URL after CLIENT_FS_PREFIX; authorized as a log read. */
+static enum MHD_Result serve_fs(struct client_http *h, struct MHD_Connection *conn,
+				const char *method, const struct request *rq, const char *rest)
+{
+	const char *slash = strchr(rest, '/');
+	enum MHD_Result rc;
+	char op[8];
+
+	if (!slash || (size_t)(slash - rest) >= sizeof(op))
+		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", "no such path");
+	snprintf(op, sizeof(op), "%.*s", (int)(slash - rest), rest);
+	if (!client_fs_op_known(op))
+		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", "no such path");
+	if (strcmp(method, "GET"))
+		return reply_method_not_allowed(conn, "GET");
+	if (rq->too_big || rq->body.len)
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", "no body expected");
+	if (!logs_valid_name(slash + 1))
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+				   "allocation id must be letters, digits, '-', '_' or '.'");
+	if (authorize(h, conn, slash + 1, false, &rc))
+		return rc;
+	return client_fs_serve(conn, h->alloc_dir, op, slash + 1);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_size, void **con_cls)
@@ -955,6 +982,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return reply_error(conn, MHD_HTTP_FORBIDDEN, "tls_client_certificate",
 					   perr.msg);
 	}
+	if (!logs && !strncmp(url, CLIENT_FS_PREFIX, strlen(CLIENT_FS_PREFIX)))
+		return serve_fs(h, conn, method, rq, url + strlen(CLIENT_FS_PREFIX));
 	if (!logs) {
 		/* /v1/client/allocation/:id/{stats,restart,signal}; the id is
 		 * all before the last '/', checked by the handler ("../x": 400) */

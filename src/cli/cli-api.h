@@ -161,6 +161,8 @@ int alloc_locate(const char *cmd, const char *ns_flag, const char *prefix, char 
 		 json_t **alloc, char **addr);
 /* herd alloc exec (cmd_alloc_exec.c). */
 int alloc_exec_cmd(int argc, char **argv);
+/* herd alloc fs (cmd_alloc_fs.c). */
+int alloc_fs_cmd(int argc, char **argv);
 
 /* herd alloc status's "Services" table: the allocation's registered
  * services and their health (cmd_service.c); nothing when it has none. */

@@ -281,6 +281,7 @@ int cmd_alloc(int argc, char **argv)
 		{ "restart", alloc_restart_cmd, "restart an allocation's tasks in place" },
 		{ "signal", alloc_signal_cmd, "send a signal to an allocation's tasks" },
 		{ "exec", alloc_exec_cmd, "run a command inside a running task" },
+		{ "fs", alloc_fs_cmd, "list or print files of an allocation's directory" },
 		{ NULL, NULL, NULL },
 	};
 	return dispatch(argv[0], cmds, argc, argv);
