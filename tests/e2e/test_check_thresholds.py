@@ -7,7 +7,7 @@ run numbers itself in its output ("run N code C"), so that what the
 registry shows can be matched to the run that made it."""
 import re
 
-from test_control_plane import agents, api, cli, wait_for, write_job  # noqa: F401
+from test_control_plane import agents, api, cli, job_allocs, wait_for, write_job  # noqa: F401
 from test_tasks import start_dev
 
 
@@ -122,3 +122,59 @@ def test_check_thresholds(agents, tmp_path):
     runs = failing_runs(w.until(lambda s: failing_runs(s, 3), 'three failures of warn'), 3)
     assert runs[:3] == [runs[0], runs[0] + 1, runs[0] + 2], w.seen
     assert [set(w.seen[r]) for r in runs[:3]] == [{'warning'}, {'warning'}, {'critical'}], w.seen
+
+
+DEPLOY_JOB = '''
+job "thd" {
+  update {
+    max_parallel      = 1
+    min_healthy_time  = "1s"
+    healthy_deadline  = "8s"
+    progress_deadline = "1m"
+    health_check      = "checks"
+  }
+  group "g" {
+    service {
+      name = "thd"
+      port = 8080
+      check {
+        type     = "script"
+        command  = "/bin/sh"
+        args     = ["-c", "echo fine"]
+        interval = "1s"
+        timeout  = "1s"
+        success_before_passing = SUCCESSES
+      }
+    }
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sleep"
+        args    = ["600"]
+      }
+    }
+  }
+}
+'''
+
+
+def test_deployment_health_reads_the_thresholds(agents, tmp_path):
+    """health_check = "checks" reads the status the thresholds let through:
+    every run of the check succeeds, yet with success_before_passing = 100
+    it is still critical when healthy_deadline (8s) runs out."""
+    from test_deployments import wait_deployment
+    dev = start_dev(agents, tmp_path)
+    job = write_job(tmp_path, 'thd', DEPLOY_JOB.replace('SUCCESSES', '2'))
+    r = cli(dev.port, 'job', 'run', '-detach', job)
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_deployment(dev.port, 'thd', 0, ('successful',))
+    job = write_job(tmp_path, 'thd', DEPLOY_JOB.replace('SUCCESSES', '100'))
+    r = cli(dev.port, 'job', 'run', '-detach', job)
+    assert r.returncode == 0, r.stdout + r.stderr
+    d = wait_deployment(dev.port, 'thd', 1, ('failed',))
+    assert d['groups']['g']['unhealthy_allocs'] == 1, d
+    [inst] = [i for i in api(dev.port, '/v1/service/thd')
+              if i['alloc_id'] in {a['id'] for a in job_allocs(dev.port, 'thd')
+                                   if a['job_version'] == 1}]
+    [c] = inst['checks']
+    assert c['status'] == 'critical' and c['output'].startswith('fine (passing '), c
