@@ -78,11 +78,12 @@ int alloc_fs_open_walk(int rootfd, const char *rel, int flags, struct herd_err *
 		int f = next ? O_PATH | O_DIRECTORY | O_NOFOLLOW : flags | O_NOFOLLOW;
 		int fd = openat(cur, c, f | O_CLOEXEC);
 		e = errno;
+		/* O_DIRECTORY | O_NOFOLLOW on a symlink says ENOTDIR: say why */
+		if (fd < 0 && e == ENOTDIR && next && fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode))
+			e = ELOOP;
 		close(cur);
 		if (fd < 0) {
-			if (e == ELOOP || (e == ENOTDIR && next && fstatat(rootfd, rel, &st,
-						AT_SYMLINK_NOFOLLOW) == 0))
-				e = ELOOP;
 			return herd_errf(err, -e, "%s: %s", rel, e == ELOOP ?
 					 "a symlink (not followed where openat2 is missing)" :
 					 strerror(e));
