@@ -155,6 +155,12 @@ int job_disconnect_validate(struct job *job, struct job_path *path,
 int job_idle_gpu_validate(struct job *job, struct job_path *path,
 			  const struct job_failed *failed, struct diag_list *diags);
 
+/* job_ephemeral_disk.c: fills every group's ephemeral_disk defaults (size
+ * 300 MB; migrate implies sticky, Nomad's rule) and, with
+ * prevent_reschedule_on_lost, makes the disconnect block's replace false
+ * (a lost or unknown allocation of the group is never replaced). */
+void job_ephemeral_disk_fill(struct job *job, const struct job_failed *failed);
+
 /* job_service.c: validates and fills the defaults of n services of group g
  * (task: the task they belong to, NULL for group services), with messages
  * under path; returns the number of errors added. */

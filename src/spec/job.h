@@ -311,6 +311,18 @@ struct job_idle_gpu {
 	char *action;              /* warn (default) | stop */
 };
 
+/* ephemeral_disk { size sticky migrate } of a group (docs/jobspec.md,
+ * "ephemeral_disk"): the allocation directory's data (alloc/data and each
+ * task's local/) follows a replacement of the allocation.  Validation
+ * fills size (300) and makes migrate imply sticky. */
+struct job_ephemeral_disk {
+	struct hcl_pos pos;
+	int64_t size;  /* MB; recorded, not counted against a node's disk */
+	bool sticky;   /* the replacement prefers the node of the one it replaces,
+			* whose agent moves the data into it */
+	bool migrate;  /* also across nodes: validated, not carried out yet */
+};
+
 struct job_group {
 	struct hcl_pos pos;
 	char *name;
@@ -347,6 +359,9 @@ struct job_group {
 	size_t nservices;
 	struct job_disconnect *disconnect; /* NULL: none (see struct job_disconnect) */
 	struct job_idle_gpu *idle_gpu;     /* NULL: none (see struct job_idle_gpu) */
+	struct job_ephemeral_disk *ephemeral_disk; /* NULL: none */
+	/* an allocation lost with its node is not replaced (it stays lost) */
+	bool prevent_reschedule_on_lost;
 	/* Nomad's older spellings of disconnect's lost_after and
 	 * stop_on_client_after, as decoded; validation moves them into
 	 * disconnect and leaves 0 (left out of the JSON) */

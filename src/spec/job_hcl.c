@@ -83,6 +83,7 @@ static const struct block_rule rules_group[] = {
 	{ "service", "services", true, NULL, rules_service },
 	{ "disconnect", "disconnect", false, NULL, rules_none },
 	{ "idle_gpu", "idle_gpu", false, NULL, rules_none },
+	{ "ephemeral_disk", "ephemeral_disk", false, NULL, rules_none },
 	RULE_END,
 };
 

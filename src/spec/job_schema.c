@@ -572,6 +572,22 @@ static const struct schema idle_gpu_schema = {
 	"idle_gpu", sizeof(struct job_idle_gpu), init_idle_gpu, idle_gpu_fields, NULL,
 };
 
+static void init_ephemeral_disk(void *obj)
+{
+	((struct job_ephemeral_disk *)obj)->size = JOB_UNSET;
+}
+
+static const struct field ephemeral_disk_fields[] = {
+	INT("size", F_INT, struct job_ephemeral_disk, size, 1, 1LL << 30),
+	FIELD("sticky", F_BOOL, struct job_ephemeral_disk, sticky),
+	FIELD("migrate", F_BOOL, struct job_ephemeral_disk, migrate),
+	END,
+};
+static const struct schema ephemeral_disk_schema = {
+	"ephemeral_disk", sizeof(struct job_ephemeral_disk), init_ephemeral_disk,
+	ephemeral_disk_fields, NULL,
+};
+
 static void init_group(void *obj)
 {
 	struct job_group *g = obj;
@@ -584,8 +600,7 @@ static void init_group(void *obj)
 }
 
 static const char *const group_ignored[] = {
-	"migrate", "ephemeral_disk", "scaling",
-	"consul", "vault", "prevent_reschedule_on_lost", NULL,
+	"migrate", "scaling", "consul", "vault", NULL,
 };
 /* Nomad's older spellings (validation moves them into disconnect) */
 #define LEGACY_DURATION(k, member) \
@@ -611,6 +626,8 @@ static const struct field group_fields[] = {
 	ARR("services", struct job_group, services, nservices, service_schema, JOB_MAX_SERVICES),
 	OPTIONAL_OBJ("disconnect", struct job_group, disconnect, disconnect_schema),
 	OPTIONAL_OBJ("idle_gpu", struct job_group, idle_gpu, idle_gpu_schema),
+	OPTIONAL_OBJ("ephemeral_disk", struct job_group, ephemeral_disk, ephemeral_disk_schema),
+	NEW_BOOL("prevent_reschedule_on_lost", struct job_group, prevent_reschedule_on_lost),
 	LEGACY_DURATION("max_client_disconnect", max_client_disconnect),
 	LEGACY_DURATION("stop_after_client_disconnect", stop_after_client_disconnect),
 	END,
