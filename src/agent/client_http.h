@@ -13,6 +13,11 @@
  * 400, unknown ones 404, so no request reaches outside the allocation's
  * log directory.
  *
+ *   GET /v1/client/fs/{ls,stat,cat,readat}/:alloc?path=P
+ *
+ * lists, describes or reads the allocation's files (client_fs.h; every
+ * read beneath its directory, alloc_fs.h), authorized as a log read.
+ *
  *   GET /v1/client/allocation/:id/stats
  *
  * answers {"tasks": {"<task>": {"memory_bytes", "memory_peak_bytes",

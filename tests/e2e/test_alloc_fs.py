@@ -13,8 +13,10 @@ Real herd agents on 127.0.0.1 (the `agents` fixture of test_control_plane)."""
 import hashlib
 import json
 import os
+import queue
 import stat
 import subprocess
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -214,6 +216,25 @@ def test_alloc_fs_dev_agent(agents, tmp_path):
     assert r.returncode == 1 and 'no allocation' in r.stderr, r.stderr
     r = cli(dev.port, 'alloc', 'fs', aid[:8], 't/local/nope')
     assert r.returncode == 1 and r.stderr, r.stderr
+
+    # -f: the file, then what is appended to it, as it comes
+    grow = d / 't' / 'local' / 'grow.txt'
+    grow.write_bytes(b'one\n')
+    env = dict(os.environ, HERD_ADDR=f'http://127.0.0.1:{dev.port}')
+    p = subprocess.Popen([str(HERD), 'alloc', 'fs', '-f', aid[:8], 't/local/grow.txt'],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=REPO)
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in iter(p.stdout.readline, b'')],
+                     daemon=True).start()
+    try:
+        assert lines.get(timeout=30) == b'one\n'
+        with open(grow, 'ab') as f:
+            f.write(b'two\n')
+        assert lines.get(timeout=30) == b'two\n'
+        assert p.poll() is None   # still following
+    finally:
+        p.kill()
+        p.wait()
 
 
 def test_alloc_fs_separate_client_with_acl(agents, tmp_path):
