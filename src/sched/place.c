@@ -408,7 +408,7 @@ static bool can_group(const struct sched_request *req, const struct sched_option
 	const struct sched_device_request *dr = req->device;
 	/* groups of identical nodes do not look at host volumes */
 	if (opt->scan_all || opt->policy == SCHED_RANDOM || req->nconstraints || req->naffinities ||
-	    req->nvolumes || req->nspreads)
+	    req->nvolumes || req->nspreads || req->prefer_node)
 		return false;
 	if (!opt->tie_rank && opt->policy != SCHED_HERD)
 		return false;
@@ -543,6 +543,8 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 				goto out;
 			}
 		}
+		if (req->prefer_node && !strcmp(n->id, req->prefer_node))
+			sc += SCHED_PREFER_BONUS;
 		if (cand) {
 			cand[ncand].node = (int)ni;
 			cand[ncand].score = sc;
@@ -600,6 +602,8 @@ found:
 		out->memory_mib = q.a.mem;
 		out->ndev = q.a.num;
 		out->score = best;
+		if (req->prefer_node && !strcmp(n->id, req->prefer_node))
+			out->score -= SCHED_PREFER_BONUS;
 		out->spread = best_spread;
 		for (int j = 0; j < q.a.num; j++) {
 			const struct sched_dev *dv = &n->dev[idx[best_pick[j]]];

@@ -215,7 +215,14 @@ struct sched_request {
 	const struct sched_spread *spreads;
 	size_t nspreads;
 	int spread_desired; /* the count the targets' percents are of; 0: count */
+	/* a node id (NULL: none) that wins whenever it fits: ephemeral_disk
+	 * { sticky }'s replacement prefers the node of the allocation it
+	 * replaces.  Its bonus, SCHED_PREFER_BONUS, is added to the node's
+	 * score while choosing and left out of sched_placement.score. */
+	const char *prefer_node;
 };
+
+#define SCHED_PREFER_BONUS 1e9
 
 /* ---- policies --------------------------------------------------------- */
 

@@ -427,6 +427,9 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 			}
 		}
 		memset(&why, 0, sizeof(why));
+		/* ephemeral_disk { sticky }: the node of the allocation replaced */
+		ask.req.prefer_node = g->ephemeral_disk && g->ephemeral_disk->sticky &&
+				      needs[i].previous ? jstr(needs[i].previous, "node_id", NULL) : NULL;
 		rc = group_ask_place(snap, &ask, &opt, &pl, &why, &err);
 		/* a gang does not preempt (docs/teams.md): the minimal set is
 		 * found per instance, and stopping others' work for part of a

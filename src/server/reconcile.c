@@ -629,6 +629,11 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 		if (!strcmp(client, "pending") || !strcmp(client, "running")) {
 			const char *why = NULL;
 			bool changed = false;
+			if ((!vn || !strcmp(jstr(vn->node, "status", ""), "down")) &&
+			    job_model->groups[g].prevent_reschedule_on_lost) {
+				r.ignore++; /* lost with its node: not replaced */
+				continue;
+			}
 			if (!vn || !strcmp(jstr(vn->node, "status", ""), "down"))
 				why = "node down; replaced";
 			else if (jbool(vn->node, "drain", false))
@@ -667,8 +672,9 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 			/* lost once disconnect's lost_after passed, replace = false:
 			 * replaced as the reschedule policy says */
 			at = reschedule_at(&job_model->groups[g].reschedule, al, now);
-			if (at < 0) {
-				r.ignore++; /* attempts exhausted: the slot stays lost */
+			if (at < 0 || job_model->groups[g].prevent_reschedule_on_lost) {
+				/* attempts exhausted, or never replaced: the slot stays lost */
+				r.ignore++;
 			} else if (at <= now) {
 				int attempts = (int)jint(al, "reschedule_attempts", 0) + 1;
 				stop_alloc(&r, al, "lost; rescheduled", now, attempts);
@@ -678,6 +684,10 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 					r.followup_at = at;
 				r.ignore++;
 			}
+			continue;
+		}
+		if (!strcmp(client, "lost") && job_model->groups[g].prevent_reschedule_on_lost) {
+			r.ignore++; /* stays lost in its slot, not replaced */
 			continue;
 		}
 		if (!strcmp(client, "lost")) {
