@@ -31,6 +31,7 @@
 
 #include "agent/checker.h"
 #include "agent/client-int.h"
+#include "agent/sticky_disk.h"
 #include "agent/log.h"
 #include "agent/status_sync.h"
 #include "common/units.h"
@@ -460,7 +461,9 @@ static bool run_single(struct alloc_runner *ar, bool *failed)
 {
 	struct task_runner *tr = &ar->tasks[0];
 
-	if (!stop_requested(ar) && !is_dead(ar, tr)) {
+	/* after a stop, still a task recovered running: it is stopped as a
+	 * stop does (shutdown_delay, kill_signal), not left behind */
+	if ((!stop_requested(ar) || tr->handle) && !is_dead(ar, tr)) {
 		tr->on_runner_thread = true;
 		/* A recovered task that runs: say so now, it makes no start
 		 * of its own that would */
@@ -543,6 +546,8 @@ static void *alloc_main(void *arg)
 		if (!json_array_size(ar->tasks[i].events))
 			task_event(&ar->tasks[i], "Received", "task received by client");
 	alloc_runner_mark_dirty(ar);
+	if (!sticky_disk_take(ar)) /* ephemeral_disk { sticky } */
+		goto out;
 
 	if (single_main(ar)) {
 		if (!run_single(ar, &failed))
@@ -556,14 +561,18 @@ static void *alloc_main(void *arg)
 	if (!wait_tasks(ar, pick_prestart))
 		goto out;
 	failed = any_failed(ar, pick_prestart);
-	/* Main tasks, then poststart hooks once they run. */
-	if (!failed && !stop_requested(ar)) {
+	/* Main tasks, then poststart hooks once they run.  After a stop, only
+	 * main tasks recovered running: stopped as a stop does (shutdown_delay,
+	 * kill_signal), not left behind. */
+	if (!failed) {
+		bool stopping = stop_requested(ar);
 		for (size_t i = 0; i < ar->ntasks; i++)
-			if (pick_main(&ar->tasks[i]) && !is_dead(ar, &ar->tasks[i]))
+			if (pick_main(&ar->tasks[i]) && !is_dead(ar, &ar->tasks[i]) &&
+			    (!stopping || ar->tasks[i].handle))
 				start_task(&ar->tasks[i]);
 		if (!wait_running(ar, pick_main))
 			goto out;
-		for (size_t i = 0; i < ar->ntasks; i++)
+		for (size_t i = 0; i < ar->ntasks && !stopping; i++)
 			if (pick_poststart(&ar->tasks[i]) && !is_dead(ar, &ar->tasks[i]))
 				start_task(&ar->tasks[i]);
 		if (!wait_tasks(ar, pick_main))

@@ -201,3 +201,39 @@ def test_dev_agent_shutdown_does_not_wait(agents, tmp_path):
     dev.proc.send_signal(__import__('signal').SIGTERM)
     dev.proc.wait(timeout=60)
     assert term_time(out, 't') is not None, 'the dev agent exited without stopping the task'
+
+
+def test_stop_while_the_agent_is_down(agents, tmp_path):
+    """The job is stopped while its client is down: the restarted client
+    recovers the running task and stops it as a stop does (the delay, then
+    SIGTERM), whether it hears of the stop before or after the recovery."""
+    from test_control_plane import GPUS, Agent
+    from test_tasks import _client_hcl, _server_hcl
+    server = Agent(tmp_path, 'server', ['-config', str(_server_hcl(tmp_path)),
+                                        '-http-port', '0']).start()
+    agents.append(server)
+    client = Agent(tmp_path, 'c1', ['-config', str(_client_hcl(tmp_path)), '-servers',
+                                    f'127.0.0.1:{server.port}', '-node', 'c1',
+                                    '-http-port', '0'],
+                   gpu_file=GPUS / 't4-2x.json').start()
+    agents.append(client)
+    wait_for(lambda: [n for n in api(server.port, '/v1/nodes') if n['status'] == 'ready'], 10,
+             'the client node')
+    out = tmp_path / 'out'
+    out.mkdir()
+    job = write_job(tmp_path, 'away', one_task_job('away', out, delay='2s'))
+    assert cli(server.port, 'job', 'run', '-detach', job).returncode == 0
+    wait_for(lambda: [a for a in job_allocs(server.port, 'away')
+                      if a['client_status'] == 'running'], 30, 'the task to run')
+    client.stop()   # SIGTERM: the task keeps running
+    assert cli(server.port, 'job', 'stop', 'away').returncode == 0
+    wait_for(lambda: not listed(server.port, 'away-svc'), 30, 'the service to leave')
+    time.sleep(1)
+    assert term_time(out, 't') is None
+    client.port = None
+    client.start()
+    wait_for(lambda: term_time(out, 't'), 60, 'the recovered task to get SIGTERM')
+    a = wait_for(lambda: [x for x in job_allocs(server.port, 'away')
+                          if x['client_status'] == 'complete'], 60, 'the alloc to end')[0]
+    assert ('Waiting Shutdown Delay', 'waiting shutdown_delay 2s') in task_events(a, 't'), \
+        task_events(a, 't')
