@@ -53,6 +53,7 @@ int cmd_acl(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_namespace(int argc, char **argv);
 int cmd_quota(int argc, char **argv);
+int cmd_var(int argc, char **argv);
 int cmd_usage(int argc, char **argv);
 int cmd_alloc(int argc, char **argv);
 /* The task shim (drivers/shim.h) as a hidden subcommand: `herd task-shim`. */

@@ -9,14 +9,16 @@
 #include "common/xalloc.h"
 #include "server/acl.h"
 #include "server/server-int.h"
+#include "server/vars.h"
 
 struct acl {
 	bool all;           /* ACL off, or a management token */
 	json_t *ns;         /* {"<name or glob>": level}, merged */
+	json_t *vars;       /* {"<name or glob>": {"<path or glob>": ACL_VAR_* bits}}, merged */
 	int node, quota, agent;
 };
 
-static const struct acl acl_everything = { true, NULL, ACL_WRITE, ACL_WRITE, ACL_WRITE };
+static const struct acl acl_everything = { true, NULL, NULL, ACL_WRITE, ACL_WRITE, ACL_WRITE };
 
 struct guard {
 	http_handler_fn *fn;
@@ -78,6 +80,16 @@ static void merge_rules(struct acl *a, const json_t *rules)
 		merge_level(&cur, acl_level_parse(json_string_value(v), true));
 		json_object_set_new(a->ns, k, json_integer(cur));
 	}
+	json_object_foreach(json_object_get(rules, "variables"), k, v) {
+		const char *path;
+		json_t *caps, *into = json_object_get(a->vars, k);
+		if (!into)
+			json_object_set_new(a->vars, k, into = json_object());
+		json_object_foreach(v, path, caps) {
+			json_int_t had = json_integer_value(json_object_get(into, path));
+			json_object_set_new(into, path, json_integer(had | acl_vars_caps(caps)));
+		}
+	}
 	if (json_object_get(rules, "node"))
 		merge_level(&a->node, acl_level_parse(jstr(rules, "node", ""), false));
 	if (json_object_get(rules, "quota"))
@@ -102,6 +114,7 @@ static struct acl *acl_resolve(struct server *srv, const char *secret)
 		return NULL;
 	a = xcalloc(1, sizeof(*a));
 	a->ns = json_object();
+	a->vars = json_object();
 	a->node = a->quota = a->agent = ACL_DENY - 1;
 	a->all = !strcmp(jstr(tok, "type", ""), "management");
 	json_array_foreach(json_object_get(tok, "policies"), i, pn) {
@@ -119,6 +132,7 @@ static void acl_free(struct acl *a)
 {
 	if (a && a != &acl_everything) {
 		json_decref(a->ns);
+		json_decref(a->vars);
 		free(a);
 	}
 }
@@ -188,6 +202,55 @@ bool acl_is_management(const struct http_request *req)
 {
 	const struct acl *a = req->auth;
 	return a && a->all;
+}
+
+/* The entry of map for namespace ns: exact, else the longest glob. */
+static json_t *ns_entry(json_t *map, const char *ns)
+{
+	const char *k;
+	json_t *v, *best = json_object_get(map, ns);
+	size_t best_len = 0;
+	if (best)
+		return best;
+	json_object_foreach(map, k, v) {
+		size_t n = strlen(k);
+		if (n == 0 || k[n - 1] != '*' || strncmp(k, ns, n - 1) || (best && n <= best_len))
+			continue;
+		best = v;
+		best_len = n;
+	}
+	return best;
+}
+
+bool acl_allows_var(const struct http_request *req, const char *ns, const char *path,
+		    unsigned cap)
+{
+	const struct acl *a = req->auth;
+	const char *g;
+	json_t *rules, *v;
+	unsigned have = 0;
+	size_t best = 0;
+	bool found = false;
+	if (!a || !ns || !path)
+		return false;
+	if (a->all || ns_level(a, ns) >= ACL_ADMIN)
+		return true;
+	/* the agent's node token: templates read variables (client side,
+	 * each template only in its own job's namespace) */
+	if (!(cap & ~(unsigned)(ACL_VAR_READ | ACL_VAR_LIST)) && a->node >= ACL_WRITE)
+		return true;
+	rules = ns_entry(a->vars, ns);
+	json_object_foreach(rules, g, v) {
+		size_t len;
+		if (!vars_glob_match(g, path, &len) || (found && len < best))
+			continue;
+		/* equally specific rules of several policies add up */
+		have = found && len == best ? have | (unsigned)json_integer_value(v)
+					   : (unsigned)json_integer_value(v);
+		best = len;
+		found = true;
+	}
+	return !(have & 16) && (have & cap) == cap;
 }
 
 void acl_filter_list(const struct http_request *req, json_t *list)

@@ -58,6 +58,17 @@ void server_routes_release(struct server *srv);
 bool acl_allows_ns(const struct http_request *req, const char *ns, enum acl_level level);
 bool acl_allows(const struct http_request *req, const char *scope, enum acl_level level);
 bool acl_is_management(const struct http_request *req);
+/* Variables (docs/teams.md, "ACL"): the capabilities of a namespace
+ * rule's variables block.  A management token (or ACL off) has all; a
+ * namespace at admin level has all in it; an agent's node write token
+ * reads and lists every variable (templates, which the agent confines to
+ * their job's namespace); else the token's variables path rules of the
+ * namespace's rule (exact name, longest glob, "*") decide: the most
+ * specific matching path, a "deny" there denying all. */
+enum acl_var_cap { ACL_VAR_READ = 1, ACL_VAR_WRITE = 2, ACL_VAR_LIST = 4, ACL_VAR_DESTROY = 8 };
+bool acl_allows_var(const struct http_request *req, const char *ns, const char *path,
+		    unsigned cap);
+
 /* Keeps in the array list only the objects whose "namespace" the token may
  * read. */
 void acl_filter_list(const struct http_request *req, json_t *list);

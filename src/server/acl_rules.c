@@ -31,6 +31,7 @@ json_t *acl_rules_from_hcl(const char *text, size_t len, struct diag_list *dl)
 		return NULL;
 	rules = json_object();
 	ns = json_object();
+	json_t *vars = json_object();
 	for (size_t i = 0; i < body->n; i++) {
 		const struct hcl_item *it = &body->items[i];
 		const struct hcl_block *b = &it->u.block;
@@ -56,6 +57,21 @@ json_t *acl_rules_from_hcl(const char *text, size_t len, struct diag_list *dl)
 			continue;
 		}
 		pol = hcl_body_attr(b->body, "policy");
+		/* a namespace's variables blocks (acl_vars.c); policy may go */
+		size_t nvars = 0;
+		for (size_t j = 0; is_ns && j < b->body->n; j++) {
+			const struct hcl_item *vi = &b->body->items[j];
+			if (vi->kind == HCL_ITEM_BLOCK && !strcmp(vi->u.block.type, "variables")) {
+				acl_vars_from_hcl(&vi->u.block, b->labels[0], vars, dl);
+				nvars++;
+			}
+		}
+		if (nvars && !pol) {
+			if (b->body->n != nvars)
+				diag_error(dl, b->pos.line, b->pos.col,
+					   "namespace holds policy = \"...\" and variables { }");
+			continue;
+		}
 		if (!pol || pol->value->kind != HCL_STRING ||
 		    acl_level_parse(pol->value->u.str.s, is_ns) < 0) {
 			diag_error(dl, pol ? pol->pos.line : b->pos.line, pol ? pol->pos.col : b->pos.col,
@@ -63,14 +79,18 @@ json_t *acl_rules_from_hcl(const char *text, size_t len, struct diag_list *dl)
 					 : "policy must be \"deny\", \"read\" or \"write\"");
 			continue;
 		}
-		if (b->body->n != 1)
-			diag_error(dl, b->pos.line, b->pos.col, "%s holds only policy = \"...\"", b->type);
+		if (b->body->n != 1 + nvars)
+			diag_error(dl, b->pos.line, b->pos.col, is_ns ? "namespace holds policy = \"...\" and variables { }"
+								     : "%s holds only policy = \"...\"", b->type);
 		if (is_ns)
 			json_object_set_new(ns, b->labels[0], json_string(pol->value->u.str.s));
 		else
 			json_object_set_new(rules, b->type, json_string(pol->value->u.str.s));
 	}
 	json_object_set_new(rules, "namespace", ns);
+	if (json_object_size(vars))
+		json_object_set(rules, "variables", vars);
+	json_decref(vars);
 	hcl_body_free(body);
 	if (dl->errors == errors) {
 		/* what the server will check (names of namespaces, levels) */
@@ -132,10 +152,17 @@ json_t *acl_rules_check(const json_t *rules, struct herd_err *err)
 			}
 			continue;
 		}
+		if (!strcmp(k, "variables")) {
+			json_t *vars = acl_vars_check(v, err);
+			if (!vars)
+				goto fail;
+			json_object_set_new(out, k, vars);
+			continue;
+		}
 		for (size_t i = 0; scopes[i]; i++)
 			known = known || !strcmp(scopes[i], k);
 		if (!known) {
-			herd_errf(err, -EINVAL, "unknown rule \"%s\" (namespace, node, quota, agent)", k);
+			herd_errf(err, -EINVAL, "unknown rule \"%s\" (namespace, variables, node, quota, agent)", k);
 			goto fail;
 		}
 		if (acl_level_parse(json_string_value(v), false) < 0) {

@@ -142,7 +142,8 @@ void http_router_free(struct http_router *r);
 
 /* Adds a route.  method is "GET", "PUT", "POST" or "DELETE"; pattern starts
  * with "/v1/", has no empty segments, at most HTTP_MAX_PARAMS ":name"
- * segments.  -EINVAL on a bad pattern, -EEXIST when the same method and
+ * segments; a last segment "*name" takes the rest of the path (one
+ * segment or more, joined with '/') as parameter name.  -EINVAL on a bad pattern, -EEXIST when the same method and
  * pattern are there already.  ctx is passed to fn. */
 int http_router_add(struct http_router *r, const char *method, const char *pattern,
 		    http_handler_fn *fn, unsigned flags, void *ctx, struct herd_err *err);

@@ -222,10 +222,11 @@ static int split_path(struct http_request_state *st, char *segs[HTTP_MAX_SEGS])
 static int match_score(const struct http_route *rt, char **segs, int n)
 {
 	int score = 0;
-	if (rt->nsegs != n)
+	bool rest = rt->nsegs > 0 && rt->segs[rt->nsegs - 1][0] == '*';
+	if (rest ? n < rt->nsegs : rt->nsegs != n)
 		return -1;
-	for (int i = 0; i < n; i++) {
-		if (rt->segs[i][0] == ':')
+	for (int i = 0; i < rt->nsegs; i++) {
+		if (rt->segs[i][0] == ':' || rt->segs[i][0] == '*')
 			continue;
 		if (strcmp(rt->segs[i], segs[i]) != 0)
 			return -1;
@@ -269,8 +270,11 @@ static int find_route(struct http_request_state *st, const struct http_router *r
 	}
 	resp->allow[0] = '\0';
 	st->route = best;
-	for (int i = 0; i < n; i++) {
-		if (best->segs[i][0] != ':')
+	for (int i = 0; i < best->nsegs; i++) {
+		if (best->segs[i][0] == '*') /* the rest: its segments joined again */
+			for (int j = i + 1; j < n; j++)
+				segs[j][-1] = '/';
+		else if (best->segs[i][0] != ':')
 			continue;
 		st->req.params[st->req.nparams].key = best->segs[i] + 1;
 		st->req.params[st->req.nparams].value = segs[i];

@@ -61,9 +61,12 @@ int http_router_add(struct http_router *r, const char *method, const char *patte
 	for (p = pattern + 1;;) {
 		const char *slash = strchr(p, '/');
 		size_t len = slash ? (size_t)(slash - p) : strlen(p);
-		if (len == 0 || (p[0] == ':' && len == 1))
+		if (len == 0 || ((p[0] == ':' || p[0] == '*') && len == 1))
 			goto bad;
-		if (p[0] == ':' && ++nparams > HTTP_MAX_PARAMS)
+		/* "*name": the rest of the path, one segment or more; last only */
+		if (p[0] == '*' && slash)
+			goto bad;
+		if ((p[0] == ':' || p[0] == '*') && ++nparams > HTTP_MAX_PARAMS)
 			goto bad;
 		ALLOC_GROW(rt.segs, (size_t)rt.nsegs + 1, alloc);
 		rt.segs[rt.nsegs++] = xstrndup(p, len);

@@ -932,6 +932,7 @@ int routes_namespaces(struct server *srv, struct herd_err *err);
 int routes_quotas(struct server *srv, struct herd_err *err);
 int routes_acl(struct server *srv, struct herd_err *err);
 int routes_usage(struct server *srv, struct herd_err *err);
+int routes_vars(struct server *srv, struct herd_err *err); /* GET|PUT|DELETE /v1/var(s) */
 int routes_system(struct server *srv, struct herd_err *err); /* gc.c */
 /* GET /v1/operator/snapshot (routes_operator.c). */
 int routes_operator(struct server *srv, struct herd_err *err);

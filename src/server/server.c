@@ -259,6 +259,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	if (!rc)
 		rc = routes_usage(srv, err);
 	if (!rc)
+		rc = routes_vars(srv, err);
+	if (!rc)
 		rc = routes_system(srv, err);
 	if (!rc)
 		rc = routes_metrics(srv, err);

@@ -122,12 +122,27 @@ int usage_fold(struct store *s, struct store_batch *b, const char *ns, const cha
  *    "node": "deny|read|write", "quota": "deny|read|write",
  *    "agent": "deny|read|write"}
  * In HCL: namespace "team-a" { policy = "submit" }  node { policy = "read" }
- * quota { policy = "read" }  agent { policy = "write" }. */
+ * quota { policy = "read" }  agent { policy = "write" }.
+ * Variables (acl_vars.c): a namespace block may hold
+ *   variables { path "db/..." { capabilities = ["read", "write", "list",
+ *                                             "destroy", "deny"] } }
+ * (its policy then optional), kept as JSON apart from the levels:
+ *   {"variables": {"<namespace or glob>": {"<path or glob>": ["read", ...]}}} */
 
 /* Reads a policy's rules written in HCL; NULL with errors in dl. */
 json_t *acl_rules_from_hcl(const char *text, size_t len, struct diag_list *dl);
 /* Checks rules given as JSON; returns a normalised copy or NULL with err. */
 json_t *acl_rules_check(const json_t *rules, struct herd_err *err);
+
+/* acl_vars.c: the variables block b of namespace ns (HCL) into
+ * vars[ns][path] = capabilities; errors into dl. */
+struct hcl_block;
+void acl_vars_from_hcl(const struct hcl_block *b, const char *ns, json_t *vars,
+		       struct diag_list *dl);
+/* Checks rules.variables; returns a normalised copy or NULL with err. */
+json_t *acl_vars_check(const json_t *vars, struct herd_err *err);
+/* Capabilities (ACL_VAR_* bits, acl.h; 16 for deny) named in caps. */
+unsigned acl_vars_caps(const json_t *caps);
 
 /* Levels, ordered: a higher level includes the lower ones. */
 enum acl_level { ACL_DENY = 0, ACL_READ = 1, ACL_SUBMIT = 2, ACL_WRITE = 2, ACL_ADMIN = 3 };

@@ -364,6 +364,16 @@ static int check_schema(struct pg_store *ps, struct herd_err *err)
 			       STORE_SCHEMA_VERSION);
 		goto out;
 	}
+	/* migration in place: version 4 lacks only the variables table */
+	if (strtoll(version, NULL, 10) == 4) {
+		strbuf_reset(&sql);
+		kind_table_sql(&sql, &store_kinds[STORE_VAR]);
+		strbuf_addf(&sql, "UPDATE meta SET value = %d WHERE key = 'schema_version';",
+			    STORE_SCHEMA_VERSION);
+		if ((rc = pg_exec(ps, &ps->w, sql.buf, err)))
+			goto out;
+		snprintf(version, sizeof(version), "%d", STORE_SCHEMA_VERSION);
+	}
 	if (strtoll(version, NULL, 10) != STORE_SCHEMA_VERSION) {
 		rc = herd_errf(err, -EINVAL, "store: the PostgreSQL store has a bad schema version "
 					     "\"%s\"", version);

@@ -143,6 +143,14 @@ static _Thread_local struct sqlite_store *thread_store;
 	"CREATE INDEX allocations_by_node_server_change" \
 	" ON allocations (node_id, alloc_modify_index);\n"
 
+/* Added by schema version 5: variables, keyed by namespace and path
+ * (server/vars.h).  IF NOT EXISTS: a file taken back to an older version
+ * by hand (tests) may keep the table. */
+#define SCHEMA_V5_SQL \
+	"CREATE TABLE IF NOT EXISTS variables (namespace TEXT NOT NULL, id TEXT NOT NULL," \
+	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL," \
+	" PRIMARY KEY (namespace, id));\n"
+
 static const char schema_sql[] =
 	"CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);\n"
 	"CREATE TABLE group_index (name TEXT PRIMARY KEY, idx INTEGER NOT NULL);\n"
@@ -166,7 +174,7 @@ static const char schema_sql[] =
 	" create_index INTEGER NOT NULL, modify_index INTEGER NOT NULL, body TEXT NOT NULL);\n"
 	"CREATE INDEX allocations_by_job ON allocations (namespace, job_id);\n"
 	"CREATE INDEX allocations_by_node ON allocations (node_id);\n"
-	SCHEMA_V2_SQL SCHEMA_V3_SQL SCHEMA_V4_SQL;
+	SCHEMA_V2_SQL SCHEMA_V3_SQL SCHEMA_V4_SQL SCHEMA_V5_SQL;
 
 static struct sqlite_store *ss_of(struct store *s)
 {
@@ -1173,8 +1181,11 @@ static int check_schema(struct sqlite_conn *ss, const char *path, struct herd_er
 	if (rc == 0 && version == 2 &&
 	    (rc = exec(ss, SCHEMA_V3_SQL "UPDATE meta SET value=3 WHERE key='schema_version';", err)) == 0)
 		version = 3;
-	if (rc == 0 && version == 3)
-		rc = exec(ss, SCHEMA_V4_SQL "UPDATE meta SET value=4 WHERE key='schema_version';", err);
+	if (rc == 0 && version == 3 &&
+	    (rc = exec(ss, SCHEMA_V4_SQL "UPDATE meta SET value=4 WHERE key='schema_version';", err)) == 0)
+		version = 4;
+	if (rc == 0 && version == 4)
+		rc = exec(ss, SCHEMA_V5_SQL "UPDATE meta SET value=5 WHERE key='schema_version';", err);
 out:
 	/* An agent asks for what changed on its node since index N: without
 	 * this index that reads every allocation the node ever had.  Added to

@@ -26,6 +26,7 @@ const struct store_kind_desc store_kinds[STORE_KIND_COUNT] = {
 	/* keyed like a job version: the job's id is the id, the hour the version */
 	[STORE_USAGE] = { STORE_USAGE, "usage record", "usage_ledger", "job_id",
 			  STORE_COL_NS | STORE_COL_VERSION, STORE_COL_NS | STORE_COL_VERSION },
+	[STORE_VAR] = { STORE_VAR, "variable", "variables", "path", STORE_COL_NS, STORE_COL_NS },
 };
 
 const char *store_kind_name(enum store_kind kind)

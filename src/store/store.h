@@ -18,6 +18,7 @@
  *   usage        namespace, job_id, version -   (version: the UTC hour
  *                                               the GPU-time fell in, unix
  *                                               seconds; server/teams.h)
+ *   variable     namespace, path            -   (server/vars.h)
  *
  * String fields must be 1..STORE_MAX_KEY bytes without NUL; version is an
  * integer >= 0.  An object lacking a field its kind needs is refused
@@ -53,8 +54,8 @@
 #define STORE_MAX_KEY 256
 /* The schema version this code writes and reads.  A store written by a
  * newer herd (higher version) is refused with -EPROTONOSUPPORT. */
-#define STORE_SCHEMA_VERSION 4 /* 2: quotas, acl_policies, acl_tokens; 3: usage_ledger;
-				   * 4: allocations' alloc_modify_index */
+#define STORE_SCHEMA_VERSION 5 /* 2: quotas, acl_policies, acl_tokens; 3: usage_ledger;
+				   * 4: allocations' alloc_modify_index; 5: variables */
 
 enum store_kind {
 	STORE_NAMESPACE,
@@ -67,6 +68,7 @@ enum store_kind {
 	STORE_ACL_POLICY,
 	STORE_ACL_TOKEN,
 	STORE_USAGE, /* the GPU-time of collected allocations (server/teams.h) */
+	STORE_VAR,   /* variables: a namespace's key/value items (server/vars.h) */
 	STORE_KIND_COUNT
 };
 
@@ -76,7 +78,8 @@ const char *store_kind_name(enum store_kind kind);
 /* Identifies one record.  Fields a kind does not key on are ignored:
  * namespace, quota, acl_policy: id = the name; node, evaluation, allocation,
  * acl_token: id;
- * job: ns + id; job_version, usage: ns + id (the job's) + version. */
+ * job: ns + id; job_version, usage: ns + id (the job's) + version;
+ * variable: ns + id (the path). */
 struct store_key {
 	const char *ns;
 	const char *id;
@@ -84,7 +87,7 @@ struct store_key {
 };
 
 /* Narrows a list; NULL fields do not filter.  Which fields a kind accepts:
- * job: ns; job_version, usage: ns, job_id (ns required with job_id);
+ * job, variable: ns; job_version, usage: ns, job_id (ns required with job_id);
  * evaluation: ns, job_id; allocation: ns, job_id, node_id.  Any other
  * field set is -EINVAL. */
 struct store_filter {

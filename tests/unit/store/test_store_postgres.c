@@ -392,7 +392,7 @@ static void test_newer_schema_refused(void **state)
 	assert_null(s2);
 	assert_non_null(strstr(err.msg, "99"));
 	/* the lock was given back: the version restored, it opens */
-	pg_sql(t->conninfo, "UPDATE meta SET value = 4 WHERE key = 'schema_version'", NULL, 0);
+	pg_sql(t->conninfo, "UPDATE meta SET value = 5 WHERE key = 'schema_version'", NULL, 0);
 	tmpstore_reopen(t);
 }
 

@@ -1,0 +1,172 @@
+/* Variables, the pure parts: path and item validation, records, path
+ * globs, and the variables block of ACL policies (HCL and JSON). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "server/acl.h"
+#include "server/teams.h"
+#include "server/vars.h"
+
+static void test_paths(void **state)
+{
+	static const char *const good[] = { "a", "db/creds", "nomad/jobs/train", "x_y-z.1~2",
+					    "a/b/c/d/e", "..x", "x..", NULL };
+	static const char *const bad[] = { "", "/a", "a/", "a//b", "a/../b", "..", ".", "a/./b",
+					   "a b", "a=b", "a@b", "db/ä", "a\nb", "a%2Fb", NULL };
+	char longest[VARS_MAX_PATH + 2];
+	struct herd_err err = { 0 };
+	(void)state;
+	for (int i = 0; good[i]; i++)
+		assert_int_equal(vars_check_path(good[i], &err), 0);
+	for (int i = 0; bad[i]; i++) {
+		err.msg[0] = '\0';
+		assert_int_equal(vars_check_path(bad[i], &err), -EINVAL);
+		assert_true(strlen(err.msg) > 0);
+	}
+	assert_int_equal(vars_check_path(NULL, &err), -EINVAL);
+	memset(longest, 'a', VARS_MAX_PATH);
+	longest[VARS_MAX_PATH] = '\0';
+	assert_int_equal(vars_check_path(longest, &err), 0);
+	longest[VARS_MAX_PATH] = 'a';
+	longest[VARS_MAX_PATH + 1] = '\0';
+	assert_int_equal(vars_check_path(longest, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "at most 128"));
+	assert_true(vars_prefix_valid(""));
+	assert_true(vars_prefix_valid("db/"));
+	assert_false(vars_prefix_valid("db x"));
+}
+
+static int check_items(const char *json, struct herd_err *err)
+{
+	json_t *items = json_loads(json, JSON_ALLOW_NUL, NULL);
+	int rc = vars_check_items(items, err);
+	json_decref(items);
+	return rc;
+}
+
+static void test_items(void **state)
+{
+	struct herd_err err = { 0 };
+	json_t *big;
+	char *value;
+	(void)state;
+	assert_int_equal(check_items("{\"password\": \"s3cret\", \"user.name\": \"\"}", &err), 0);
+	assert_int_equal(check_items("{}", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "at least one item"));
+	assert_int_equal(check_items("[\"a\"]", &err), -EINVAL);
+	assert_int_equal(check_items("{\"a\": 1}", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "\"a\""));
+	assert_int_equal(check_items("{\"a b\": \"x\"}", &err), -EINVAL);
+	assert_int_equal(check_items("{\"\": \"x\"}", &err), -EINVAL);
+	assert_int_equal(check_items("{\"a\": \"x\\u0000y\"}", &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "NUL"));
+	/* the size limit counts keys and values together */
+	value = malloc(VARS_MAX_SIZE);
+	memset(value, 'v', VARS_MAX_SIZE - 1);
+	value[VARS_MAX_SIZE - 1] = '\0';
+	big = json_pack("{s:s}", "k", value); /* 1 + 65535 bytes: at the limit */
+	assert_int_equal(vars_check_items(big, &err), 0);
+	json_object_set_new(big, "k2", json_string("")); /* 2 bytes more */
+	assert_int_equal(vars_check_items(big, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "at most 65536"));
+	json_decref(big);
+	free(value);
+}
+
+static void test_record_and_metadata(void **state)
+{
+	json_t *items = json_pack("{s:s}", "k", "v");
+	json_t *first = vars_record("default", "db/x", items, NULL, 100), *second, *meta;
+	(void)state;
+	assert_int_equal(json_integer_value(json_object_get(first, "create_time")), 100);
+	second = vars_record("default", "db/x", items, first, 200);
+	assert_int_equal(json_integer_value(json_object_get(second, "create_time")), 100);
+	assert_int_equal(json_integer_value(json_object_get(second, "modify_time")), 200);
+	meta = vars_metadata(second);
+	assert_null(json_object_get(meta, "items"));
+	assert_non_null(json_object_get(second, "items")); /* the record keeps them */
+	assert_string_equal(json_string_value(json_object_get(meta, "path")), "db/x");
+	json_decref(meta);
+	json_decref(first);
+	json_decref(second);
+	json_decref(items);
+}
+
+static void test_globs(void **state)
+{
+	size_t len;
+	(void)state;
+	assert_true(vars_glob_match("db/*", "db/creds", &len) && len == 3);
+	assert_true(vars_glob_match("*", "anything", &len) && len == 0);
+	assert_true(vars_glob_match("db/creds", "db/creds", &len) && len == 8);
+	assert_false(vars_glob_match("db/creds", "db/creds2", &len));
+	assert_false(vars_glob_match("db/*", "dbx/creds", &len));
+}
+
+static json_t *hcl_rules(const char *text, struct diag_list *dl)
+{
+	diag_list_init(dl);
+	return acl_rules_from_hcl(text, strlen(text), dl);
+}
+
+static void test_policy_variables(void **state)
+{
+	struct diag_list dl;
+	struct herd_err err = { 0 };
+	json_t *r, *bad;
+	(void)state;
+	r = hcl_rules("namespace \"team-a\" {\n  policy = \"read\"\n  variables {\n"
+		      "    path \"db/*\" {\n      capabilities = [\"read\", \"list\"]\n    }\n"
+		      "    path \"ops/key\" {\n      capabilities = [\"deny\"]\n    }\n  }\n}\n",
+		      &dl);
+	assert_non_null(r);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "namespace"),
+							      "team-a")), "read");
+	assert_int_equal(acl_vars_caps(json_object_get(json_object_get(json_object_get(
+					r, "variables"), "team-a"), "db/*")),
+			 ACL_VAR_READ | ACL_VAR_LIST);
+	assert_int_equal(acl_vars_caps(json_object_get(json_object_get(json_object_get(
+					r, "variables"), "team-a"), "ops/key")), 16);
+	json_decref(r);
+	diag_list_release(&dl);
+	/* only variables: no level for the namespace */
+	r = hcl_rules("namespace \"*\" {\n  variables {\n    path \"*\" {\n"
+		      "      capabilities = [\"write\"]\n    }\n  }\n}\n", &dl);
+	assert_non_null(r);
+	assert_null(json_object_get(json_object_get(r, "namespace"), "*"));
+	json_decref(r);
+	diag_list_release(&dl);
+	/* a capability that does not exist, a bad path */
+	assert_null(hcl_rules("namespace \"a\" {\n  variables {\n    path \"db/*\" {\n"
+			      "      capabilities = [\"admin\"]\n    }\n  }\n}\n", &dl));
+	diag_list_release(&dl);
+	assert_null(hcl_rules("namespace \"a\" {\n  variables {\n    path \"db//x\" {\n"
+			      "      capabilities = [\"read\"]\n    }\n  }\n}\n", &dl));
+	diag_list_release(&dl);
+	/* JSON: checked the same way */
+	bad = json_loads("{\"variables\": {\"a\": {\"db/*\": [\"sudo\"]}}}", 0, NULL);
+	assert_null(acl_rules_check(bad, &err));
+	assert_non_null(strstr(err.msg, "capability"));
+	json_decref(bad);
+	bad = json_loads("{\"variables\": {\"a b\": {\"db/*\": [\"read\"]}}}", 0, NULL);
+	assert_null(acl_rules_check(bad, &err));
+	json_decref(bad);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_items),
+		cmocka_unit_test(test_record_and_metadata),
+		cmocka_unit_test(test_globs),
+		cmocka_unit_test(test_policy_variables),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
