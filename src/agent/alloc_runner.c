@@ -31,6 +31,7 @@
 
 #include "agent/checker.h"
 #include "agent/client-int.h"
+#include "agent/sticky_disk.h"
 #include "agent/log.h"
 #include "agent/status_sync.h"
 #include "common/units.h"
@@ -545,6 +546,8 @@ static void *alloc_main(void *arg)
 		if (!json_array_size(ar->tasks[i].events))
 			task_event(&ar->tasks[i], "Received", "task received by client");
 	alloc_runner_mark_dirty(ar);
+	if (!sticky_disk_take(ar)) /* ephemeral_disk { sticky } */
+		goto out;
 
 	if (single_main(ar)) {
 		if (!run_single(ar, &failed))

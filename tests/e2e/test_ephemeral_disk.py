@@ -1,0 +1,146 @@
+"""End-to-end: a group's ephemeral_disk block and prevent_reschedule_on_lost
+(docs/jobspec.md) with one server and two clients on 127.0.0.1.
+
+sticky: each new version's allocation replaces the previous one on the same
+node and finds what the previous ones wrote in alloc/data and local/ (the
+agent moved it).  prevent_reschedule_on_lost: a client killed with SIGKILL
+leaves its allocation lost, and nothing replaces it."""
+import time
+
+import pytest
+
+from test_control_plane import (Agent, agents, api, cli, job_allocs,  # noqa: F401
+                                node_name_of, nodes_ready, running_allocs, server_config,
+                                start_client, wait_for, write_job)
+
+TTL = 2  # server_config's heartbeat_ttl
+
+
+def service(job_id, group_fields, version):
+    # each start appends the version to a file in alloc/data and in local/
+    return f'''
+job "{job_id}" {{
+  group "g" {{
+    {group_fields}
+    task "t" {{
+      driver = "raw_exec"
+      env {{
+        RUN = "{version}"
+      }}
+      config {{
+        command = "/bin/sh"
+        args = ["-c", "echo $RUN >> $HERD_ALLOC_DIR/data/runs; echo $RUN >> $HERD_TASK_DIR/local/runs; exec sleep 300"]
+      }}
+      resources {{
+        cpu = 100
+        memory = 64
+      }}
+    }}
+  }}
+}}
+'''
+
+
+@pytest.fixture
+def pair(agents, tmp_path):
+    srv = Agent(tmp_path, 'server', ['-config', server_config(tmp_path),
+                                     '-http-port', '0']).start()
+    agents.append(srv)
+    clients = {
+        'a': start_client(agents, tmp_path, 'a', srv.port, 't4-2x.json'),
+        'b': start_client(agents, tmp_path, 'b', srv.port, 't4-2x.json'),
+    }
+    wait_for(lambda: nodes_ready(srv.port, clients), 15, 'two ready nodes')
+    return srv, clients
+
+
+def run(port, tmp_path, job_id, text):
+    r = cli(port, 'job', 'run', write_job(tmp_path, job_id, text), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def alloc_files(client, alloc_id):
+    base = client.dir / 'data' / 'alloc' / alloc_id
+    return base / 'alloc' / 'data' / 'runs', base / 't' / 'local' / 'runs'
+
+
+def events(port, alloc_id):
+    a = api(port, f'/v1/allocation/{alloc_id}')
+    return [e for t in a.get('task_states', {}).values() for e in t.get('events', [])]
+
+
+def test_sticky_new_versions_land_on_the_node_and_find_the_data(pair, tmp_path):
+    srv, clients = pair
+    port = srv.port
+    fields = 'ephemeral_disk {\n sticky = true\n }'
+    run(port, tmp_path, 'st', service('st', fields, 'v0'))
+    [first] = running_allocs(port, 'st')
+    node = node_name_of(port, first)
+    want = ['v0']
+    data, local = alloc_files(clients[node], first['id'])
+    wait_for(lambda: data.exists() and local.exists(), 10, 'the first run to write')
+    # four new versions: with two equal nodes, a placement that ignored the
+    # previous node would move at least once (15 times in 16)
+    prev = first
+    for v in ('v1', 'v2', 'v3', 'v4'):
+        run(port, tmp_path, 'st', service('st', fields, v))
+        cur = wait_for(lambda: [a for a in running_allocs(port, 'st') if a['id'] != prev['id']],
+                       30, f'the allocation of {v}')[0]
+        assert cur['previous_allocation'] == prev['id']
+        assert node_name_of(port, cur) == node, f'{v} moved to another node'
+        want.append(v)
+        data, local = alloc_files(clients[node], cur['id'])
+        wait_for(lambda: data.exists() and data.read_text().split() == want, 10,
+                 f'alloc/data of {v} to hold every run')
+        wait_for(lambda: local.exists() and local.read_text().split() == want, 10,
+                 f'local/ of {v} to hold every run')
+        # the previous allocation's dirs stayed, empty
+        old_data, old_local = alloc_files(clients[node], prev['id'])
+        assert not old_data.exists() and not old_local.exists()
+        assert any(e['type'] == 'Sticky Disk' and prev['id'][:8] in e['message']
+                   for e in events(port, cur['id']))
+        prev = cur
+    # a stopped allocation's replacement finds the data as well
+    r = cli(port, 'alloc', 'stop', prev['id'], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    cur = wait_for(lambda: [a for a in running_allocs(port, 'st') if a['id'] != prev['id']],
+                   30, 'the replacement of the stopped allocation')[0]
+    assert node_name_of(port, cur) == node
+    data, _ = alloc_files(clients[node], cur['id'])
+    wait_for(lambda: data.exists() and data.read_text().split() == want + ['v4'], 10,
+             'alloc/data of the replacement')
+
+
+def test_without_sticky_the_data_stays_behind(pair, tmp_path):
+    srv, clients = pair
+    port = srv.port
+    run(port, tmp_path, 'ns', service('ns', 'ephemeral_disk {\n size = 500\n }', 'v0'))
+    [first] = running_allocs(port, 'ns')
+    node = node_name_of(port, first)
+    data, _ = alloc_files(clients[node], first['id'])
+    wait_for(data.exists, 10, 'the first run to write')
+    run(port, tmp_path, 'ns', service('ns', 'ephemeral_disk {\n size = 500\n }', 'v1'))
+    cur = wait_for(lambda: [a for a in running_allocs(port, 'ns') if a['id'] != first['id']],
+                   30, 'the allocation of v1')[0]
+    data, _ = alloc_files(clients[node_name_of(port, cur)], cur['id'])
+    wait_for(data.exists, 10, 'the second run to write')
+    assert data.read_text().split() == ['v1']
+
+
+def test_prevent_reschedule_on_lost(pair, tmp_path):
+    srv, clients = pair
+    port = srv.port
+    run(port, tmp_path, 'pl', service('pl', 'prevent_reschedule_on_lost = true', 'v0'))
+    [a] = running_allocs(port, 'pl')
+    clients[node_name_of(port, a)].kill9()
+    wait_for(lambda: api(port, f'/v1/allocation/{a["id"]}')['client_status'] == 'lost',
+             TTL + 15, 'the allocation to be lost')
+    # the node-update evaluation has run once every evaluation of the job
+    # is complete: nothing was placed by then
+    wait_for(lambda: all(e['status'] == 'complete'
+                         for e in api(port, '/v1/job/pl/evaluations')), 15,
+             'the evaluations to complete')
+    time.sleep(1)
+    allocs = job_allocs(port, 'pl')
+    assert [x['id'] for x in allocs] == [a['id']]
+    assert allocs[0]['client_status'] == 'lost'
