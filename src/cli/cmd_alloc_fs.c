@@ -103,13 +103,15 @@ static void print_row(const json_t *e)
 {
 	int64_t ns = ji(e, "mod_time");
 	time_t t = (time_t)(ns / 1000000000);
+	const char *name = js(e, "name");
+	bool slash = json_is_true(json_object_get(e, "is_dir")) && strcmp(name, "/");
 	struct tm tm;
 	char when[32] = "-";
 
 	if (gmtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	printf("%-11s %12lld  %-20s  %s%s\n", js(e, "file_mode"), (long long)ji(e, "size"), when,
-	       js(e, "name"), json_is_true(json_object_get(e, "is_dir")) ? "/" : "");
+	       name, slash ? "/" : "");
 }
 
 static void print_header(void)

@@ -201,6 +201,8 @@ def test_alloc_fs_dev_agent(agents, tmp_path):
     assert r.returncode == 0 and r.stdout == binary
     r = cli(dev.port, 'alloc', 'fs', '-stat', aid[:8], 't/local/hello.txt')
     assert r.returncode == 0 and r.stdout.splitlines()[1].endswith(' hello.txt'), r.stdout
+    r = cli(dev.port, 'alloc', 'fs', '-stat', aid[:8])
+    assert r.returncode == 0 and r.stdout.splitlines()[1].split()[-1] == '/', r.stdout
     r = cli(dev.port, 'alloc', 'fs', '-json', aid[:8], 't/local/hello.txt')
     assert json.loads(r.stdout)['size'] == 9
     r = cli(dev.port, 'alloc', 'fs', '-json', aid[:8], 't')
