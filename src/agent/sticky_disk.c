@@ -108,7 +108,7 @@ static int move_one(int from, int to, const char *sub, const char *name)
 	rc = exchange(f, t, name);
 	close(f);
 	close(t);
-	if (rc == -ENOENT)
+	if (rc == -ENOENT || rc == -ENOTDIR) /* nothing, or a link: stays behind */
 		return 0;
 	return rc < 0 ? rc : 1;
 }

@@ -13,8 +13,8 @@ struct alloc_runner;
 
 /* Moves <root>/<prev>/alloc/data and <root>/<prev>/<task>/local (for each
  * of tasks[0..ntasks)) into the same places under dir, exchanging them
- * with dir's (empty) ones; a directory absent under prev is left alone,
- * a symbolic link in place of one is refused.  Returns how many moved
+ * with dir's (empty) ones; a directory absent under prev, or a symbolic
+ * link (or anything but a directory) in place of one, stays behind.  Returns how many moved
  * (0: prev has no directory under root), or -errno with err (what was
  * moved before the failure stays moved). */
 int sticky_disk_move(const char *root, const char *prev, const char *dir,
