@@ -292,6 +292,86 @@ static int fn_services(struct tmpl *t, const struct tmpl_cmd *c, json_t **out)
 	return 0;
 }
 
+/* --- variables --- */
+
+/* A variable path or list prefix as a template names it: what the
+ * server's path check allows (server/vars.h), so it goes into the URL as
+ * it is; the server checks the rest (segments). */
+static int var_arg(struct tmpl *t, const struct tmpl_cmd *c, const json_t *arg, bool prefix)
+{
+	const char *s = json_string_value(arg);
+	size_t n = json_string_length(arg);
+	if (!n && !prefix)
+		return fail(t, c->at, -EINVAL, "%s: a variable path is needed", c->name);
+	if (n > 128)
+		return fail(t, c->at, -EINVAL, "%s: a variable path has at most 128 bytes", c->name);
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("_.-~/", s[i]))
+			return fail(t, c->at, -EINVAL, "%s \"%.40s\": a variable path has only "
+				    "A-Z a-z 0-9 _ . - ~ /", c->name, s);
+	return 0;
+}
+
+/* The data callback for key "@var:PATH" (GET /v1/var/PATH: the variable,
+ * or null when there is none) or "@vars:PREFIX" (GET /v1/vars: metadata). */
+static int call_vars(struct tmpl *t, const struct tmpl_cmd *c, const char *kind, const char *arg,
+		     const json_t **raw)
+{
+	struct herd_err e = { 0, "" };
+	char *key;
+	int rc;
+	if (!t->ctx->services)
+		return fail(t, c->at, -EINVAL, "%s: variables are not available here", c->name);
+	key = xasprintf("%s%s", kind, arg);
+	rc = t->ctx->services(t->ctx->services_arg, key, raw, &e);
+	free(key);
+	if (rc < 0)
+		return fail(t, c->at, rc, "%s \"%s\": %s", c->name, arg, e.msg);
+	return 0;
+}
+
+/* nomadVar "PATH": the variable's items (fields .KEY); "" when the job's
+ * namespace has no such variable, so {{ with }} skips it. */
+static int fn_var(struct tmpl *t, const struct tmpl_cmd *c, const json_t *arg, json_t **out)
+{
+	const json_t *raw;
+	int rc;
+	if ((rc = want_string(t, c, arg)) < 0 || (rc = var_arg(t, c, arg, false)) < 0 ||
+	    (rc = call_vars(t, c, "@var:", json_string_value(arg), &raw)) < 0)
+		return rc;
+	if (json_is_object(json_object_get(raw, "items")))
+		*out = json_deep_copy(json_object_get(raw, "items"));
+	else
+		*out = str_value("", 0);
+	return 0;
+}
+
+/* nomadVarList ["PREFIX"]: the variables under PREFIX, each {Path,
+ * Namespace, CreateIndex, ModifyIndex, CreateTime, ModifyTime}. */
+static int fn_var_list(struct tmpl *t, const struct tmpl_cmd *c, const json_t *arg, json_t **out)
+{
+	const char *prefix = arg ? json_string_value(arg) : "";
+	const json_t *raw;
+	json_t *e;
+	size_t i;
+	int rc;
+	if ((arg && ((rc = want_string(t, c, arg)) < 0 || (rc = var_arg(t, c, arg, true)) < 0)) ||
+	    (rc = call_vars(t, c, "@vars:", prefix, &raw)) < 0)
+		return rc;
+	if (!json_is_array(raw))
+		return fail(t, c->at, -EPROTO, "%s: the server's answer is not a list", c->name);
+	*out = json_array();
+	json_array_foreach(raw, i, e)
+		json_array_append_new(*out, json_pack(
+			"{s:s, s:s, s:I, s:I, s:I, s:I}", "Path", jget(e, "path"), "Namespace",
+			jget(e, "namespace"), "CreateIndex",
+			(json_int_t)json_integer_value(json_object_get(e, "create_index")),
+			"ModifyIndex", (json_int_t)json_integer_value(json_object_get(e, "modify_index")),
+			"CreateTime", (json_int_t)json_integer_value(json_object_get(e, "create_time")),
+			"ModifyTime", (json_int_t)json_integer_value(json_object_get(e, "modify_time"))));
+	return 0;
+}
+
 /* --- evaluation --- */
 
 /* A node attribute or meta key's value; NULL when the node has none. */
@@ -392,6 +472,10 @@ static int run_cmd(struct tmpl *t, const struct tmpl_cmd *c, json_t *piped, cons
 		rc = fn_service(t, c, a[0], out);
 	} else if (!strcmp(c->name, "nomadServices") || !strcmp(c->name, "services")) {
 		rc = fn_services(t, c, out);
+	} else if (!strcmp(c->name, "nomadVar")) {
+		rc = fn_var(t, c, a[0], out);
+	} else if (!strcmp(c->name, "nomadVarList")) {
+		rc = fn_var_list(t, c, n ? a[0] : NULL, out);
 	} else if (!strcmp(c->name, "default")) {
 		*out = json_incref(truthy(a[1]) ? a[1] : a[0]);
 	} else if (!strcmp(c->name, "join")) {

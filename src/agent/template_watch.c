@@ -209,6 +209,12 @@ static char *query_path(struct tmpl_watch *w, const char *key)
 	char *e, *p;
 	if (!*key)
 		return xasprintf("/v1/services?namespace=%s", w->ns);
+	/* variables (template_lang.c checked the path's characters: none
+	 * needs escaping), always of the job's own namespace */
+	if (!strncmp(key, "@var:", 5))
+		return xasprintf("/v1/var/%s?namespace=%s", key + 5, w->ns);
+	if (!strncmp(key, "@vars:", 6))
+		return xasprintf("/v1/vars?prefix=%s&namespace=%s", key + 6, w->ns);
 	e = httpc_escape(key);
 	p = xasprintf("/v1/service/%s?namespace=%s", e, w->ns);
 	free(e);
@@ -250,7 +256,16 @@ static int read_key(struct tmpl_watch *w, const char *key, uint64_t index, long 
 		return -EAGAIN;
 	}
 	client_server_answered(c, gen);
-	if (rc == 0 && !json_is_array(r.body))
+	/* a variable that does not exist (yet): null, watched like any answer */
+	if (rc < 0 && r.status == 404 && !strncmp(key, "@var:", 5)) {
+		rc = 0;
+		json_decref(r.body);
+		r.body = json_null();
+	}
+	if (rc == 0 && !strncmp(key, "@var:", 5) && !json_is_object(r.body) &&
+	    !json_is_null(r.body))
+		rc = herd_errf(err, -EPROTO, "the server's answer is not a variable");
+	else if (rc == 0 && strncmp(key, "@var:", 5) && !json_is_array(r.body))
 		rc = herd_errf(err, -EPROTO, "the server's answer is not a list");
 	if (rc == 0) {
 		*body = json_incref(r.body);

@@ -103,14 +103,14 @@ static struct tmpl_node *list_add(struct tmpl_list *l, enum tmpl_node_kind kind,
 static const char *unsupported_reason(const char *fn)
 {
 	static const char *const consul[] = { "key", "keyOrDefault", "keyExists", "ls", "safeLs",
-		"tree", "safeTree", "connect", "caRoots", "caLeaf", "node", "nodes", "nomadVar",
-		"nomadVarList", "nomadVarExists", NULL };
+		"tree", "safeTree", "connect", "caRoots", "caLeaf", "node", "nodes",
+		"nomadVarExists", NULL };
 	static const char *const vault[] = { "secret", "secrets", "pkiCert", NULL };
 	static const char *const host[] = { "file", "plugin", "executeTemplate", "writeToFile",
 		"sockaddr", NULL };
 	for (size_t i = 0; consul[i]; i++)
 		if (!strcmp(fn, consul[i]))
-			return "not supported by herd (no Consul or Nomad variables)";
+			return "not supported by herd (no Consul)";
 	for (size_t i = 0; vault[i]; i++)
 		if (!strcmp(fn, vault[i]))
 			return "not supported by herd (no Vault)";
@@ -126,7 +126,8 @@ static const struct fn {
 } fns[] = {
 	{ "env", 1 }, { "attr", 1 }, { "meta", 1 }, { "default", 2 }, { "toUpper", 1 },
 	{ "toLower", 1 }, { "trimSpace", 1 }, { "join", 2 }, { "nomadService", 1 },
-	{ "service", 1 }, { "nomadServices", 0 }, { "services", 0 },
+	{ "service", 1 }, { "nomadServices", 0 }, { "services", 0 }, { "nomadVar", 1 },
+	{ "nomadVarList", 1 }, /* or none: every variable */
 };
 
 static const struct fn *fn_find(const char *name)
@@ -249,7 +250,7 @@ static int parse_cmd(struct tmpl *t, struct tmpl_cmd *c, bool piped)
 	if (!f)
 		return fail(t, c->at, -EINVAL, "unknown function %s (herd knows env, attr, meta, "
 			    "default, toUpper, toLower, trimSpace, join, nomadService, service, "
-			    "nomadServices, services)", c->name);
+			    "nomadServices, services, nomadVar, nomadVarList)", c->name);
 	for (;;) {
 		skip_space(t);
 		if (c->nargs == TEMPLATE_MAX_ARGS - 1 && (*t->p == '"' || *t->p == '`' || *t->p == '.'))
@@ -267,7 +268,8 @@ static int parse_cmd(struct tmpl *t, struct tmpl_cmd *c, bool piped)
 	if (*t->p && *t->p != '|' && !at_action_end(t))
 		return fail(t, t->p, -EINVAL, "%s: arguments must be string literals or fields "
 			    "(.Name)", c->name);
-	if (c->nargs + piped != f->nargs)
+	if (c->nargs + piped != f->nargs &&
+	    !(c->nargs + piped == 0 && !strcmp(c->name, "nomadVarList")))
 		return fail(t, c->at, -EINVAL, "%s takes %zu argument%s, got %zu", c->name, f->nargs,
 			    f->nargs == 1 ? "" : "s", c->nargs + piped);
 	return 0;

@@ -197,6 +197,54 @@ static void test_services(void **state)
 	json_decref(svc_data);
 }
 
+/* Variables through the same callback: "@var:PATH" (the variable, null
+ * when absent) and "@vars:PREFIX" (metadata). */
+static const char *var_keys[8];
+static int nvar_keys;
+
+static int fake_vars(void *arg, const char *name, const json_t **out, struct herd_err *err)
+{
+	if (nvar_keys < 8)
+		var_keys[nvar_keys++] = strdup(name);
+	*out = json_object_get(svc_data, name);
+	if (!*out)
+		*out = json_null();
+	return 0;
+}
+
+static void test_variables(void **state)
+{
+	svc_data = json_pack("{s:[], s:{s:s, s:{s:s, s:s}}, s:[{s:s, s:s, s:i}, {s:s, s:s, s:i}]}",
+			     "@vars:",
+			     "@var:db/creds", "path", "db/creds", "items", "password", "s3cret",
+			     "user", "app", "@vars:db",
+			     "path", "db/creds", "namespace", "default", "modify_index", 7,
+			     "path", "db/other", "namespace", "default", "modify_index", 9);
+	ctx.services = fake_vars;
+	nvar_keys = 0;
+	assert_string_equal(render_ok("{{ with nomadVar \"db/creds\" }}{{ .user }}:{{ .password }}{{ end }}"),
+			    "app:s3cret");
+	/* absent: empty, the else part */
+	assert_string_equal(render_ok("{{ with nomadVar \"db/none\" }}x{{ else }}absent{{ end }}"), "absent");
+	assert_string_equal(render_ok("{{ range nomadVarList \"db\" }}{{ .Path }}@{{ .ModifyIndex }} {{ end }}"),
+			    "db/creds@7 db/other@9 ");
+	assert_string_equal(render_ok("{{ range nomadVarList }}{{ .Path }}{{ end }}"), "");
+	assert_int_equal(nvar_keys, 4);
+	assert_string_equal(var_keys[0], "@var:db/creds");
+	assert_string_equal(var_keys[1], "@var:db/none");
+	assert_string_equal(var_keys[2], "@vars:db");
+	assert_string_equal(var_keys[3], "@vars:");
+	/* a path the server could never take: refused before any call */
+	assert_non_null(strstr(render_err("{{ nomadVar \"a b\" }}", -EINVAL), "A-Z a-z 0-9"));
+	assert_non_null(strstr(render_err("{{ nomadVar \"\" }}", -EINVAL), "path is needed"));
+	assert_non_null(strstr(render_err("{{ nomadVarExists \"x\" }}", -EINVAL), "not supported"));
+	assert_int_equal(nvar_keys, 4);
+	for (int i = 0; i < nvar_keys; i++)
+		free((char *)var_keys[i]);
+	ctx.services = NULL;
+	json_decref(svc_data);
+}
+
 static void test_block_errors(void **state)
 {
 	services_setup();
@@ -565,6 +613,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_output_limit),
 		cmocka_unit_test(test_services),
+		cmocka_unit_test(test_variables),
 		cmocka_unit_test(test_block_errors),
 		cmocka_unit_test(test_services_output_limit),
 		cmocka_unit_test(test_write_files),

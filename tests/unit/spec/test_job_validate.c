@@ -67,13 +67,12 @@ static void test_template_data_parsed(void **state)
 	expect_template("{{ nope \\\"x\\\" }}",
 			TMPL_AT "template line 1: unknown function nope (herd knows env, attr, meta, "
 			"default, toUpper, toLower, trimSpace, join, nomadService, service, "
-			"nomadServices, services)\n");
+			"nomadServices, services, nomadVar, nomadVarList)\n");
 	expect_template("x\\n{{ end }}", TMPL_AT "template line 2: {{ end }} with no block to close\n");
 	expect_template("\\n\\n{{ range services }}\\n",
 			TMPL_AT "template line 3: range without {{ end }}\n");
 	expect_template("{{ key \\\"a/b\\\" }}",
-			TMPL_AT "template line 1: key: not supported by herd (no Consul or Nomad "
-			"variables)\n");
+			TMPL_AT "template line 1: key: not supported by herd (no Consul)\n");
 	expect_template("\\n{{ file \\\"/etc/passwd\\\" }}",
 			TMPL_AT "template line 2: file: not allowed: it would reach outside the task\n");
 	expect_template("{{ secret \\\"x\\\" }}",
@@ -199,12 +198,12 @@ static void test_template_options(void **state)
 	expect_template_opts("image: {{ .Values.image | quote }}", "",
 			     TMPL_AT "template line 1: unknown function quote (herd knows env, attr, "
 			     "meta, default, toUpper, toLower, trimSpace, join, nomadService, service, "
-			     "nomadServices, services)\n");
+			     "nomadServices, services, nomadVar, nomadVarList)\n");
 	expect_template_opts("a\\n{{ x }}\\n[[ nope ]]",
 			     "\"left_delimiter\":\"[[\",\"right_delimiter\":\"]]\"",
 			     TMPL_AT "template line 3: unknown function nope (herd knows env, attr, meta, "
 			     "default, toUpper, toLower, trimSpace, join, nomadService, service, "
-			     "nomadServices, services)\n");
+			     "nomadServices, services, nomadVar, nomadVarList)\n");
 	expect_template_opts("[[ env \\\"X\\\" ", "\"left_delimiter\":\"[[\",\"right_delimiter\":\"]]\"",
 			     TMPL_AT "template line 1: unterminated action (no ']]')\n");
 	expect_template_opts("<% range services %>", "\"left_delimiter\":\"<%\",\"right_delimiter\":\"%>\"",
