@@ -26,6 +26,7 @@
 #include "agent/client_http.h"
 #include "agent/exec_session.h"
 #include "agent/logs.h"
+#include "agent/migrate_serve.h"
 #include "agent/server_list.h"
 #include "agent/state.h"
 #include "drivers/docker.h"
@@ -227,8 +228,19 @@ static const char *caller_token(struct MHD_Connection *conn)
  * token only when that token may read (submit in) the allocation's
  * namespace (with ACL off, to anyone).  Returns 0, or queues the refusal
  * and returns 1 (*rc set). */
+static int authorize_get(struct client_http *h, struct MHD_Connection *conn, const char *alloc_id,
+			 bool submit, json_t **alloc, enum MHD_Result *rc);
+
 static int authorize(struct client_http *h, struct MHD_Connection *conn, const char *alloc_id,
 		     bool submit, enum MHD_Result *rc)
+{
+	return authorize_get(h, conn, alloc_id, submit, NULL, rc);
+}
+
+/* authorize, and *alloc (when not NULL) gets the server's answer: the
+ * allocation (NULL when no server is asked). */
+static int authorize_get(struct client_http *h, struct MHD_Connection *conn, const char *alloc_id,
+			 bool submit, json_t **alloc, enum MHD_Result *rc)
 {
 	struct httpc c;
 	struct httpc_response resp = { 0 };
@@ -267,6 +279,8 @@ static int authorize(struct client_http *h, struct MHD_Connection *conn, const c
 		if (tries <= 1)
 			break;
 	}
+	if (alloc && r == 0)
+		*alloc = json_incref(resp.body);
 	httpc_response_release(&resp);
 	httpc_release(&c);
 	free(path);
@@ -953,6 +967,34 @@ static enum MHD_Result serve_fs(struct client_http *h, struct MHD_Connection *co
 	return client_fs_serve(conn, h->alloc_dir, op, slash + 1);
 }
 
+/* GET /v1/client/allocation/:id/migrate?for=NEW: the archive of id's
+ * alloc/data and local/ (migrate_serve.h), only to a caller whose token
+ * reads NEW and only when the server says NEW replaces id. */
+static enum MHD_Result serve_migrate(struct client_http *h, struct MHD_Connection *conn,
+				     const char *alloc)
+{
+	const char *for_id = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "for");
+	json_t *repl = NULL;
+	enum MHD_Result rc;
+	bool ok;
+
+	if (!logs_valid_name(alloc) || !for_id || !logs_valid_name(for_id))
+		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+				   "an allocation id and for=<the id of its replacement> are needed");
+	if (!h->auth_servers)
+		return reply_error(conn, MHD_HTTP_FORBIDDEN, "permission_denied",
+				   "no server to ask which allocation replaces this one");
+	if (authorize_get(h, conn, for_id, false, &repl, &rc))
+		return rc;
+	ok = repl && !strcmp(json_string_value(json_object_get(repl, "previous_allocation")) ?: "",
+			     alloc);
+	json_decref(repl);
+	if (!ok)
+		return reply_error(conn, MHD_HTTP_FORBIDDEN, "permission_denied",
+				   "that allocation does not replace this one");
+	return migrate_serve(conn, h->alloc_dir, alloc);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_size, void **con_cls)
@@ -992,10 +1034,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			op = strrchr(id, '/');
 		}
 		if (!op || (strcmp(op, "/stats") && strcmp(op, "/restart") && strcmp(op, "/signal") &&
-			    strcmp(op, "/exec")))
+			    strcmp(op, "/exec") && strcmp(op, "/migrate")))
 			return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", "no such path");
 	}
-	allowed = logs || !strcmp(op, "/stats") || !strcmp(op, "/exec") ? "GET" : "POST";
+	allowed = logs || !strcmp(op, "/stats") || !strcmp(op, "/exec") ||
+		  !strcmp(op, "/migrate") ? "GET" : "POST";
 	if (strcmp(method, allowed))
 		return reply_method_not_allowed(conn, allowed);
 	if (rq->too_big)
@@ -1013,6 +1056,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return serve_stats(h, conn, alloc);
 	if (!strcmp(op, "/exec"))
 		return serve_exec(h, conn, alloc, rq);
+	if (!strcmp(op, "/migrate"))
+		return serve_migrate(h, conn, alloc);
 	return serve_task_op(h, conn, alloc, !strcmp(op, "/restart"), rq);
 }
 

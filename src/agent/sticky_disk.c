@@ -30,6 +30,7 @@
 
 #include "agent/alloc_gc.h"
 #include "agent/client-int.h"
+#include "agent/migrate_fetch.h"
 #include "agent/sticky_disk.h"
 #include "common/xalloc.h"
 
@@ -157,6 +158,15 @@ static char *alloc_root(const struct alloc_runner *ar)
 	return root;
 }
 
+static bool dir_exists(const char *root, const char *name)
+{
+	char *path = xasprintf("%s/%s", root, name);
+	struct stat st;
+	bool yes = strchr(name, '/') == NULL && lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	free(path);
+	return yes;
+}
+
 static void event_all(struct alloc_runner *ar, const char *msg)
 {
 	for (size_t i = 0; i < ar->ntasks; i++)
@@ -169,8 +179,8 @@ bool sticky_disk_take(struct alloc_runner *ar)
 	const char *prev = json_string_value(json_object_get(ar->alloc, "previous_allocation"));
 	struct herd_err err = { 0, "" };
 	const char **names;
-	char *root, msg[320];
-	bool exists;
+	char *root, msg[1024];
+	bool exists, here;
 	int rc;
 
 	/* a recovered runner's tasks may have started with the data already */
@@ -183,12 +193,24 @@ bool sticky_disk_take(struct alloc_runner *ar)
 	names = xcalloc(ar->ntasks + 1, sizeof(*names));
 	for (size_t i = 0; i < ar->ntasks; i++)
 		names[i] = ar->tasks[i].task->name;
-	alloc_gc_claim(root, prev);
+	here = dir_exists(root, prev);
+	if (here)
+		alloc_gc_claim(root, prev);
 	rc = sticky_disk_move(root, prev, ar->dir, names, ar->ntasks, &err);
 	runner_busy(ar->c, prev, &exists);
-	if (!exists) /* its runner was collected: the collector has it no more */
+	if (here && !exists) /* its runner was collected: the collector has it no more */
 		alloc_gc_add(ar->c->gc, prev, false);
-	if (rc < 0)
+	if (rc == 0 && !here && d->migrate) { /* not on this node: from the one it ran on */
+		rc = migrate_fetch(ar, prev, root, names, ar->ntasks, msg, sizeof(msg));
+		if (rc < 0) { /* stopped meanwhile (nothing starts), or the client stops */
+			pthread_mutex_lock(&ar->lock);
+			rc = ar->stop_requested;
+			pthread_mutex_unlock(&ar->lock);
+			free(names);
+			free(root);
+			return rc;
+		}
+	} else if (rc < 0)
 		snprintf(msg, sizeof(msg), "%s; the tasks start with empty directories", err.msg);
 	else if (rc == 0)
 		snprintf(msg, sizeof(msg), "no data of allocation %.8s on this node; the tasks start "

@@ -3,15 +3,20 @@
 
 sticky: each new version's allocation replaces the previous one on the same
 node and finds what the previous ones wrote in alloc/data and local/ (the
-agent moved it).  prevent_reschedule_on_lost: a client killed with SIGKILL
+agent moved it).  migrate: with the old node ineligible the new version
+lands on the other one, whose agent fetches the data from the old node's
+agent; a node that is gone leaves the new allocation empty, with an event
+that says so.  prevent_reschedule_on_lost: a client killed with SIGKILL
 leaves its allocation lost, and nothing replaces it."""
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
-from test_control_plane import (Agent, agents, api, cli, job_allocs,  # noqa: F401
-                                node_name_of, nodes_ready, running_allocs, server_config,
-                                start_client, wait_for, write_job)
+from test_control_plane import (GPUS, Agent, agents, api, cli, client_config,  # noqa: F401
+                                job_allocs, node_name_of, nodes_ready, running_allocs,
+                                server_config, wait_for, write_job)
 
 TTL = 2  # server_config's heartbeat_ttl
 
@@ -46,10 +51,15 @@ def pair(agents, tmp_path):
     srv = Agent(tmp_path, 'server', ['-config', server_config(tmp_path),
                                      '-http-port', '0']).start()
     agents.append(srv)
-    clients = {
-        'a': start_client(agents, tmp_path, 'a', srv.port, 't4-2x.json'),
-        'b': start_client(agents, tmp_path, 'b', srv.port, 't4-2x.json'),
-    }
+    # each client's API on a port of its own: migrate reaches the old
+    # node's agent there
+    clients = {}
+    for name in ('a', 'b'):
+        c = Agent(tmp_path, name, ['-config', client_config(tmp_path), '-servers',
+                                   f'127.0.0.1:{srv.port}', '-node', name, '-http-port', '0'],
+                  gpu_file=GPUS / 't4-2x.json').start()
+        agents.append(c)
+        clients[name] = c
     wait_for(lambda: nodes_ready(srv.port, clients), 15, 'two ready nodes')
     return srv, clients
 
@@ -62,6 +72,10 @@ def run(port, tmp_path, job_id, text):
 def alloc_files(client, alloc_id):
     base = client.dir / 'data' / 'alloc' / alloc_id
     return base / 'alloc' / 'data' / 'runs', base / 't' / 'local' / 'runs'
+
+
+def node_by_name(port, name):
+    return next(n for n in api(port, '/v1/nodes') if n['name'] == name)
 
 
 def events(port, alloc_id):
@@ -125,6 +139,71 @@ def test_without_sticky_the_data_stays_behind(pair, tmp_path):
     data, _ = alloc_files(clients[node_name_of(port, cur)], cur['id'])
     wait_for(data.exists, 10, 'the second run to write')
     assert data.read_text().split() == ['v1']
+
+
+def test_migrate_to_another_node(pair, tmp_path):
+    srv, clients = pair
+    port = srv.port
+    fields = 'ephemeral_disk {\n migrate = true\n }'
+    run(port, tmp_path, 'mg', service('mg', fields, 'v0'))
+    [first] = running_allocs(port, 'mg')
+    old = node_name_of(port, first)
+    new = 'b' if old == 'a' else 'a'
+    data, local = alloc_files(clients[old], first['id'])
+    wait_for(lambda: data.exists() and local.exists(), 10, 'the first run to write')
+    r = cli(port, 'node', 'eligibility', '-disable', first['node_id'])
+    assert r.returncode == 0, r.stdout + r.stderr
+    run(port, tmp_path, 'mg', service('mg', fields, 'v1'))
+    cur = wait_for(lambda: [a for a in running_allocs(port, 'mg') if a['id'] != first['id']],
+                   30, 'the allocation of v1')[0]
+    assert cur['previous_allocation'] == first['id']
+    assert node_name_of(port, cur) == new
+    data, local = alloc_files(clients[new], cur['id'])
+    wait_for(lambda: data.exists() and data.read_text().split() == ['v0', 'v1'], 15,
+             'alloc/data to arrive on the new node')
+    wait_for(lambda: local.exists() and local.read_text().split() == ['v0', 'v1'], 15,
+             'local/ to arrive on the new node')
+    assert any(e['type'] == 'Sticky Disk' and 'migrated' in e['message']
+               for e in events(port, cur['id']))
+    # nothing is left of the transfer beside the allocation dirs
+    assert not list((clients[new].dir / 'data' / 'alloc').glob('.migrate-*'))
+
+
+def test_migrate_refused_to_others(pair, tmp_path):
+    """The old node hands the data only for the allocation that replaces
+    it: another allocation's id, or none, is refused."""
+    srv, clients = pair
+    port = srv.port
+    run(port, tmp_path, 'mr', service('mr', 'ephemeral_disk {\n migrate = true\n }', 'v0'))
+    run(port, tmp_path, 'other', service('other', '', 'v0'))
+    [a] = running_allocs(port, 'mr')
+    [o] = running_allocs(port, 'other')
+    node = node_by_name(port, node_name_of(port, a))
+    base = f'http://{node["http_addr"]}/v1/client/allocation/{a["id"]}/migrate'
+    for query, code in ((f'?for={o["id"]}', 403), ('', 400), (f'?for={a["id"]}', 403)):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(base + query, timeout=30)
+        assert e.value.code == code, query
+
+
+def test_migrate_from_a_lost_node_starts_empty(pair, tmp_path):
+    srv, clients = pair
+    port = srv.port
+    fields = 'ephemeral_disk {\n migrate = true\n }'
+    run(port, tmp_path, 'ml', service('ml', fields, 'v0'))
+    [first] = running_allocs(port, 'ml')
+    old = node_name_of(port, first)
+    new = 'b' if old == 'a' else 'a'
+    wait_for(alloc_files(clients[old], first['id'])[0].exists, 10, 'the first run to write')
+    clients[old].kill9()
+    cur = wait_for(lambda: [a for a in running_allocs(port, 'ml') if a['id'] != first['id']],
+                   TTL + 20, 'the replacement on the other node')[0]
+    assert node_name_of(port, cur) == new
+    data, _ = alloc_files(clients[new], cur['id'])
+    wait_for(data.exists, 10, 'the replacement to write')
+    assert data.read_text().split() == ['v0']
+    assert any(e['type'] == 'Sticky Disk' and 'lost' in e['message'] and
+               'empty' in e['message'] for e in events(port, cur['id']))
 
 
 def test_prevent_reschedule_on_lost(pair, tmp_path):
