@@ -8,6 +8,7 @@
 #include "server/acl.h"
 #include "server/server-int.h"
 #include "server/vars.h"
+#include "server/vars_crypt.h"
 
 /* The fields a put's body may hold: items, and what a variable read back
  * carries (so that a get piped into a put works); namespace and path, when
@@ -82,6 +83,21 @@ static int get_vars(struct http_request *req, struct http_response *resp, void *
 	return 0;
 }
 
+/* The variable as the API shows it: its items opened (a new reference);
+ * NULL after answering 500 with why (another key, damaged data). */
+static json_t *opened(struct server *srv, json_t *var, struct http_response *resp)
+{
+	struct herd_err err = { 0 };
+	json_t *items = vars_unseal(srv->vars_key, srv->vars_key_id, jstr(var, "namespace", ""),
+				    jstr(var, "path", ""), json_object_get(var, "items_sealed"),
+				    &err), *out;
+	if (!items)
+		return http_error(resp, 500, "variable_sealed", "%s", err.msg), NULL;
+	out = vars_metadata(var);
+	json_object_set_new(out, "items", items);
+	return out;
+}
+
 static int get_var(struct http_request *req, struct http_response *resp, void *ctx)
 {
 	struct server *srv = ctx;
@@ -99,7 +115,10 @@ static int get_var(struct http_request *req, struct http_response *resp, void *c
 				  k.id, k.ns);
 	if (rc < 0)
 		return rc;
-	http_reply(resp, 200, var);
+	json_t *out = opened(srv, var, resp);
+	json_decref(var);
+	if (out)
+		http_reply(resp, 200, out);
 	return 0;
 }
 
@@ -141,7 +160,8 @@ static int put_var(struct http_request *req, struct http_response *resp, void *c
 	struct store_key k = { req_namespace(req), NULL, 0 }, nk = { NULL, k.ns, 0 };
 	struct store_batch b = STORE_BATCH_INIT;
 	const json_t *items;
-	json_t *old = NULL, *rec;
+	json_t *old = NULL, *rec, *sealed;
+	struct herd_err err = { 0 };
 	uint64_t ns_index = 0, idx = 0;
 	int64_t cas;
 	int rc;
@@ -162,7 +182,14 @@ static int put_var(struct http_request *req, struct http_response *resp, void *c
 	rc = store_get(srv->store, STORE_VAR, &k, &old, NULL);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
+	if (!(sealed = vars_seal(srv->vars_key, srv->vars_key_id, k.ns, k.id, items, &err))) {
+		json_decref(old);
+		return herd_errf(&err, -EIO, "%s", err.msg);
+	}
 	rec = vars_record(k.ns, k.id, items, old, now_ns());
+	/* the store gets the items sealed only; the answer, as written */
+	json_object_del(rec, "items");
+	json_object_set_new(rec, "items_sealed", sealed);
 	/* the namespace still there, and with ?cas= the variable as asked;
 	 * without, the variable as read (its create_time kept right) */
 	store_batch_require_index(&b, STORE_NAMESPACE, &nk, ns_index);
@@ -180,6 +207,8 @@ static int put_var(struct http_request *req, struct http_response *resp, void *c
 		json_object_set_new(rec, "create_index",
 				    json_integer(old ? jint(old, "create_index", 0) : (json_int_t)idx));
 		json_object_set_new(rec, "modify_index", json_integer((json_int_t)idx));
+		json_object_del(rec, "items_sealed");
+		json_object_set(rec, "items", (json_t *)items);
 		reply_written(resp, idx, json_incref(rec));
 	}
 	json_decref(rec);
@@ -219,6 +248,11 @@ static int delete_var(struct http_request *req, struct http_response *resp, void
 
 int routes_vars(struct server *srv, struct herd_err *err)
 {
+	/* the key at start: a data dir whose key cannot be read stops the
+	 * server here, not at the first variable */
+	int rc = vars_key_load(srv->data_dir, srv->vars_key, srv->vars_key_id, err);
+	if (rc < 0)
+		return rc;
 	/* ACL: each handler asks acl_allows_var for the path's capability */
 	static const struct server_route routes[] = {
 		{ "GET", "/v1/vars", get_vars, HTTP_ROUTE_BLOCKING, ACL_NEED_TOKEN },

@@ -828,6 +828,10 @@ struct server {
 	uint64_t seed;
 	struct fair_queue fq;
 	bool acl_enabled;
+	/* variables' items are sealed with this key (vars_crypt.h: 32 bytes
+	 * and a 16-digit id), read or made by routes_vars at start */
+	unsigned char vars_key[32];
+	char vars_key_id[17];
 	void **guards; size_t nguards, aguards; /* acl.c's route wrappers */
 	struct gc *gc;         /* gc.c's timer */
 	struct periodic *periodic; /* periodic.c's launcher */

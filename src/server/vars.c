@@ -108,6 +108,7 @@ json_t *vars_metadata(const json_t *var)
 {
 	json_t *m = json_copy((json_t *)var);
 	json_object_del(m, "items");
+	json_object_del(m, "items_sealed");
 	return m;
 }
 

@@ -3,9 +3,11 @@
  * store; the routes (routes_vars.c) and the CLI check with these.
  *
  * A variable as stored (STORE_VAR, keyed by namespace and path):
- *   {"namespace", "path", "items": {"key": "value", ...},
+ *   {"namespace", "path", "items_sealed": {"key_id", "data"},
  *    "create_time", "modify_time" (unix ns), and the store's
  *    "create_index", "modify_index"}
+ * where items_sealed holds the items {"key": "value", ...} encrypted
+ * (vars_crypt.h); the API answers with them opened, as "items".
  *
  * Limits, so that one variable is a small record of the store:
  *   path   1..VARS_MAX_PATH bytes of A-Z a-z 0-9 _ . - ~ /, segments
@@ -42,7 +44,8 @@ bool vars_prefix_valid(const char *prefix);
  * new reference; items is copied. */
 json_t *vars_record(const char *ns, const char *path, const json_t *items, const json_t *old,
 		    int64_t now);
-/* A variable's metadata: the record without its items (a new reference). */
+/* A variable's metadata: the record without its items, sealed or not (a
+ * new reference). */
 json_t *vars_metadata(const json_t *var);
 
 /* Whether glob (a policy's variables path rule: a path, optionally ending

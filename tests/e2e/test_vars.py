@@ -273,7 +273,38 @@ def test_snapshot_keeps_variables(agents, tmp_path):
     data = srv.dir / 'data' / 'server'
     r = cli(port, 'operator', 'snapshot', 'restore', '-data-dir', str(data), str(snap))
     assert r.returncode == 0, r.stderr
-    start_server(agents, tmp_path, 'server', port)
+    again = start_server(agents, tmp_path, 'server', port)
     r = cli(port, 'var', 'get', '-item', 'password', 'db/creds')
     assert r.returncode == 0 and r.stdout == 'kept\n', r.stdout + r.stderr
     assert cli(port, 'var', 'get', 'later').returncode == 1
+
+    # the items are sealed in the store: not in the state's files in clear
+    again.stop()
+    for f in data.iterdir():
+        if f.name.startswith('state.db'):
+            assert b'kept' not in f.read_bytes(), f
+    assert b'kept' not in snap.read_bytes()
+    key = data / 'variables.key'
+    assert key.stat().st_mode & 0o777 == 0o600 and key.stat().st_size == 32
+
+    # the snapshot restored into another data dir, whose server made its
+    # own key: the variable says which key it needs; with the key, it opens
+    other = tmp_path / 'other' / 'data' / 'server'
+    other.mkdir(parents=True)
+    r = cli(port, 'operator', 'snapshot', 'restore', '-data-dir', str(other), str(snap))
+    assert r.returncode == 0, r.stderr
+    cfg = tmp_path / 'other.hcl'
+    cfg.write_text('bind_addr = "127.0.0.1"\nserver {\n  enabled = true\n}\n')
+    srv2 = Agent(tmp_path, 'other', ['-config', str(cfg), '-http-port', '0']).start()
+    agents.append(srv2)
+    wait_for(lambda: api(srv2.port, '/v1/agent/health'), 10, 'the other server')
+    r = cli(srv2.port, 'var', 'get', 'db/creds')
+    assert r.returncode == 1 and 'restore the key file' in r.stderr, r.stderr
+    p2 = srv2.port
+    srv2.stop()
+    (other / 'variables.key').write_bytes(key.read_bytes())
+    srv3 = Agent(tmp_path, 'other', ['-config', str(cfg), '-http-port', str(p2)], port=p2).start()
+    agents.append(srv3)
+    wait_for(lambda: api(p2, '/v1/agent/health'), 10, 'the other server again')
+    r = cli(p2, 'var', 'get', '-item', 'password', 'db/creds')
+    assert r.returncode == 0 and r.stdout == 'kept\n', r.stdout + r.stderr

@@ -12,6 +12,13 @@
 #include "server/acl.h"
 #include "server/teams.h"
 #include "server/vars.h"
+#include "server/vars_crypt.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void test_paths(void **state)
 {
@@ -159,6 +166,62 @@ static void test_policy_variables(void **state)
 	json_decref(bad);
 }
 
+static void test_key_and_sealing(void **state)
+{
+	char dir[] = "/tmp/herd-vars-XXXXXX", path[64], id[VARS_KEY_ID_LEN + 1], id2[17];
+	unsigned char key[VARS_KEY_LEN], again[VARS_KEY_LEN], other[VARS_KEY_LEN];
+	struct herd_err err = { 0 };
+	json_t *items = json_pack("{s:s, s:s}", "password", "s3cret", "user", "app");
+	json_t *sealed, *opened;
+	struct stat st;
+	char *text;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/%s", dir, VARS_KEY_FILE);
+	/* made at the first load, 0600, the same at the next */
+	assert_int_equal(vars_key_load(dir, key, id, &err), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(st.st_size, VARS_KEY_LEN);
+	assert_int_equal(vars_key_load(dir, again, id2, &err), 0);
+	assert_memory_equal(key, again, VARS_KEY_LEN);
+	assert_string_equal(id, id2);
+
+	sealed = vars_seal(key, id, "default", "db/creds", items, &err);
+	assert_non_null(sealed);
+	text = json_dumps(sealed, 0);
+	assert_null(strstr(text, "s3cret")); /* not in clear */
+	free(text);
+	opened = vars_unseal(key, id, "default", "db/creds", sealed, &err);
+	assert_non_null(opened);
+	assert_true(json_equal(opened, items));
+	json_decref(opened);
+	/* another variable's path or namespace: does not open */
+	assert_null(vars_unseal(key, id, "default", "db/other", sealed, &err));
+	assert_null(vars_unseal(key, id, "team-a", "db/creds", sealed, &err));
+	/* another key of the same id (a forged id): does not open either */
+	memcpy(other, key, sizeof(other));
+	other[0] ^= 1;
+	assert_null(vars_unseal(other, id, "default", "db/creds", sealed, &err));
+	/* another key id: says which key it needs */
+	assert_null(vars_unseal(key, "0000000000000000", "default", "db/creds", sealed, &err));
+	assert_non_null(strstr(err.msg, id));
+	/* two seals of the same items differ (a nonce each) */
+	json_t *second = vars_seal(key, id, "default", "db/creds", items, &err);
+	assert_false(json_equal(second, sealed));
+	json_decref(second);
+	/* a key file others may read, or of the wrong size: refused */
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(vars_key_load(dir, again, id2, &err), -EPERM);
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(truncate(path, 16), 0);
+	assert_int_equal(vars_key_load(dir, again, id2, &err), -EINVAL);
+	unlink(path);
+	rmdir(dir);
+	json_decref(sealed);
+	json_decref(items);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -167,6 +230,7 @@ int main(void)
 		cmocka_unit_test(test_record_and_metadata),
 		cmocka_unit_test(test_globs),
 		cmocka_unit_test(test_policy_variables),
+		cmocka_unit_test(test_key_and_sealing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
