@@ -103,10 +103,11 @@ static int make_ask(const struct sched_request *req, struct ask *a, struct herd_
 	const struct sched_device_request *dr = req->device;
 
 	memset(a, 0, sizeof(*a));
-	if (req->cpu_milli < 0 || req->memory_mib < 0)
-		return herd_errf(err, -EINVAL, "request: negative cpu or memory");
+	if (req->cpu_milli < 0 || req->memory_mib < 0 || req->disk_mib < 0)
+		return herd_errf(err, -EINVAL, "request: negative cpu, memory or disk");
 	a->cpu = req->cpu_milli;
 	a->mem = req->memory_mib;
+	a->disk = req->disk_mib;
 	if (!dr)
 		return 0;
 	if (dr->count < 1 || dr->count > SCHED_MAX_DEVS_PER_ASK)
@@ -278,6 +279,11 @@ static int node_view(struct sched_snapshot *s, const struct scan *q, size_t ni,
 			why->filtered_memory++;
 		return 0;
 	}
+	if (a->disk && n->disk_total && n->disk_total - n->disk_used < a->disk) {
+		if (why)
+			why->filtered_disk++;
+		return 0;
+	}
 	v->n = 0;
 	v->left_total = n->gpu_free_total;
 	v->gpu_total = 0;
@@ -408,7 +414,7 @@ static bool can_group(const struct sched_request *req, const struct sched_option
 	const struct sched_device_request *dr = req->device;
 	/* groups of identical nodes do not look at host volumes */
 	if (opt->scan_all || opt->policy == SCHED_RANDOM || req->nconstraints || req->naffinities ||
-	    req->nvolumes || req->nspreads || req->prefer_node)
+	    req->nvolumes || req->nspreads || req->prefer_node || req->disk_mib)
 		return false;
 	if (!opt->tie_rank && opt->policy != SCHED_HERD)
 		return false;
@@ -600,6 +606,7 @@ found:
 		out->node = best_node;
 		out->cpu_milli = q.a.cpu;
 		out->memory_mib = q.a.mem;
+		out->disk_mib = q.a.disk;
 		out->ndev = q.a.num;
 		out->score = best;
 		if (req->prefer_node && !strcmp(n->id, req->prefer_node))
@@ -673,6 +680,9 @@ void sched_explain_format(const struct sched_explain *why, const struct sched_re
 	if (why->filtered_memory)
 		strbuf_addf(sb, "  memory exhausted on %d node%s\n", why->filtered_memory,
 			    why->filtered_memory == 1 ? "" : "s");
+	if (why->filtered_disk)
+		strbuf_addf(sb, "  disk exhausted on %d node%s\n", why->filtered_disk,
+			    why->filtered_disk == 1 ? "" : "s");
 	if (why->filtered_device_constraint)
 		strbuf_addf(sb, "  no matching device on %d node%s\n", why->filtered_device_constraint,
 			    why->filtered_device_constraint == 1 ? "" : "s");

@@ -60,6 +60,7 @@ struct sched_node {
 	struct node_volume *vol;     /* host volumes; NULL when none */
 	int nvol;
 	int64_t cpu_total, mem_total, cpu_used, mem_used;
+	int64_t disk_total, disk_used; /* disk_total 0: not known, not checked */
 	int ndev;
 	struct sched_dev *dev;
 	int32_t gpu_free_total; /* compute free over healthy devices */
@@ -221,6 +222,7 @@ struct ask {
 	int num;          /* devices; 0 = none */
 	int32_t milli;    /* per device */
 	int64_t dmem;     /* per device memory, 0 = none */
+	int64_t disk;     /* ephemeral disk MiB, 0 = none */
 	bool frac;        /* a share of one device */
 };
 

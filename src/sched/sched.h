@@ -67,6 +67,10 @@ struct sched_node_spec {
 	int64_t memory_mib;      /* schedulable memory */
 	int64_t cpu_used;        /* already taken by allocations not in the snapshot */
 	int64_t memory_used;
+	/* ephemeral disk (MiB) the node offers, and taken already; 0: not
+	 * known, disk asks are not checked on the node */
+	int64_t disk_mib;
+	int64_t disk_used;
 	const struct sched_kv *attrs; /* ${attr.KEY} */
 	size_t nattrs;
 	const struct sched_kv *meta;  /* ${meta.KEY} */
@@ -199,6 +203,8 @@ struct sched_device_request {
 struct sched_request {
 	int64_t cpu_milli;
 	int64_t memory_mib;
+	int64_t disk_mib; /* ephemeral disk; 0: none.  A request with disk is
+			   * never scored by groups of nodes */
 	int count; /* instances for sched_plan; sched_place places one */
 	const struct sched_constraint *constraints;
 	size_t nconstraints;
@@ -289,7 +295,7 @@ struct sched_device_share {
 
 struct sched_placement {
 	int node;
-	int64_t cpu_milli, memory_mib;
+	int64_t cpu_milli, memory_mib, disk_mib;
 	int ndev;
 	struct sched_device_share dev[SCHED_MAX_DEVS_PER_ASK];
 	double score;
@@ -304,7 +310,7 @@ struct sched_placement {
 struct sched_explain {
 	int nodes;               /* nodes in the snapshot */
 	int filtered_constraint[16]; /* per request constraint (first 16) */
-	int filtered_cpu, filtered_memory;
+	int filtered_cpu, filtered_memory, filtered_disk;
 	int filtered_device_constraint; /* no device of the asked name/constraints */
 	int filtered_devices;    /* devices exist but not enough free */
 	/* per request volume (first 8), the nodes it filtered: without a

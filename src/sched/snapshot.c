@@ -130,6 +130,8 @@ int sched_snapshot_add_node(struct sched_snapshot *s, const struct sched_node_sp
 	n->mem_total = spec->memory_mib;
 	n->cpu_used = spec->cpu_used;
 	n->mem_used = spec->memory_used;
+	n->disk_total = spec->disk_mib;
+	n->disk_used = spec->disk_used;
 	return (int)s->n++;
 }
 
@@ -289,13 +291,18 @@ static int check(const struct sched_snapshot *s, const struct sched_placement *p
 	const struct sched_node *n;
 
 	if (p->node < 0 || (size_t)p->node >= s->n || p->ndev < 0 ||
-	    p->ndev > SCHED_MAX_DEVS_PER_ASK || p->cpu_milli < 0 || p->memory_mib < 0)
+	    p->ndev > SCHED_MAX_DEVS_PER_ASK || p->cpu_milli < 0 || p->memory_mib < 0 ||
+	    p->disk_mib < 0)
 		return -EINVAL;
 	n = &s->node[p->node];
 	if (take && (n->cpu_used + p->cpu_milli > n->cpu_total ||
 		     n->mem_used + p->memory_mib > n->mem_total))
 		return -EINVAL;
 	if (!take && (n->cpu_used < p->cpu_milli || n->mem_used < p->memory_mib))
+		return -EINVAL;
+	if (take && n->disk_total && n->disk_used + p->disk_mib > n->disk_total)
+		return -EINVAL;
+	if (!take && n->disk_used < p->disk_mib)
 		return -EINVAL;
 	for (int i = 0; i < p->ndev; i++) {
 		const struct sched_device_share *sh = &p->dev[i];
@@ -329,6 +336,7 @@ static void change(struct sched_snapshot *s, const struct sched_placement *p, in
 
 	n->cpu_used += sign * p->cpu_milli;
 	n->mem_used += sign * p->memory_mib;
+	n->disk_used += sign * p->disk_mib;
 	for (int i = 0; i < p->ndev; i++) {
 		struct sched_dev *d = &n->dev[p->dev[i].dev];
 		bool was_free = dev_is_free(d);

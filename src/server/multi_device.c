@@ -79,6 +79,7 @@ static void part_of(const struct group_ask *a, const struct sched_placement *pl,
 	if (k == 0) {
 		part->cpu_milli = pl->cpu_milli;
 		part->memory_mib = pl->memory_mib;
+		part->disk_mib = pl->disk_mib;
 	}
 	for (int i = 0; i < n && *from < pl->ndev; i++)
 		part->dev[part->ndev++] = pl->dev[(*from)++];

@@ -103,6 +103,20 @@ static json_t *assign_ports(const struct job_group *g, const struct view_node *v
 	return ports;
 }
 
+/* Adds ephemeral_disk's disk_mib to an allocation's resources, the keys
+ * kept in the store's canonical order (alloc_new). */
+static void resources_add_disk(json_t *alloc, int64_t disk_mib)
+{
+	static const char *const keys[] = { "cpu_milli", "devices", "disk_mib", "memory_mib",
+					    "ports", "tasks", NULL };
+	json_t *r = json_object_get(alloc, "resources"), *sorted = json_object();
+
+	json_object_set_new(r, "disk_mib", json_integer(disk_mib));
+	for (size_t k = 0; keys[k]; k++)
+		json_object_set(sorted, keys[k], json_object_get(r, keys[k]));
+	json_object_set_new(alloc, "resources", sorted);
+}
+
 static json_t *alloc_new(const json_t *job, const struct job_group *g, const struct place_need *need,
 			 const char *eval_id, const struct view_node *vn,
 			 const struct sched_snapshot *snap, const struct sched_placement *pl,
@@ -178,6 +192,8 @@ static json_t *alloc_new(const json_t *job, const struct job_group *g, const str
 			 "memory_mib", (json_int_t)pl->memory_mib, "ports", ports, "tasks", tasks,
 			 "task_group", g->name, "task_states");
 	free(name);
+	if (pl->disk_mib > 0)
+		resources_add_disk(out, pl->disk_mib);
 	return out;
 }
 

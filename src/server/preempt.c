@@ -75,6 +75,7 @@ static bool placement_of(const struct sched_snapshot *snap, int node, const json
 	pl->node = node;
 	pl->cpu_milli = jint(res, "cpu_milli", 0);
 	pl->memory_mib = jint(res, "memory_mib", 0);
+	pl->disk_mib = jint(res, "disk_mib", 0);
 	json_array_foreach(json_object_get(res, "devices"), i, d) {
 		int k, nd = sched_node_ndevices(snap, node);
 		if (pl->ndev >= SCHED_MAX_DEVS_PER_ASK)

@@ -22,6 +22,7 @@ void node_usage_copy(struct node_usage *dst, const struct node_usage *src)
 	memset(dst, 0, sizeof(*dst));
 	dst->cpu = src->cpu;
 	dst->memory = src->memory;
+	dst->disk = src->disk;
 	for (size_t i = 0; i < src->ndevs; i++) {
 		ALLOC_GROW(dst->devs, dst->ndevs + 1, dst->adevs);
 		dst->devs[dst->ndevs] = src->devs[i];
@@ -78,6 +79,7 @@ void node_usage_add_alloc(struct node_usage *u, const json_t *alloc, int sign)
 
 	u->cpu += sign * amount(res, "cpu_milli");
 	u->memory += sign * amount(res, "memory_mib");
+	u->disk += sign * amount(res, "disk_mib");
 	json_array_foreach(json_object_get(res, "devices"), i, d) {
 		const char *id = jstr(d, "id", NULL);
 		struct dev_usage *du;

@@ -206,6 +206,24 @@ def test_migrate_from_a_lost_node_starts_empty(pair, tmp_path):
                'empty' in e['message'] for e in events(port, cur['id']))
 
 
+def test_size_counts_against_the_nodes_disk(pair, tmp_path):
+    srv, clients = pair
+    port = srv.port
+    # far more than the data dir's filesystem holds: placed nowhere
+    r = cli(port, 'job', 'run', write_job(tmp_path, 'huge', service(
+        'huge', 'ephemeral_disk {\n size = 1000000000\n }', 'v0')), timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert 'disk exhausted on 2 nodes' in r.stdout
+    # a size that fits is placed, and recorded on the allocation
+    run(port, tmp_path, 'fits', service('fits', 'ephemeral_disk {\n size = 10\n }', 'v0'))
+    [a] = running_allocs(port, 'fits')
+    assert a['resources']['disk_mib'] == 10
+    # no block: no disk counted
+    run(port, tmp_path, 'none', service('none', '', 'v0'))
+    [a] = running_allocs(port, 'none')
+    assert 'disk_mib' not in a['resources']
+
+
 def test_prevent_reschedule_on_lost(pair, tmp_path):
     srv, clients = pair
     port = srv.port
