@@ -195,6 +195,7 @@ struct dev_usage {
 /* What the non-terminal allocations of one node take. */
 struct node_usage {
 	int64_t cpu, memory;
+	int64_t disk; /* ephemeral_disk MiB */
 	struct dev_usage *devs; size_t ndevs, adevs;
 	int *ports; size_t nports, aports;
 };
