@@ -9,7 +9,10 @@
  * PUT /v1/node/:id/allocations/status, the job version routes
  * POST /v1/job/:id/revert and /scale (the revert's body also promotes
  * the rolling service's deployment), and the child launches
- * POST /v1/job/:id/dispatch and /periodic/force by their bodies.  One
+ * POST /v1/job/:id/dispatch and /periodic/force by their bodies; the
+ * variables' routes: GET /v1/vars and PUT|DELETE /v1/var/fz/q by the
+ * query (cas), GET /v1/var/<path> by a path, PUT /v1/var/fz/b by a body
+ * (each variable written is purged at once).  One
  * server, started once with a node, a batch job placed on it and its
  * allocations, a parameterized and a periodic job, a rolling service (a
  * deployment), answers every input
@@ -209,6 +212,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 * and so do the deployments */
 		call("GET", "/v1/services", rest, NULL, 0);
 		call("GET", "/v1/deployments", rest, NULL, 0);
+		call("GET", "/v1/vars", rest, NULL, 0);
+		{
+			static const char body[] = "{\"items\": {\"k\": \"v\"}}";
+			char *q = strdup(rest);
+			if (!q)
+				abort();
+			call("PUT", "/v1/var/fz/q", rest, body, strlen(body));
+			call("DELETE", "/v1/var/fz/q", q, NULL, 0);
+			call("DELETE", "/v1/var/fz/q", NULL, NULL, 0);
+			free(q);
+		}
 		break;
 	case 2:
 		if (strchr(rest, '/') || strchr(rest, '?'))
@@ -241,6 +255,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 3:
 		call("PUT", "/v1/node/n1/allocations/status", NULL, (const char *)data + 1,
 		     size - 1);
+		call("PUT", "/v1/var/fz/b", NULL, (const char *)data + 1, size - 1);
+		call("DELETE", "/v1/var/fz/b", NULL, NULL, 0);
 		break;
 	case 5:
 		call("POST", "/v1/job/a/revert", NULL, (const char *)data + 1, size - 1);
@@ -260,6 +276,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	default:
 		call("GET", "/v1/metrics", rest, NULL, 0);
+		/* a variable path: any bytes but a query's */
+		if (!strchr(rest, '?') && !strchr(rest, '#')) {
+			if (asprintf(&path, "/v1/var/%s", rest) < 0)
+				abort();
+			call("GET", path, NULL, NULL, 0);
+			free(path);
+		}
 		break;
 	}
 	free(rest);
