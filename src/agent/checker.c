@@ -255,6 +255,8 @@ void svc_set_register(struct svc_set *set, int task, int64_t started_ns,
 						svc_status_name(s->initial), "output", "", "time",
 						(json_int_t)0);
 			struct check *c = check_new(set, task, started_ns, s, out);
+			if (s->on_update && strcmp(s->on_update, "require_healthy"))
+				json_object_set_new(out, "on_update", json_string(s->on_update));
 			json_array_append_new(checks, out);
 			c->next = ck.checks;
 			ck.checks = c;

@@ -53,6 +53,9 @@ struct svc_check_spec {
 	/* success_before_passing, failures_before_critical,
 	 * failures_before_warning (svc_result.h svc_threshold_step); 0: at once */
 	int64_t before_passing, before_critical, before_warning;
+	/* on_update for deployment health, reported with the check's status
+	 * (the server decides health); NULL or require_healthy: left out */
+	const char *on_update;
 };
 
 /* One service to register: its entry as the server lists it (name, task,
@@ -84,7 +87,7 @@ void svc_set_deregister(struct svc_set *set, int task);
 void svc_set_deregister_group(struct svc_set *set);
 
 /* The services registered now, each entry with "checks": [{name, type,
- * status, output, time}]: a new array. */
+ * status, output, time[, on_update]}]: a new array. */
 json_t *svc_set_json(struct svc_set *set);
 /* Whether anything the server should hear of changed since the last call
  * (a registration, a removal, a check's status). */

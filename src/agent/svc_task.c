@@ -87,6 +87,7 @@ static void build_check(struct task_runner *tr, const struct job_service *svc,
 	s->interval_ns = jc->interval;
 	s->timeout_ns = jc->timeout;
 	s->initial = svc_status_parse(jc->initial_status);
+	s->on_update = jc->on_update;
 	/* a stored job from before the thresholds decodes them unset */
 	s->before_passing = jc->success_before_passing > 0 ? jc->success_before_passing : 0;
 	s->before_critical = jc->failures_before_critical > 0 ? jc->failures_before_critical : 0;
@@ -136,6 +137,31 @@ static void built_check_release(struct built_check *b)
 	free(b->argv);
 }
 
+/* canary_tags and canary_meta, interpolated as tags and meta are, when
+ * the service has them: the server lists them instead of tags and meta
+ * while the allocation is an unpromoted canary (services.c). */
+static void canary_fields(struct task_runner *tr, const struct job_service *svc, json_t *e)
+{
+	json_t *tags, *meta;
+
+	if (svc->canary_tags.n) {
+		tags = json_array();
+		for (size_t i = 0; i < svc->canary_tags.n; i++) {
+			char *t = interpolated(tr, svc->canary_tags.v[i]);
+			json_array_append_new(tags, json_string(t));
+			free(t);
+		}
+		json_object_set_new(e, "canary_tags", tags);
+	}
+	if (svc->canary_meta.n) {
+		meta = json_object();
+		for (size_t i = 0; i < svc->canary_meta.n; i++)
+			json_object_set_new(meta, svc->canary_meta.v[i].key,
+					    json_string(svc->canary_meta.v[i].value));
+		json_object_set_new(e, "canary_meta", meta);
+	}
+}
+
 /* The entry the server lists for one service (taken by the checker). */
 static json_t *service_entry(struct task_runner *tr, const struct job_service *svc,
 			     const char *address, int port)
@@ -158,6 +184,7 @@ static json_t *service_entry(struct task_runner *tr, const struct job_service *s
 		      "address", address, "port", port, "tags", tags, "meta", meta, "provider",
 		      svc->provider ? svc->provider : "herd");
 	free(name);
+	canary_fields(tr, svc, e);
 	return e;
 }
 

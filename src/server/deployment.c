@@ -31,7 +31,8 @@
  * Health is decided on the server, from what agents report, with the
  * server's clock: when a report shows an allocation of the deployment
  * ready (every task running, or a prestart task ended well; with
- * health_check "checks", every check of its services passing), the status
+ * health_check "checks", every check of its services passing, as each
+ * check's on_update asks: deploy_check_ready), the status
  * route stamps "deployment_status": {"ready_since": now} on the record
  * (deploy_alloc_report), and a report that shows it not ready removes the
  * stamp.  reconcile then calls it healthy once ready_since is
@@ -135,8 +136,16 @@ bool deploy_failed(const struct deploy *d)
 	return !strcmp(dep_status(d), "failed");
 }
 
+bool deploy_check_ready(const char *status, const char *on_update)
+{
+	if (!strcmp(status, "passing") || (on_update && !strcmp(on_update, "ignore")))
+		return true;
+	return !strcmp(status, "warning") && on_update && !strcmp(on_update, "ignore_warnings");
+}
+
 /* Whether every task of alloc runs (a prestart task may have ended well)
- * and, when it expects checks, every check passes. */
+ * and, when it expects checks, every check passes (or is one its
+ * on_update lets the deployment look past, deploy_check_ready). */
 static bool alloc_ready(const json_t *alloc)
 {
 	const json_t *ts = json_object_get(alloc, "task_states"), *t, *svc, *c;
@@ -153,7 +162,7 @@ static bool alloc_ready(const json_t *alloc)
 	}
 	json_array_foreach(json_object_get(alloc, "services"), i, svc)
 		json_array_foreach(json_object_get(svc, "checks"), k, c) {
-			if (strcmp(jstr(c, "status", ""), "passing"))
+			if (!deploy_check_ready(jstr(c, "status", ""), jstr(c, "on_update", NULL)))
 				return false;
 			seen++;
 		}

@@ -531,6 +531,11 @@ void deploy_end(struct deploy *d, struct reconcile_result *r);
  * server's clock, in "deployment_status": {"ready_since"}.  true when it
  * became ready now (an evaluation must look at the deployment). */
 bool deploy_alloc_report(json_t *alloc, int64_t now);
+/* Whether a check of status (passing, warning, critical) lets its
+ * allocation be ready for its deployment, by the check's on_update
+ * (NULL: require_healthy): require_healthy wants passing, ignore_warnings
+ * passing or warning, ignore anything. */
+bool deploy_check_ready(const char *status, const char *on_update);
 /* A new allocation of rolling group g joins deployment id: its
  * "deployment_id", the checks its health waits for, and for a canary
  * "deployment_status": {"canary": true}. */
@@ -933,6 +938,17 @@ int routes_allocs(struct server *srv, struct herd_err *err);
 int routes_services(struct server *srv, struct herd_err *err);
 int services_report_check(const json_t *services, struct herd_err *err);
 const char *services_health(const json_t *service);
+/* Whether s is an on_update value: require_healthy, ignore_warnings or
+ * ignore. */
+bool services_on_update_ok(const char *s);
+/* Whether alloc is a canary of its deployment not yet promoted. */
+bool services_alloc_canary(const json_t *alloc);
+/* The tags and meta an instance of reported service svc of alloc lists
+ * now (borrowed from svc; may be NULL when it has none): its canary_tags
+ * and canary_meta, each when not empty, while alloc is an unpromoted
+ * canary; else its tags and meta. */
+void services_current_labels(const json_t *alloc, const json_t *svc, const json_t **tags,
+			     const json_t **meta);
 int routes_namespaces(struct server *srv, struct herd_err *err);
 int routes_quotas(struct server *srv, struct herd_err *err);
 int routes_acl(struct server *srv, struct herd_err *err);

@@ -14,7 +14,17 @@
  *
  *   GET /v1/services          [{namespace, name, tags, instances, healthy}]
  *   GET /v1/service/:name     [{alloc_id, job_id, node_id, task, address,
- *                               port, tags, meta, health, checks}] */
+ *                               port, tags, meta, health, checks}]
+ *
+ * canary_tags and canary_meta: an agent reports them beside tags and meta
+ * (interpolated the same way; absent when the service has none), and the
+ * registry chooses when it answers: while the allocation is a canary of
+ * its deployment not yet promoted, canary_tags stand for tags and
+ * canary_meta for meta (each only when not empty; Nomad's rule).  The
+ * choice needs nothing but the allocation's record, whose
+ * deployment_status the reconcile marks "promoted": that write bumps the
+ * index, so a blocking query (a template's nomadService) wakes when the
+ * tags switch, and the agent need not re-register anything. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,9 +49,15 @@ static bool check_status_ok(const char *s)
 	return s && (!strcmp(s, "passing") || !strcmp(s, "warning") || !strcmp(s, "critical"));
 }
 
+bool services_on_update_ok(const char *s)
+{
+	return s && (!strcmp(s, "require_healthy") || !strcmp(s, "ignore_warnings") ||
+		     !strcmp(s, "ignore"));
+}
+
 static int check_entry(const json_t *c, size_t i, size_t k, struct herd_err *err)
 {
-	const json_t *out = json_object_get(c, "output");
+	const json_t *out = json_object_get(c, "output"), *ou = json_object_get(c, "on_update");
 	if (!json_is_object(c) || !short_str(json_object_get(c, "name"), 256) ||
 	    !check_status_ok(json_string_value(json_object_get(c, "status"))))
 		return herd_errf(err, -EINVAL, "services[%zu].checks[%zu] must be an object with a "
@@ -50,6 +66,9 @@ static int check_entry(const json_t *c, size_t i, size_t k, struct herd_err *err
 	    (!json_is_string(out) || json_string_length(out) > SVC_MAX_OUTPUT))
 		return herd_errf(err, -EINVAL, "services[%zu].checks[%zu].output must be a string of "
 				 "at most %d bytes", i, k, SVC_MAX_OUTPUT);
+	if (ou && !services_on_update_ok(json_string_value(ou)))
+		return herd_errf(err, -EINVAL, "services[%zu].checks[%zu].on_update must be "
+				 "require_healthy, ignore_warnings or ignore", i, k);
 	return 0;
 }
 
@@ -64,6 +83,8 @@ int services_report_check(const json_t *v, struct herd_err *err)
 	json_array_foreach(v, i, s) {
 		const json_t *port = json_object_get(s, "port"), *tags = json_object_get(s, "tags");
 		const json_t *checks = json_object_get(s, "checks");
+		const json_t *ctags = json_object_get(s, "canary_tags");
+		const json_t *cmeta = json_object_get(s, "canary_meta");
 		if (!json_is_object(s) || !short_str(json_object_get(s, "name"), 256) ||
 		    !short_str(json_object_get(s, "address"), 256) || !json_is_integer(port) ||
 		    json_integer_value(port) < 0 || json_integer_value(port) > 65535)
@@ -72,6 +93,11 @@ int services_report_check(const json_t *v, struct herd_err *err)
 		if (tags && (!json_is_array(tags) || json_array_size(tags) > SVC_MAX_TAGS))
 			return herd_errf(err, -EINVAL, "services[%zu].tags must be an array of at most "
 					 "%d strings", i, SVC_MAX_TAGS);
+		if (ctags && (!json_is_array(ctags) || json_array_size(ctags) > SVC_MAX_TAGS))
+			return herd_errf(err, -EINVAL, "services[%zu].canary_tags must be an array of "
+					 "at most %d strings", i, SVC_MAX_TAGS);
+		if (cmeta && !json_is_object(cmeta))
+			return herd_errf(err, -EINVAL, "services[%zu].canary_meta must be an object", i);
 		if (checks && (!json_is_array(checks) || json_array_size(checks) > SVC_MAX_CHECKS))
 			return herd_errf(err, -EINVAL, "services[%zu].checks must be an array of at most "
 					 "%d checks", i, SVC_MAX_CHECKS);
@@ -90,6 +116,27 @@ static bool alloc_registered(const json_t *alloc)
 	return !strcmp(jstr(alloc, "client_status", ""), "running") &&
 	       !strcmp(jstr(alloc, "desired_status", "run"), "run") &&
 	       json_array_size(json_object_get(alloc, "services")) > 0;
+}
+
+bool services_alloc_canary(const json_t *alloc)
+{
+	const json_t *ds = json_object_get(alloc, "deployment_status");
+	return jbool(ds, "canary", false) && !jbool(ds, "promoted", false);
+}
+
+void services_current_labels(const json_t *alloc, const json_t *svc, const json_t **tags,
+			     const json_t **meta)
+{
+	bool canary = services_alloc_canary(alloc);
+	const json_t *ct = json_object_get(svc, "canary_tags");
+	const json_t *cm = json_object_get(svc, "canary_meta");
+
+	*tags = json_object_get(svc, "tags");
+	*meta = json_object_get(svc, "meta");
+	if (canary && json_is_array(ct) && json_array_size(ct))
+		*tags = ct;
+	if (canary && json_is_object(cm) && json_object_size(cm))
+		*meta = cm;
 }
 
 const char *services_health(const json_t *svc)
@@ -127,8 +174,11 @@ static void tally(json_t *by_key, const json_t *alloc, const json_t *svc)
 {
 	const char *ns = jstr(alloc, "namespace", "default"), *name = jstr(svc, "name", "");
 	char key[600];
+	const json_t *now_tags, *now_meta;
 	json_t *e, *tags, *t;
 	size_t i;
+
+	services_current_labels(alloc, svc, &now_tags, &now_meta);
 
 	snprintf(key, sizeof(key), "%s\x1f%s", ns, name);
 	e = json_object_get(by_key, key);
@@ -141,7 +191,7 @@ static void tally(json_t *by_key, const json_t *alloc, const json_t *svc)
 	if (!strcmp(services_health(svc), "passing"))
 		json_object_set_new(e, "healthy", json_integer(jint(e, "healthy", 0) + 1));
 	tags = json_object_get(e, "tags");
-	json_array_foreach(json_object_get(svc, "tags"), i, t) {
+	json_array_foreach(now_tags, i, t) {
 		bool seen = false;
 		size_t j;
 		json_t *u;
@@ -212,16 +262,18 @@ static int cmp_instances(const void *a, const void *b)
 
 static json_t *instance(const json_t *alloc, const json_t *svc)
 {
-	json_t *tags = json_object_get(svc, "tags"), *meta = json_object_get(svc, "meta");
+	const json_t *tags, *meta;
 	json_t *checks = json_object_get(svc, "checks");
+
+	services_current_labels(alloc, svc, &tags, &meta);
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:O, s:O, s:s, s:O}",
 			 "namespace", jstr(alloc, "namespace", "default"), "name", jstr(svc, "name", ""),
 			 "alloc_id", jstr(alloc, "id", ""), "alloc_name", jstr(alloc, "name", ""),
 			 "job_id", jstr(alloc, "job_id", ""), "node_id", jstr(alloc, "node_id", ""),
 			 "task", jstr(svc, "task", ""), "address", jstr(svc, "address", ""),
 			 "port", (json_int_t)jint(svc, "port", 0),
-			 "tags", json_is_array(tags) ? tags : json_array(),
-			 "meta", json_is_object(meta) ? meta : json_object(),
+			 "tags", json_is_array(tags) ? (json_t *)tags : json_array(),
+			 "meta", json_is_object(meta) ? (json_t *)meta : json_object(),
 			 "health", services_health(svc),
 			 "checks", json_is_array(checks) ? checks : json_array());
 }

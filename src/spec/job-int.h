@@ -50,9 +50,9 @@ struct field {
 	size_t set_off;
 	/* A field added after jobs were stored: left out of the JSON while it
 	 * holds its default (F_INT, F_DURATION: dflt; F_BOOL: false;
-	 * F_STRING: dflt_str), so that a job that does not use it keeps the
-	 * canonical text it had and re-submitting it after an upgrade makes
-	 * no new version.  Decoding fills the default again (validation). */
+	 * F_STRING, F_ENUM: dflt_str; F_STRV, F_MAP: empty), so that a job
+	 * that does not use it keeps the canonical text it had and
+	 * re-submitting it after an upgrade makes no new version.  Decoding fills the default again (validation). */
 	bool omit_default;
 	int64_t dflt;
 	const char *dflt_str;

@@ -408,6 +408,10 @@ struct job_check {
 	 * critical to turn critical, to turn warning from passing (0: never) */
 	int64_t success_before_passing, failures_before_critical, failures_before_warning;
 	struct job_check_restart *check_restart; /* NULL: the service's */
+	/* deployment health (update { health_check = "checks" }):
+	 * require_healthy (passing only) | ignore_warnings (warning counts as
+	 * passing) | ignore (never counts against it); default the service's */
+	char *on_update;
 };
 
 /* service { ... } at group or task level: registered with the server's
@@ -424,6 +428,11 @@ struct job_service {
 	struct job_check *checks;
 	size_t nchecks;
 	struct job_check_restart *check_restart; /* NULL: checks never restart */
+	/* registered instead of tags / meta while the allocation is an
+	 * unpromoted canary (empty: tags / meta); the server chooses */
+	struct job_strv canary_tags;
+	struct job_map canary_meta;
+	char *on_update;        /* require_healthy (default) | ignore_warnings | ignore */
 };
 
 /* periodic { crons prohibit_overlap time_zone enabled }: a batch job that

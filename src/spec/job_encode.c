@@ -137,7 +137,10 @@ static json_t *encode_field(const struct field *f, const void *obj, bool sorted)
 	}
 	case F_STRV: {
 		const struct job_strv *sv = p;
-		json_t *a = json_array();
+		json_t *a;
+		if (f->omit_default && !sv->n)
+			return NULL;
+		a = json_array();
 		for (size_t i = 0; i < sv->n; i++)
 			json_array_append_new(a, json_string(sv->v[i]));
 		return a;
@@ -145,6 +148,8 @@ static json_t *encode_field(const struct field *f, const void *obj, bool sorted)
 	case F_MAP: {
 		const struct job_map *m = p;
 		json_t *o;
+		if (f->omit_default && !m->n)
+			return NULL;
 		if (sorted)
 			return sorted_map(m);
 		o = json_object();

@@ -38,6 +38,14 @@
 #define NEW_BOOL(k, type, member) \
 	{ .key = k, .kind = F_BOOL, .off = offsetof(type, member), .set_off = NO_SET_OFF, \
 	  .omit_default = true }
+/* an enum, a list or a map added after jobs were stored: left out at
+ * its default (d; an empty list or map) */
+#define NEW_ENUM(k, type, member, list, d) \
+	{ .key = k, .kind = F_ENUM, .off = offsetof(type, member), .choices = list, \
+	  .set_off = NO_SET_OFF, .omit_default = true, .dflt_str = d }
+#define NEW_MAP(k, kind_, type, member, maxn) \
+	{ .key = k, .kind = kind_, .off = offsetof(type, member), .max = maxn, \
+	  .set_off = NO_SET_OFF, .omit_default = true }
 #define END { .key = NULL }
 
 #define SECOND 1000000000LL
@@ -61,6 +69,7 @@ static const char *const check_statuses[] = { "passing", "warning", "critical", 
 static const char *const check_protocols[] = { "http", "https", NULL };
 static const char *const health_checks[] = { "checks", "task_states", "manual", NULL };
 static const char *const address_modes[] = { "auto", "host", "driver", "alloc", NULL };
+static const char *const on_updates[] = { "require_healthy", "ignore_warnings", "ignore", NULL };
 static const char *const gang_restarts[] = { "unfinished", "all", NULL };
 static const char *const disconnect_reconciles[] = {
 	"keep_original", "keep_replacement", "best_score", "longest_running", NULL,
@@ -317,7 +326,7 @@ static void init_check(void *obj)
 /* Consul-only and Connect fields: read, not acted on. */
 static const char *const check_ignored[] = {
 	"expose", "grpc_service", "grpc_use_tls", "tls_server_name", "tls_skip_verify",
-	"on_update", "body", "task", "address_mode", "notes", NULL,
+	"body", "task", "address_mode", "notes", NULL,
 };
 static const struct field check_fields[] = {
 	STR("name", struct job_check, name, JOB_MAX_ID),
@@ -337,6 +346,7 @@ static const struct field check_fields[] = {
 	CHECK_RUNS("success_before_passing", success_before_passing),
 	CHECK_RUNS("failures_before_critical", failures_before_critical),
 	CHECK_RUNS("failures_before_warning", failures_before_warning),
+	NEW_ENUM("on_update", struct job_check, on_update, on_updates, "require_healthy"),
 	END,
 };
 static const struct schema check_schema = {
@@ -344,8 +354,8 @@ static const struct schema check_schema = {
 };
 
 static const char *const service_ignored[] = {
-	"connect", "canary_tags", "canary_meta", "enable_tag_override", "tagged_addresses",
-	"on_update", "identity", "weights", "cluster", "task", NULL,
+	"connect", "enable_tag_override", "tagged_addresses", "identity", "weights", "cluster",
+	"task", NULL,
 };
 static const struct field service_fields[] = {
 	STR("name", struct job_service, name, JOB_MAX_ID),
@@ -359,6 +369,9 @@ static const struct field service_fields[] = {
 	ARR("checks", struct job_service, checks, nchecks, check_schema, JOB_MAX_CHECKS),
 	OBJ("check_restart", F_OBJECT_PTR, struct job_service, check_restart,
 	    check_restart_schema),
+	NEW_MAP("canary_tags", F_STRV, struct job_service, canary_tags, JOB_MAX_RULES),
+	NEW_MAP("canary_meta", F_MAP, struct job_service, canary_meta, JOB_MAX_MAP),
+	NEW_ENUM("on_update", struct job_service, on_update, on_updates, "require_healthy"),
 	END,
 };
 static const struct schema service_schema = {

@@ -120,6 +120,28 @@ static void check_thresholds(struct svc_validator *v, struct job_check *c)
 			 (long long)c->failures_before_warning, (long long)crit);
 }
 
+/* on_update: the service's when the check has none (Nomad's rule).  A
+ * check that restarts its task must not be one the deployment looks past:
+ * ignore with check_restart, or ignore_warnings while check_restart counts
+ * warnings, would let a deployment succeed on a task about to restart
+ * (Nomad refuses both). */
+static void check_on_update(struct svc_validator *v, const struct job_service *s,
+			    struct job_check *c)
+{
+	const struct job_check_restart *cr = c->check_restart ? c->check_restart
+							      : s->check_restart;
+
+	if (!c->on_update && !svc_failed(v, &c->on_update))
+		c->on_update = xstrdup(s->on_update ? s->on_update : "require_healthy");
+	if (!c->on_update || !cr)
+		return;
+	if (!strcmp(c->on_update, "ignore"))
+		svc_fail(v, c->pos, "on_update \"ignore\" is not compatible with check_restart");
+	else if (!strcmp(c->on_update, "ignore_warnings") && !cr->ignore_warnings)
+		svc_fail(v, c->pos, "on_update \"ignore_warnings\" needs check_restart's "
+			 "ignore_warnings = true");
+}
+
 static void check_check(struct svc_validator *v, struct job_service *s, struct job_check *c)
 {
 	if (!c->type) {
@@ -152,6 +174,7 @@ static void check_check(struct svc_validator *v, struct job_service *s, struct j
 	}
 	if (c->check_restart)
 		check_restart_defaults(c->check_restart);
+	check_on_update(v, s, c);
 	check_thresholds(v, c);
 	if (!strcmp(c->type, "script")) {
 		if ((!c->command || !*c->command) && !svc_failed(v, &c->command))
@@ -213,6 +236,11 @@ static void check_service(struct svc_validator *v, struct job_service *s, const 
 	for (size_t i = 0; i < s->tags.n; i++)
 		if (!*s->tags.v[i])
 			svc_fail(v, s->pos, "tags[%zu] must not be empty", i);
+	for (size_t i = 0; i < s->canary_tags.n; i++)
+		if (!*s->canary_tags.v[i])
+			svc_fail(v, s->pos, "canary_tags[%zu] must not be empty", i);
+	if (!s->on_update && !svc_failed(v, &s->on_update))
+		s->on_update = xstrdup("require_healthy");
 	if (s->check_restart)
 		check_restart_defaults(s->check_restart);
 	for (size_t i = 0; i < s->nchecks; i++) {
