@@ -197,7 +197,9 @@ static int cmp_key(const void *key, const void *e)
 /* The sorted part by bisection, then the entries added this round. */
 static struct idle_entry *lookup(const struct idle_tracker *t, const char *id)
 {
-	struct idle_entry *e = bsearch(id, t->e, t->nsorted, sizeof(*t->e), cmp_key);
+	/* bsearch's base must not be NULL even for no entries (C17 7.22.5) */
+	struct idle_entry *e = t->nsorted ? bsearch(id, t->e, t->nsorted, sizeof(*t->e), cmp_key)
+					  : NULL;
 	for (size_t i = t->nsorted; !e && i < t->n; i++)
 		if (!strcmp(t->e[i].alloc_id, id))
 			e = &t->e[i];
