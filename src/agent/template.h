@@ -34,6 +34,11 @@
  *                    of passing, warning, critical; default: passing only
  *   nomadServices    (alias: services) the registered services, each
  *                    {Name, Tags}, sorted by name
+ *   nomadVar "PATH"  the items of variable PATH of the job's namespace, as
+ *                    fields; "" when there is none
+ *   nomadVarList ["PREFIX"]  the variables under PREFIX, each {Path,
+ *                    Namespace, CreateIndex, ModifyIndex, CreateTime,
+ *                    ModifyTime} (never items)
  *
  * Blocks (Go's text/template): {{ range P }}..{{ else }}..{{ end }} runs
  * its body once per element of the list P with `.` set to it, else the
@@ -76,9 +81,11 @@
 
 #define TEMPLATE_MAX_OUTPUT (4 << 20)   /* bytes a rendering may produce */
 
-/* Where nomadService and nomadServices take their data (the agent: its
- * server, through template_watch.c).  name: a service's name, or NULL for
- * the list of services.  Returns 0 with *out a borrowed JSON array, valid
+/* Where nomadService, nomadServices and the variables' functions take their
+ * data (the agent: its server, through template_watch.c).  name: a
+ * service's name, NULL for the list of services, "@var:PATH" for variable
+ * PATH (the answer of GET /v1/var/PATH, an object, or null when there is
+ * none) or "@vars:PREFIX" (GET /v1/vars?prefix=PREFIX's array).  Returns 0 with *out a borrowed JSON array, valid
  * until the rendering returns: the instances of GET /v1/service/:name, or
  * the entries of GET /v1/services, as the server answered them (the
  * template filters and renames); or -errno with err, which fails the

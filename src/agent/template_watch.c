@@ -2,6 +2,12 @@
  * rendering with the node's data and the server's services, and the watch
  * that renders them again when those services change.
  *
+ * Variables (nomadVar, nomadVarList) are data of the same kind, under keys
+ * "@var:PATH" and "@vars:PREFIX" (template.h), read from GET /v1/var/PATH
+ * and GET /v1/vars of the job's own namespace (a variable that does not
+ * exist is null, watched until it does): what follows of services holds
+ * for them.
+ *
  * A template that names no service renders as before and costs nothing
  * more: an allocation gets a struct tmpl_watch only when one of its tasks
  * has a template, and a watch thread only once a rendering asked the
