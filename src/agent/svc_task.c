@@ -87,7 +87,7 @@ static void build_check(struct task_runner *tr, const struct job_service *svc,
 	s->interval_ns = jc->interval;
 	s->timeout_ns = jc->timeout;
 	s->initial = svc_status_parse(jc->initial_status);
-	s->on_update = jc->on_update;
+	s->on_update = job_check_on_update(svc, jc);
 	/* a stored job from before the thresholds decodes them unset */
 	s->before_passing = jc->success_before_passing > 0 ? jc->success_before_passing : 0;
 	s->before_critical = jc->failures_before_critical > 0 ? jc->failures_before_critical : 0;

@@ -410,7 +410,7 @@ struct job_check {
 	struct job_check_restart *check_restart; /* NULL: the service's */
 	/* deployment health (update { health_check = "checks" }):
 	 * require_healthy (passing only) | ignore_warnings (warning counts as
-	 * passing) | ignore (never counts against it); default the service's */
+	 * passing) | ignore (never counts against it); NULL: the service's */
 	char *on_update;
 };
 
@@ -519,6 +519,9 @@ int job_validate(struct job *job, struct diag_list *diags);
 bool job_port_is_number(const char *s, int64_t *out);
 const struct job_port *job_group_port(const struct job_group *g, const char *label);
 bool job_service_name_ok(const char *s);
+/* job_service.c: the on_update of check c of service s: its own, else
+ * the service's, else require_healthy. */
+const char *job_check_on_update(const struct job_service *s, const struct job_check *c);
 
 /* Frees a job and everything it owns; accepts NULL. */
 void job_free(struct job *job);

@@ -115,6 +115,8 @@ static json_t *encode_field(const struct field *f, const void *obj, bool sorted)
 		const char *s = *(char *const *)p;
 		if (f->omit_default && s && f->dflt_str && !strcmp(s, f->dflt_str))
 			return NULL;
+		if (f->omit_default && !s && !f->dflt_str)   /* no default: NULL left out */
+			return NULL;
 		return encode_string(s);
 	}
 	case F_INT:

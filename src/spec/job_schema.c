@@ -39,7 +39,7 @@
 	{ .key = k, .kind = F_BOOL, .off = offsetof(type, member), .set_off = NO_SET_OFF, \
 	  .omit_default = true }
 /* an enum, a list or a map added after jobs were stored: left out at
- * its default (d; an empty list or map) */
+ * its default (d, or NULL when d is NULL; an empty list or map) */
 #define NEW_ENUM(k, type, member, list, d) \
 	{ .key = k, .kind = F_ENUM, .off = offsetof(type, member), .choices = list, \
 	  .set_off = NO_SET_OFF, .omit_default = true, .dflt_str = d }
@@ -346,7 +346,8 @@ static const struct field check_fields[] = {
 	CHECK_RUNS("success_before_passing", success_before_passing),
 	CHECK_RUNS("failures_before_critical", failures_before_critical),
 	CHECK_RUNS("failures_before_warning", failures_before_warning),
-	NEW_ENUM("on_update", struct job_check, on_update, on_updates, "require_healthy"),
+	/* NULL: the service's (job_service.c) */
+	NEW_ENUM("on_update", struct job_check, on_update, on_updates, NULL),
 	END,
 };
 static const struct schema check_schema = {

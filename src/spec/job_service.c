@@ -37,6 +37,13 @@ static bool svc_failed(const struct svc_validator *v, const void *p)
 	return job_failed_has(v->failed, p);
 }
 
+const char *job_check_on_update(const struct job_service *s, const struct job_check *c)
+{
+	if (c->on_update)
+		return c->on_update;
+	return s->on_update ? s->on_update : "require_healthy";
+}
+
 bool job_service_name_ok(const char *s)
 {
 	size_t n = strlen(s);
@@ -120,7 +127,8 @@ static void check_thresholds(struct svc_validator *v, struct job_check *c)
 			 (long long)c->failures_before_warning, (long long)crit);
 }
 
-/* on_update: the service's when the check has none (Nomad's rule).  A
+/* on_update: the service's when the check has none (Nomad's rule; left
+ * NULL, so that the canonical JSON says only what the file said).  A
  * check that restarts its task must not be one the deployment looks past:
  * ignore with check_restart, or ignore_warnings while check_restart counts
  * warnings, would let a deployment succeed on a task about to restart
@@ -130,14 +138,13 @@ static void check_on_update(struct svc_validator *v, const struct job_service *s
 {
 	const struct job_check_restart *cr = c->check_restart ? c->check_restart
 							      : s->check_restart;
+	const char *on_update = job_check_on_update(s, c);
 
-	if (!c->on_update && !svc_failed(v, &c->on_update))
-		c->on_update = xstrdup(s->on_update ? s->on_update : "require_healthy");
-	if (!c->on_update || !cr)
+	if (!cr)
 		return;
-	if (!strcmp(c->on_update, "ignore"))
+	if (!strcmp(on_update, "ignore"))
 		svc_fail(v, c->pos, "on_update \"ignore\" is not compatible with check_restart");
-	else if (!strcmp(c->on_update, "ignore_warnings") && !cr->ignore_warnings)
+	else if (!strcmp(on_update, "ignore_warnings") && !cr->ignore_warnings)
 		svc_fail(v, c->pos, "on_update \"ignore_warnings\" needs check_restart's "
 			 "ignore_warnings = true");
 }

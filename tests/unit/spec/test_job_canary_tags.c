@@ -81,15 +81,20 @@ static void test_hcl_fields(void **state)
 	assert_string_equal(gs->canary_meta.v[0].value, "2");
 	assert_string_equal(gs->on_update, "ignore_warnings");
 	/* the service's, then the check's own */
-	assert_string_equal(gs->checks[0].on_update, "ignore_warnings");
+	assert_null(gs->checks[0].on_update);
+	assert_string_equal(job_check_on_update(gs, &gs->checks[0]), "ignore_warnings");
 	assert_string_equal(gs->checks[1].on_update, "ignore");
+	assert_string_equal(job_check_on_update(gs, &gs->checks[1]), "ignore");
 	assert_string_equal(ts->on_update, "require_healthy");
 	assert_string_equal(ts->checks[0].on_update, "require_healthy");
+	assert_string_equal(job_check_on_update(ts, &ts->checks[0]), "require_healthy");
 	assert_int_equal(ts->canary_tags.n, 0);
 	canon = canonical_round_trip(job);
 	assert_non_null(strstr(canon, "\"canary_tags\":[\"canary\",\"v-${NOMAD_ALLOC_INDEX}\"]"));
 	assert_non_null(strstr(canon, "\"canary_meta\":{\"version\":\"2\"}"));
 	assert_non_null(strstr(canon, "\"on_update\":\"ignore\""));
+	/* a check's own require_healthy stays: it overrides its service's */
+	assert_non_null(strstr(canon, "\"on_update\":\"require_healthy\""));
 	free(canon);
 	job_free(job);
 	free(diags);
@@ -107,8 +112,7 @@ static void test_canonical_unchanged(void **state)
 	char *d1, *d2, *a, *b;
 	struct job *j1 = decode_text(SVC_JOB("", ""), &d1);
 	struct job *j2 = decode_text(SVC_JOB(",\"on_update\":\"require_healthy\",\"canary_tags\":[],"
-					     "\"canary_meta\":{}",
-					     ",\"on_update\":\"require_healthy\""), &d2);
+					     "\"canary_meta\":{}", ""), &d2);
 	(void)state;
 
 	assert_string_equal(d1, "");
