@@ -154,56 +154,47 @@ static const json_t *put_items(struct http_request *req, const struct store_key 
 	return items;
 }
 
-static int put_var(struct http_request *req, struct http_response *resp, void *ctx)
+/* One try of a put: reads the namespace's and the variable's indexes,
+ * commits on condition that neither moved (with cas >= 0: that the
+ * variable is at cas).  0 after answering; -ESTALE when a condition
+ * failed (nothing answered); another -errno, or 0 after answering 400. */
+static int put_once(struct server *srv, const struct store_key *k, const json_t *items,
+		    int64_t cas, struct http_response *resp)
 {
-	struct server *srv = ctx;
-	struct store_key k = { req_namespace(req), NULL, 0 }, nk = { NULL, k.ns, 0 };
+	struct store_key nk = { NULL, k->ns, 0 };
 	struct store_batch b = STORE_BATCH_INIT;
-	const json_t *items;
-	json_t *old = NULL, *rec, *sealed;
 	struct herd_err err = { 0 };
+	json_t *old = NULL, *rec, *sealed;
 	uint64_t ns_index = 0, idx = 0;
-	int64_t cas;
-	int rc;
+	int rc = store_get_index(srv->store, STORE_NAMESPACE, &nk, &ns_index, NULL);
 
-	if (read_path(req, resp, &k.id) || read_cas(req, resp, &cas))
-		return 0;
-	if (!acl_allows_var(req, k.ns, k.id, ACL_VAR_WRITE))
-		return acl_deny(resp);
-	if (!(items = put_items(req, &k, resp)))
-		return 0;
-	rc = store_get_index(srv->store, STORE_NAMESPACE, &nk, &ns_index, NULL);
 	if (rc == -ENOENT)
 		return http_error(resp, 400, "namespace_not_found",
 				  "namespace %s does not exist; create it with herd namespace apply %s",
-				  k.ns, k.ns);
+				  k->ns, k->ns);
 	if (rc < 0)
 		return rc;
-	rc = store_get(srv->store, STORE_VAR, &k, &old, NULL);
+	rc = store_get(srv->store, STORE_VAR, k, &old, NULL);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
-	if (!(sealed = vars_seal(srv->vars_key, srv->vars_key_id, k.ns, k.id, items, &err))) {
+	if (!(sealed = vars_seal(srv->vars_key, srv->vars_key_id, k->ns, k->id, items, &err))) {
 		json_decref(old);
 		return herd_errf(&err, -EIO, "%s", err.msg);
 	}
-	rec = vars_record(k.ns, k.id, items, old, now_ns());
+	rec = vars_record(k->ns, k->id, items, old, now_ns());
 	/* the store gets the items sealed only; the answer, as written */
 	json_object_del(rec, "items");
 	json_object_set_new(rec, "items_sealed", sealed);
 	/* the namespace still there, and with ?cas= the variable as asked;
 	 * without, the variable as read (its create_time kept right) */
 	store_batch_require_index(&b, STORE_NAMESPACE, &nk, ns_index);
-	store_batch_require_index(&b, STORE_VAR, &k,
+	store_batch_require_index(&b, STORE_VAR, k,
 				  cas >= 0 ? (uint64_t)cas
 					   : (uint64_t)(old ? jint(old, "modify_index", 0) : 0));
 	store_batch_put(&b, STORE_VAR, rec);
 	rc = store_commit(srv->store, &b, &idx, NULL);
 	store_batch_release(&b);
-	if (rc == -ESTALE)
-		rc = cas >= 0 ? reply_conflict(srv, &k, cas, resp)
-			      : http_error(resp, 409, "conflict",
-					   "variable %s changed while being written; try again", k.id);
-	else if (rc == 0) {
+	if (rc == 0) {
 		json_object_set_new(rec, "create_index",
 				    json_integer(old ? jint(old, "create_index", 0) : (json_int_t)idx));
 		json_object_set_new(rec, "modify_index", json_integer((json_int_t)idx));
@@ -213,6 +204,35 @@ static int put_var(struct http_request *req, struct http_response *resp, void *c
 	}
 	json_decref(rec);
 	json_decref(old);
+	return rc;
+}
+
+static int put_var(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	struct store_key k = { req_namespace(req), NULL, 0 };
+	const json_t *items;
+	int64_t cas;
+	int rc;
+
+	if (read_path(req, resp, &k.id) || read_cas(req, resp, &cas))
+		return 0;
+	if (!acl_allows_var(req, k.ns, k.id, ACL_VAR_WRITE))
+		return acl_deny(resp);
+	if (!(items = put_items(req, &k, resp)))
+		return 0;
+	/* without ?cas= the last writer wins: a write between the read and
+	 * the commit only makes it read again */
+	for (int attempt = 0;; attempt++) {
+		rc = put_once(srv, &k, items, cas, resp);
+		if (rc != -ESTALE || cas >= 0 || attempt == 4)
+			break;
+	}
+	if (rc == -ESTALE && cas >= 0)
+		return reply_conflict(srv, &k, cas, resp);
+	if (rc == -ESTALE)
+		return http_error(resp, 409, "conflict",
+				  "variable %s kept changing while being written; try again", k.id);
 	return rc;
 }
 
