@@ -28,8 +28,9 @@ static void test_round_trip(void **state)
 	json_t *got = NULL;
 	uint64_t idx = 0, before = store_index(t->s);
 
-	assert_int_equal(store_put(t->s, STORE_VAR, var("default", "db/creds", "s3cret"), &idx,
-				   &err), 0);
+	got = var("default", "db/creds", "s3cret");
+	assert_int_equal(store_put(t->s, STORE_VAR, got, &idx, &err), 0);
+	json_decref(got);
 	assert_true(idx > before);
 	assert_int_equal(store_get(t->s, STORE_VAR, &k, &got, &err), 0);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(got, "items"),
