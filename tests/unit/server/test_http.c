@@ -148,6 +148,7 @@ static int setup_with(void **state, size_t max_body, int64_t max_wait_ns)
 	if (http_routes_base(f->router, &err) ||
 	    http_router_add(f->router, "GET", "/v1/echo/:a/x/:b", echo, 0, "echo", &err) ||
 	    http_router_add(f->router, "GET", "/v1/jobs/:id", echo, 0, "job", &err) ||
+	    http_router_add(f->router, "GET", "/v1/rest/:a/*tail", echo, 0, "rest", &err) ||
 	    http_router_add(f->router, "DELETE", "/v1/jobs/:id", echo, 0, "job-delete", &err) ||
 	    http_router_add(f->router, "GET", "/v1/jobs/parse", echo, 0, "parse-get", &err) ||
 	    http_router_add(f->router, "POST", "/v1/jobs/parse", echo, HTTP_ROUTE_BODY, "parse",
@@ -413,6 +414,35 @@ static void test_literal_beats_param(void **state)
 	request(f->port, "DELETE", "/v1/jobs/parse", NULL, 0, NULL, 0, &r);
 	assert_string_equal(json_string_value(json_object_get(r.json, "route")), "job-delete");
 	reply_release(&r);
+}
+
+/* A last "*name" segment takes the rest of the path, one segment or more;
+ * only last. */
+static void test_rest_param(void **state)
+{
+	struct fixture *f = *state;
+	struct herd_err err = { 0 };
+	struct reply r;
+	get(f, "/v1/rest/one/x/y.z/~w", &r);
+	assert_int_equal(r.status, 200);
+	json_t *p = json_object_get(r.json, "params");
+	assert_string_equal(json_string_value(json_object_get(p, "a")), "one");
+	assert_string_equal(json_string_value(json_object_get(p, "tail")), "x/y.z/~w");
+	reply_release(&r);
+	get(f, "/v1/rest/one/x", &r);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r.json, "params"),
+							      "tail")), "x");
+	reply_release(&r);
+	get(f, "/v1/rest/one", &r);
+	assert_int_equal(r.status, 404);
+	reply_release(&r);
+	get(f, "/v1/rest/one/x//y", &r); /* an empty segment, as anywhere */
+	assert_int_equal(r.status, 404);
+	reply_release(&r);
+	assert_int_equal(http_router_add(f->router, "GET", "/v1/bad/*t/x", echo, 0, NULL, &err),
+			 -EINVAL);
+	assert_int_equal(http_router_add(f->router, "GET", "/v1/bad/*", echo, 0, NULL, &err),
+			 -EINVAL);
 }
 
 static void test_not_found_and_method(void **state)
@@ -996,6 +1026,7 @@ int main(void)
 		T(test_params_query_token),
 		T(test_escapes),
 		T(test_literal_beats_param),
+		T(test_rest_param),
 		T(test_not_found_and_method),
 		T(test_json_bodies),
 		T(test_internal_errors_do_not_leak),
@@ -1022,6 +1053,7 @@ int main(void)
 		L(test_params_query_token),
 		L(test_escapes),
 		L(test_literal_beats_param),
+		L(test_rest_param),
 		L(test_not_found_and_method),
 		L(test_json_bodies),
 		L(test_internal_errors_do_not_leak),
