@@ -51,8 +51,12 @@ static int get_one(struct http_request *req, struct http_response *resp, struct 
 		return http_error(resp, 404, code, "no %s %s", what, key.id);
 	rc = store_get(srv->store, kind, &key, &obj, NULL);
 	/* one answer whether it is absent or in a namespace the token may
-	 * not read: nothing about other teams leaks through ids */
-	if (rc == 0 && !acl_allows_ns(req, jstr(obj, "namespace", "default"), ACL_READ)) {
+	 * not read: nothing about other teams leaks through ids.  An agent's
+	 * node token reads any allocation, as it reads job versions
+	 * (ephemeral_disk { migrate } reads the one replaced, and the old
+	 * node checks the one that replaces it). */
+	if (rc == 0 && !acl_allows_ns(req, jstr(obj, "namespace", "default"), ACL_READ) &&
+	    !(kind == STORE_ALLOC && acl_level == ACL_READ && acl_allows(req, "node", ACL_WRITE))) {
 		json_decref(obj);
 		rc = -ENOENT;
 	}

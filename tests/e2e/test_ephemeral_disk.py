@@ -8,6 +8,8 @@ lands on the other one, whose agent fetches the data from the old node's
 agent; a node that is gone leaves the new allocation empty, with an event
 that says so.  prevent_reschedule_on_lost: a client killed with SIGKILL
 leaves its allocation lost, and nothing replaces it."""
+import json
+import re
 import time
 import urllib.error
 import urllib.request
@@ -222,6 +224,90 @@ def test_size_counts_against_the_nodes_disk(pair, tmp_path):
     run(port, tmp_path, 'none', service('none', '', 'v0'))
     [a] = running_allocs(port, 'none')
     assert 'disk_mib' not in a['resources']
+
+
+def _secret(stdout):
+    m = re.search(r'^Secret ID\s+=\s+([0-9a-f]{64})$', stdout, re.M)
+    assert m, stdout
+    return m.group(1)
+
+
+def test_migrate_with_acl(agents, tmp_path, monkeypatch):
+    """With ACL on, the agents migrate with their node tokens; a namespace
+    token of another team (or none) is refused by the old node."""
+    monkeypatch.delenv('HERD_TOKEN', raising=False)
+    cfg = tmp_path / 'server.hcl'
+    cfg.write_text(f'bind_addr = "127.0.0.1"\nserver {{\n  enabled = true\n'
+                   f'  heartbeat_ttl = "{TTL}s"\n}}\nacl {{\n  enabled = true\n}}\n')
+    srv = Agent(tmp_path, 'server', ['-config', str(cfg), '-http-port', '0']).start()
+    agents.append(srv)
+    port = srv.port
+    r = cli(port, 'acl', 'bootstrap')
+    assert r.returncode == 0, r.stderr
+    mgmt = _secret(r.stdout)
+    monkeypatch.setenv('HERD_TOKEN', mgmt)
+
+    def get(path):
+        req = urllib.request.Request(f'http://127.0.0.1:{port}{path}')
+        req.add_header('X-Herd-Token', mgmt)
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return json.loads(resp.read())
+
+    def running(job_id):
+        return [a for a in get(f'/v1/job/{job_id}/allocations')
+                if a['desired_status'] == 'run' and a['client_status'] == 'running']
+
+    def node_name(alloc):
+        return get(f'/v1/node/{alloc["node_id"]}')['name']
+
+    for name, text in (('nodes', 'node {\n  policy = "write"\n}\n'),
+                       ('team-b', 'namespace "team-b" {\n  policy = "submit"\n}\n')):
+        f = tmp_path / f'{name}.hcl'
+        f.write_text(text)
+        r = cli(port, 'acl', 'policy', 'apply', name, str(f))
+        assert r.returncode == 0, r.stderr
+    tokens = {}
+    for name in ('nodes', 'team-b'):
+        r = cli(port, 'acl', 'token', 'create', '-name', name, '-policy', name)
+        assert r.returncode == 0, r.stderr
+        tokens[name] = _secret(r.stdout)
+    clients = {}
+    for name in ('a', 'b'):
+        c_cfg = tmp_path / f'client-{name}.hcl'
+        c_cfg.write_text('bind_addr = "127.0.0.1"\nclient {\n  enabled = true\n'
+                         f'  servers = ["127.0.0.1:{port}"]\n'
+                         f'  token = "{tokens["nodes"]}"\n}}\n'
+                         'plugin "raw_exec" {\n  config {\n    enabled = true\n  }\n}\n')
+        c = Agent(tmp_path, name, ['-config', str(c_cfg), '-node', name, '-http-port', '0'],
+                  gpu_file=GPUS / 't4-2x.json').start()
+        agents.append(c)
+        clients[name] = c
+    wait_for(lambda: len([n for n in get('/v1/nodes') if n['status'] == 'ready']) == 2, 20,
+             'two ready nodes')
+    fields = 'ephemeral_disk {\n migrate = true\n }'
+    run(port, tmp_path, 'ma', service('ma', fields, 'v0'))
+    [first] = running('ma')
+    old = node_name(first)
+    new = 'b' if old == 'a' else 'a'
+    wait_for(alloc_files(clients[old], first['id'])[0].exists, 10, 'the first run to write')
+    assert cli(port, 'node', 'eligibility', '-disable', first['node_id']).returncode == 0
+    run(port, tmp_path, 'ma', service('ma', fields, 'v1'))
+    cur = wait_for(lambda: [a for a in running('ma') if a['id'] != first['id']],
+                   30, 'the allocation of v1')[0]
+    assert node_name(cur) == new
+    data, _ = alloc_files(clients[new], cur['id'])
+    wait_for(lambda: data.exists() and data.read_text().split() == ['v0', 'v1'], 15,
+             'alloc/data to arrive on the new node')
+    # another team's token (or none) gets nothing from the old node
+    old_addr = get('/v1/node/' + first['node_id'])['http_addr']
+    url = f'http://{old_addr}/v1/client/allocation/{first["id"]}/migrate?for={cur["id"]}'
+    for token in (tokens['team-b'], None):
+        req = urllib.request.Request(url)
+        if token:
+            req.add_header('X-Herd-Token', token)
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=30)
+        assert e.value.code in (403, 404), token
 
 
 def test_prevent_reschedule_on_lost(pair, tmp_path):
