@@ -60,7 +60,8 @@ static int policy_apply(int argc, char **argv)
 	const struct command_help help = {
 		"herd acl policy apply [-description TEXT] NAME FILE",
 		"Creates or updates policy NAME from FILE (HCL: namespace \"team-a\" { policy = \"submit\" } "
-		"node { policy = \"read\" } quota { policy = \"read\" } agent { policy = \"read\" }; or JSON rules).",
+		"node { policy = \"read\" } quota { policy = \"read\" } agent { policy = \"read\" }; a namespace "
+		"block may hold variables { path \"db/*\" { capabilities = [\"read\", \"list\"] } }; or JSON rules).",
 		flags,
 	};
 	char *pos[2], *path;
