@@ -78,7 +78,7 @@ static int ns_delete(int argc, char **argv)
 {
 	static const struct command_help help = {
 		"herd namespace delete NAME",
-		"Deletes a namespace.  Refused while it holds jobs (purge them first).", NULL,
+		"Deletes a namespace.  Refused while it holds jobs or variables (purge them first).", NULL,
 	};
 	return api_delete_cmd(argc, argv, &help, "/v1/namespace", "namespace", "namespace name");
 }

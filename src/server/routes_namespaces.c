@@ -137,6 +137,22 @@ static int get_namespace(struct http_request *req, struct http_response *resp, v
  * namespace holds no job.  Checked there rather than before the commit, so
  * that a job registered meanwhile (POST /v1/jobs requires the namespace's
  * record as it read it) cannot be left in a deleted namespace. */
+/* A namespace's variables go before it (their secrets would outlive it,
+ * readable again by whoever makes a namespace of that name). */
+static int check_no_variables(struct store *s, const char *ns, struct herd_err *err)
+{
+	struct store_filter f = { .ns = ns };
+	json_t *vars = NULL;
+	int rc = store_list(s, STORE_VAR, &f, &vars, err);
+	if (rc == 0 && json_array_size(vars))
+		rc = herd_errf(err, -ENOTEMPTY,
+			       "namespace %s still has %zu variable(s) (%s, ...); purge them first "
+			       "(herd var purge -namespace %s PATH)", ns, json_array_size(vars),
+			       jstr(json_array_get(vars, 0), "path", ""), ns);
+	json_decref(vars);
+	return rc;
+}
+
 static int check_namespace_empty(struct store *s, void *arg, struct herd_err *err)
 {
 	const char *ns = arg;
@@ -148,7 +164,7 @@ static int check_namespace_empty(struct store *s, void *arg, struct herd_err *er
 
 	if (rc < 0 || json_array_size(jobs) == 0) {
 		json_decref(jobs);
-		return rc < 0 ? rc : 0;
+		return rc < 0 ? rc : check_no_variables(s, ns, err);
 	}
 	json_array_foreach(jobs, i, x) {
 		if (i == 5) {

@@ -178,6 +178,14 @@ def test_template_reads_and_follows_a_variable(agents, tmp_path):
     st = api(dev.port, f'/v1/allocation/{a["id"]}')['task_states']['r']
     assert st['restarts'] == 0, st
 
+    # a namespace that holds variables is not deleted (their secrets would
+    # come back with a namespace of that name)
+    r = herd(dev.port, 'namespace', 'delete', 'other')
+    assert r.returncode == 1 and '1 variable(s) (db/creds' in r.stderr, r.stderr
+    assert herd(dev.port, 'var', 'purge', '-namespace', 'other', 'db/creds').returncode == 0
+    r = herd(dev.port, 'namespace', 'delete', 'other')
+    assert r.returncode == 0, r.stderr
+
 
 def test_template_function_names_are_known_at_submission(agents, tmp_path):
     dev = start_dev(agents, tmp_path)
