@@ -270,7 +270,8 @@ static int parse_cmd(struct tmpl *t, struct tmpl_cmd *c, bool piped)
 			    "(.Name)", c->name);
 	if (c->nargs + piped != f->nargs &&
 	    !(c->nargs + piped == 0 && !strcmp(c->name, "nomadVarList")))
-		return fail(t, c->at, -EINVAL, "%s takes %zu argument%s, got %zu", c->name, f->nargs,
+		return fail(t, c->at, -EINVAL, "%s takes %s%zu argument%s, got %zu", c->name,
+			    strcmp(c->name, "nomadVarList") ? "" : "0 or ", f->nargs,
 			    f->nargs == 1 ? "" : "s", c->nargs + piped);
 	return 0;
 }

@@ -191,7 +191,7 @@ def test_template_function_names_are_known_at_submission(agents, tmp_path):
     dev = start_dev(agents, tmp_path)
     bad = VAR_JOB.replace('nomadVarList \\"db\\"', 'nomadVarList \\"db\\" \\"x\\"')
     r = cli(dev.port, 'job', 'validate', write_job(tmp_path, 'bad', bad))
-    assert r.returncode != 0 and 'nomadVarList takes 1 argument' in r.stdout + r.stderr
+    assert r.returncode != 0 and 'nomadVarList takes 0 or 1 argument, got 2' in r.stdout + r.stderr
     r = cli(dev.port, 'job', 'validate', write_job(tmp_path, 'good', VAR_JOB))
     assert r.returncode == 0, r.stdout + r.stderr
     ex = VAR_JOB.replace('nomadVar \\"db/creds\\"', 'nomadVarExists \\"db/creds\\"')
