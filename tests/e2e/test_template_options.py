@@ -256,7 +256,7 @@ def probe_health(dev):
 
 def test_wait_coalesces_changes(agents, tmp_path, probe_server):
     """Two changes of the service, a second or two apart (the check runs
-    every second): the template with wait { min = "10s" } renders once, with
+    every second): the template with wait { min = "20s" } renders once, with
     the second's data; the one without renders (and signals) for each.  The
     wait is far longer than the gap so that a slow machine (a sanitizer
     build) does not split the two."""
@@ -266,7 +266,7 @@ def test_wait_coalesces_changes(agents, tmp_path, probe_server):
     wait_for(lambda: probe_health(dev) == 'passing', 60, 'the probe to be passing')
     run(dev, write_job(tmp_path, 'now', WATCHER_JOB.replace('JOB', 'now').replace('WAIT', '')))
     run(dev, write_job(tmp_path, 'quiet', WATCHER_JOB.replace('JOB', 'quiet').replace(
-        'WAIT', 'wait {\n          min = "10s"\n          max = "120s"\n        }')))
+        'WAIT', 'wait {\n          min = "20s"\n          max = "120s"\n        }')))
     now = wait_for(lambda: group_alloc(dev, 'now', 'g'), 60, 'the watcher without wait to run')
     quiet = wait_for(lambda: group_alloc(dev, 'quiet', 'g'), 60, 'the watcher with wait to run')
     hups_now = alloc_dir(dev, now['id']) / 'alloc' / 'hups'
