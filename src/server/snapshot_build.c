@@ -552,10 +552,10 @@ static int add_node(struct sched_snapshot *snap, const struct view_node *vn,
 	ns.memory_mib = jint(res, "memory_mib", 0);
 	ns.cpu_used = vn->use.cpu > 0 ? vn->use.cpu : 0;
 	ns.memory_used = vn->use.memory > 0 ? vn->use.memory : 0;
-	/* the free disk of the client's data dir at its fingerprint; a node
-	 * that says 0 (full) is known to have none: 1 MiB, not "not known" */
-	if (json_object_get(res, "disk_mib"))
-		ns.disk_mib = jint(res, "disk_mib", 0) > 0 ? jint(res, "disk_mib", 0) : 1;
+	/* the free disk of the client's data dir at its fingerprint; none
+	 * reported (0, or a node registered by a tool that does not say)
+	 * is not checked */
+	ns.disk_mib = jint(res, "disk_mib", 0) > 0 ? jint(res, "disk_mib", 0) : 0;
 	ns.disk_used = vn->use.disk > 0 ? vn->use.disk : 0;
 	struct sched_kv *attrs = kv_of(json_object_get(vn->node, "attributes"), &ns.nattrs, &owned, &nowned);
 	struct sched_kv *meta = kv_of(json_object_get(vn->node, "meta"), &ns.nmeta, &owned, &nowned);
