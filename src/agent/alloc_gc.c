@@ -145,10 +145,16 @@ void alloc_gc_client_note(struct client *c, const struct alloc_runner *ar)
 
 void alloc_gc_claim(const char *root, const char *id)
 {
+	(void)alloc_gc_claim_queued(root, id);
+}
+
+bool alloc_gc_claim_queued(const char *root, const char *id)
+{
+	bool queued = false;
 	pthread_mutex_lock(&gc_lock);
 	struct alloc_gc *gc = lookup(root);
 	if (gc) {
-		queue_remove(gc, id);
+		queued = queue_remove(gc, id);
 		forget_gone(gc, id);
 		gc->waiters++;
 		while (!gc->stopping && !strcmp(gc->busy, id))
@@ -157,6 +163,18 @@ void alloc_gc_claim(const char *root, const char *id)
 		if (gc->stopping)
 			pthread_cond_broadcast(&gc->cond);
 	}
+	pthread_mutex_unlock(&gc_lock);
+	return queued;
+}
+
+void alloc_gc_unclaim(const char *root, const char *id, bool queued)
+{
+	struct alloc_gc *gc;
+	if (!queued)
+		return;
+	pthread_mutex_lock(&gc_lock);
+	if ((gc = lookup(root)))
+		queue_push(gc, id, false);
 	pthread_mutex_unlock(&gc_lock);
 }
 

@@ -86,6 +86,12 @@ void alloc_gc_client_note(struct client *c, const struct alloc_runner *ar);
  * takes it out of the queue, waiting while it is being collected.  No
  * collector for root: returns at once. */
 void alloc_gc_claim(const char *root, const char *id);
+/* ephemeral_disk (sticky_disk.c, migrate_serve.c): a terminal
+ * allocation's directory is read or moved from: alloc_gc_claim, and
+ * whether it was queued; alloc_gc_unclaim queues it again (as the newest,
+ * to be removed, not recycled) when it was. */
+bool alloc_gc_claim_queued(const char *root, const char *id);
+void alloc_gc_unclaim(const char *root, const char *id, bool queued);
 
 /* alloc_dir_build: takes a pool directory with ntasks task dirs, if any.
  * Returns 1 with *path (<root>/.pool/<name>) and *tasks (its ntasks task

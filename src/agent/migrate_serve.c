@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "agent/alloc_gc.h"
 #include "agent/log.h"
 #include "agent/migrate_serve.h"
 #include "agent/migrate_tar.h"
@@ -22,6 +23,8 @@ struct writer {
 	char **tasks;
 	size_t ntasks;
 	char alloc[64];
+	char *alloc_dir;
+	bool queued; /* claimed from the collector while read (alloc_gc.h) */
 };
 
 static void writer_free(struct writer *w)
@@ -33,6 +36,8 @@ static void writer_free(struct writer *w)
 	for (size_t i = 0; i < w->ntasks; i++)
 		free(w->tasks[i]);
 	free(w->tasks);
+	alloc_gc_unclaim(w->alloc_dir, w->alloc, w->queued);
+	free(w->alloc_dir);
 	free(w);
 }
 
@@ -99,6 +104,9 @@ enum MHD_Result migrate_serve(struct MHD_Connection *conn, const char *alloc_dir
 
 	w->out = w->dirfd = -1;
 	snprintf(w->alloc, sizeof(w->alloc), "%s", alloc);
+	w->alloc_dir = xstrdup(alloc_dir);
+	/* not collected while it is read */
+	w->queued = alloc_gc_claim_queued(alloc_dir, alloc);
 	root = open(alloc_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root >= 0) {
 		w->dirfd = openat(root, alloc, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -15,7 +15,7 @@
  * writing would write into the new allocation's data, or lose what it
  * wrote after the move): the runner waits for the old runner's work to be
  * done.  The old directory is claimed from the collector while it is moved
- * (alloc_gc_claim), and queued again afterwards when its runner is gone.
+ * (alloc_gc_claim_queued), and queued again afterwards if it was queued.
  *
  * Safety: only directories move, never a symbolic link (a task of the old
  * allocation could have put one in place of local/ pointing anywhere); the
@@ -180,7 +180,7 @@ bool sticky_disk_take(struct alloc_runner *ar)
 	struct herd_err err = { 0, "" };
 	const char **names;
 	char *root, msg[1024];
-	bool exists, here;
+	bool here, queued;
 	int rc;
 
 	/* a recovered runner's tasks may have started with the data already */
@@ -194,12 +194,9 @@ bool sticky_disk_take(struct alloc_runner *ar)
 	for (size_t i = 0; i < ar->ntasks; i++)
 		names[i] = ar->tasks[i].task->name;
 	here = dir_exists(root, prev);
-	if (here)
-		alloc_gc_claim(root, prev);
+	queued = here && alloc_gc_claim_queued(root, prev);
 	rc = sticky_disk_move(root, prev, ar->dir, names, ar->ntasks, &err);
-	runner_busy(ar->c, prev, &exists);
-	if (here && !exists) /* its runner was collected: the collector has it no more */
-		alloc_gc_add(ar->c->gc, prev, false);
+	alloc_gc_unclaim(root, prev, queued);
 	if (rc == 0 && !here && d->migrate) { /* not on this node: from the one it ran on */
 		rc = migrate_fetch(ar, prev, root, names, ar->ntasks, msg, sizeof(msg));
 		if (rc < 0) { /* stopped meanwhile (nothing starts), or the client stops */
