@@ -12,34 +12,23 @@
 #include "agent/alloc_fs.h"
 #include "agent/alloc_gc.h"
 #include "agent/client_fs.h"
+#include "agent/client_reply.h"
 #include "common/xalloc.h"
 
 /* The bytes a stat reads to tell text from binary. */
 #define SNIFF_LEN 512
 
-static enum MHD_Result reply_json(struct MHD_Connection *conn, unsigned status, json_t *j,
-				  bool truncated)
+/* Answers 200 with j (taken); truncated: a listing cut short. */
+static enum MHD_Result reply_ok(struct MHD_Connection *conn, json_t *j, bool truncated)
 {
-	char *text = json_dumps(j, JSON_COMPACT);
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
-								 MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *r = client_json_response(j);
 	enum MHD_Result rc;
 
-	json_decref(j);
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	MHD_add_response_header(r, "Cache-Control", "no-store");
 	if (truncated)
 		MHD_add_response_header(r, "X-Herd-Truncated", "true");
-	rc = MHD_queue_response(conn, status, r);
+	rc = MHD_queue_response(conn, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 	return rc;
-}
-
-static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned status,
-				   const char *code, const char *msg)
-{
-	return reply_json(conn, status,
-			  json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg), false);
 }
 
 /* The answer to an alloc_fs failure rc (err's message). */
@@ -48,27 +37,27 @@ static enum MHD_Result reply_fs_error(struct MHD_Connection *conn, int rc,
 {
 	switch (rc) {
 	case -ENOENT:
-		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", err->msg);
+		return client_reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", err->msg);
 	case -ENOTDIR:
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "not_a_directory", err->msg);
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "not_a_directory", err->msg);
 	case -EISDIR:
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "is_a_directory", err->msg);
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "is_a_directory", err->msg);
 	case -EINVAL:
 	case -ENAMETOOLONG:
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST,
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST,
 				   strstr(err->msg, "regular file") ? "not_a_regular_file"
 								    : "bad_path", err->msg);
 	case -EXDEV:
 	case -ELOOP:
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "outside_allocation", err->msg);
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "outside_allocation", err->msg);
 	case -EPERM:
-		return reply_error(conn, MHD_HTTP_FORBIDDEN, "secrets_not_served", err->msg);
+		return client_reply_error(conn, MHD_HTTP_FORBIDDEN, "secrets_not_served", err->msg);
 	case -EACCES:
-		return reply_error(conn, MHD_HTTP_FORBIDDEN, "permission_denied", err->msg);
+		return client_reply_error(conn, MHD_HTTP_FORBIDDEN, "permission_denied", err->msg);
 	case -EAGAIN:
-		return reply_error(conn, MHD_HTTP_CONFLICT, "changed", err->msg);
+		return client_reply_error(conn, MHD_HTTP_CONFLICT, "changed", err->msg);
 	default:
-		return reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "io_error", err->msg);
+		return client_reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "io_error", err->msg);
 	}
 }
 
@@ -109,7 +98,7 @@ static enum MHD_Result reply_file(struct MHD_Connection *conn, int fd, uint64_t 
 		r = MHD_create_response_from_fd_at_offset64(len, fd, off);
 		if (!r) {
 			close(fd);
-			return reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "io_error",
+			return client_reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "io_error",
 					   "cannot send the file");
 		}
 	}
@@ -146,7 +135,7 @@ static enum MHD_Result serve_stat(struct MHD_Connection *conn, int rootfd, const
 						    json_string(alloc_fs_content_type(buf, (size_t)n)));
 		}
 	}
-	return reply_json(conn, MHD_HTTP_OK, entry, false);
+	return reply_ok(conn, entry, false);
 }
 
 static enum MHD_Result serve_op(struct MHD_Connection *conn, int rootfd, const char *op,
@@ -167,11 +156,11 @@ static enum MHD_Result serve_op(struct MHD_Connection *conn, int rootfd, const c
 			return reply_fs_error(conn, fd, &err);
 		if ((fd = alloc_fs_list(fd, &list, &truncated, &err)) < 0)
 			return reply_fs_error(conn, fd, &err);
-		return reply_json(conn, MHD_HTTP_OK, list, truncated);
+		return reply_ok(conn, list, truncated);
 	}
 	if (!strcmp(op, "readat") &&
 	    (query_count(conn, "offset", 0, &off) < 0 || query_count(conn, "limit", -1, &limit) < 0))
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "offset and limit must be byte counts (0 or more)");
 	fd = alloc_fs_open_read(rootfd, rel, false, &st, &err);
 	if (fd < 0)
@@ -200,10 +189,10 @@ enum MHD_Result client_fs_serve(struct MHD_Connection *conn, const char *alloc_d
 	free(dir);
 	if (rootfd < 0) {
 		if (alloc_gc_collected(alloc_dir, alloc_id))
-			return reply_error(conn, MHD_HTTP_GONE, "gone",
+			return client_reply_error(conn, MHD_HTTP_GONE, "gone",
 					   "the allocation ended and its directory was "
 					   "garbage-collected on this node");
-		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
+		return client_reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
 				   "no such allocation on this node (an allocation that ended "
 				   "may have been garbage-collected)");
 	}

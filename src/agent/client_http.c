@@ -24,6 +24,7 @@
 #include "agent/client.h"
 #include "agent/client_fs.h"
 #include "agent/client_http.h"
+#include "agent/client_reply.h"
 #include "agent/exec_session.h"
 #include "agent/logs.h"
 #include "agent/migrate_serve.h"
@@ -182,29 +183,6 @@ static void stream_free(void *cls)
 	free(s);
 }
 
-/* Answers status with j (taken) as JSON. */
-static enum MHD_Result reply_json(struct MHD_Connection *conn, unsigned status, json_t *j)
-{
-	char *text = json_dumps(j, JSON_COMPACT);
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
-								 MHD_RESPMEM_MUST_FREE);
-	enum MHD_Result rc;
-
-	json_decref(j);
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	rc = MHD_queue_response(conn, status, r);
-	MHD_destroy_response(r);
-	return rc;
-}
-
-static enum MHD_Result reply_error(struct MHD_Connection *conn, unsigned status,
-				   const char *code, const char *msg)
-{
-	return reply_json(conn, status,
-			  json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg));
-}
-
 static bool is_dir(const char *path)
 {
 	struct stat st;
@@ -288,16 +266,16 @@ static int authorize_get(struct client_http *h, struct MHD_Connection *conn, con
 	if (r == 0)
 		return 0;
 	if (r == -ENOENT)
-		*rc = reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
+		*rc = client_reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
 				  "no such allocation, or the token may not read its namespace");
 	else if (r == -EACCES)
-		*rc = reply_error(conn, MHD_HTTP_FORBIDDEN, "permission_denied",
+		*rc = client_reply_error(conn, MHD_HTTP_FORBIDDEN, "permission_denied",
 				  submit ? "permission denied: the token may not submit to this "
 					   "allocation's namespace"
 					 : "the token may not read this allocation's namespace");
 	else {
 		char *msg = xasprintf("cannot check the token with a server: %s", err.msg);
-		*rc = reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "server_unavailable", msg);
+		*rc = client_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "server_unavailable", msg);
 		free(msg);
 	}
 	return 1;
@@ -319,27 +297,27 @@ static enum MHD_Result serve_logs(struct client_http *h, struct MHD_Connection *
 	enum MHD_Result rc;
 
 	if (!logs_valid_name(alloc_id))
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "allocation id must be letters, digits, '-', '_' or '.'");
 	if (!task || !logs_valid_name(task))
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "task must be a task name (letters, digits, '-', '_', '.')");
 	if (!type)
 		type = "stdout";
 	if (strcmp(type, "stdout") && strcmp(type, "stderr"))
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "type must be stdout or stderr");
 	if (origin && strcmp(origin, "start") && strcmp(origin, "end"))
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "origin must be start or end");
 	if (follow && strcmp(follow, "true") && strcmp(follow, "false"))
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "follow must be true or false");
 	if (offs) {
 		errno = 0;
 		offset = strtoll(offs, &end, 10);
 		if (!*offs || *end || errno || offset < 0)
-			return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+			return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 					   "offset must be a byte count");
 	}
 	if (authorize(h, conn, alloc_id, false, &rc))
@@ -348,12 +326,12 @@ static enum MHD_Result serve_logs(struct client_http *h, struct MHD_Connection *
 	if (!is_dir(dir)) {
 		free(dir);
 		if (alloc_gc_collected(h->alloc_dir, alloc_id))
-			return reply_error(conn, MHD_HTTP_GONE, "gone",
+			return client_reply_error(conn, MHD_HTTP_GONE, "gone",
 					   "the allocation ended and its directory, logs "
 					   "included, was garbage-collected on this node (client "
 					   "gc_max_allocs, gc_disk_usage_threshold, "
 					   "gc_inode_usage_threshold)");
-		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
+		return client_reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
 				   "no such allocation or task on this node (an allocation "
 				   "that ended may have been garbage-collected)");
 	}
@@ -369,14 +347,14 @@ static enum MHD_Result serve_logs(struct client_http *h, struct MHD_Connection *
 			    &err) < 0) {
 		free(dir);
 		stream_free(s);
-		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", err.msg);
+		return client_reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", err.msg);
 	}
 	{
 		struct stat st;
 		if (fstat(s->r.dirfd, &st) < 0) {
 			free(dir);
 			stream_free(s);
-			return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
+			return client_reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
 					   "no such allocation or task on this node");
 		}
 		s->log_dev = st.st_dev;
@@ -432,13 +410,13 @@ static enum MHD_Result serve_stats(struct client_http *h, struct MHD_Connection 
 	enum MHD_Result rc;
 
 	if (!logs_valid_name(alloc_id))
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "allocation id must be letters, digits, '-', '_' or '.'");
 	if (authorize(h, conn, alloc_id, false, &rc))
 		return rc;
 	st = state_read_alloc(h->state_dir, alloc_id);
 	if (!st)
-		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
+		return client_reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
 				   "no such allocation on this node");
 	out = json_object();
 	tasks = json_object();
@@ -548,17 +526,17 @@ static enum MHD_Result reply_task_op_error(struct MHD_Connection *conn, int rc, 
 {
 	switch (rc) {
 	case -ENOENT:
-		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", msg);
+		return client_reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", msg);
 	case -ESRCH:
-		return reply_error(conn, MHD_HTTP_CONFLICT, "not_running", msg);
+		return client_reply_error(conn, MHD_HTTP_CONFLICT, "not_running", msg);
 	case -EBUSY:
-		return reply_error(conn, MHD_HTTP_CONFLICT, "busy", msg);
+		return client_reply_error(conn, MHD_HTTP_CONFLICT, "busy", msg);
 	case -ENOTSUP:
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "signal_not_supported", msg);
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "signal_not_supported", msg);
 	case -ETIMEDOUT:
-		return reply_error(conn, MHD_HTTP_GATEWAY_TIMEOUT, "timeout", msg);
+		return client_reply_error(conn, MHD_HTTP_GATEWAY_TIMEOUT, "timeout", msg);
 	default:
-		return reply_error(conn, MHD_HTTP_BAD_GATEWAY, "driver_error", msg);
+		return client_reply_error(conn, MHD_HTTP_BAD_GATEWAY, "driver_error", msg);
 	}
 }
 
@@ -578,13 +556,13 @@ static enum MHD_Result serve_task_op(struct client_http *h, struct MHD_Connectio
 	int r;
 
 	if (!logs_valid_name(alloc_id))
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "allocation id must be letters, digits, '-', '_' or '.'");
 	if (rq->body.len) {
 		body = json_loadb(rq->body.buf, rq->body.len, JSON_REJECT_DUPLICATES, &jerr);
 		if (!json_is_object(body)) {
 			json_decref(body);
-			return reply_error(conn, MHD_HTTP_BAD_REQUEST, "invalid_json",
+			return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "invalid_json",
 					   "the body must be a JSON object");
 		}
 	} else {
@@ -592,7 +570,7 @@ static enum MHD_Result serve_task_op(struct client_http *h, struct MHD_Connectio
 	}
 	if (task_op_from_body(body, restart, &op, why, sizeof(why)) < 0) {
 		json_decref(body);
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", why);
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", why);
 	}
 	if (authorize(h, conn, alloc_id, true, &rc)) {
 		json_decref(body);
@@ -611,7 +589,7 @@ static enum MHD_Result serve_task_op(struct client_http *h, struct MHD_Connectio
 		char name[DRIVER_SIGNAL_NAME_MAX];
 		json_object_set_new(out, "signal", json_string(driver_signal_name(op.signal, name)));
 	}
-	return reply_json(conn, MHD_HTTP_OK, out);
+	return client_reply_json(conn, MHD_HTTP_OK, out);
 }
 
 static void exec_req_free(struct exec_req *x)
@@ -713,7 +691,7 @@ static const json_t *exec_pick_task(struct MHD_Connection *conn, const json_t *s
 	size_t n = 0;
 
 	if (json_is_true(json_object_get(st, "done"))) {
-		*rc = reply_error(conn, MHD_HTTP_CONFLICT, "not_running",
+		*rc = client_reply_error(conn, MHD_HTTP_CONFLICT, "not_running",
 				  "the allocation has ended: no task runs to exec in");
 		return NULL;
 	}
@@ -722,7 +700,7 @@ static const json_t *exec_pick_task(struct MHD_Connection *conn, const json_t *s
 		if (name && !strcmp(key, name)) {
 			strbuf_release(&running);
 			if (!run) {
-				*rc = reply_error(conn, MHD_HTTP_CONFLICT, "not_running",
+				*rc = client_reply_error(conn, MHD_HTTP_CONFLICT, "not_running",
 						  "the task is not running");
 				return NULL;
 			}
@@ -738,15 +716,15 @@ static const json_t *exec_pick_task(struct MHD_Connection *conn, const json_t *s
 	}
 	if (name) {
 		char *msg = xasprintf("the allocation has no task \"%s\"", name);
-		*rc = reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", msg);
+		*rc = client_reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", msg);
 		free(msg);
 	} else if (n == 0) {
-		*rc = reply_error(conn, MHD_HTTP_CONFLICT, "not_running",
+		*rc = client_reply_error(conn, MHD_HTTP_CONFLICT, "not_running",
 				  "no task of the allocation is running");
 	} else if (n > 1) {
 		char *msg = xasprintf("the allocation runs %zu tasks: name one with task (%s)", n,
 				      running.buf);
-		*rc = reply_error(conn, MHD_HTTP_BAD_REQUEST, "task_required", msg);
+		*rc = client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "task_required", msg);
 		free(msg);
 	}
 	strbuf_release(&running);
@@ -848,17 +826,17 @@ static enum MHD_Result serve_exec(struct client_http *h, struct MHD_Connection *
 	json_t *st;
 
 	if (!logs_valid_name(alloc_id))
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "allocation id must be letters, digits, '-', '_' or '.'");
 	if (task && !logs_valid_name(task))
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "task must be a task name (letters, digits, '-', '_', '.')");
 	if (tty && strcmp(tty, "true") && strcmp(tty, "false"))
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "tty must be true or false");
 	if (!conn_h || !header_has_token(conn_h, "upgrade") || !upg ||
 	    !header_has_token(upg, EXEC_PROTOCOL))
-		return reply_error(conn, 426, "upgrade_required",
+		return client_reply_error(conn, 426, "upgrade_required",
 				   "exec needs Connection: Upgrade and Upgrade: " EXEC_PROTOCOL);
 	x = xcalloc(1, sizeof(*x));
 	x->h = h;
@@ -868,7 +846,7 @@ static enum MHD_Result serve_exec(struct client_http *h, struct MHD_Connection *
 		if (x->argv)
 			snprintf(why, sizeof(why), "rows and cols must be numbers from 1 to 65535");
 		exec_req_free(x);
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", why);
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", why);
 	}
 	if (authorize(h, conn, alloc_id, true, &rc)) {
 		exec_req_free(x);
@@ -876,7 +854,7 @@ static enum MHD_Result serve_exec(struct client_http *h, struct MHD_Connection *
 	}
 	if (!(st = state_read_alloc(h->state_dir, alloc_id))) {
 		exec_req_free(x);
-		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
+		return client_reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
 				   "no such allocation on this node");
 	}
 	if (!(t = exec_pick_task(conn, st, task, &picked, &rc))) {
@@ -888,7 +866,7 @@ static enum MHD_Result serve_exec(struct client_http *h, struct MHD_Connection *
 	if (!hs || driver_state_from_json(hs, &x->task, &err) < 0) {
 		json_decref(st);
 		exec_req_free(x);
-		return reply_error(conn, MHD_HTTP_CONFLICT, "not_running",
+		return client_reply_error(conn, MHD_HTTP_CONFLICT, "not_running",
 				   err.msg[0] ? err.msg : "the task has no process yet");
 	}
 	x->task_dir = xasprintf("%s/%s/%s", h->alloc_dir, alloc_id, picked);
@@ -896,7 +874,7 @@ static enum MHD_Result serve_exec(struct client_http *h, struct MHD_Connection *
 	if (atomic_fetch_add(&h->exec_sessions, 1) >= EXEC_MAX_SESSIONS) {
 		atomic_fetch_sub(&h->exec_sessions, 1);
 		exec_req_free(x);
-		return reply_error(conn, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_sessions",
+		return client_reply_error(conn, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_sessions",
 				   "this node runs too many exec sessions already (16): try "
 				   "again later");
 	}
@@ -951,16 +929,16 @@ static enum MHD_Result serve_fs(struct client_http *h, struct MHD_Connection *co
 	char op[8];
 
 	if (!slash || (size_t)(slash - rest) >= sizeof(op))
-		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", "no such path");
+		return client_reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", "no such path");
 	snprintf(op, sizeof(op), "%.*s", (int)(slash - rest), rest);
 	if (!client_fs_op_known(op))
-		return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", "no such path");
+		return client_reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", "no such path");
 	if (strcmp(method, "GET"))
 		return reply_method_not_allowed(conn, "GET");
 	if (rq->too_big || rq->body.len)
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", "no body expected");
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", "no body expected");
 	if (!logs_valid_name(slash + 1))
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "allocation id must be letters, digits, '-', '_' or '.'");
 	if (authorize(h, conn, slash + 1, false, &rc))
 		return rc;
@@ -979,10 +957,10 @@ static enum MHD_Result serve_migrate(struct client_http *h, struct MHD_Connectio
 	bool ok;
 
 	if (!logs_valid_name(alloc) || !for_id || !logs_valid_name(for_id))
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "an allocation id and for=<the id of its replacement> are needed");
 	if (!h->auth_servers)
-		return reply_error(conn, MHD_HTTP_FORBIDDEN, "permission_denied",
+		return client_reply_error(conn, MHD_HTTP_FORBIDDEN, "permission_denied",
 				   "no server to ask which allocation replaces this one");
 	if (authorize_get(h, conn, for_id, false, &repl, &rc))
 		return rc;
@@ -990,7 +968,7 @@ static enum MHD_Result serve_migrate(struct client_http *h, struct MHD_Connectio
 			     alloc);
 	json_decref(repl);
 	if (!ok)
-		return reply_error(conn, MHD_HTTP_FORBIDDEN, "permission_denied",
+		return client_reply_error(conn, MHD_HTTP_FORBIDDEN, "permission_denied",
 				   "that allocation does not replace this one");
 	return migrate_serve(conn, h->alloc_dir, alloc);
 }
@@ -1021,7 +999,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		/* after the body: an answer queued mid-upload drops the connection */
 		struct herd_err perr = { 0, "" };
 		if (tls_mhd_check_peer(conn, &perr) < 0)
-			return reply_error(conn, MHD_HTTP_FORBIDDEN, "tls_client_certificate",
+			return client_reply_error(conn, MHD_HTTP_FORBIDDEN, "tls_client_certificate",
 					   perr.msg);
 	}
 	if (!logs && !strncmp(url, CLIENT_FS_PREFIX, strlen(CLIENT_FS_PREFIX)))
@@ -1035,21 +1013,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		}
 		if (!op || (strcmp(op, "/stats") && strcmp(op, "/restart") && strcmp(op, "/signal") &&
 			    strcmp(op, "/exec") && strcmp(op, "/migrate")))
-			return reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", "no such path");
+			return client_reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found", "no such path");
 	}
 	allowed = logs || !strcmp(op, "/stats") || !strcmp(op, "/exec") ||
 		  !strcmp(op, "/migrate") ? "GET" : "POST";
 	if (strcmp(method, allowed))
 		return reply_method_not_allowed(conn, allowed);
 	if (rq->too_big)
-		return reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, "body_too_large",
+		return client_reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, "body_too_large",
 				   "the body is larger than 16 KiB");
 	if (!post && rq->body.len)
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", "no body expected");
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", "no body expected");
 	if (logs)
 		return serve_logs(h, conn, url + strlen(LOGS_PREFIX));
 	if ((size_t)(op - id) > LOGS_NAME_MAX)
-		return reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "allocation id too long");
 	snprintf(alloc, sizeof(alloc), "%.*s", (int)(op - id), id);
 	if (!strcmp(op, "/stats"))

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "agent/alloc_gc.h"
+#include "agent/client_reply.h"
 #include "agent/log.h"
 #include "agent/migrate_serve.h"
 #include "agent/migrate_tar.h"
@@ -76,22 +77,6 @@ static void list_tasks(struct writer *w)
 	closedir(d);
 }
 
-static enum MHD_Result reply(struct MHD_Connection *conn, unsigned status, const char *code,
-			     const char *msg)
-{
-	json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
-	char *text = json_dumps(j, JSON_COMPACT);
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text,
-								 MHD_RESPMEM_MUST_FREE);
-	enum MHD_Result rc;
-
-	json_decref(j);
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	rc = MHD_queue_response(conn, status, r);
-	MHD_destroy_response(r);
-	return rc;
-}
-
 enum MHD_Result migrate_serve(struct MHD_Connection *conn, const char *alloc_dir,
 			      const char *alloc)
 {
@@ -114,20 +99,20 @@ enum MHD_Result migrate_serve(struct MHD_Connection *conn, const char *alloc_dir
 	}
 	if (w->dirfd < 0) {
 		writer_free(w);
-		return reply(conn, MHD_HTTP_NOT_FOUND, "not_found",
+		return client_reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
 			     "no directory of this allocation on this node");
 	}
 	list_tasks(w);
 	if (pipe2(fds, O_CLOEXEC) < 0) {
 		writer_free(w);
-		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(errno));
+		return client_reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", strerror(errno));
 	}
 	w->out = fds[1];
 	r = MHD_create_response_from_pipe(fds[0]); /* owns fds[0] from now on */
 	if (!r) {
 		close(fds[0]);
 		writer_free(w);
-		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "no response");
+		return client_reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "no response");
 	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -135,7 +120,7 @@ enum MHD_Result migrate_serve(struct MHD_Connection *conn, const char *alloc_dir
 		pthread_attr_destroy(&attr);
 		MHD_destroy_response(r);
 		writer_free(w);
-		return reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "no thread");
+		return client_reply_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "no thread");
 	}
 	pthread_attr_destroy(&attr);
 	MHD_add_response_header(r, "Content-Type", "application/x-tar");
