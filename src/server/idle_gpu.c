@@ -217,7 +217,7 @@ static bool alloc_policy(const json_t *al, const json_t *qpol, const json_t *job
 
 /* ---- actions ------------------------------------------------------------------- */
 
-struct idle_todo {
+struct idle_due {
 	json_t *alloc;             /* the allocation as the round read it */
 	struct idle_policy p;
 	enum idle_decision d;
@@ -295,7 +295,7 @@ static int put_event(struct server *srv, struct store_batch *b, const json_t *al
 	return 0;
 }
 
-static int do_warn(struct server *srv, const struct idle_todo *td, struct herd_err *err)
+static int do_warn(struct server *srv, const struct idle_due *td, struct herd_err *err)
 {
 	struct store_batch b = STORE_BATCH_INIT;
 	char when[32], *msg;
@@ -320,7 +320,7 @@ static int do_warn(struct server *srv, const struct idle_todo *td, struct herd_e
 /* Stops the allocation's job as DELETE /v1/job/:id does, with the reason
  * on the job (stop_reason) and as an event of the allocation.  1 when the
  * job was stopped already (nothing to count). */
-static int do_stop(struct server *srv, const struct idle_todo *td, struct herd_err *err)
+static int do_stop(struct server *srv, const struct idle_due *td, struct herd_err *err)
 {
 	const char *ns = jstr(td->alloc, "namespace", "default");
 	struct store_key key = { ns, jstr(td->alloc, "job_id", ""), 0 };
@@ -361,7 +361,7 @@ static int do_stop(struct server *srv, const struct idle_todo *td, struct herd_e
 	return rc;
 }
 
-static void act(struct server *srv, const struct idle_todo *td)
+static void act(struct server *srv, const struct idle_due *td)
 {
 	struct herd_err err = { 0 };
 	const char *id = jstr(td->alloc, "id", "");
@@ -385,17 +385,17 @@ static bool alloc_running(const json_t *al)
 	       !strcmp(jstr(al, "desired_status", ""), "run");
 }
 
-/* Steps one allocation's clock; a due action goes into todo. */
+/* Steps one allocation's clock; a due action goes into r->due. */
 struct idle_round {
 	const json_t *windows;
 	int64_t now;
-	struct idle_todo *todo;
-	size_t ntodo, atodo;
+	struct idle_due *due;
+	size_t ndue, adue;
 };
 
 /* Steps one allocation's clock under the policies that apply to it (qpol:
  * its namespace's entry of read_policies, or NULL); a due action goes into
- * r->todo. */
+ * r->due. */
 static void step_alloc(struct idle_gpu *ig, const json_t *al, const json_t *qpol,
 		       struct idle_round *r)
 {
@@ -425,8 +425,8 @@ static void step_alloc(struct idle_gpu *ig, const json_t *al, const json_t *qpol
 	e->gpu_milli = alloc_gpu_milli(al);
 	dec = idle_step(&e->st, obs, first, &p, r->now);
 	if (dec != IDLE_NOTHING) {
-		ALLOC_GROW(r->todo, r->ntodo + 1, r->atodo);
-		r->todo[r->ntodo++] = (struct idle_todo){ json_incref((json_t *)al), p, dec,
+		ALLOC_GROW(r->due, r->ndue + 1, r->adue);
+		r->due[r->ndue++] = (struct idle_due){ json_incref((json_t *)al), p, dec,
 							  e->st.idle_since, source };
 		source = NULL;
 	}
@@ -538,12 +538,12 @@ void idle_gpu_round(struct server *srv)
 	pthread_mutex_lock(&ig->lock);
 	idle_tracker_end(&ig->t);
 	pthread_mutex_unlock(&ig->lock);
-	for (i = 0; i < r.ntodo; i++) {
-		act(srv, &r.todo[i]);
-		json_decref(r.todo[i].alloc);
-		free(r.todo[i].source);
+	for (i = 0; i < r.ndue; i++) {
+		act(srv, &r.due[i]);
+		json_decref(r.due[i].alloc);
+		free(r.due[i].source);
 	}
-	free(r.todo);
+	free(r.due);
 	json_decref(pols);
 	json_decref(windows);
 }
