@@ -286,9 +286,12 @@ struct alloc_runner {
 	bool disconnect_stopped;
 	/* A stop's shutdown_delay (shutdown_delay.c), under lock: when the
 	 * stop began (unix ns; 0: not yet; saved with the tasks' state), and
-	 * stop_now: the client shuts down stopping its tasks, no delay. */
+	 * stop_now: the client shuts down stopping its tasks, no delay;
+	 * no_shutdown_delay: the server's stop says to skip the delays (job
+	 * stop / alloc stop -no-shutdown-delay). */
 	int64_t shutdown_since;
 	bool stop_now;
+	bool no_shutdown_delay;
 };
 
 /* alloc_runner.c */
@@ -392,6 +395,9 @@ const char *disconnect_stop_text(struct alloc_runner *ar, char *buf, size_t size
  *   shutdown_delay_begun    whether ar's stop began (no new registrations)
  *   shutdown_delay_save     into tr's saved state (ar->lock held)
  *   shutdown_delay_recover  from a task's saved state (ar->lock held)
+ *   shutdown_delay_skip     the server's stop of ar skips the delays
+ *                           (its desired_transition.no_shutdown_delay); one
+ *                           already waiting ends its wait
  *   alloc_runner_stop_now   a stop with no delay (client_stop stopping
  *                           its tasks: the agent's own shutdown) */
 int shutdown_delay_wait(struct task_runner *tr, const struct driver_ops *d,
@@ -399,6 +405,7 @@ int shutdown_delay_wait(struct task_runner *tr, const struct driver_ops *d,
 bool shutdown_delay_begun(struct alloc_runner *ar);
 void shutdown_delay_save(const struct task_runner *tr, json_t *t);
 void shutdown_delay_recover(struct alloc_runner *ar, const json_t *saved);
+void shutdown_delay_skip(struct alloc_runner *ar);
 void alloc_runner_stop_now(struct alloc_runner *ar);
 
 /* task_runner.c: runs one task to its end (restarts included); returns

@@ -114,8 +114,13 @@ static void reconcile(struct client *c, json_t *allocs)
 		live_status = !strcmp(cs, "pending") || !strcmp(cs, "running");
 		ar = find_runner(c, id);
 		if (ar) {
-			if (strcmp(desired, "run"))
+			if (strcmp(desired, "run")) {
+				/* before the stop: its runner reads it when it stops */
+				if (json_is_true(json_object_get(json_object_get(a, "desired_transition"),
+								 "no_shutdown_delay")))
+					shutdown_delay_skip(ar);
 				alloc_runner_stop(ar);
+			}
 			continue;
 		}
 		if (!strcmp(desired, "run") && live_status) {

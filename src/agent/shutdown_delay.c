@@ -15,7 +15,10 @@
  * held), reporting as it goes, and an event says what it waits for.  A task
  * that ends meanwhile is not killed.  No delay when the task ends by
  * itself, restarts, is stopped by its group's time limit, its leader or a
- * disconnect's stop_on_client_after, or
+ * disconnect's stop_on_client_after, when the server's stop says so
+ * (job stop / alloc stop -no-shutdown-delay: the allocation's
+ * desired_transition.no_shutdown_delay, shutdown_delay_skip; the services
+ * are removed all the same, by the kill), or
  * when the client shuts down stopping its tasks (alloc_runner_stop_now);
  * a client that shuts down leaving tasks running detaches at once, and the
  * instant the stop began is saved with the tasks' state, so the next
@@ -63,7 +66,7 @@ static int wait_until(struct task_runner *tr, const struct driver_ops *d, int64_
 		}
 		pthread_mutex_lock(&ar->lock);
 		detach = ar->detach;
-		now = ar->stop_now;
+		now = ar->stop_now || ar->no_shutdown_delay;
 		pthread_mutex_unlock(&ar->lock);
 		if (detach)
 			return WAIT_DETACH;
@@ -104,7 +107,7 @@ int shutdown_delay_wait(struct task_runner *tr, const struct driver_ops *d,
 	/* a stop of the server's: not the time limit's, nor a disconnected
 	 * client's own (its allocation is lost to the server) */
 	applies = ar->stop_requested && !ar->stop_now && !ar->time_limited &&
-		  !ar->disconnect_stopped;
+		  !ar->disconnect_stopped && !ar->no_shutdown_delay;
 	if (applies && !ar->shutdown_since) {
 		ar->shutdown_since = now;
 		first = true;
@@ -162,6 +165,13 @@ void shutdown_delay_recover(struct alloc_runner *ar, const json_t *saved)
 	int64_t s = json_integer_value(json_object_get(saved, "shutdown_since"));
 	if (s > 0 && (!ar->shutdown_since || s < ar->shutdown_since))
 		ar->shutdown_since = s;
+}
+
+void shutdown_delay_skip(struct alloc_runner *ar)
+{
+	pthread_mutex_lock(&ar->lock);
+	ar->no_shutdown_delay = true;
+	pthread_mutex_unlock(&ar->lock);
 }
 
 void alloc_runner_stop_now(struct alloc_runner *ar)

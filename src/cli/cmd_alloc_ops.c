@@ -146,10 +146,12 @@ static int follow_replacement(const char *cmd, const char *old_id, const json_t 
 
 int alloc_stop_cmd(int argc, char **argv)
 {
-	bool detach = false;
+	bool detach = false, no_delay = false;
 	const char *ns_flag = NULL;
 	const struct flag flags[] = {
 		{ "detach", FLAG_BOOL, &detach, "return once the server took the stop" },
+		{ "no-shutdown-delay", FLAG_BOOL, &no_delay,
+		  "skip the group and task shutdown_delay: kill at once after the services go" },
 		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP "; * for all" },
 		{ NULL, 0, NULL, NULL },
 	};
@@ -160,7 +162,8 @@ int alloc_stop_cmd(int argc, char **argv)
 		"evaluation places a replacement on whichever node fits, for a service job and\n"
 		"for a batch job whose allocation had not completed.  Follows the evaluation and\n"
 		"the replacement until it runs; exits 1 when the replacement fails or cannot be\n"
-		"placed yet.  An allocation that ended or is being stopped is refused.",
+		"placed yet.  An allocation that ended or is being stopped is refused.  Its\n"
+		"tasks get each shutdown_delay before the kill, unless -no-shutdown-delay.",
 		flags,
 	};
 	char *pos[1], *id, *path, sid[16];
@@ -183,7 +186,7 @@ int alloc_stop_cmd(int argc, char **argv)
 	old = json_incref(r.body);
 	httpc_response_release(&r);
 	free(path);
-	path = xasprintf("/v1/allocation/%s/stop", id);
+	path = xasprintf("/v1/allocation/%s/stop%s", id, no_delay ? "?no_shutdown_delay=true" : "");
 	n = api_call(argv[0], "POST", path, NULL, &r);
 	free(path);
 	if (n < 0)

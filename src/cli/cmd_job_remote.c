@@ -807,17 +807,20 @@ int job_status_cmd(int argc, char **argv)
 
 int job_stop_cmd(int argc, char **argv)
 {
-	bool purge = false;
+	bool purge = false, no_delay = false;
 	const char *ns_flag = NULL, *ns;
 	const struct flag flags[] = {
 		{ "purge", FLAG_BOOL, &purge, "also remove the job and its history" },
+		{ "no-shutdown-delay", FLAG_BOOL, &no_delay,
+		  "skip the group and task shutdown_delay: kill at once after the services go" },
 		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP },
 		{ NULL, 0, NULL, NULL },
 	};
 	const struct command_help help = {
 		"herd job stop [options] ID",
 		"Stops every allocation of the job (the tasks get their kill_signal, then\n"
-		"SIGKILL after kill_timeout).  With -purge the job is removed as well.",
+		"SIGKILL after kill_timeout; first each shutdown_delay, unless\n"
+		"-no-shutdown-delay).  With -purge the job is removed as well.",
 		flags,
 	};
 	char *pos[1];
@@ -831,7 +834,10 @@ int job_stop_cmd(int argc, char **argv)
 		return usage_error(argv[0], "missing job id");
 	if ((rc = api_write_namespace(argv[0], ns_flag, &ns)) != 0)
 		return rc;
-	p = api_job_path(pos[0], purge ? "?purge=true" : "", ns);
+	p = api_job_path(pos[0],
+			 purge ? (no_delay ? "?purge=true&no_shutdown_delay=true" : "?purge=true")
+			       : (no_delay ? "?no_shutdown_delay=true" : ""),
+			 ns);
 	path = p;
 	rc = api_call(argv[0], "DELETE", path, NULL, &r);
 	free(p);

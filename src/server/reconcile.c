@@ -98,6 +98,16 @@ json_t *reconcile_user_stop(const json_t *alloc, int64_t now)
 	return c;
 }
 
+void alloc_set_no_shutdown_delay(json_t *alloc)
+{
+	json_t *t = json_object_get(alloc, "desired_transition");
+	if (!json_is_object(t)) {
+		t = json_object();
+		json_object_set_new(alloc, "desired_transition", t);
+	}
+	json_object_set_new(t, "no_shutdown_delay", json_true());
+}
+
 static void add_place(struct reconcile_result *r, int group, int slot, const json_t *previous,
 		      int attempts)
 {

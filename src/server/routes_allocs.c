@@ -417,8 +417,9 @@ static const char *stop_refusal(const json_t *alloc, char *why, size_t size)
 	return NULL;
 }
 
-/* POST /v1/allocation/:id/stop: stops one allocation and has it replaced
- * ("migrate"): its desired status becomes stop (reconcile_user_stop) and
+/* POST /v1/allocation/:id/stop[?no_shutdown_delay=true]: stops one
+ * allocation and has it replaced ("migrate"): its desired status becomes
+ * stop (reconcile_user_stop; no_shutdown_delay: alloc_set_no_shutdown_delay) and
  * an alloc-stop evaluation places the replacement, on any node that fits.
  * One that ended or is being stopped already is refused (409) rather than
  * answered as a no-op: a caller that meant to move a running instance
@@ -426,6 +427,8 @@ static const char *stop_refusal(const json_t *alloc, char *why, size_t size)
 static int post_alloc_stop(struct http_request *req, struct http_response *resp, void *ctx)
 {
 	struct server *srv = ctx;
+	const char *nd = http_query(req, "no_shutdown_delay");
+	bool no_delay = nd && (!strcmp(nd, "true") || !strcmp(nd, "1"));
 	struct herd_err err = { 0 };
 	int rc = 0;
 
@@ -460,6 +463,8 @@ static int post_alloc_stop(struct http_request *req, struct http_response *resp,
 			return http_error(resp, 409, "invalid_transition", "%s", why);
 		}
 		stopped = reconcile_user_stop(alloc, now_ns());
+		if (no_delay)
+			alloc_set_no_shutdown_delay(stopped);
 		eval = eval_new(ns, jstr(alloc, "job_id", ""), "alloc-stop", NULL);
 		store_batch_init(&b);
 		/* a server-side change: the node's watch hears of it */

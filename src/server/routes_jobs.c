@@ -847,14 +847,46 @@ static int post_job_scale(struct http_request *req, struct http_response *resp, 
 	return rc;
 }
 
-/* DELETE /v1/job/:id[?purge=true]: stop (the job stays, marked stopped) or
- * purge (the job and its versions go); either way an evaluation stops the
- * allocations, whose records stay until their clients report them ended. */
+/* With the stop of job (no_shutdown_delay=true), in the same batch: its
+ * allocations that have not ended are marked to stop without their
+ * shutdown_delay (alloc_set_no_shutdown_delay); the evaluation's stop
+ * keeps the mark.  Each must be unchanged at commit (else the caller's
+ * -ESTALE retry reads them again). */
+static int mark_no_shutdown_delay(struct server *srv, const struct store_key *job,
+				  struct store_batch *b, struct herd_err *err)
+{
+	struct store_filter f = { job->ns, job->id, NULL };
+	json_t *allocs = NULL, *a;
+	size_t i;
+	int rc = store_list(srv->store, STORE_ALLOC, &f, &allocs, err);
+
+	json_array_foreach(allocs, i, a) {
+		struct store_key ak = { NULL, jstr(a, "id", ""), 0 };
+		json_t *c;
+		if (alloc_client_terminal(a))
+			continue;
+		c = json_deep_copy(a);
+		alloc_set_no_shutdown_delay(c);
+		store_batch_require_index(b, STORE_ALLOC, &ak, (uint64_t)jint(a, "modify_index", 0));
+		store_batch_put(b, STORE_ALLOC, c);
+		json_decref(c);
+	}
+	json_decref(allocs);
+	return rc;
+}
+
+/* DELETE /v1/job/:id[?purge=true][&no_shutdown_delay=true]: stop (the job
+ * stays, marked stopped) or purge (the job and its versions go); either
+ * way an evaluation stops the allocations, whose records stay until their
+ * clients report them ended.  no_shutdown_delay: they stop without their
+ * shutdown_delay (mark_no_shutdown_delay). */
 static int delete_job(struct http_request *req, struct http_response *resp, void *ctx)
 {
 	struct server *srv = ctx;
 	const char *purge_arg = http_query(req, "purge");
 	bool purge = purge_arg && (!strcmp(purge_arg, "true") || !strcmp(purge_arg, "1"));
+	const char *nd = http_query(req, "no_shutdown_delay");
+	bool no_delay = nd && (!strcmp(nd, "true") || !strcmp(nd, "1"));
 	struct herd_err err = { 0 };
 	int rc = 0;
 
@@ -883,6 +915,8 @@ static int delete_job(struct http_request *req, struct http_response *resp, void
 			store_batch_put(&b, STORE_JOB, job);
 		}
 		store_batch_put(&b, STORE_EVAL, eval);
+		if (rc == 0 && no_delay)
+			rc = mark_no_shutdown_delay(srv, &key, &b, &err);
 		if (rc == 0)
 			rc = store_commit(srv->store, &b, &idx, &err);
 		store_batch_release(&b);

@@ -457,6 +457,11 @@ void reconcile_result_release(struct reconcile_result *r);
  * policy is not used up).  reconcile then finds its slot empty and places
  * the replacement, whose previous_allocation names it.  A new object. */
 json_t *reconcile_user_stop(const json_t *alloc, int64_t now);
+/* Marks alloc (changed in place) to be stopped without its group's and
+ * tasks' shutdown_delay (job stop / alloc stop -no-shutdown-delay): its
+ * desired_transition's no_shutdown_delay, which the agent reads when it
+ * stops the allocation.  A record without it stops with the delays. */
+void alloc_set_no_shutdown_delay(json_t *alloc);
 /* Decides what job needs given its allocations and the nodes of v.
  * job_model is NULL when the job is gone or stopped: then every allocation
  * stops. */

@@ -237,3 +237,69 @@ def test_stop_while_the_agent_is_down(agents, tmp_path):
                           if x['client_status'] == 'complete'], 60, 'the alloc to end')[0]
     assert ('Waiting Shutdown Delay', 'waiting shutdown_delay 2s') in task_events(a, 't'), \
         task_events(a, 't')
+
+
+def test_job_stop_no_shutdown_delay(agents, tmp_path):
+    """herd job stop -no-shutdown-delay: the allocations are marked
+    (desired_transition.no_shutdown_delay) and the task gets SIGTERM without
+    waiting its 5 minute delay.  The deadline is generous (a minute), yet far
+    below the delay: a stop that waited it would fail here."""
+    dev = start_dev(agents, tmp_path)
+    out = tmp_path / 'out'
+    out.mkdir()
+    job = write_job(tmp_path, 'quick', one_task_job('quick', out, delay='5m'))
+    assert cli(dev.port, 'job', 'run', '-detach', job).returncode == 0
+    wait_for(lambda: listed(dev.port, 'quick-svc'), 60, 'the service to register')
+    [a] = wait_for(lambda: [a for a in job_allocs(dev.port, 'quick')
+                            if a['client_status'] == 'running'], 30, 'the task to run')
+    stop = time.time()
+    r = cli(dev.port, 'job', 'stop', '-no-shutdown-delay', 'quick')
+    assert r.returncode == 0, r.stdout + r.stderr
+    a = api(dev.port, f'/v1/allocation/{a["id"]}')
+    assert a.get('desired_transition', {}).get('no_shutdown_delay') is True, a
+    term = wait_for(lambda: term_time(out, 't'), 60, 'the task to get SIGTERM')
+    assert term - stop < 60, f'SIGTERM {term - stop:.2f}s after the stop'
+    a = wait_for(lambda: [x for x in job_allocs(dev.port, 'quick')
+                          if x['client_status'] == 'complete'], 60, 'the alloc to end')[0]
+    assert not listed(dev.port, 'quick-svc')
+    types = [t for t, _ in task_events(a, 't')]
+    assert 'Waiting Shutdown Delay' not in types, types
+    assert 'Killing' in types, types
+
+
+def test_alloc_stop_no_shutdown_delay_cuts_a_delay_short(agents, tmp_path):
+    """A plain job stop begins the 5 minute delay; herd job stop
+    -no-shutdown-delay of the stopped job marks its allocation and ends the
+    wait under way.  A second allocation,
+    stopped with herd alloc stop -no-shutdown-delay, is killed at once."""
+    dev = start_dev(agents, tmp_path)
+    out = tmp_path / 'out'
+    out.mkdir()
+    job = write_job(tmp_path, 'cut', one_task_job('cut', out, delay='5m'))
+    assert cli(dev.port, 'job', 'run', '-detach', job).returncode == 0
+    wait_for(lambda: [a for a in job_allocs(dev.port, 'cut')
+                      if a['client_status'] == 'running'], 60, 'the task to run')
+    assert cli(dev.port, 'job', 'stop', 'cut').returncode == 0
+    wait_for(lambda: [x for x in job_allocs(dev.port, 'cut')
+                      if ('Waiting Shutdown Delay', 'waiting shutdown_delay 300s')
+                      in task_events(x, 't')], 30, 'the delay\'s event')
+    time.sleep(1)
+    assert term_time(out, 't') is None, 'the plain stop did not wait its delay'
+    r = cli(dev.port, 'job', 'stop', '-no-shutdown-delay', 'cut')
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_for(lambda: term_time(out, 't'), 60, 'the waiting task to get SIGTERM')
+
+    out2 = tmp_path / 'out2'
+    out2.mkdir()
+    job = write_job(tmp_path, 'cut2', one_task_job('cut2', out2, delay='5m'))
+    assert cli(dev.port, 'job', 'run', '-detach', job).returncode == 0
+    [a] = wait_for(lambda: [a for a in job_allocs(dev.port, 'cut2')
+                            if a['client_status'] == 'running'], 60, 'the task to run')
+    r = cli(dev.port, 'alloc', 'stop', '-detach', '-no-shutdown-delay', a['id'])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert api(dev.port, f'/v1/allocation/{a["id"]}')['desired_transition'] == \
+        {'no_shutdown_delay': True}
+    wait_for(lambda: term_time(out2, 't'), 60, 'the stopped task to get SIGTERM')
+    a = wait_for(lambda: [x for x in job_allocs(dev.port, 'cut2') if x['id'] == a['id']
+                          and x['client_status'] == 'complete'], 60, 'the alloc to end')[0]
+    assert 'Waiting Shutdown Delay' not in [t for t, _ in task_events(a, 't')]
