@@ -39,6 +39,9 @@ struct check {
 	enum svc_check_type type;
 	char *name, *url, *method, *host, *dir;
 	struct curl_slist *headers;
+	struct curl_slist *connect_to;   /* http: tls_server_name's; NULL: none */
+	char *body;                      /* http: NULL: none */
+	bool tls_skip_verify;
 	int port;
 	char **argv, **envp;
 	int64_t interval, timeout;
@@ -214,6 +217,10 @@ static struct check *check_new(struct svc_set *set, int task, int64_t started_ns
 	c->dir = s->dir ? xstrdup(s->dir) : NULL;
 	for (size_t i = 0; s->headers && s->headers[i]; i++)
 		c->headers = curl_slist_append(c->headers, s->headers[i]);
+	if (s->connect_to)
+		c->connect_to = curl_slist_append(NULL, s->connect_to);
+	c->body = s->body ? xstrdup(s->body) : NULL;
+	c->tls_skip_verify = s->tls_skip_verify;
 	c->port = s->port;
 	c->argv = s->argv ? strv_dup(s->argv) : NULL;
 	c->envp = strv_dup(s->envp);   /* never NULL: posix_spawn wants an array */
@@ -409,12 +416,24 @@ static void start_http(struct check *c)
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard_body);
 	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	/* the address is an IP: no name for a certificate to match */
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+	/* https: the certificate is verified (the system's CAs; the name
+	 * is the address, or tls_server_name: connect_to) unless
+	 * tls_skip_verify */
+	if (c->tls_skip_verify) {
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (c->connect_to)
+		curl_easy_setopt(e, CURLOPT_CONNECT_TO, c->connect_to);
 	if (!strcmp(c->method, "HEAD"))
 		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-	else if (strcmp(c->method, "GET"))
+	else if (c->body) {
+		/* the body with whichever method (POSTFIELDS alone would make
+		 * it a POST); the check owns the bytes while it runs */
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(c->body));
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->body);
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, c->method);
+	} else if (strcmp(c->method, "GET"))
 		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, c->method);
 	if (c->headers)
 		curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
@@ -546,6 +565,8 @@ static void check_free(struct check *c)
 	free(c->host);
 	free(c->dir);
 	curl_slist_free_all(c->headers);
+	curl_slist_free_all(c->connect_to);
+	free(c->body);
 	strv_free(c->argv);
 	strv_free(c->envp);
 	strbuf_release(&c->buf);

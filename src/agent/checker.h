@@ -56,6 +56,13 @@ struct svc_check_spec {
 	/* on_update for deployment health, reported with the check's status
 	 * (the server decides health); NULL or require_healthy: left out */
 	const char *on_update;
+	/* http: tls_skip_verify: the certificate is not checked; connect_to
+	 * (NULL: none): libcurl's CURLOPT_CONNECT_TO, where url names
+	 * tls_server_name instead of the address; body (NULL: none): sent with
+	 * method */
+	bool tls_skip_verify;
+	const char *connect_to;
+	const char *body;
 };
 
 /* One service to register: its entry as the server lists it (name, task,

@@ -68,7 +68,7 @@ static char *interpolated(const struct task_runner *tr, const char *s)
  * spec points at, freed once registered (the checker copies). */
 struct built_check {
 	struct svc_check_spec spec;
-	char *url, *host;
+	char *url, *host, *connect_to;
 	char **headers;
 	const char **argv;
 };
@@ -119,7 +119,18 @@ static void build_check(struct task_runner *tr, const struct job_service *svc,
 	b->url = strchr(address, ':') ? xasprintf("%s://[%s]:%d%s", jc->protocol, address, port,
 						   jc->path)
 				      : xasprintf("%s://%s:%d%s", jc->protocol, address, port, jc->path);
+	if (jc->tls_server_name && *jc->tls_server_name) {
+		/* the URL names the server (SNI, the name verified, Host);
+		 * the connection still goes to the address */
+		b->connect_to = xasprintf(strchr(address, ':') ? "%s:%d:[%s]:%d" : "%s:%d:%s:%d",
+					  jc->tls_server_name, port, address, port);
+		free(b->url);
+		b->url = xasprintf("%s://%s:%d%s", jc->protocol, jc->tls_server_name, port, jc->path);
+	}
 	s->url = b->url;
+	s->connect_to = b->connect_to;
+	s->tls_skip_verify = jc->tls_skip_verify;
+	s->body = jc->body;
 	s->method = jc->method;
 	b->headers = xcalloc(jc->header.n + 1, sizeof(*b->headers));
 	for (size_t i = 0; i < jc->header.n; i++)
@@ -131,6 +142,7 @@ static void built_check_release(struct built_check *b)
 {
 	free(b->url);
 	free(b->host);
+	free(b->connect_to);
 	for (size_t i = 0; b->headers && b->headers[i]; i++)
 		free(b->headers[i]);
 	free(b->headers);

@@ -412,6 +412,13 @@ struct job_check {
 	 * require_healthy (passing only) | ignore_warnings (warning counts as
 	 * passing) | ignore (never counts against it); NULL: the service's */
 	char *on_update;
+	/* http over https: tls_skip_verify leaves the certificate unchecked
+	 * (default false: verified against the system's CAs, for the address
+	 * or tls_server_name); tls_server_name (NULL: none) is the name sent
+	 * (SNI, Host) and verified; body (NULL: none) is sent with method */
+	bool tls_skip_verify;
+	char *tls_server_name;
+	char *body;
 };
 
 /* service { ... } at group or task level: registered with the server's

@@ -325,8 +325,7 @@ static void init_check(void *obj)
 
 /* Consul-only and Connect fields: read, not acted on. */
 static const char *const check_ignored[] = {
-	"expose", "grpc_service", "grpc_use_tls", "tls_server_name", "tls_skip_verify",
-	"body", "task", "address_mode", "notes", NULL,
+	"expose", "grpc_service", "grpc_use_tls", "task", "address_mode", "notes", NULL,
 };
 static const struct field check_fields[] = {
 	STR("name", struct job_check, name, JOB_MAX_ID),
@@ -348,6 +347,9 @@ static const struct field check_fields[] = {
 	CHECK_RUNS("failures_before_warning", failures_before_warning),
 	/* NULL: the service's (job_service.c) */
 	NEW_ENUM("on_update", struct job_check, on_update, on_updates, NULL),
+	NEW_BOOL("tls_skip_verify", struct job_check, tls_skip_verify),
+	NEW_STR("tls_server_name", struct job_check, tls_server_name, 253, NULL),
+	NEW_STR("body", struct job_check, body, 65536, NULL),
 	END,
 };
 static const struct schema check_schema = {

@@ -366,3 +366,101 @@ def test_services_leave_with_their_node(agents, tmp_path):
              'the down node\'s service to leave')
     assert api(srv.port, f'/v1/allocation/{inst["alloc_id"]}')['client_status'] == 'lost'
     assert api(srv.port, '/v1/services') == []
+
+
+TLS_JOB = '''
+job "tlsweb" {
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sleep"
+        args    = ["600"]
+      }
+      service {
+        name = "tls-skip"
+        port = PORT
+        check {
+          type            = "http"
+          protocol        = "https"
+          path            = "/skip"
+          method          = "POST"
+          body            = "hello from the check"
+          tls_skip_verify = true
+          tls_server_name = "checks.test"
+          interval        = "2s"
+          timeout         = "2s"
+        }
+      }
+      service {
+        name = "tls-verify"
+        port = PORT
+        check {
+          type     = "http"
+          protocol = "https"
+          path     = "/verify"
+          interval = "2s"
+          timeout  = "2s"
+        }
+      }
+    }
+  }
+}
+'''
+
+
+def test_https_checks_verify_skip_server_name_and_body(agents, tmp_path):
+    """An https check verifies the certificate (one of a CA the system does
+    not know: critical, the error in the output) unless tls_skip_verify;
+    tls_server_name is the name the server is sent (SNI), and body goes
+    with the method to the server (a Python one over TLS, in this test)."""
+    import http.server
+    import ssl
+    import threading
+    from test_tls import make_ca, make_cert
+    d = tmp_path / 'certs'
+    d.mkdir()
+    make_ca(d, 'ca')
+    make_cert(d, 'ca', 'web', 'subjectAltName=DNS:checks.test,IP:127.0.0.1\n'
+              'extendedKeyUsage=serverAuth\n')
+    seen = {'bodies': [], 'sni': []}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def reply(self):
+            n = int(self.headers.get('Content-Length') or 0)
+            seen['bodies'].append((self.command, self.path, self.rfile.read(n).decode()))
+            self.send_response(200)
+            self.send_header('Content-Length', '2')
+            self.end_headers()
+            self.wfile.write(b'ok')
+
+        do_GET = do_POST = reply
+
+        def log_message(self, *a):
+            pass
+
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(d / 'web.pem', d / 'web-key.pem')
+    ctx.sni_callback = lambda sock, name, c: seen['sni'].append(name)
+    srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        dev = start_dev(agents, tmp_path)
+        job = write_job(tmp_path, 'tlsweb', TLS_JOB.replace('PORT', str(srv.server_port)))
+        r = cli(dev.port, 'job', 'run', '-detach', job)
+        assert r.returncode == 0, r.stdout + r.stderr
+        [i] = wait_for(lambda: [i for i in service(dev.port, 'tls-skip')
+                                if i['health'] == 'passing'], 60, 'the skip check to pass')
+        assert ' 200' in i['checks'][0]['output'], i
+        [v] = wait_for(lambda: [i for i in service(dev.port, 'tls-verify')
+                                if i['checks'] and i['checks'][0]['output']], 60,
+                       'the verifying check to run')
+        c = v['checks'][0]
+        assert c['status'] == 'critical', c
+        assert 'certificate' in c['output'].lower(), c
+        assert ('POST', '/skip', 'hello from the check') in seen['bodies'], seen
+        assert not [b for b in seen['bodies'] if b[1] == '/verify'], seen
+        assert 'checks.test' in seen['sni'], seen
+    finally:
+        srv.shutdown()

@@ -382,6 +382,55 @@ static void test_new_fields_left_out_at_default(void **state)
 /* job_to_json_sorted: the same job as job_to_json, every object's keys
  * (the job's, maps', a task config's) in sorted order, as JSON_SORT_KEYS
  * writes them. */
+/* A check's TLS fields and body, added after jobs were stored: left out at
+ * their defaults (a stored check keeps its text), written when set. */
+static void test_check_tls_fields_left_out_at_default(void **state)
+{
+	static const char text[] =
+		"{\"id\":\"c\",\"groups\":[{\"name\":\"g\",\"tasks\":[{\"name\":\"t\","
+		"\"driver\":\"raw_exec\",\"config\":{\"command\":\"x\"},\"services\":[{"
+		"\"name\":\"s\",\"port\":8080,\"checks\":[{\"type\":\"http\",\"path\":\"/\","
+		"\"interval\":\"1s\",\"timeout\":\"1s\"},{\"type\":\"http\",\"path\":\"/\","
+		"\"protocol\":\"https\",\"interval\":\"1s\",\"timeout\":\"1s\","
+		"\"tls_skip_verify\":true,\"tls_server_name\":\"api.test\",\"body\":\"{}\"}]}]}]}]}";
+	static const char *const added[] = { "tls_skip_verify", "tls_server_name", "body", NULL };
+	char *diags, *text1, *text2;
+	struct job *a = decode_text(text, &diags), *b;
+	json_t *j1, *j2, *checks;
+
+	(void)state;
+	assert_string_equal(diags, "");
+	assert_non_null(a);
+	free(diags);
+	j1 = job_to_json(a);
+	checks = json_object_get(json_array_get(json_object_get(json_array_get(json_object_get(
+		json_array_get(json_object_get(j1, "groups"), 0), "tasks"), 0), "services"), 0),
+		"checks");
+	for (const char *const *k = added; *k; k++) {
+		assert_null(json_object_get(json_array_get(checks, 0), *k));
+		assert_non_null(json_object_get(json_array_get(checks, 1), *k));
+	}
+	text1 = json_dumps(j1, JSON_COMPACT);
+	b = decode_text(text1, &diags);
+	assert_string_equal(diags, "");
+	assert_non_null(b);
+	assert_false(b->groups[0].tasks[0].services[0].checks[0].tls_skip_verify);
+	assert_null(b->groups[0].tasks[0].services[0].checks[0].body);
+	assert_true(b->groups[0].tasks[0].services[0].checks[1].tls_skip_verify);
+	assert_string_equal(b->groups[0].tasks[0].services[0].checks[1].tls_server_name, "api.test");
+	assert_string_equal(b->groups[0].tasks[0].services[0].checks[1].body, "{}");
+	j2 = job_to_json(b);
+	text2 = json_dumps(j2, JSON_COMPACT);
+	assert_string_equal(text1, text2);
+	free(text1);
+	free(text2);
+	free(diags);
+	json_decref(j1);
+	json_decref(j2);
+	job_free(a);
+	job_free(b);
+}
+
 static void test_sorted_form(void **state)
 {
 	char *diags, *text1, *text2;
@@ -450,6 +499,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_sorted_form),
 		cmocka_unit_test(test_new_fields_left_out_at_default),
+		cmocka_unit_test(test_check_tls_fields_left_out_at_default),
 		cmocka_unit_test(test_compute_from_percent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
