@@ -50,6 +50,28 @@ static inline struct job *decode_text(const char *text, char **out)
 	return job;
 }
 
+/* Decodes text (JSON) and checks, with cmocka (included before this
+ * header), that its diagnostics are exactly want: the job, NULL when want
+ * holds an error (caller frees). */
+static inline struct job *decode_expect(const char *text, const char *want)
+{
+	char *diags;
+	struct job *job = decode_text(text, &diags);
+
+	assert_string_equal(diags, want);
+	if (strstr(want, "E "))
+		assert_null(job);
+	else
+		assert_non_null(job);
+	free(diags);
+	return job;
+}
+
+/* A job of one group "g" with the given fields (a JSON object's members)
+ * and the least task. */
+#define GROUP_WITH(fields) \
+	"{\"id\":\"s\",\"groups\":[{\"name\":\"g\"," fields ",\"tasks\":[" MIN_TASK "]}]}"
+
 /* The job's canonical JSON text (caller frees), once it was checked that
  * the text decodes without a diagnostic to a job of the very same text:
  * what the store keeps reads back as it was written.  Aborts otherwise. */

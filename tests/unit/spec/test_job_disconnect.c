@@ -18,23 +18,6 @@
 #define MCD_NEGATIVE \
 	"E 0:0 groups[0].max_client_disconnect: must be between 0s and 8760h, got \"-5s\"\n"
 
-static struct job *load(const char *text, const char *want)
-{
-	char *diags;
-	struct job *job = decode_text(text, &diags);
-
-	assert_string_equal(diags, want);
-	if (strstr(want, "E "))
-		assert_null(job);
-	else
-		assert_non_null(job);
-	free(diags);
-	return job;
-}
-
-#define GROUP_WITH(fields) \
-	"{\"id\":\"s\",\"groups\":[{\"name\":\"g\"," fields ",\"tasks\":[" MIN_TASK "]}]}"
-
 static void test_none_and_defaults(void **state)
 {
 	struct job *job;
@@ -43,14 +26,14 @@ static void test_none_and_defaults(void **state)
 	(void)state;
 	/* no block: none, and no trace in the canonical text (a job stored
 	 * before the block existed reads as the same job) */
-	job = load("{\"id\":\"s\",\"groups\":[" MIN_GROUP "]}", "");
+	job = decode_expect("{\"id\":\"s\",\"groups\":[" MIN_GROUP "]}", "");
 	assert_null(job->groups[0].disconnect);
 	canon = canonical_round_trip(job);
 	assert_null(strstr(canon, "disconnect"));
 	free(canon);
 	job_free(job);
 	/* an empty block: Nomad's defaults */
-	job = load(GROUP_WITH("\"disconnect\":{}"), "");
+	job = decode_expect(GROUP_WITH("\"disconnect\":{}"), "");
 	d = job->groups[0].disconnect;
 	assert_non_null(d);
 	assert_int_equal(d->lost_after, 0);
@@ -59,7 +42,7 @@ static void test_none_and_defaults(void **state)
 	assert_int_equal(d->stop_on_client_after, 0);
 	job_free(job);
 	/* every field */
-	job = load(GROUP_WITH("\"disconnect\":{\"lost_after\":\"6h\",\"replace\":false,"
+	job = decode_expect(GROUP_WITH("\"disconnect\":{\"lost_after\":\"6h\",\"replace\":false,"
 			      "\"reconcile\":\"keep_original\"}"), "");
 	d = job->groups[0].disconnect;
 	assert_int_equal(d->lost_after, 6 * 3600 * SEC);
@@ -78,7 +61,7 @@ static void test_legacy_spellings(void **state)
 	const struct job_disconnect *d;
 	char *canon;
 	(void)state;
-	job = load(GROUP_WITH("\"max_client_disconnect\":\"20s\""), "");
+	job = decode_expect(GROUP_WITH("\"max_client_disconnect\":\"20s\""), "");
 	d = job->groups[0].disconnect;
 	assert_non_null(d);
 	assert_int_equal(d->lost_after, 20 * SEC);
@@ -92,7 +75,7 @@ static void test_legacy_spellings(void **state)
 	assert_non_null(strstr(canon, "\"lost_after\":20000000000"));
 	free(canon);
 	job_free(job);
-	job = load(GROUP_WITH("\"stop_after_client_disconnect\":\"90s\""), "");
+	job = decode_expect(GROUP_WITH("\"stop_after_client_disconnect\":\"90s\""), "");
 	d = job->groups[0].disconnect;
 	assert_int_equal(d->stop_on_client_after, 90 * SEC);
 	assert_int_equal(d->lost_after, 0);
@@ -101,7 +84,7 @@ static void test_legacy_spellings(void **state)
 	free(canon);
 	job_free(job);
 	/* an older field beside a block: refused, whichever fields the block sets */
-	job = load(GROUP_WITH("\"stop_after_client_disconnect\":\"1m\",\"disconnect\":{\"replace\":"
+	job = decode_expect(GROUP_WITH("\"stop_after_client_disconnect\":\"1m\",\"disconnect\":{\"replace\":"
 			      "false}"),
 		   "E 0:0 groups[0]: using both stop_after_client_disconnect and a disconnect "
 		   "block is not allowed: stop_after_client_disconnect is the older spelling of "
@@ -111,22 +94,22 @@ static void test_legacy_spellings(void **state)
 static void test_refused(void **state)
 {
 	(void)state;
-	load(GROUP_WITH("\"disconnect\":{\"lost_after\":\"1h\",\"stop_on_client_after\":\"10m\"}"),
+	decode_expect(GROUP_WITH("\"disconnect\":{\"lost_after\":\"1h\",\"stop_on_client_after\":\"10m\"}"),
 	     "E 0:0 groups[0].disconnect: using both lost_after and stop_on_client_after is not "
 	     "allowed\n");
-	load(GROUP_WITH("\"max_client_disconnect\":\"1h\",\"stop_after_client_disconnect\":\"1m\""),
+	decode_expect(GROUP_WITH("\"max_client_disconnect\":\"1h\",\"stop_after_client_disconnect\":\"1m\""),
 	     "E 0:0 groups[0]: using both max_client_disconnect and stop_after_client_disconnect "
 	     "is not allowed\n");
-	load(GROUP_WITH("\"max_client_disconnect\":\"1h\",\"disconnect\":{\"lost_after\":\"2h\"}"),
+	decode_expect(GROUP_WITH("\"max_client_disconnect\":\"1h\",\"disconnect\":{\"lost_after\":\"2h\"}"),
 	     "E 0:0 groups[0]: using both max_client_disconnect and a disconnect block is not "
 	     "allowed: max_client_disconnect is the older spelling of disconnect { lost_after }\n");
-	load(GROUP_WITH("\"disconnect\":{\"reconcile\":\"newest\"}"),
+	decode_expect(GROUP_WITH("\"disconnect\":{\"reconcile\":\"newest\"}"),
 	     "E 0:0 groups[0].disconnect.reconcile: expected one of \"keep_original\", "
 	     "\"keep_replacement\", \"best_score\", \"longest_running\", got \"newest\"\n");
-	load(GROUP_WITH("\"disconnect\":{\"lost_after\":-1}"), LOST_AFTER_NEGATIVE);
-	load(GROUP_WITH("\"max_client_disconnect\":\"-5s\""),
+	decode_expect(GROUP_WITH("\"disconnect\":{\"lost_after\":-1}"), LOST_AFTER_NEGATIVE);
+	decode_expect(GROUP_WITH("\"max_client_disconnect\":\"-5s\""),
 	     MCD_NEGATIVE);
-	load(GROUP_WITH("\"disconnect\":{\"replace\":\"yes\"}"),
+	decode_expect(GROUP_WITH("\"disconnect\":{\"replace\":\"yes\"}"),
 	     "E 0:0 groups[0].disconnect.replace: expected a boolean, got a string\n");
 }
 

@@ -11,30 +11,13 @@
 
 #include "job_helpers.h"
 
-static struct job *load(const char *text, const char *want)
-{
-	char *diags;
-	struct job *job = decode_text(text, &diags);
-
-	assert_string_equal(diags, want);
-	if (strstr(want, "E "))
-		assert_null(job);
-	else
-		assert_non_null(job);
-	free(diags);
-	return job;
-}
-
-#define GROUP_WITH(fields) \
-	"{\"id\":\"s\",\"groups\":[{\"name\":\"g\"," fields ",\"tasks\":[" MIN_TASK "]}]}"
-
 static void test_none(void **state)
 {
 	struct job *job;
 	char *canon;
 	(void)state;
 	/* a job stored before these fields existed keeps its canonical text */
-	job = load("{\"id\":\"s\",\"groups\":[" MIN_GROUP "]}", "");
+	job = decode_expect("{\"id\":\"s\",\"groups\":[" MIN_GROUP "]}", "");
 	assert_null(job->groups[0].ephemeral_disk);
 	assert_false(job->groups[0].prevent_reschedule_on_lost);
 	canon = canonical_round_trip(job);
@@ -50,7 +33,7 @@ static void test_defaults(void **state)
 	const struct job_ephemeral_disk *d;
 	char *canon;
 	(void)state;
-	job = load(GROUP_WITH("\"ephemeral_disk\":{}"), "");
+	job = decode_expect(GROUP_WITH("\"ephemeral_disk\":{}"), "");
 	d = job->groups[0].ephemeral_disk;
 	assert_non_null(d);
 	assert_int_equal(d->size, 300);
@@ -58,7 +41,7 @@ static void test_defaults(void **state)
 	assert_false(d->migrate);
 	job_free(job);
 	/* migrate implies sticky */
-	job = load(GROUP_WITH("\"ephemeral_disk\":{\"migrate\":true,\"size\":500}"), "");
+	job = decode_expect(GROUP_WITH("\"ephemeral_disk\":{\"migrate\":true,\"size\":500}"), "");
 	d = job->groups[0].ephemeral_disk;
 	assert_int_equal(d->size, 500);
 	assert_true(d->sticky);
@@ -68,7 +51,7 @@ static void test_defaults(void **state)
 	assert_non_null(strstr(canon, "\"sticky\":true"));
 	free(canon);
 	job_free(job);
-	job = load(GROUP_WITH("\"prevent_reschedule_on_lost\":true"), "");
+	job = decode_expect(GROUP_WITH("\"prevent_reschedule_on_lost\":true"), "");
 	assert_true(job->groups[0].prevent_reschedule_on_lost);
 	canon = canonical_round_trip(job);
 	assert_non_null(strstr(canon, "\"prevent_reschedule_on_lost\":true"));
@@ -79,11 +62,11 @@ static void test_defaults(void **state)
 static void test_errors(void **state)
 {
 	(void)state;
-	load(GROUP_WITH("\"ephemeral_disk\":{\"size\":0}"),
+	decode_expect(GROUP_WITH("\"ephemeral_disk\":{\"size\":0}"),
 	     "E 0:0 groups[0].ephemeral_disk.size: must be between 1 and 1073741824, got 0\n");
-	load(GROUP_WITH("\"ephemeral_disk\":{\"sticky\":\"yes\"}"),
+	decode_expect(GROUP_WITH("\"ephemeral_disk\":{\"sticky\":\"yes\"}"),
 	     "E 0:0 groups[0].ephemeral_disk.sticky: expected a boolean, got a string\n");
-	load(GROUP_WITH("\"ephemeral_disk\":{\"shared\":true}"),
+	decode_expect(GROUP_WITH("\"ephemeral_disk\":{\"shared\":true}"),
 	     "E 0:0 groups[0].ephemeral_disk: unknown ephemeral_disk field \"shared\"\n");
 }
 
@@ -92,10 +75,10 @@ static void test_disconnect_rule(void **state)
 	struct job *job;
 	(void)state;
 	/* without the field a disconnect block replaces while unknown */
-	job = load(GROUP_WITH("\"disconnect\":{\"lost_after\":\"1h\"}"), "");
+	job = decode_expect(GROUP_WITH("\"disconnect\":{\"lost_after\":\"1h\"}"), "");
 	assert_true(job->groups[0].disconnect->replace);
 	job_free(job);
-	job = load(GROUP_WITH("\"disconnect\":{\"lost_after\":\"1h\"},"
+	job = decode_expect(GROUP_WITH("\"disconnect\":{\"lost_after\":\"1h\"},"
 			      "\"prevent_reschedule_on_lost\":true"), "");
 	assert_false(job->groups[0].disconnect->replace);
 	job_free(job);

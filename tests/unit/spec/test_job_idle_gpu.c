@@ -12,23 +12,6 @@
 
 #define SEC 1000000000LL
 
-static struct job *load(const char *text, const char *want)
-{
-	char *diags;
-	struct job *job = decode_text(text, &diags);
-
-	assert_string_equal(diags, want);
-	if (strstr(want, "E "))
-		assert_null(job);
-	else
-		assert_non_null(job);
-	free(diags);
-	return job;
-}
-
-#define GROUP_WITH(fields) \
-	"{\"id\":\"s\",\"groups\":[{\"name\":\"g\"," fields ",\"tasks\":[" MIN_TASK "]}]}"
-
 static void test_none_and_defaults(void **state)
 {
 	struct job *job;
@@ -37,14 +20,14 @@ static void test_none_and_defaults(void **state)
 	(void)state;
 	/* no block: none, and no trace in the canonical text (a job stored
 	 * before the block existed reads as the same job) */
-	job = load("{\"id\":\"s\",\"groups\":[" MIN_GROUP "]}", "");
+	job = decode_expect("{\"id\":\"s\",\"groups\":[" MIN_GROUP "]}", "");
 	assert_null(job->groups[0].idle_gpu);
 	canon = canonical_round_trip(job);
 	assert_null(strstr(canon, "idle_gpu"));
 	free(canon);
 	job_free(job);
 	/* only after: 5% and warn */
-	job = load(GROUP_WITH("\"idle_gpu\":{\"after\":\"1h\"}"), "");
+	job = decode_expect(GROUP_WITH("\"idle_gpu\":{\"after\":\"1h\"}"), "");
 	d = job->groups[0].idle_gpu;
 	assert_non_null(d);
 	assert_int_equal(d->utilization_below, 5);
@@ -54,7 +37,7 @@ static void test_none_and_defaults(void **state)
 	assert_non_null(strstr(canon, "\"idle_gpu\""));
 	free(canon);
 	job_free(job);
-	job = load(GROUP_WITH("\"idle_gpu\":{\"after\":\"2s\",\"utilization_below\":100,"
+	job = decode_expect(GROUP_WITH("\"idle_gpu\":{\"after\":\"2s\",\"utilization_below\":100,"
 			      "\"action\":\"stop\"}"), "");
 	d = job->groups[0].idle_gpu;
 	assert_int_equal(d->utilization_below, 100);
@@ -66,20 +49,20 @@ static void test_none_and_defaults(void **state)
 static void test_errors(void **state)
 {
 	(void)state;
-	load(GROUP_WITH("\"idle_gpu\":{}"),
+	decode_expect(GROUP_WITH("\"idle_gpu\":{}"),
 	     "E 0:0 groups[0].idle_gpu: idle_gpu needs after, how long the GPUs must stay idle "
 	     "(after = \"1h\")\n");
-	load(GROUP_WITH("\"idle_gpu\":{\"after\":\"1h\",\"action\":\"kill\"}"),
+	decode_expect(GROUP_WITH("\"idle_gpu\":{\"after\":\"1h\",\"action\":\"kill\"}"),
 	     "E 0:0 groups[0].idle_gpu.action: expected one of \"warn\", \"stop\", got \"kill\"\n");
-	load(GROUP_WITH("\"idle_gpu\":{\"after\":\"1h\",\"utilization_below\":0}"),
+	decode_expect(GROUP_WITH("\"idle_gpu\":{\"after\":\"1h\",\"utilization_below\":0}"),
 	     "E 0:0 groups[0].idle_gpu.utilization_below: must be between 1 and 100, got 0\n");
-	load(GROUP_WITH("\"idle_gpu\":{\"after\":\"1h\",\"utilization_below\":101}"),
+	decode_expect(GROUP_WITH("\"idle_gpu\":{\"after\":\"1h\",\"utilization_below\":101}"),
 	     "E 0:0 groups[0].idle_gpu.utilization_below: must be between 1 and 100, got 101\n");
-	load(GROUP_WITH("\"idle_gpu\":{\"after\":\"500ms\"}"),
+	decode_expect(GROUP_WITH("\"idle_gpu\":{\"after\":\"500ms\"}"),
 	     "E 0:0 groups[0].idle_gpu.after: must be between 1s and 8760h, got \"500ms\"\n"
 	     "E 0:0 groups[0].idle_gpu: idle_gpu needs after, how long the GPUs must stay idle "
 	     "(after = \"1h\")\n");
-	load(GROUP_WITH("\"idle_gpu\":{\"after\":\"1h\",\"threshold\":3}"),
+	decode_expect(GROUP_WITH("\"idle_gpu\":{\"after\":\"1h\",\"threshold\":3}"),
 	     "E 0:0 groups[0].idle_gpu: unknown idle_gpu field \"threshold\"\n");
 }
 

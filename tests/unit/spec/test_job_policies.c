@@ -14,26 +14,12 @@
 #define BATCH_TASK "{\"name\":\"t\",\"driver\":\"raw_exec\",\"config\":{\"command\":\"x\"}}"
 
 /* Decodes text; checks the diagnostics; returns the job (NULL on errors). */
-static struct job *load(const char *text, const char *want)
-{
-	char *diags;
-	struct job *job = decode_text(text, &diags);
-
-	assert_string_equal(diags, want);
-	if (strstr(want, "E "))
-		assert_null(job);
-	else
-		assert_non_null(job);
-	free(diags);
-	return job;
-}
-
 static void test_time_limit_job_and_group(void **state)
 {
 	struct job *job;
 
 	(void)state;
-	job = load("{\"id\":\"b\",\"type\":\"batch\",\"time_limit\":\"4h\",\"groups\":["
+	job = decode_expect("{\"id\":\"b\",\"type\":\"batch\",\"time_limit\":\"4h\",\"groups\":["
 		   "{\"name\":\"a\",\"tasks\":[" BATCH_TASK "]},"
 		   "{\"name\":\"b\",\"time_limit\":\"90s\",\"tasks\":[" BATCH_TASK "]}]}", "");
 	assert_int_equal(job->time_limit, 4 * 3600 * SEC);
@@ -41,7 +27,7 @@ static void test_time_limit_job_and_group(void **state)
 	assert_int_equal(job->groups[1].time_limit, 90 * SEC);       /* its own */
 	job_free(job);
 	/* none anywhere: 0, no limit */
-	job = load("{\"id\":\"b\",\"type\":\"batch\",\"groups\":[" MIN_GROUP "]}", "");
+	job = decode_expect("{\"id\":\"b\",\"type\":\"batch\",\"groups\":[" MIN_GROUP "]}", "");
 	assert_int_equal(job->time_limit, 0);
 	assert_int_equal(job->groups[0].time_limit, 0);
 	job_free(job);
@@ -51,26 +37,26 @@ static void test_time_limit_rules(void **state)
 {
 	(void)state;
 	/* a service: said once where it is written, and why */
-	load("{\"id\":\"s\",\"time_limit\":\"1h\",\"groups\":[" MIN_GROUP "]}",
+	decode_expect("{\"id\":\"s\",\"time_limit\":\"1h\",\"groups\":[" MIN_GROUP "]}",
 	     "E 0:0 time_limit: only batch jobs can have a time limit: a service runs until "
 	     "it is stopped\n");
-	load("{\"id\":\"s\",\"type\":\"service\",\"groups\":[{\"name\":\"g\",\"time_limit\":\"1h\","
+	decode_expect("{\"id\":\"s\",\"type\":\"service\",\"groups\":[{\"name\":\"g\",\"time_limit\":\"1h\","
 	     "\"tasks\":[" BATCH_TASK "]}]}",
 	     "E 0:0 groups[0].time_limit: only batch jobs can have a time limit: a service runs "
 	     "until it is stopped\n");
 	/* under a second, over a year, not a duration */
-	load("{\"id\":\"b\",\"type\":\"batch\",\"time_limit\":\"500ms\",\"groups\":[" MIN_GROUP "]}",
+	decode_expect("{\"id\":\"b\",\"type\":\"batch\",\"time_limit\":\"500ms\",\"groups\":[" MIN_GROUP "]}",
 	     "E 0:0 time_limit: must be at least 1s, got 500ms\n");
-	load("{\"id\":\"b\",\"type\":\"batch\",\"groups\":[{\"name\":\"g\",\"time_limit\":\"8761h\","
+	decode_expect("{\"id\":\"b\",\"type\":\"batch\",\"groups\":[{\"name\":\"g\",\"time_limit\":\"8761h\","
 	     "\"tasks\":[" BATCH_TASK "]}]}",
 	     "E 0:0 groups[0].time_limit: must be between 0s and 8760h, got \"8761h\"\n");
-	load("{\"id\":\"b\",\"type\":\"batch\",\"time_limit\":\"soon\",\"groups\":[" MIN_GROUP "]}",
+	decode_expect("{\"id\":\"b\",\"type\":\"batch\",\"time_limit\":\"soon\",\"groups\":[" MIN_GROUP "]}",
 	     "E 0:0 time_limit: expected a duration such as \"30s\", \"5m\" or \"1h30m\", got "
 	     "\"soon\"\n");
-	load("{\"id\":\"b\",\"type\":\"batch\",\"time_limit\":\"-1s\",\"groups\":[" MIN_GROUP "]}",
+	decode_expect("{\"id\":\"b\",\"type\":\"batch\",\"time_limit\":\"-1s\",\"groups\":[" MIN_GROUP "]}",
 	     "E 0:0 time_limit: must be between 0s and 8760h, got \"-1s\"\n");
 	/* exactly a year and exactly a second are fine */
-	job_free(load("{\"id\":\"b\",\"type\":\"batch\",\"time_limit\":\"8760h\",\"groups\":[{"
+	job_free(decode_expect("{\"id\":\"b\",\"type\":\"batch\",\"time_limit\":\"8760h\",\"groups\":[{"
 		      "\"name\":\"g\",\"time_limit\":\"1s\",\"tasks\":[" BATCH_TASK "]}]}", ""));
 }
 
@@ -83,7 +69,7 @@ static void test_task_restart_merge(void **state)
 	const struct job_restart *r;
 
 	(void)state;
-	job = load("{\"id\":\"b\",\"type\":\"batch\",\"groups\":[{\"name\":\"g\",\"restart\":{"
+	job = decode_expect("{\"id\":\"b\",\"type\":\"batch\",\"groups\":[{\"name\":\"g\",\"restart\":{"
 		   "\"attempts\":5,\"delay\":\"1s\",\"mode\":\"delay\"},\"tasks\":["
 		   "{\"name\":\"t\",\"driver\":\"raw_exec\",\"config\":{\"command\":\"x\"},"
 		   "\"restart\":{\"attempts\":0}},"
@@ -96,12 +82,12 @@ static void test_task_restart_merge(void **state)
 	assert_int_equal(r->interval, 24 * 3600 * SEC); /* the batch default */
 	assert_null(job->groups[0].tasks[1].restart);  /* none: the group's */
 	job_free(job);
-	load("{\"id\":\"b\",\"groups\":[{\"name\":\"g\",\"restart\":{\"interval\":\"1m\"},"
+	decode_expect("{\"id\":\"b\",\"groups\":[{\"name\":\"g\",\"restart\":{\"interval\":\"1m\"},"
 	     "\"tasks\":[{\"name\":\"t\",\"driver\":\"raw_exec\",\"config\":{\"command\":\"x\"},"
 	     "\"restart\":{\"attempts\":5}}]}]}",
 	     "E 0:0 groups[0].tasks[0].restart: 5 attempts with a delay of 15s need 75s, more "
 	     "than the interval of 60s: raise interval or lower attempts or delay\n");
-	load("{\"id\":\"b\",\"groups\":[{\"name\":\"g\",\"tasks\":[{\"name\":\"t\",\"driver\":"
+	decode_expect("{\"id\":\"b\",\"groups\":[{\"name\":\"g\",\"tasks\":[{\"name\":\"t\",\"driver\":"
 	     "\"raw_exec\",\"config\":{\"command\":\"x\"},\"restart\":{\"mode\":\"never\"}}]}]}",
 	     "E 0:0 groups[0].tasks[0].restart.mode: expected one of \"fail\", \"delay\", got "
 	     "\"never\"\n");
@@ -115,7 +101,7 @@ static void test_job_reschedule_merge(void **state)
 	const struct job_reschedule *a, *b;
 
 	(void)state;
-	job = load("{\"id\":\"b\",\"type\":\"batch\",\"reschedule\":{\"attempts\":4,"
+	job = decode_expect("{\"id\":\"b\",\"type\":\"batch\",\"reschedule\":{\"attempts\":4,"
 		   "\"delay\":\"10s\",\"unlimited\":true},\"groups\":["
 		   "{\"name\":\"a\",\"tasks\":[" BATCH_TASK "]},"
 		   "{\"name\":\"b\",\"reschedule\":{\"attempts\":0,\"unlimited\":false},"
@@ -133,7 +119,7 @@ static void test_job_reschedule_merge(void **state)
 	assert_int_equal(job->reschedule->attempts, 4);
 	job_free(job);
 	/* the job's block is checked where it is written */
-	load("{\"id\":\"s\",\"reschedule\":{\"delay\":\"1m\",\"max_delay\":\"10s\"},"
+	decode_expect("{\"id\":\"s\",\"reschedule\":{\"delay\":\"1m\",\"max_delay\":\"10s\"},"
 	     "\"groups\":[" MIN_GROUP "]}",
 	     "E 0:0 reschedule: max_delay must be at least delay\n"
 	     "E 0:0 groups[0].reschedule: max_delay must be at least delay\n");
@@ -184,7 +170,7 @@ static void test_gang_restart(void **state)
 	struct job *job;
 
 	(void)state;
-	job = load("{\"id\":\"b\",\"type\":\"batch\",\"groups\":["
+	job = decode_expect("{\"id\":\"b\",\"type\":\"batch\",\"groups\":["
 		   "{\"name\":\"a\",\"count\":2,\"gang\":true,\"tasks\":[" BATCH_TASK "]},"
 		   "{\"name\":\"b\",\"count\":2,\"gang\":true,\"gang_restart\":\"all\","
 		   "\"tasks\":[" BATCH_TASK "]},"
@@ -193,9 +179,9 @@ static void test_gang_restart(void **state)
 	assert_string_equal(job->groups[1].gang_restart, "all");
 	assert_null(job->groups[2].gang_restart);
 	job_free(job);
-	load("{\"id\":\"b\",\"type\":\"batch\",\"groups\":[{\"name\":\"a\",\"gang_restart\":\"all\","
+	decode_expect("{\"id\":\"b\",\"type\":\"batch\",\"groups\":[{\"name\":\"a\",\"gang_restart\":\"all\","
 	     "\"tasks\":[" BATCH_TASK "]}]}", "E 0:0 groups[0]: gang_restart needs gang = true\n");
-	load("{\"id\":\"b\",\"type\":\"batch\",\"groups\":[{\"name\":\"a\",\"gang\":true,"
+	decode_expect("{\"id\":\"b\",\"type\":\"batch\",\"groups\":[{\"name\":\"a\",\"gang\":true,"
 	     "\"gang_restart\":\"some\",\"tasks\":[" BATCH_TASK "]}]}",
 	     "E 0:0 groups[0].gang_restart: expected one of \"unfinished\", \"all\", got \"some\"\n");
 }

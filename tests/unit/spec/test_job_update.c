@@ -14,20 +14,6 @@
 
 #define SEC 1000000000LL
 
-static struct job *load(const char *text, const char *want)
-{
-	char *diags;
-	struct job *job = decode_text(text, &diags);
-
-	assert_string_equal(diags, want);
-	if (strstr(want, "E "))
-		assert_null(job);
-	else
-		assert_non_null(job);
-	free(diags);
-	return job;
-}
-
 static void test_defaults_and_none(void **state)
 {
 	struct job *job;
@@ -35,7 +21,7 @@ static void test_defaults_and_none(void **state)
 	char *canon;
 	(void)state;
 	/* no block anywhere: none (every changed allocation at once) */
-	job = load("{\"id\":\"s\",\"groups\":[" MIN_GROUP "]}", "");
+	job = decode_expect("{\"id\":\"s\",\"groups\":[" MIN_GROUP "]}", "");
 	assert_null(job->groups[0].update);
 	assert_null(job->update);
 	/* and no trace in the canonical text: a job stored before the block
@@ -45,7 +31,7 @@ static void test_defaults_and_none(void **state)
 	free(canon);
 	job_free(job);
 	/* an empty block: Nomad's defaults */
-	job = load("{\"id\":\"s\",\"groups\":[{\"name\":\"g\",\"update\":{},\"tasks\":[" MIN_TASK
+	job = decode_expect("{\"id\":\"s\",\"groups\":[{\"name\":\"g\",\"update\":{},\"tasks\":[" MIN_TASK
 		   "]}]}", "");
 	u = job->groups[0].update;
 	assert_non_null(u);
@@ -68,7 +54,7 @@ static void test_job_block_under_groups(void **state)
 	struct job *job;
 	const struct job_update *a, *b;
 	(void)state;
-	job = load("{\"id\":\"s\",\"update\":{\"max_parallel\":3,\"auto_revert\":true,"
+	job = decode_expect("{\"id\":\"s\",\"update\":{\"max_parallel\":3,\"auto_revert\":true,"
 		   "\"min_healthy_time\":\"2s\",\"health_check\":\"task_states\"},\"groups\":["
 		   "{\"name\":\"a\",\"tasks\":[" MIN_TASK "]},"
 		   "{\"name\":\"b\",\"update\":{\"max_parallel\":0,\"auto_revert\":false},"
@@ -89,19 +75,19 @@ static void test_job_block_under_groups(void **state)
 static void test_rules(void **state)
 {
 	(void)state;
-	load("{\"id\":\"s\",\"groups\":[{\"name\":\"g\",\"update\":{\"min_healthy_time\":\"5m\","
+	decode_expect("{\"id\":\"s\",\"groups\":[{\"name\":\"g\",\"update\":{\"min_healthy_time\":\"5m\","
 	     "\"healthy_deadline\":\"1m\"},\"tasks\":[" MIN_TASK "]}]}",
 	     "E 0:0 groups[0].update: min_healthy_time (300s) must be less than healthy_deadline "
 	     "(60s)\n");
-	load("{\"id\":\"s\",\"groups\":[{\"name\":\"g\",\"update\":{\"healthy_deadline\":\"20m\"},"
+	decode_expect("{\"id\":\"s\",\"groups\":[{\"name\":\"g\",\"update\":{\"healthy_deadline\":\"20m\"},"
 	     "\"tasks\":[" MIN_TASK "]}]}",
 	     "E 0:0 groups[0].update: progress_deadline (600s) must be 0 (none) or at least "
 	     "healthy_deadline (1200s)\n");
-	load("{\"id\":\"s\",\"update\":{\"canary\":2,\"auto_promote\":true,\"health_check\":"
+	decode_expect("{\"id\":\"s\",\"update\":{\"canary\":2,\"auto_promote\":true,\"health_check\":"
 	     "\"manual\"},\"groups\":[" MIN_GROUP "]}",
 	     "E 0:0 update: health_check \"manual\" is not supported: use \"checks\" or "
 	     "\"task_states\"\n");
-	load("{\"id\":\"s\",\"update\":{\"max_parallel\":-1},\"groups\":[" MIN_GROUP "]}",
+	decode_expect("{\"id\":\"s\",\"update\":{\"max_parallel\":-1},\"groups\":[" MIN_GROUP "]}",
 	     "E 0:0 update.max_parallel: must be between 0 and 100000, got -1\n");
 }
 
@@ -113,7 +99,7 @@ static void test_canary(void **state)
 	(void)state;
 	/* the job's canary and auto_promote reach every group that does not
 	 * set its own */
-	job = load("{\"id\":\"s\",\"update\":{\"canary\":2,\"auto_promote\":true},\"groups\":["
+	job = decode_expect("{\"id\":\"s\",\"update\":{\"canary\":2,\"auto_promote\":true},\"groups\":["
 		   "{\"name\":\"a\",\"tasks\":[" MIN_TASK "]},"
 		   "{\"name\":\"b\",\"update\":{\"canary\":0,\"auto_promote\":false},"
 		   "\"tasks\":[" MIN_TASK "]}]}", "");
@@ -129,32 +115,32 @@ static void test_canary(void **state)
 	free(canon);
 	job_free(job);
 	/* bounds: the schema's */
-	load("{\"id\":\"s\",\"update\":{\"canary\":-1},\"groups\":[" MIN_GROUP "]}",
+	decode_expect("{\"id\":\"s\",\"update\":{\"canary\":-1},\"groups\":[" MIN_GROUP "]}",
 	     "E 0:0 update.canary: must be between 0 and 100000, got -1\n");
-	load("{\"id\":\"s\",\"update\":{\"canary\":100001},\"groups\":[" MIN_GROUP "]}",
+	decode_expect("{\"id\":\"s\",\"update\":{\"canary\":100001},\"groups\":[" MIN_GROUP "]}",
 	     "E 0:0 update.canary: must be between 0 and 100000, got 100001\n");
 	/* canaries need a deployment: max_parallel 0 makes none */
-	load("{\"id\":\"s\",\"groups\":[{\"name\":\"g\",\"update\":{\"canary\":1,"
+	decode_expect("{\"id\":\"s\",\"groups\":[{\"name\":\"g\",\"update\":{\"canary\":1,"
 	     "\"max_parallel\":0},\"tasks\":[" MIN_TASK "]}]}",
 	     "E 0:0 groups[0].update: canary = 1 needs max_parallel > 0 (0 replaces every "
 	     "allocation at once, with no deployment)\n");
 	/* a batch job has none at all: refused, where the rest of its update
 	 * block is only ignored */
-	load("{\"id\":\"b\",\"type\":\"batch\",\"groups\":[{\"name\":\"g\",\"update\":"
+	decode_expect("{\"id\":\"b\",\"type\":\"batch\",\"groups\":[{\"name\":\"g\",\"update\":"
 	     "{\"canary\":1},\"tasks\":[" MIN_TASK "]}]}",
 	     "E 0:0 groups[0].update: canary = 1 needs a service job: batch jobs have no "
 	     "deployments\n");
-	load("{\"id\":\"b\",\"type\":\"batch\",\"update\":{\"canary\":3},\"groups\":["
+	decode_expect("{\"id\":\"b\",\"type\":\"batch\",\"update\":{\"canary\":3},\"groups\":["
 	     MIN_GROUP "]}",
 	     "E 0:0 update: canary = 3 needs a service job: batch jobs have no deployments\n");
 	/* auto_promote without canaries: accepted (as Nomad does), with a
 	 * warning that it does nothing */
-	job = load("{\"id\":\"s\",\"update\":{\"auto_promote\":true},\"groups\":[" MIN_GROUP
+	job = decode_expect("{\"id\":\"s\",\"update\":{\"auto_promote\":true},\"groups\":[" MIN_GROUP
 		   "]}", "W 0:0 auto_promote has no effect: no group has canary > 0\n");
 	assert_true(job->groups[0].update->auto_promote);
 	job_free(job);
 	/* one group with canaries is enough: no warning */
-	job = load("{\"id\":\"s\",\"update\":{\"auto_promote\":true},\"groups\":["
+	job = decode_expect("{\"id\":\"s\",\"update\":{\"auto_promote\":true},\"groups\":["
 		   "{\"name\":\"a\",\"tasks\":[" MIN_TASK "]},"
 		   "{\"name\":\"b\",\"update\":{\"canary\":1},\"tasks\":[" MIN_TASK "]}]}", "");
 	job_free(job);
@@ -164,7 +150,7 @@ static void test_batch_ignored(void **state)
 {
 	struct job *job;
 	(void)state;
-	job = load("{\"id\":\"b\",\"type\":\"batch\",\"update\":{\"max_parallel\":2},\"groups\":["
+	job = decode_expect("{\"id\":\"b\",\"type\":\"batch\",\"update\":{\"max_parallel\":2},\"groups\":["
 		   "{\"name\":\"g\",\"update\":{},\"tasks\":[" MIN_TASK "]}]}",
 		   "W 0:0 update is ignored for batch jobs: only services roll out new versions\n");
 	assert_null(job->update);
