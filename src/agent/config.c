@@ -91,6 +91,8 @@ void agent_config_release(struct agent_config *cfg)
 	free(cfg->client.state_dir);
 	free(cfg->client.alloc_dir);
 	free(cfg->client.token);
+	free(cfg->client.reserved_cores);
+	free(cfg->client.reservable_cores);
 	for (size_t i = 0; i < cfg->client.nr_meta; i++) {
 		free(cfg->client.meta[i].key);
 		free(cfg->client.meta[i].value);
@@ -139,6 +141,8 @@ void agent_config_copy(struct agent_config *dst, const struct agent_config *src)
 	dst->client.state_dir = dup_or_null(src->client.state_dir);
 	dst->client.alloc_dir = dup_or_null(src->client.alloc_dir);
 	dst->client.token = dup_or_null(src->client.token);
+	dst->client.reserved_cores = dup_or_null(src->client.reserved_cores);
+	dst->client.reservable_cores = dup_or_null(src->client.reservable_cores);
 	dst->client.meta = NULL;
 	if (src->client.nr_meta) {
 		dst->client.meta = xcalloc(src->client.nr_meta, sizeof(struct agent_kv));

@@ -143,6 +143,12 @@ struct agent_config {
 		int64_t reserved_cpu_mhz;     /* reserved { cpu }: 0 */
 		int64_t reserved_memory_mib;  /* reserved { memory }: 0 */
 		int64_t reserved_disk_mib;    /* reserved { disk }: 0 */
+		/* CPU cores (list syntax, canonical: "0-1,8"; NULL unset):
+		 * reserved { cores } are never offered to tasks;
+		 * reservable_cores, when set, are the only cores offered
+		 * (Nomad's names; docs/agent-config.md, "CPU cores") */
+		char *reserved_cores;
+		char *reservable_cores;
 		int64_t cpu_total_compute;    /* 0: fingerprinted cores x MHz */
 		int64_t memory_total_mib;     /* 0: fingerprinted */
 		char *token;             /* token: the node token sent to servers;

@@ -121,8 +121,10 @@ static void diff_client(const struct agent_config *o, const struct agent_config 
 	DIFF_VAL(client.max_kill_timeout_ns, "client.max_kill_timeout");
 	if (o->client.reserved_cpu_mhz != n->client.reserved_cpu_mhz ||
 	    o->client.reserved_memory_mib != n->client.reserved_memory_mib ||
-	    o->client.reserved_disk_mib != n->client.reserved_disk_mib)
+	    o->client.reserved_disk_mib != n->client.reserved_disk_mib ||
+	    str_differ(o->client.reserved_cores, n->client.reserved_cores))
 		add(sb, "client.reserved");
+	DIFF_STR(client.reservable_cores, "client.reservable_cores");
 	DIFF_VAL(client.cpu_total_compute, "client.cpu_total_compute");
 	DIFF_VAL(client.memory_total_mib, "client.memory_total_mb");
 	DIFF_STR(client.token, "client.token");

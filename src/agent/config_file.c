@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent/config-int.h"
+#include "common/cpulist.h"
 #include "common/strbuf.h"
 #include "common/units.h"
 #include "common/xalloc.h"
@@ -459,9 +460,30 @@ static void walk_server(struct walk *w, const struct hcl_body *body)
 	}
 }
 
+/* A core list ("0-1,8": cpulist.h) into *out, canonical; an error at the
+ * value otherwise. */
+static void read_cores(struct walk *w, const struct hcl_attribute *a, const char *where,
+		       char **out)
+{
+	char *s = NULL;
+	struct cpulist set;
+	struct herd_err err = { 0, "" };
+	if (cfg_read_string(a, &s, w->dl) < 0)
+		return;
+	if (cpulist_parse(s, &set, &err) < 0) {
+		diag_error(w->dl, a->value->pos.line, a->value->pos.col,
+			   "%s: \"%s\": %s (expected a core list such as \"0-3,8\")", where, s,
+			   err.msg);
+	} else {
+		free(*out);
+		*out = cpulist_str(&set);
+	}
+	free(s);
+}
+
 static void walk_reserved(struct walk *w, const struct hcl_body *body)
 {
-	static const char *const known[] = { "cpu", "memory", "disk", NULL };
+	static const char *const known[] = { "cpu", "memory", "disk", "cores", NULL };
 	struct agent_config *cfg = w->cfg;
 	for (size_t i = 0; i < body->n; i++) {
 		const struct hcl_item *it = &body->items[i];
@@ -477,6 +499,8 @@ static void walk_reserved(struct walk *w, const struct hcl_body *body)
 			cfg_read_int(a, 0, INT32_MAX, &cfg->client.reserved_memory_mib, w->dl);
 		else if (!strcmp(a->name, "disk"))
 			cfg_read_int(a, 0, INT32_MAX, &cfg->client.reserved_disk_mib, w->dl);
+		else if (!strcmp(a->name, "cores"))
+			read_cores(w, a, "client.reserved.cores", &cfg->client.reserved_cores);
 		else
 			cfg_unknown_key(w->dl, a->pos, "key", a->name, "client.reserved", known);
 	}
@@ -560,7 +584,7 @@ static void walk_client(struct walk *w, const struct hcl_body *body)
 		"node_pool", "state_dir", "alloc_dir", "max_kill_timeout", "cpu_total_compute",
 		"memory_total_mb", "meta", "options", "reserved", "chroot_env", "cgroup_parent",
 		"token", "gc_interval", "gc_max_allocs", "gc_disk_usage_threshold",
-		"gc_inode_usage_threshold", "host_volume", NULL };
+		"gc_inode_usage_threshold", "host_volume", "reservable_cores", NULL };
 	struct agent_config *cfg = w->cfg;
 	struct seen seen[] = { { "meta", { 0, 0 } }, { "options", { 0, 0 } },
 			       { "reserved", { 0, 0 } } };
@@ -659,6 +683,8 @@ static void walk_client(struct walk *w, const struct hcl_body *body)
 			cfg_read_int(a, 1, 100, &cfg->client.gc_disk_usage_threshold, w->dl);
 		} else if (!strcmp(a->name, "gc_inode_usage_threshold")) {
 			cfg_read_int(a, 1, 100, &cfg->client.gc_inode_usage_threshold, w->dl);
+		} else if (!strcmp(a->name, "reservable_cores")) {
+			read_cores(w, a, "client.reservable_cores", &cfg->client.reservable_cores);
 		} else if (!strcmp(a->name, "network_interface")) {
 			ignored(w, a->pos, a->name, "client");
 		} else {

@@ -26,6 +26,23 @@ int fp_count_cpu_list(const char *list);
  * caller frees). */
 void fp_parse_cpuinfo(const char *text, int *processors, int64_t *mhz, char **model);
 
+struct node_core;
+struct node_fingerprint;
+
+/* The online cores under root with their NUMA nodes (fingerprint_cores.c):
+ * sys/devices/system/cpu/online (else 0..processors-1 when processors >
+ * 0), each core's node from sys/devices/system/node/node<N>/cpulist.  A
+ * new array sorted by id into *out (NULL when none) and *n. */
+void fp_read_cores(const char *root, int processors, struct node_core **out, size_t *n);
+
+/* Sets fp's NUMA attributes (cpu.numa_nodes, numa.node.count,
+ * numa.node<N>.cores) and numa_nodes from fp->cores, removing those a
+ * previous topology set. */
+void fp_set_core_attrs(struct node_fingerprint *fp);
+
+/* Removes attribute name (absent: nothing happens). */
+void fp_attr_remove(struct node_fingerprint *fp, const char *name);
+
 /* MemTotal of /proc/meminfo text in bytes; 0 when absent. */
 int64_t fp_parse_meminfo(const char *text);
 

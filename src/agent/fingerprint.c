@@ -61,7 +61,7 @@ void node_fingerprint_set_attr(struct node_fingerprint *fp, const char *name, co
 	fp->nr_attrs++;
 }
 
-static void attr_remove(struct node_fingerprint *fp, const char *name)
+void fp_attr_remove(struct node_fingerprint *fp, const char *name)
 {
 	int found;
 	size_t i = attr_find(fp, name, &found);
@@ -86,7 +86,7 @@ void node_fingerprint_set_driver(struct node_fingerprint *fp, const char *name, 
 	if (detected)
 		node_fingerprint_set_attr(fp, key, "1");
 	else
-		attr_remove(fp, key);
+		fp_attr_remove(fp, key);
 	free(key);
 }
 
@@ -150,6 +150,7 @@ static void fingerprint_cpu(struct node_fingerprint *fp, const char *root)
 	free(online);
 	if (fp->cpu_cores == 0)
 		fp->cpu_cores = processors;
+	fp_read_cores(root, processors, &fp->cores, &fp->nr_cores);
 	/* cpufreq's maximum (kHz) is the rated speed; cpuinfo's "cpu MHz" is
 	 * the current one, which idles low on machines that scale. */
 	char *khz = fp_read_line(root, "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq");
@@ -214,6 +215,7 @@ static void fill_attrs(struct node_fingerprint *fp)
 		set_str_attr(fp, "unique.cgroup.version", fp->cgroup_version == 2 ? "v2" : "v1");
 		set_str_attr(fp, "unique.cgroup.mountpoint", fp->cgroup_mountpoint);
 	}
+	fp_set_core_attrs(fp);
 }
 
 int node_fingerprint(const struct fingerprint_opts *opts, struct node_fingerprint **out,
@@ -271,6 +273,7 @@ void node_fingerprint_free(struct node_fingerprint *fp)
 	free(fp->arch);
 	free(fp->cpu_model);
 	free(fp->cgroup_mountpoint);
+	free(fp->cores);
 	for (size_t i = 0; i < fp->nr_attrs; i++) {
 		free(fp->attrs[i].name);
 		free(fp->attrs[i].value);

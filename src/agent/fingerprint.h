@@ -22,6 +22,17 @@
  *     unique.cgroup.version "v1" / "v2"           (sys/fs/cgroup, proc/mounts)
  *     unique.cgroup.mountpoint "/sys/fs/cgroup"
  *     driver.<name>        "1"                    (node_fingerprint_set_driver)
+ *     cpu.numa_nodes       "2"                    (NUMA nodes with online cores)
+ *     numa.node.count      "2"                    (the same, as Nomad names it)
+ *     numa.node<N>.cores   "0-55,112-167"         (node N's online cores)
+ *
+ * The CPU topology (cores, each with its NUMA node) comes from
+ * sys/devices/system/cpu/online and sys/devices/system/node/node<N>/cpulist;
+ * a core no node lists (a kernel without NUMA, a container hiding sysfs)
+ * has NUMA node -1 ("unknown"), and then no NUMA attribute is set.  Without
+ * the online list the cores are 0..processors-1 of proc/cpuinfo.  A GPU
+ * simulation file can describe another machine's topology
+ * (node_fingerprint_sim_cores, docs/gpu-sim.md).
  *
  * Every file is read under a configurable root, so tests point it at a
  * fake tree (tests/unit/agent/fixtures).  Facts that cannot be read are left
@@ -42,6 +53,12 @@ struct node_attr {
 	char *value;
 };
 
+/* One online CPU core (a logical CPU, as the kernel numbers them). */
+struct node_core {
+	int id;
+	int numa;                /* its NUMA node; -1 unknown */
+};
+
 struct node_fingerprint {
 	char *hostname;          /* NULL when unknown */
 	char *os_name;           /* "debian"; NULL when unknown */
@@ -60,6 +77,11 @@ struct node_fingerprint {
 	bool wsl;
 	int cgroup_version;      /* 1, 2; 0 none found */
 	char *cgroup_mountpoint; /* "/sys/fs/cgroup" (without root) */
+
+	struct node_core *cores; /* online cores, sorted by id */
+	size_t nr_cores;
+	int numa_nodes;          /* NUMA nodes among cores' (0: unknown) */
+	bool cores_simulated;    /* cores from a GPU simulation file */
 
 	struct node_attr *attrs; /* sorted by name, names unique */
 	size_t nr_attrs;
@@ -93,6 +115,19 @@ void node_fingerprint_set_driver(struct node_fingerprint *fp, const char *name, 
 
 /* The value of attribute name, or NULL. */
 const char *node_fingerprint_attr(const struct node_fingerprint *fp, const char *name);
+
+/* Replaces fp's cores (and the NUMA attributes) with the topology that
+ * the GPU simulation file at path describes in its "cpu" section:
+ * {"cpu": {"numa_nodes": [{"id": 0, "cores": "0-55,112-167"}, ...]}}.
+ * Returns 1 when it did, 0 when the file has no "cpu" section (fp
+ * unchanged), -errno with err when the file cannot be read or the section
+ * is malformed (a node without an id >= 0, a bad core list, a core in two
+ * nodes); fp is unchanged then. */
+int node_fingerprint_sim_cores(struct node_fingerprint *fp, const char *path,
+			       struct herd_err *err);
+
+/* The NUMA node of core id in fp (-1 when unknown or not a core of fp). */
+int node_fingerprint_core_numa(const struct node_fingerprint *fp, int id);
 
 /* Go's name for a uname machine ("x86_64" -> "amd64", "aarch64" ->
  * "arm64"); unknown names are returned as given. */

@@ -141,6 +141,48 @@ static void test_reserve_after(void **state)
 	agent_config_release(&cfg);
 }
 
+/* client { reserved { cores } reservable_cores }: core lists kept in
+ * canonical form; a bad list is an error at its line that says why; a
+ * copy and a diff carry them */
+static void test_reserved_cores(void **state)
+{
+	struct agent_config cfg, copy;
+	struct diag_list dl;
+	(void)state;
+	agent_config_init(&cfg);
+	assert_null(cfg.client.reserved_cores);
+	assert_null(cfg.client.reservable_cores);
+	diag_list_init(&dl);
+	assert_int_equal(parse(&cfg, "client {\n  reserved { cores = \"1,0\" }\n"
+			       "  reservable_cores = \"2-7,9,8\"\n}\n", &dl), 0);
+	assert_string_equal(cfg.client.reserved_cores, "0-1");
+	assert_string_equal(cfg.client.reservable_cores, "2-9");
+	agent_config_copy(&copy, &cfg);
+	assert_string_equal(copy.client.reservable_cores, "2-9");
+	struct agent_config_diff d;
+	agent_config_diff(&cfg, &copy, &d);
+	assert_null(d.restart);
+	agent_config_diff_release(&d);
+	free(copy.client.reservable_cores);
+	copy.client.reservable_cores = strdup("2-3");
+	agent_config_diff(&cfg, &copy, &d);
+	assert_non_null(d.restart);
+	assert_non_null(strstr(d.restart, "client.reservable_cores"));
+	agent_config_diff_release(&d);
+	agent_config_release(&copy);
+
+	assert_true(parse(&cfg, "client {\n  reserved {\n    cores = \"3-1\"\n  }\n"
+			  "  reservable_cores = \"0-x\"\n}\n", &dl) < 0);
+	assert_true(has_diag(&dl, 3, 0, "client.reserved.cores: \"3-1\": reversed range 3-1"));
+	assert_true(has_diag(&dl, 5, 0, "client.reservable_cores: \"0-x\": unexpected 'x'"));
+	assert_true(parse(&cfg, "client {\n  reservable_cores = 4\n}\n", &dl) < 0);
+	assert_true(has_diag(&dl, 2, 0, "reservable_cores"));
+	/* the lists given before stay */
+	assert_string_equal(cfg.client.reserved_cores, "0-1");
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+}
+
 static void test_full_file(void **state)
 {
 	struct agent_config cfg;
@@ -659,6 +701,7 @@ int main(void)
 		cmocka_unit_test(test_full_file),
 		cmocka_unit_test(test_postgres_url),
 		cmocka_unit_test(test_reserve_after),
+		cmocka_unit_test(test_reserved_cores),
 		cmocka_unit_test(test_gpu_sharing),
 		cmocka_unit_test(test_every_error_reported),
 		cmocka_unit_test(test_syntax_error),

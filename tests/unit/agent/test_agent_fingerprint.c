@@ -58,6 +58,23 @@ static void test_debian_cgroup_v1(void **state)
 	assert_string_equal(node_fingerprint_attr(fp, "cpu.modelname"),
 			    "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz");
 	assert_non_null(node_fingerprint_attr(fp, "unique.storage.bytesfree"));
+	/* topology: online 0-5,8-9; node0 0-3, node1 4-5,8-9, node2 memory only */
+	assert_int_equal(fp->nr_cores, 8);
+	static const struct node_core want[] = { { 0, 0 }, { 1, 0 }, { 2, 0 }, { 3, 0 },
+		{ 4, 1 }, { 5, 1 }, { 8, 1 }, { 9, 1 } };
+	for (size_t i = 0; i < 8; i++) {
+		assert_int_equal(fp->cores[i].id, want[i].id);
+		assert_int_equal(fp->cores[i].numa, want[i].numa);
+	}
+	assert_int_equal(node_fingerprint_core_numa(fp, 8), 1);
+	assert_int_equal(node_fingerprint_core_numa(fp, 6), -1);
+	assert_int_equal(fp->numa_nodes, 2);
+	assert_false(fp->cores_simulated);
+	assert_string_equal(node_fingerprint_attr(fp, "cpu.numa_nodes"), "2");
+	assert_string_equal(node_fingerprint_attr(fp, "numa.node.count"), "2");
+	assert_string_equal(node_fingerprint_attr(fp, "numa.node0.cores"), "0-3");
+	assert_string_equal(node_fingerprint_attr(fp, "numa.node1.cores"), "4-5,8-9");
+	assert_null(node_fingerprint_attr(fp, "numa.node2.cores"));
 	/* sorted, unique */
 	for (size_t i = 1; i < fp->nr_attrs; i++)
 		assert_true(strcmp(fp->attrs[i - 1].name, fp->attrs[i].name) < 0);
@@ -85,6 +102,13 @@ static void test_wsl_cgroup_v2(void **state)
 	assert_int_equal(fp->cpu_mhz, 0);
 	assert_null(node_fingerprint_attr(fp, "cpu.frequency"));
 	assert_string_equal(node_fingerprint_attr(fp, "cpu.arch"), "arm64");
+	/* no sysfs: cores 0..processors-1, NUMA unknown, no NUMA attributes */
+	assert_int_equal(fp->nr_cores, 2);
+	assert_int_equal(fp->cores[1].id, 1);
+	assert_int_equal(fp->cores[1].numa, -1);
+	assert_int_equal(fp->numa_nodes, 0);
+	assert_null(node_fingerprint_attr(fp, "cpu.numa_nodes"));
+	assert_null(node_fingerprint_attr(fp, "numa.node.count"));
 	/* no data dir: no storage attributes */
 	assert_null(node_fingerprint_attr(fp, "unique.storage.bytestotal"));
 	/* forcing wsl off */
@@ -110,6 +134,83 @@ static void test_this_machine(void **state)
 	assert_non_null(fp->hostname);
 	assert_non_null(fp->arch);
 	node_fingerprint_free(fp);
+}
+
+/* Writes text to a new temporary file; returns its path (caller frees). */
+static char *temp_file(const char *text)
+{
+	char *path = xasprintf("/tmp/herd-fp-sim-XXXXXX");
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+/* A GPU simulation file's "cpu" section replaces the real topology and
+ * the NUMA attributes; a file without one changes nothing; a bad one is an
+ * error naming the field, leaving fp as it was. */
+static void test_sim_cores(void **state)
+{
+	char *root = fixture("node-v1");
+	struct fingerprint_opts opts = FINGERPRINT_OPTS_INIT;
+	struct node_fingerprint *fp = NULL;
+	struct herd_err err = { 0, "" };
+	opts.root = root;
+	opts.arch = "x86_64";
+	assert_int_equal(node_fingerprint(&opts, &fp, NULL), 0);
+
+	char *none = temp_file("{\"gpus\": []}");
+	assert_int_equal(node_fingerprint_sim_cores(fp, none, &err), 0);
+	assert_int_equal(fp->nr_cores, 8);
+	assert_false(fp->cores_simulated);
+
+	static const char *const bad[][2] = {
+		{ "{\"cpu\": {\"numa_nodes\": []}}", "cpu: expected" },
+		{ "{\"cpu\": {\"numa_nodes\": [{\"cores\": \"0-3\"}]}}", "numa_nodes[0]: expected an \"id\"" },
+		{ "{\"cpu\": {\"numa_nodes\": [{\"id\": 0, \"cores\": \"3-0\"}]}}",
+		  "numa_nodes[0].cores: reversed range 3-0" },
+		{ "{\"cpu\": {\"numa_nodes\": [{\"id\": 0, \"cores\": \"0-3\"}, "
+		  "{\"id\": 1, \"cores\": \"3-7\"}]}}", "numa_nodes[1].cores: core 3 is in another node" },
+		{ "{\"cpu\": ", "" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *p = temp_file(bad[i][0]);
+		assert_int_equal(node_fingerprint_sim_cores(fp, p, &err), -EINVAL);
+		if (!strstr(err.msg, bad[i][1]))
+			fail_msg("%s: '%s' lacks '%s'", bad[i][0], err.msg, bad[i][1]);
+		assert_int_equal(fp->nr_cores, 8);
+		unlink(p);
+		free(p);
+	}
+
+	char *two = temp_file("{\"cpu\": {\"numa_nodes\": [{\"id\": 0, \"cores\": \"0-55,112-167\"},"
+			      " {\"id\": 1, \"cores\": \"56-111,168-223\"}]}}");
+	assert_int_equal(node_fingerprint_sim_cores(fp, two, &err), 1);
+	assert_true(fp->cores_simulated);
+	assert_int_equal(fp->nr_cores, 224);
+	assert_int_equal(node_fingerprint_core_numa(fp, 55), 0);
+	assert_int_equal(node_fingerprint_core_numa(fp, 56), 1);
+	assert_int_equal(node_fingerprint_core_numa(fp, 223), 1);
+	assert_string_equal(node_fingerprint_attr(fp, "numa.node0.cores"), "0-55,112-167");
+	assert_string_equal(node_fingerprint_attr(fp, "numa.node1.cores"), "56-111,168-223");
+	assert_string_equal(node_fingerprint_attr(fp, "cpu.numa_nodes"), "2");
+	/* the machine's own core count stays: it is what runs the tasks */
+	assert_string_equal(node_fingerprint_attr(fp, "cpu.numcores"), "8");
+	node_fingerprint_free(fp);
+
+	/* one node: node1's attribute from the real topology goes */
+	assert_int_equal(node_fingerprint(&opts, &fp, NULL), 0);
+	char *one = temp_file("{\"cpu\": {\"numa_nodes\": [{\"id\": 0, \"cores\": \"0-1\"}]}}");
+	assert_int_equal(node_fingerprint_sim_cores(fp, one, &err), 1);
+	assert_null(node_fingerprint_attr(fp, "numa.node1.cores"));
+	assert_string_equal(node_fingerprint_attr(fp, "numa.node.count"), "1");
+	node_fingerprint_free(fp);
+	for (char **p = (char *[]){ none, two, one, NULL }; *p; p++) {
+		unlink(*p);
+		free(*p);
+	}
+	free(root);
 }
 
 static void test_bad_root(void **state)
@@ -176,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_wsl_cgroup_v2),
 		cmocka_unit_test(test_this_machine),
 		cmocka_unit_test(test_bad_root),
+		cmocka_unit_test(test_sim_cores),
 		cmocka_unit_test(test_attrs_and_drivers),
 		cmocka_unit_test(test_parsers),
 	};
