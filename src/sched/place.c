@@ -47,9 +47,7 @@ static void format_mib(char *buf, size_t size, int64_t mib)
 }
 
 /* Keeps the SCHED_EXPLAIN_MISSES smallest gaps. */
-static void add_miss(struct sched_explain *why, double gap, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void add_miss(struct sched_explain *why, double gap, const char *fmt, ...)
+void add_miss(struct sched_explain *why, double gap, const char *fmt, ...)
 {
 	int at = why->nmisses;
 	va_list ap;
@@ -108,6 +106,11 @@ static int make_ask(const struct sched_request *req, struct ask *a, struct herd_
 	a->cpu = req->cpu_milli;
 	a->mem = req->memory_mib;
 	a->disk = req->disk_mib;
+	if (req->ncores) {
+		int rc = cores_validate(req, a, err);
+		if (rc)
+			return rc;
+	}
 	if (!dr)
 		return 0;
 	if (dr->count < 1 || dr->count > SCHED_MAX_DEVS_PER_ASK)
@@ -269,7 +272,14 @@ static int node_view(struct sched_snapshot *s, const struct scan *q, size_t ni,
 	v->node = (int)ni;
 	v->cpu_left = n->cpu_total - n->cpu_used;
 	v->mem_left = n->mem_total - n->mem_used;
-	if (v->cpu_left < a->cpu) {
+	/* cores first: a task's cores are most of its cpu, and "2 free
+	 * cores, 4 asked" says more than "cpu exhausted" */
+	if (a->ncores && n->ncores_free < a->ncores) {
+		if (why)
+			cores_explain(s, n, q->req, v, a, why);
+		return 0;
+	}
+	if (v->cpu_left < (a->ncores ? cores_cpu(n, a) : a->cpu)) {
 		if (why)
 			why->filtered_cpu++;
 		return 0;
@@ -414,7 +424,7 @@ static bool can_group(const struct sched_request *req, const struct sched_option
 	const struct sched_device_request *dr = req->device;
 	/* groups of identical nodes do not look at host volumes */
 	if (opt->scan_all || opt->policy == SCHED_RANDOM || req->nconstraints || req->naffinities ||
-	    req->nvolumes || req->nspreads || req->prefer_node || req->disk_mib)
+	    req->nvolumes || req->nspreads || req->prefer_node || req->disk_mib || req->ncores)
 		return false;
 	if (!opt->tie_rank && opt->policy != SCHED_HERD)
 		return false;
@@ -450,6 +460,9 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 	struct sched_workload *own_wl = NULL;
 	const struct sched_workload *wl = opt->workload;
 	struct nodeview *v = xmalloc(sizeof(*v));
+	/* with cores: the node's choice, the best so far, and (with spreads)
+	 * each candidate's */
+	struct core_pick *cp = NULL, *best_cp = NULL, *cand_cp = NULL;
 
 	if ((rc = make_ask(req, &q.a, err)) || (rc = validate(req, err)))
 		goto out;
@@ -503,11 +516,17 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 		}
 	}
 	/* random draws numbers while scoring */
-	memo_ok = opt->policy != SCHED_RANDOM && (!dr || !dr->naffinities);
+	memo_ok = opt->policy != SCHED_RANDOM && (!dr || !dr->naffinities) && !req->ncores;
 	for (size_t i = 0; dr && i < s->nprof; i++)
 		memo_ok = memo_ok && pok[i] >= 0;
 	if (req->nspreads)
 		cand = xcalloc(s->n + 1, sizeof(*cand));
+	if (req->ncores) {
+		cp = xcalloc(2, sizeof(*cp));
+		best_cp = cp + 1;
+		if (cand)
+			cand_cp = xcalloc(s->n + 1, sizeof(*cand_cp));
+	}
 	for (size_t ni = 0; ni < s->n; ni++) {
 		struct sched_node *n = &s->node[ni];
 		int pick[SCHED_MAX_DEVS_PER_ASK] = { 0 };
@@ -535,7 +554,9 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 			goto out;
 		if (!rc)
 			continue;
-		if (memo_ok)
+		if (cp)
+			sc = cores_place(s, req, v, &q.a, opt->policy, wl, &r, pick, cp, why);
+		else if (memo_ok)
 			sc = memo_score(s, n, v, &q.a, &k, wl, &r, pick);
 		else
 			sc = policy_score(opt->policy, s, v, &q.a, wl, &r, pick);
@@ -552,6 +573,8 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 		if (req->prefer_node && !strcmp(n->id, req->prefer_node))
 			sc += SCHED_PREFER_BONUS;
 		if (cand) {
+			if (cand_cp)
+				cand_cp[ncand] = *cp;
 			cand[ncand].node = (int)ni;
 			cand[ncand].score = sc;
 			memcpy(cand[ncand++].pick, pick, sizeof(pick));
@@ -562,6 +585,8 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 			continue;
 		best_node = (int)ni;
 		memcpy(best_pick, pick, sizeof(pick));
+		if (cp)
+			*best_cp = *cp;
 	}
 	if (cand && ncand) {
 		/* the even shares depend on every feasible node's value */
@@ -573,6 +598,8 @@ int sched_place(struct sched_snapshot *s, const struct sched_request *req,
 				continue;
 			best_node = cand[i].node;
 			best_spread = part[i];
+			if (cand_cp)
+				*best_cp = cand_cp[i];
 			memcpy(best_pick, cand[i].pick, sizeof(best_pick));
 		}
 		free(part);
@@ -604,7 +631,11 @@ found:
 		}
 		memset(out, 0, sizeof(*out));
 		out->node = best_node;
-		out->cpu_milli = q.a.cpu;
+		out->cpu_milli = q.a.ncores ? cores_cpu(n, &q.a) : q.a.cpu;
+		if (best_cp) {
+			out->ncores = best_cp->n;
+			memcpy(out->core, best_cp->idx, sizeof(out->core[0]) * (size_t)best_cp->n);
+		}
 		out->memory_mib = q.a.mem;
 		out->disk_mib = q.a.disk;
 		out->ndev = q.a.num;
@@ -628,6 +659,8 @@ out:
 	}
 	sched_workload_free(own_wl);
 	free(cand);
+	free(cand_cp);
+	free(cp);
 	free(v);
 	return rc;
 }
@@ -689,6 +722,14 @@ void sched_explain_format(const struct sched_explain *why, const struct sched_re
 	if (why->filtered_devices)
 		strbuf_addf(sb, "  devices exhausted on %d node%s\n", why->filtered_devices,
 			    why->filtered_devices == 1 ? "" : "s");
+	if (why->filtered_no_cores)
+		strbuf_addf(sb, "  no reservable cores on %d node%s (agents that report no "
+			    "resources.cores)\n", why->filtered_no_cores,
+			    why->filtered_no_cores == 1 ? "" : "s");
+	if (why->filtered_cores)
+		strbuf_addf(sb, "  not enough free cores%s on %d node%s\n",
+			    req->ncores && req->cores[0].numa == SCHED_NUMA_REQUIRE ? " on one NUMA node" : "",
+			    why->filtered_cores, why->filtered_cores == 1 ? "" : "s");
 	for (int i = 0; i < why->nmisses; i++)
 		strbuf_addf(sb, "  closest: %s\n", why->misses[i]);
 }

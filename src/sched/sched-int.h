@@ -61,6 +61,13 @@ struct sched_node {
 	int nvol;
 	int64_t cpu_total, mem_total, cpu_used, mem_used;
 	int64_t disk_total, disk_used; /* disk_total 0: not known, not checked */
+	/* reservable cores, sorted by id; core_taken[i] 1 while held.  Not
+	 * part of a group's key: only requests with cores look at them, and
+	 * those are never placed by groups (can_group). */
+	int ncores, ncores_free;
+	struct sched_core *core;
+	uint8_t *core_taken;
+	int64_t cpu_per_core;
 	int ndev;
 	struct sched_dev *dev;
 	int32_t gpu_free_total; /* compute free over healthy devices */
@@ -223,6 +230,7 @@ struct ask {
 	int32_t milli;    /* per device */
 	int64_t dmem;     /* per device memory, 0 = none */
 	int64_t disk;     /* ephemeral disk MiB, 0 = none */
+	int ncores;       /* reserved cores over the request's core asks */
 	bool frac;        /* a share of one device */
 };
 
@@ -284,6 +292,43 @@ struct spread_tally;
 struct spread_tally *spread_tally_new(const struct sched_request *req, struct sched_request *req2);
 void spread_tally_add(struct spread_tally *t, const struct sched_snapshot *s, int node);
 void spread_tally_free(struct spread_tally *t); /* accepts NULL */
+
+/* cores.c: the reserved cores of a request on one node. */
+struct core_pick {
+	int n;
+	uint16_t idx[SCHED_MAX_CORES_PER_ASK];
+	bool aligned; /* every require/prefer ask on one NUMA node (with its GPUs) */
+};
+/* -EINVAL with err for malformed core asks; fills a->ncores. */
+int cores_validate(const struct sched_request *req, struct ask *a, struct herd_err *err);
+/* The cpu node n needs for ask a (its cores at the node's cpu_per_core). */
+int64_t cores_cpu(const struct sched_node *n, const struct ask *a);
+/* Chooses cores of node n for req's core asks, the request's devices (when
+ * any) being on NUMA node dev_numa (-1: several or unknown).  strict: the
+ * prefer asks as require.  Returns 0 with *out filled, -1 when they do not
+ * fit. */
+int cores_choose(const struct sched_node *n, const struct sched_request *req, int dev_numa,
+		 bool strict, struct core_pick *out);
+/* The score of node v for a request with cores: the policy's (plus
+ * SCHED_NUMA_BONUS for an aligned prefer), with pick (positions in v) and
+ * *cp filled; -INFINITY when the cores do not fit (explained in why when
+ * not NULL). */
+double cores_place(struct sched_snapshot *s, const struct sched_request *req,
+		   const struct nodeview *v, const struct ask *a, enum sched_policy pol,
+		   const struct sched_workload *wl, struct rng *r, int *pick, struct core_pick *cp,
+		   struct sched_explain *why);
+/* place.c: keeps the SCHED_EXPLAIN_MISSES closest misses (smallest gap). */
+void add_miss(struct sched_explain *why, double gap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Explains why node n cannot take req's cores (what cores_choose refused
+ * with the devices of the view on their NUMA nodes): counts it in why and
+ * adds a miss. */
+void cores_explain(const struct sched_snapshot *s, const struct sched_node *n,
+		   const struct sched_request *req, const struct nodeview *v, const struct ask *a,
+		   struct sched_explain *why);
+/* Does any core ask want the request's devices on its NUMA node
+ * (require or prefer with_device)? */
+bool cores_bind_devices(const struct sched_request *req);
 
 /* constraint.c */
 struct sched_dev;

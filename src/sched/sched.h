@@ -36,6 +36,9 @@
 #define SCHED_MAX_DEVS_PER_NODE 64   /* devices (GPUs, MIG instances) per node */
 #define SCHED_MAX_DEVS_PER_ASK  16   /* devices one allocation may take */
 #define SCHED_MILLI 1000             /* a whole device in compute thousandths */
+#define SCHED_MAX_CORES_PER_NODE 1024 /* reservable CPU cores per node */
+#define SCHED_MAX_CORES_PER_ASK 256   /* cores one allocation may take */
+#define SCHED_MAX_CORE_ASKS 16        /* tasks of a request that ask cores */
 
 enum sched_sharing { SCHED_EXCLUSIVE, SCHED_MPS, SCHED_TIMESLICE };
 
@@ -55,6 +58,13 @@ struct sched_volume {
 };
 
 #define SCHED_MAX_VOLUMES 64   /* per node and per request */
+
+/* A CPU core a node offers for reservation (resources { cores }): its id
+ * (the kernel's CPU number) and NUMA node (-1 unknown). */
+struct sched_core {
+	int id;
+	int numa;
+};
 
 /* ---- snapshot construction ------------------------------------------ */
 
@@ -77,6 +87,16 @@ struct sched_node_spec {
 	size_t nmeta;
 	const struct sched_volume *volumes; /* host volumes; names unique */
 	size_t nvolumes;
+	/* Reservable cores (ids unique, at most SCHED_MAX_CORES_PER_NODE);
+	 * none: the node takes no request with cores.  cores_taken lists the
+	 * ids held by allocations not in the snapshot (ids the node does not
+	 * offer are ignored).  A reserved core counts cpu_per_core of
+	 * cpu_milli (0: 1000). */
+	const struct sched_core *cores;
+	size_t ncores;
+	const int *cores_taken;
+	size_t ncores_taken;
+	int64_t cpu_per_core;
 };
 
 struct sched_device_spec {
@@ -130,6 +150,13 @@ int64_t sched_node_cpu_free(const struct sched_snapshot *s, int node);
 int64_t sched_node_memory_free(const struct sched_snapshot *s, int node);
 /* Sum of compute free over healthy devices of a node. */
 int64_t sched_node_gpu_free(const struct sched_snapshot *s, int node);
+/* Reservable cores of a node; core i's id and NUMA node (i < ncores), and
+ * whether it is taken. */
+int sched_node_ncores(const struct sched_snapshot *s, int node);
+void sched_node_core(const struct sched_snapshot *s, int node, int i, struct sched_core *out,
+		     bool *taken);
+/* The cpu (thousandths) one reserved core of the node counts. */
+int64_t sched_node_cpu_per_core(const struct sched_snapshot *s, int node);
 
 /* ---- requests --------------------------------------------------------- */
 
@@ -200,6 +227,22 @@ struct sched_device_request {
 	size_t naffinities;
 };
 
+/* NUMA alignment of a task's reserved cores (resources { numa }). */
+enum sched_numa {
+	SCHED_NUMA_NONE,    /* any free cores, lowest ids first (near the GPUs when with_device) */
+	SCHED_NUMA_PREFER,  /* like require when possible, else any (scored lower) */
+	SCHED_NUMA_REQUIRE, /* all on one NUMA node (the GPUs' one when with_device), or no fit */
+};
+
+/* One task's exclusive cores. */
+struct sched_core_request {
+	int count;             /* >= 1 */
+	enum sched_numa numa;
+	/* the request's device ask is this task's GPUs: its cores go on their
+	 * NUMA node (require, prefer) or, with none, there first */
+	bool with_device;
+};
+
 struct sched_request {
 	int64_t cpu_milli;
 	int64_t memory_mib;
@@ -226,9 +269,17 @@ struct sched_request {
 	 * replaces.  Its bonus, SCHED_PREFER_BONUS, is added to the node's
 	 * score while choosing and left out of sched_placement.score. */
 	const char *prefer_node;
+	/* tasks that reserve cores (NULL: none); their cpu is not in
+	 * cpu_milli: each core counts the chosen node's cpu_per_core.  A
+	 * request with cores is never scored by groups of nodes. */
+	const struct sched_core_request *cores;
+	size_t ncores;
 };
 
 #define SCHED_PREFER_BONUS 1e9
+/* What a NUMA-aligned placement of a `prefer` request adds to its score
+ * (an affinity of full weight adds 100). */
+#define SCHED_NUMA_BONUS 50.0
 
 /* ---- policies --------------------------------------------------------- */
 
@@ -300,6 +351,10 @@ struct sched_placement {
 	struct sched_device_share dev[SCHED_MAX_DEVS_PER_ASK];
 	double score;
 	double spread; /* the part of score that the request's spreads gave */
+	/* reserved cores: positions in the node's core list (sched_node_core),
+	 * the request's core asks' in order, count each */
+	int ncores;
+	uint16_t core[SCHED_MAX_CORES_PER_ASK];
 };
 
 #define SCHED_EXPLAIN_MISSES 5
@@ -313,6 +368,8 @@ struct sched_explain {
 	int filtered_cpu, filtered_memory, filtered_disk;
 	int filtered_device_constraint; /* no device of the asked name/constraints */
 	int filtered_devices;    /* devices exist but not enough free */
+	int filtered_no_cores;   /* cores asked, the node offers none */
+	int filtered_cores;      /* not enough free cores (on one NUMA node) */
 	/* per request volume (first 8), the nodes it filtered: without a
 	 * volume of the name, or with a read-only one where a writable one
 	 * was asked (a node counts under the first volume it lacks) */

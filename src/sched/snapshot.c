@@ -74,6 +74,8 @@ void sched_snapshot_free(struct sched_snapshot *s)
 		for (int d = 0; d < n->ndev; d++)
 			free(n->dev[d].id);
 		free(n->dev);
+		free(n->core);
+		free(n->core_taken);
 	}
 	free(s->node);
 	for (size_t i = 0; i < s->nprof; i++) {
@@ -87,9 +89,58 @@ void sched_snapshot_free(struct sched_snapshot *s)
 	free(s);
 }
 
+static int core_cmp(const void *a, const void *b)
+{
+	const struct sched_core *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The node's reservable cores, sorted by id, with those taken marked;
+ * -EINVAL with err for too many, negative or duplicate ids. */
+static int node_cores(struct sched_node *n, const struct sched_node_spec *spec,
+		      struct herd_err *err)
+{
+	if (spec->ncores > SCHED_MAX_CORES_PER_NODE)
+		return herd_errf(err, -EINVAL, "node %s: more than %d reservable cores", spec->id,
+				 SCHED_MAX_CORES_PER_NODE);
+	n->cpu_per_core = spec->cpu_per_core > 0 ? spec->cpu_per_core : 1000;
+	if (!spec->ncores)
+		return 0;
+	n->core = xcalloc(spec->ncores, sizeof(*n->core));
+	n->core_taken = xcalloc(spec->ncores, 1);
+	memcpy(n->core, spec->cores, spec->ncores * sizeof(*n->core));
+	qsort(n->core, spec->ncores, sizeof(*n->core), core_cmp);
+	for (size_t i = 0; i < spec->ncores; i++) {
+		if (n->core[i].id < 0 || (i && n->core[i].id == n->core[i - 1].id)) {
+			int id = n->core[i].id;
+			free(n->core);
+			free(n->core_taken);
+			n->core = NULL;
+			n->core_taken = NULL;
+			return herd_errf(err, -EINVAL, "node %s: core %d negative or listed twice",
+					 spec->id, id);
+		}
+		if (n->core[i].numa < 0)
+			n->core[i].numa = -1;
+	}
+	n->ncores = n->ncores_free = (int)spec->ncores;
+	for (size_t i = 0; i < spec->ncores_taken; i++) {
+		struct sched_core key = { spec->cores_taken[i], 0 };
+		struct sched_core *c = bsearch(&key, n->core, spec->ncores, sizeof(*c), core_cmp);
+		if (c && !n->core_taken[c - n->core]) {
+			n->core_taken[c - n->core] = 1;
+			n->ncores_free--;
+		}
+	}
+	return 0;
+}
+
 int sched_snapshot_add_node(struct sched_snapshot *s, const struct sched_node_spec *spec,
 			    struct herd_err *err)
 {
+	struct sched_node tmp = { 0 };
+	int rc;
+
 	struct sched_node *n;
 
 	if (!spec->id || !*spec->id)
@@ -109,10 +160,12 @@ int sched_snapshot_add_node(struct sched_snapshot *s, const struct sched_node_sp
 	for (size_t i = 0; i < s->n; i++)
 		if (!strcmp(s->node[i].id, spec->id))
 			return herd_errf(err, -EINVAL, "node %s: duplicate id", spec->id);
+	if ((rc = node_cores(&tmp, spec, err)))
+		return rc;
 	group_index_drop(s);
 	ALLOC_GROW(s->node, s->n + 1, s->alloc);
 	n = &s->node[s->n];
-	memset(n, 0, sizeof(*n));
+	*n = tmp;
 	n->id = xstrdup(spec->id);
 	n->name = xstrdup(spec->name ? spec->name : spec->id);
 	n->node_class = dupnull(spec->node_class);
@@ -264,6 +317,24 @@ int64_t sched_node_gpu_free(const struct sched_snapshot *s, int node)
 	return s->node[node].gpu_free_total;
 }
 
+int sched_node_ncores(const struct sched_snapshot *s, int node)
+{
+	return s->node[node].ncores;
+}
+
+void sched_node_core(const struct sched_snapshot *s, int node, int i, struct sched_core *out,
+		     bool *taken)
+{
+	*out = s->node[node].core[i];
+	if (taken)
+		*taken = s->node[node].core_taken[i];
+}
+
+int64_t sched_node_cpu_per_core(const struct sched_snapshot *s, int node)
+{
+	return s->node[node].cpu_per_core;
+}
+
 static int hosted_class(const struct sched_placement *p)
 {
 	if (p->ndev == 0)
@@ -304,6 +375,19 @@ static int check(const struct sched_snapshot *s, const struct sched_placement *p
 		return -EINVAL;
 	if (!take && n->disk_used < p->disk_mib)
 		return -EINVAL;
+	if (p->ncores < 0 || p->ncores > SCHED_MAX_CORES_PER_ASK || p->ncores > n->ncores)
+		return -EINVAL;
+	if (p->ncores) {
+		/* each core once, and free (apply) or held (release) */
+		uint8_t seen[SCHED_MAX_CORES_PER_NODE / 8] = { 0 };
+		for (int i = 0; i < p->ncores; i++) {
+			int c = p->core[i];
+			if (c >= n->ncores || (seen[c / 8] & (1u << (c % 8))) ||
+			    n->core_taken[c] != !take)
+				return -EINVAL;
+			seen[c / 8] |= (uint8_t)(1u << (c % 8));
+		}
+	}
 	for (int i = 0; i < p->ndev; i++) {
 		const struct sched_device_share *sh = &p->dev[i];
 		const struct sched_dev *d;
@@ -337,6 +421,9 @@ static void change(struct sched_snapshot *s, const struct sched_placement *p, in
 	n->cpu_used += sign * p->cpu_milli;
 	n->mem_used += sign * p->memory_mib;
 	n->disk_used += sign * p->disk_mib;
+	for (int i = 0; i < p->ncores; i++)
+		n->core_taken[p->core[i]] = sign > 0;
+	n->ncores_free -= sign * p->ncores;
 	for (int i = 0; i < p->ndev; i++) {
 		struct sched_dev *d = &n->dev[p->dev[i].dev];
 		bool was_free = dev_is_free(d);
