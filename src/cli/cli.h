@@ -64,6 +64,7 @@ int cmd_gpu(int argc, char **argv);
 int cmd_job(int argc, char **argv);
 int cmd_node(int argc, char **argv);
 int cmd_operator(int argc, char **argv);
+int cmd_keyring(int argc, char **argv); /* herd operator keyring */
 int cmd_service(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
 int cmd_version(int argc, char **argv);

@@ -1,5 +1,6 @@
 /* herd operator snapshot save|inspect|restore: backups of the server's
- * state (docs/operations.md, "Backups and restore").
+ * state (docs/operations.md, "Backups and restore"); `herd operator
+ * keyring` is cmd_keyring.c.
  *
  *   save FILE      GET /v1/operator/snapshot into FILE.part, checked
  *                  (store_snapshot_inspect), then renamed to FILE: a FILE
@@ -382,6 +383,7 @@ int cmd_operator(int argc, char **argv)
 {
 	static const struct subcommand cmds[] = {
 		{ "snapshot", cmd_snapshot, "save, inspect and restore backups of the state" },
+		{ "keyring", cmd_keyring, "list and rotate the keys variables are sealed with" },
 		{ 0 },
 	};
 	return dispatch(argv[0], cmds, argc, argv);

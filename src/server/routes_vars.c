@@ -8,7 +8,7 @@
 #include "server/acl.h"
 #include "server/server-int.h"
 #include "server/vars.h"
-#include "server/vars_crypt.h"
+#include "server/vars_keyring.h"
 
 /* The fields a put's body may hold: items, and what a variable read back
  * carries (so that a get piped into a put works); namespace and path, when
@@ -88,9 +88,9 @@ static int get_vars(struct http_request *req, struct http_response *resp, void *
 static json_t *opened(struct server *srv, json_t *var, struct http_response *resp)
 {
 	struct herd_err err = { 0 };
-	json_t *items = vars_unseal(srv->vars_key, srv->vars_key_id, jstr(var, "namespace", ""),
-				    jstr(var, "path", ""), json_object_get(var, "items_sealed"),
-				    &err), *out;
+	json_t *items = vars_keyring_unseal(&srv->vars_ring, jstr(var, "namespace", ""),
+					    jstr(var, "path", ""),
+					    json_object_get(var, "items_sealed"), &err), *out;
 	if (!items)
 		return http_error(resp, 500, "variable_sealed", "%s", err.msg), NULL;
 	out = vars_metadata(var);
@@ -177,7 +177,7 @@ static int put_once(struct server *srv, const struct store_key *k, const json_t 
 	rc = store_get(srv->store, STORE_VAR, k, &old, NULL);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
-	if (!(sealed = vars_seal(srv->vars_key, srv->vars_key_id, k->ns, k->id, items, &err))) {
+	if (!(sealed = vars_keyring_seal(&srv->vars_ring, k->ns, k->id, items, &err))) {
 		json_decref(old);
 		return herd_errf(&err, -EIO, "%s", err.msg);
 	}
@@ -270,7 +270,7 @@ int routes_vars(struct server *srv, struct herd_err *err)
 {
 	/* the key at start: a data dir whose key cannot be read stops the
 	 * server here, not at the first variable */
-	int rc = vars_key_load(srv->data_dir, srv->vars_key, srv->vars_key_id, err);
+	int rc = vars_keyring_open(&srv->vars_ring, srv->data_dir, err);
 	if (rc < 0)
 		return rc;
 	/* ACL: each handler asks acl_allows_var for the path's capability */

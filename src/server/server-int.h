@@ -25,6 +25,7 @@
 #include "server/http.h"
 #include "server/reservation.h" /* enum resv_end */
 #include "server/server.h"
+#include "server/vars_keyring.h"
 #include "spec/job.h"
 #include "store/store.h"
 
@@ -839,10 +840,9 @@ struct server {
 	uint64_t seed;
 	struct fair_queue fq;
 	bool acl_enabled;
-	/* variables' items are sealed with this key (vars_crypt.h: 32 bytes
-	 * and a 16-digit id), read or made by routes_vars at start */
-	unsigned char vars_key[32];
-	char vars_key_id[17];
+	/* the keys variables' items are sealed with (vars_keyring.h), opened
+	 * by routes_vars at start */
+	struct vars_keyring vars_ring;
 	void **guards; size_t nguards, aguards; /* acl.c's route wrappers */
 	struct gc *gc;         /* gc.c's timer */
 	struct periodic *periodic; /* periodic.c's launcher */
@@ -959,6 +959,7 @@ int routes_quotas(struct server *srv, struct herd_err *err);
 int routes_acl(struct server *srv, struct herd_err *err);
 int routes_usage(struct server *srv, struct herd_err *err);
 int routes_vars(struct server *srv, struct herd_err *err); /* GET|PUT|DELETE /v1/var(s) */
+int routes_keyring(struct server *srv, struct herd_err *err); /* /v1/operator/keyring/... */
 int routes_system(struct server *srv, struct herd_err *err); /* gc.c */
 /* GET /v1/operator/snapshot (routes_operator.c). */
 int routes_operator(struct server *srv, struct herd_err *err);

@@ -153,6 +153,8 @@ static void server_free(struct server *srv)
 	free(srv->self_node_id);
 	free(srv->advertise);
 	standby_stop(srv->standby);
+	if (srv->vars_ring.dir)
+		vars_keyring_close(&srv->vars_ring);
 	json_decref(srv->self_config);
 	pthread_mutex_destroy(&srv->lock);
 	pthread_mutex_destroy(&srv->hb_lock);
@@ -260,6 +262,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 		rc = routes_usage(srv, err);
 	if (!rc)
 		rc = routes_vars(srv, err);
+	if (!rc)
+		rc = routes_keyring(srv, err);
 	if (!rc)
 		rc = routes_system(srv, err);
 	if (!rc)

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,7 @@ static int fill_random(unsigned char *p, size_t n)
 	return 0;
 }
 
-static void key_id(const unsigned char key[VARS_KEY_LEN], char id[VARS_KEY_ID_LEN + 1])
+void vars_key_id(const unsigned char key[VARS_KEY_LEN], char id[VARS_KEY_ID_LEN + 1])
 {
 	static const char hex[] = "0123456789abcdef";
 	unsigned char d[32];
@@ -47,70 +48,85 @@ static void key_id(const unsigned char key[VARS_KEY_LEN], char id[VARS_KEY_ID_LE
 	explicit_bzero(d, sizeof(d));
 }
 
-/* A new key file: written under a temporary name and linked into place,
- * so that no reader ever sees half a key and two servers never write two
- * keys (the second link fails with EEXIST: that one reads the first). */
-static int create_key(const char *dir, const char *path, struct herd_err *err)
+int vars_key_new(unsigned char key[VARS_KEY_LEN], struct herd_err *err)
 {
-	unsigned char key[VARS_KEY_LEN];
-	char *tmp = xasprintf("%s/.%s.%ld", dir, VARS_KEY_FILE, (long)getpid());
-	int fd, rc = fill_random(key, sizeof(key));
-	if (rc < 0) {
-		free(tmp);
+	int rc = fill_random(key, VARS_KEY_LEN);
+	if (rc < 0)
 		return herd_errf(err, rc, "variables key: getrandom: %s", strerror(-rc));
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || write(fd, key, sizeof(key)) != (ssize_t)sizeof(key) || fsync(fd) < 0) {
-		rc = herd_errf(err, -errno, "variables key: writing %s: %s", tmp, strerror(errno));
-	} else if (link(tmp, path) < 0 && errno != EEXIST) {
-		rc = herd_errf(err, -errno, "variables key: creating %s: %s", path, strerror(errno));
-	}
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	free(tmp);
-	explicit_bzero(key, sizeof(key));
-	/* the directory entry durable too */
-	if (rc == 0 && (fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+	return 0;
+}
+
+static void fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
 		fsync(fd);
 		close(fd);
 	}
+}
+
+/* Written under a temporary name, then linked (or renamed) into place:
+ * no reader ever sees half a key, and with link two servers never write two
+ * keys (the second link fails with EEXIST: that one reads the first). */
+int vars_key_write(const char *dir, const char *path, const unsigned char key[VARS_KEY_LEN],
+		   bool replace, struct herd_err *err)
+{
+	char *tmp = xasprintf("%s/.key.%ld", dir, (long)getpid());
+	int rc = 0, fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0 || write(fd, key, VARS_KEY_LEN) != (ssize_t)VARS_KEY_LEN || fsync(fd) < 0)
+		rc = herd_errf(err, -errno, "variables key: writing %s: %s", tmp, strerror(errno));
+	else if (replace ? rename(tmp, path) < 0 : link(tmp, path) < 0 && errno != EEXIST)
+		rc = herd_errf(err, -errno, "variables key: creating %s: %s", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	if (!replace || rc < 0)
+		unlink(tmp);
+	free(tmp);
+	/* the directory entry durable too */
+	if (rc == 0)
+		fsync_dir(dir);
+	return rc;
+}
+
+int vars_key_read(const char *path, unsigned char key[VARS_KEY_LEN], int64_t *mtime_ns,
+		  struct herd_err *err)
+{
+	struct stat st;
+	int rc = 0, fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return herd_errf(err, -errno, "variables key: %s: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 077)) {
+		rc = herd_errf(err, -EPERM, "variables key: %s must be a regular file only its "
+			       "owner may read (chmod 600)", path);
+	} else if (st.st_size != VARS_KEY_LEN || read(fd, key, VARS_KEY_LEN) != VARS_KEY_LEN) {
+		rc = herd_errf(err, -EINVAL, "variables key: %s must hold exactly %d bytes", path,
+			       VARS_KEY_LEN);
+	} else if (mtime_ns) {
+		*mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	}
+	close(fd);
 	return rc;
 }
 
 int vars_key_load(const char *dir, unsigned char key[VARS_KEY_LEN],
-		  char id[VARS_KEY_ID_LEN + 1], struct herd_err *err)
+		  char id[VARS_KEY_ID_LEN + 1], int64_t *mtime_ns, struct herd_err *err)
 {
 	char *path = xasprintf("%s/%s", dir, VARS_KEY_FILE);
-	struct stat st;
-	ssize_t n;
-	int fd, rc = 0;
+	int rc = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 && errno == ENOENT) {
-		if ((rc = create_key(dir, path, err)) < 0)
-			goto out;
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (access(path, F_OK) < 0 && errno == ENOENT) {
+		unsigned char fresh[VARS_KEY_LEN];
+		rc = vars_key_new(fresh, err);
+		if (rc == 0)
+			rc = vars_key_write(dir, path, fresh, false, err);
+		explicit_bzero(fresh, sizeof(fresh));
 	}
-	if (fd < 0) {
-		rc = herd_errf(err, -errno, "variables key: %s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 077)) {
-		rc = herd_errf(err, -EPERM, "variables key: %s must be a regular file only its "
-			       "owner may read (chmod 600)", path);
-		goto out;
-	}
-	n = read(fd, key, VARS_KEY_LEN);
-	if (n != VARS_KEY_LEN || st.st_size != VARS_KEY_LEN) {
-		rc = herd_errf(err, -EINVAL, "variables key: %s must hold exactly %d bytes", path,
-			       VARS_KEY_LEN);
-		goto out;
-	}
-	key_id(key, id);
-out:
-	if (fd >= 0)
-		close(fd);
+	if (rc == 0)
+		rc = vars_key_read(path, key, mtime_ns, err);
+	if (rc == 0)
+		vars_key_id(key, id);
 	free(path);
 	return rc;
 }

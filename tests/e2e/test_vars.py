@@ -316,3 +316,83 @@ def test_snapshot_keeps_variables(agents, tmp_path):
     wait_for(lambda: api(p2, '/v1/agent/health'), 10, 'the other server again')
     r = cli(p2, 'var', 'get', '-item', 'password', 'db/creds')
     assert r.returncode == 0 and r.stdout == 'kept\n', r.stdout + r.stderr
+
+
+def keyring(port):
+    r = cli(port, 'operator', 'keyring', 'list', '-json')
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_keyring_rotate_reseal_remove(agents, tmp_path):
+    """herd operator keyring: a rotation re-seals every variable with a new
+    key and keeps the old one for what still needs it (a snapshot taken
+    before); a key in use or active is not removed; a restart reads the
+    whole ring."""
+    srv = start_server(agents, tmp_path)
+    port = srv.port
+    for path, item in (('db/creds', 'password=one'), ('app/cfg', 'threads=4')):
+        assert cli(port, 'var', 'put', path, item).returncode == 0
+    first = keyring(port)['keys']
+    assert len(first) == 1 and first[0]['active'] and first[0]['variables'] == 2
+    old_id = first[0]['key_id']
+    snap = tmp_path / 'before.db'
+    assert cli(port, 'operator', 'snapshot', 'save', str(snap)).returncode == 0
+
+    r = cli(port, 'operator', 'keyring', 'rotate', '-json')
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    new_id = out['key_id']
+    assert out['previous_key_id'] == old_id and new_id != old_id
+    assert out['resealed'] == 2 and out['unreadable'] == []
+    ring = {k['key_id']: k for k in keyring(port)['keys']}
+    assert ring[old_id]['variables'] == 0 and not ring[old_id]['active']
+    assert ring[new_id]['variables'] == 2 and ring[new_id]['active']
+    r = cli(port, 'var', 'get', '-item', 'password', 'db/creds')
+    assert r.returncode == 0 and r.stdout == 'one\n', r.stdout + r.stderr
+    data = srv.dir / 'data' / 'server'
+    kept = data / 'variables.keys' / f'{old_id}.key'
+    assert kept.stat().st_mode & 0o777 == 0o600 and kept.stat().st_size == 32
+    old_key = kept.read_bytes()
+    assert (data / 'variables.key').read_bytes() != old_key
+
+    # nothing to do a second time; the active key is not removed
+    r = cli(port, 'operator', 'keyring', 'reseal')
+    assert r.returncode == 0 and '0 variables re-sealed' in r.stdout, r.stdout
+    r = cli(port, 'operator', 'keyring', 'remove', new_id)
+    assert r.returncode == 1 and 'active key' in r.stderr, r.stderr
+    r = cli(port, 'operator', 'keyring', 'remove', '0123456789abcdef')
+    assert r.returncode == 1 and 'no key' in r.stderr, r.stderr
+
+    # the restart reads both keys; then the old one goes
+    srv.stop()
+    srv = start_server(agents, tmp_path, 'server', port)
+    assert {k['key_id'] for k in keyring(port)['keys']} == {old_id, new_id}
+    r = cli(port, 'operator', 'keyring', 'remove', old_id)
+    assert r.returncode == 0, r.stderr
+    assert not kept.exists()
+    assert [k['key_id'] for k in keyring(port)['keys']] == [new_id]
+
+    # the snapshot from before the rotation: its variables need the old
+    # key, which the list names as missing; the key put back, they open,
+    # and a reseal moves them to the active key, after which it may go
+    srv.stop()
+    r = cli(port, 'operator', 'snapshot', 'restore', '-data-dir', str(data), str(snap))
+    assert r.returncode == 0, r.stderr
+    srv = start_server(agents, tmp_path, 'server', port)
+    assert keyring(port)['missing'] == [{'key_id': old_id, 'variables': 2}]
+    r = cli(port, 'var', 'get', 'db/creds')
+    assert r.returncode == 1 and old_id in r.stderr, r.stderr
+    r = cli(port, 'operator', 'keyring', 'reseal')
+    assert r.returncode == 1 and 'db/creds' in r.stderr, r.stderr
+    srv.stop()
+    kept.write_bytes(old_key)
+    kept.chmod(0o600)
+    srv = start_server(agents, tmp_path, 'server', port)
+    r = cli(port, 'var', 'get', '-item', 'password', 'db/creds')
+    assert r.returncode == 0 and r.stdout == 'one\n', r.stdout + r.stderr
+    r = cli(port, 'operator', 'keyring', 'reseal', '-json')
+    assert r.returncode == 0 and json.loads(r.stdout)['resealed'] == 2, r.stdout
+    assert cli(port, 'operator', 'keyring', 'remove', old_id).returncode == 0
+    r = cli(port, 'var', 'get', '-item', 'threads', 'app/cfg')
+    assert r.returncode == 0 and r.stdout == '4\n', r.stdout + r.stderr

@@ -13,6 +13,7 @@
 #include "server/teams.h"
 #include "server/vars.h"
 #include "server/vars_crypt.h"
+#include "server/vars_keyring.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -179,11 +180,11 @@ static void test_key_and_sealing(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/%s", dir, VARS_KEY_FILE);
 	/* made at the first load, 0600, the same at the next */
-	assert_int_equal(vars_key_load(dir, key, id, &err), 0);
+	assert_int_equal(vars_key_load(dir, key, id, NULL, &err), 0);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
 	assert_int_equal(st.st_size, VARS_KEY_LEN);
-	assert_int_equal(vars_key_load(dir, again, id2, &err), 0);
+	assert_int_equal(vars_key_load(dir, again, id2, NULL, &err), 0);
 	assert_memory_equal(key, again, VARS_KEY_LEN);
 	assert_string_equal(id, id2);
 
@@ -212,13 +213,115 @@ static void test_key_and_sealing(void **state)
 	json_decref(second);
 	/* a key file others may read, or of the wrong size: refused */
 	assert_int_equal(chmod(path, 0644), 0);
-	assert_int_equal(vars_key_load(dir, again, id2, &err), -EPERM);
+	assert_int_equal(vars_key_load(dir, again, id2, NULL, &err), -EPERM);
 	assert_int_equal(chmod(path, 0600), 0);
 	assert_int_equal(truncate(path, 16), 0);
-	assert_int_equal(vars_key_load(dir, again, id2, &err), -EINVAL);
+	assert_int_equal(vars_key_load(dir, again, id2, NULL, &err), -EINVAL);
 	unlink(path);
 	rmdir(dir);
 	json_decref(sealed);
+	json_decref(items);
+}
+
+/* The file of retired key id under dir, into path. */
+static void retired_path(char *path, size_t n, const char *dir, const char *id)
+{
+	snprintf(path, n, "%s/%s/%s.key", dir, VARS_KEYS_DIR, id);
+}
+
+static void test_keyring_rotate_and_remove(void **state)
+{
+	char dir[] = "/tmp/herd-ring-XXXXXX", path[128], old_id[17], new_id[17], id[17];
+	struct herd_err err = { 0 };
+	struct vars_keyring ring;
+	json_t *items = json_pack("{s:s}", "password", "s3cret"), *old_blob, *new_blob, *opened;
+	struct stat st;
+	int64_t first_created;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(vars_keyring_open(&ring, dir, &err), 0);
+	assert_int_equal(ring.nkeys, 1);
+	first_created = ring.keys[0].create_time;
+	old_blob = vars_keyring_seal(&ring, "default", "db/creds", items, &err);
+	assert_non_null(old_blob);
+
+	/* a rotation: a new active key, the old one kept on disk with its
+	 * creation time, and what it sealed still opens */
+	assert_int_equal(vars_keyring_rotate(&ring, old_id, new_id, &err), 0);
+	assert_string_not_equal(old_id, new_id);
+	assert_string_equal(json_string_value(json_object_get(old_blob, "key_id")), old_id);
+	vars_keyring_active(&ring, id);
+	assert_string_equal(id, new_id);
+	retired_path(path, sizeof(path), dir, old_id);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_true((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == first_created);
+	new_blob = vars_keyring_seal(&ring, "default", "db/creds", items, &err);
+	assert_string_equal(json_string_value(json_object_get(new_blob, "key_id")), new_id);
+	opened = vars_keyring_unseal(&ring, "default", "db/creds", old_blob, &err);
+	assert_true(json_equal(opened, items));
+	json_decref(opened);
+	vars_keyring_close(&ring);
+
+	/* opened again from disk: both keys, oldest first, the new one active */
+	assert_int_equal(vars_keyring_open(&ring, dir, &err), 0);
+	assert_int_equal(ring.nkeys, 2);
+	assert_string_equal(ring.keys[0].id, old_id);
+	assert_string_equal(ring.keys[ring.active].id, new_id);
+	opened = vars_keyring_unseal(&ring, "default", "db/creds", old_blob, &err);
+	assert_true(json_equal(opened, items));
+	json_decref(opened);
+
+	/* the active key and unknown ones are not removed; a retired one is,
+	 * and what it sealed then says which key it needs */
+	assert_int_equal(vars_keyring_remove(&ring, new_id, &err), -EBUSY);
+	assert_int_equal(vars_keyring_remove(&ring, "0123456789abcdef", &err), -ENOENT);
+	assert_int_equal(vars_keyring_remove(&ring, old_id, &err), 0);
+	assert_int_equal(stat(path, &st), -1);
+	assert_int_equal(ring.nkeys, 1);
+	assert_null(vars_keyring_unseal(&ring, "default", "db/creds", old_blob, &err));
+	assert_non_null(strstr(err.msg, old_id));
+	opened = vars_keyring_unseal(&ring, "default", "db/creds", new_blob, &err);
+	assert_true(json_equal(opened, items));
+	json_decref(opened);
+	vars_keyring_close(&ring);
+	assert_int_equal(vars_keyring_open(&ring, dir, &err), 0);
+	assert_int_equal(ring.nkeys, 1);
+	vars_keyring_close(&ring);
+
+	/* a rotation cut short after keeping the old key: the kept copy is
+	 * the active key, and the ring holds it once */
+	unsigned char key[VARS_KEY_LEN];
+	snprintf(path, sizeof(path), "%s/%s", dir, VARS_KEY_FILE);
+	assert_int_equal(vars_key_read(path, key, NULL, &err), 0);
+	char keys_dir[96];
+	snprintf(keys_dir, sizeof(keys_dir), "%s/%s", dir, VARS_KEYS_DIR);
+	retired_path(path, sizeof(path), dir, new_id);
+	assert_int_equal(vars_key_write(keys_dir, path, key, false, &err), 0);
+	assert_int_equal(vars_keyring_open(&ring, dir, &err), 0);
+	assert_int_equal(ring.nkeys, 1);
+	vars_keyring_close(&ring);
+	unlink(path);
+
+	/* a retired key file whose name is not its key's id, or that others
+	 * may read: the ring does not open */
+	retired_path(path, sizeof(path), dir, "00000000000000ff");
+	assert_int_equal(vars_key_write(keys_dir, path, key, false, &err), 0);
+	assert_int_equal(vars_keyring_open(&ring, dir, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "00000000000000ff"));
+	unlink(path);
+	retired_path(path, sizeof(path), dir, old_id);
+	key[0] ^= 1; /* any key: the mode is checked first */
+	assert_int_equal(vars_key_write(keys_dir, path, key, false, &err), 0);
+	assert_int_equal(chmod(path, 0644), 0);
+	assert_int_equal(vars_keyring_open(&ring, dir, &err), -EPERM);
+	unlink(path);
+	rmdir(keys_dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, VARS_KEY_FILE);
+	unlink(path);
+	rmdir(dir);
+	json_decref(old_blob);
+	json_decref(new_blob);
 	json_decref(items);
 }
 
@@ -231,6 +334,7 @@ int main(void)
 		cmocka_unit_test(test_globs),
 		cmocka_unit_test(test_policy_variables),
 		cmocka_unit_test(test_key_and_sealing),
+		cmocka_unit_test(test_keyring_rotate_and_remove),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
