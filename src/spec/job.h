@@ -116,6 +116,7 @@ struct job_resources {
 	int64_t cores;          /* whole cores; 0 = share by cpu */
 	struct job_device *devices;
 	size_t ndevices;
+	struct job_numa *numa;  /* NULL: none */
 };
 
 struct job_template {
@@ -372,6 +373,16 @@ struct job_group {
 struct job_strv {
 	char **v;
 	size_t n;
+};
+
+/* numa { } in resources (needs cores): where the task's reserved cores
+ * sit.  affinity "none" (default), "prefer" or "require" one NUMA node;
+ * devices: names of the task's device asks whose GPUs must be on that
+ * NUMA node too. */
+struct job_numa {
+	struct hcl_pos pos;
+	char *affinity;
+	struct job_strv devices;
 };
 
 /* check_restart { limit grace ignore_warnings }: restart the task after

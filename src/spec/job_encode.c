@@ -16,7 +16,7 @@ static json_t *encode_object(const struct schema *schema, const void *obj, bool 
 
 /* Each schema's fields in sorted key order, found once for every schema
  * the job's reaches (the tables are constant). */
-#define MAX_SCHEMAS 32
+#define MAX_SCHEMAS 48
 #define MAX_FIELDS 32
 
 struct sorted_schema {

@@ -40,7 +40,9 @@ static const struct block_rule rules_spread[] = {
 #define SPREAD_RULE { "spread", "spreads", true, NULL, rules_spread }
 
 static const struct block_rule rules_resources[] = {
-	{ "device", "devices", true, "name", rules_device }, RULE_END,
+	{ "device", "devices", true, "name", rules_device },
+	{ "numa", "numa", false, NULL, rules_none },
+	RULE_END,
 };
 
 static const struct block_rule rules_network[] = {

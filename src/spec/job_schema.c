@@ -174,13 +174,24 @@ static void init_resources(void *obj)
 	r->cpu = r->memory = r->memory_max = r->cores = JOB_UNSET;
 }
 
-static const char *const resources_ignored[] = { "network", "iops", "numa", "secrets", NULL };
+static const char *const numa_affinities[] = { "none", "prefer", "require", NULL };
+static const struct field numa_fields[] = {
+	ENUM("affinity", struct job_numa, affinity, numa_affinities),
+	MAP("devices", F_STRV, struct job_numa, devices, JOB_MAX_DEVICES),
+	END,
+};
+static const struct schema numa_schema = {
+	"numa", sizeof(struct job_numa), NULL, numa_fields, NULL,
+};
+
+static const char *const resources_ignored[] = { "network", "iops", "secrets", NULL };
 static const struct field resources_fields[] = {
 	INT("cpu", F_INT, struct job_resources, cpu, 0, 1 << 30),
 	INT("memory", F_SIZE_MIB, struct job_resources, memory, 10, 1 << 30),
 	INT("memory_max", F_SIZE_MIB, struct job_resources, memory_max, 0, 1 << 30),
 	INT("cores", F_INT, struct job_resources, cores, 0, 4096),
 	ARR("devices", struct job_resources, devices, ndevices, device_schema, JOB_MAX_DEVICES),
+	OPTIONAL_OBJ("numa", struct job_resources, numa, numa_schema),
 	END,
 };
 static const struct schema resources_schema = {

@@ -242,6 +242,29 @@ static void check_device(struct validator *v, struct job_device *dev)
 	check_rules(v, &dev->affinities, "affinities", true);
 }
 
+/* numa { affinity devices }: needs cores; devices are the task's own
+ * device asks, by the name they are asked with. */
+static void check_numa(struct validator *v, struct job_resources *r)
+{
+	struct job_numa *nm = r->numa;
+	size_t old = push(v, "numa", -1);
+
+	default_str(&nm->affinity, "none");
+	if (r->cores <= 0)
+		fail(v, nm->pos, "numa needs cores: it places the task's reserved cores "
+				 "(resources { cores = N })");
+	for (size_t i = 0; i < nm->devices.n; i++) {
+		bool asked = false;
+		for (size_t d = 0; d < r->ndevices && !asked; d++)
+			asked = r->devices[d].name && !strcmp(r->devices[d].name, nm->devices.v[i]);
+		if (!asked)
+			fail(v, nm->pos, "devices: \"%s\" is not a device this task asks for "
+					 "(resources { device \"%s\" { } })", nm->devices.v[i],
+			     nm->devices.v[i]);
+	}
+	pop(v, old);
+}
+
 static void check_resources(struct validator *v, struct job_resources *r)
 {
 	default_int(&r->cores, 0);
@@ -263,6 +286,8 @@ static void check_resources(struct validator *v, struct job_resources *r)
 		check_device(v, &r->devices[i]);
 		pop(v, old);
 	}
+	if (r->numa && !failed(v, r->numa))
+		check_numa(v, r);
 }
 
 static bool is_octal_perms(const char *s)
