@@ -16,9 +16,9 @@
 #include "drivers/cgroup.h"
 #include "drivers/devfilter_bpf.h"
 
-enum { C_MEMORY, C_CPU, C_CPUACCT, C_PIDS, C_DEVICES, C_FREEZER };
+enum { C_MEMORY, C_CPU, C_CPUACCT, C_PIDS, C_DEVICES, C_FREEZER, C_CPUSET };
 static const char *const v1_names[CGROUP_V1_CONTROLLERS] = {
-	"memory", "cpu", "cpuacct", "pids", "devices", "freezer",
+	"memory", "cpu", "cpuacct", "pids", "devices", "freezer", "cpuset",
 };
 
 struct cgroup {
@@ -232,10 +232,10 @@ const char *const *cgroup_procs_files(const struct cgroup *cg) { return cg->proc
 /* v2: lets children of dir use the controllers dir itself has. */
 static void v2_enable_controllers(const char *dir)
 {
-	static const char *const want[] = { "memory", "cpu", "pids" };
+	static const char *const want[] = { "cpuset", "memory", "cpu", "pids" };
 	struct strbuf sb = STRBUF_INIT;
 	if (read_file(dir, "cgroup.controllers", &sb) == 0) {
-		for (size_t i = 0; i < 3; i++) {
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 			/* Whole-word match: "cpu" must not match "cpuset". */
 			size_t l = strlen(want[i]);
 			for (const char *p = sb.buf; (p = strstr(p, want[i])); p += l) {
@@ -271,6 +271,78 @@ static int set_limit(const char *dir, const char *file, const char *value, bool 
 	return 0;
 }
 
+/* v1: a cpuset group's cpus and mems start empty, and nothing can join
+ * it until both are set.  Gives dir (and, first, each of its ancestors up
+ * to the hierarchy's mount mnt) its parent's values where it has none. */
+static int v1_cpuset_fill(const char *mnt, const char *dir, struct herd_err *err)
+{
+	static const char *const files[] = { "cpuset.cpus", "cpuset.mems" };
+	struct strbuf cur = STRBUF_INIT, up = STRBUF_INIT;
+	int rc = 0;
+	if (strlen(dir) <= strlen(mnt))
+		return 0;
+	char *parent = xstrdup(dir);
+	*strrchr(parent, '/') = '\0';
+	if ((rc = v1_cpuset_fill(mnt, parent, err)) < 0)
+		goto out;
+	for (size_t i = 0; i < 2; i++) {
+		if (read_file(dir, files[i], &cur) == 0 && strspn(cur.buf, " \n") < cur.len)
+			continue;
+		if ((rc = read_file(parent, files[i], &up)) < 0 ||
+		    (rc = write_file(dir, files[i], up.len ? up.buf : "\n")) < 0) {
+			rc = herd_errf(err, rc, "cgroup %s/%s: %s", dir, files[i], strerror(-rc));
+			goto out;
+		}
+	}
+out:
+	free(parent);
+	strbuf_release(&cur);
+	strbuf_release(&up);
+	return rc;
+}
+
+bool cgroup_has_cpuset(const struct cgroup *cg)
+{
+	return cg->version == 2 ? exists(cg->path, "cpuset.cpus") : cg->v1[C_CPUSET] != NULL;
+}
+
+int cgroup_set_cpuset(const struct cgroup *cg, const char *cpus, const char *mems,
+		      struct herd_err *err)
+{
+	const char *d = cg->version == 2 ? cg->path : cg->v1[C_CPUSET];
+	struct strbuf up = STRBUF_INIT;
+	int rc = 0;
+
+	if (!d || !cgroup_has_cpuset(cg))
+		return 0;
+	char *parent = xstrdup(d);
+	*strrchr(parent, '/') = '\0';
+	/* cpus first: on v1 the new mems are checked against nothing, but
+	 * an empty cpus keeps the group unjoinable */
+	for (int i = 0; i < 2 && rc == 0; i++) {
+		const char *file = i == 0 ? "cpuset.cpus" : "cpuset.mems";
+		const char *v = i == 0 ? cpus : mems;
+		if (!v) {
+			/* v2: an empty file inherits the parent's; v1 has no
+			 * inheritance: copy it */
+			if (cg->version == 2)
+				v = "\n";
+			else if ((rc = read_file(parent, file, &up)) == 0)
+				v = up.len ? up.buf : "\n";
+			else
+				break;
+		}
+		rc = write_file(d, file, v);
+	}
+	if (rc < 0)
+		herd_errf(err, rc, "cgroup %s: setting cores %s, memory nodes %s: %s", d,
+			  cpus ? cpus : "(the parent's)", mems ? mems : "(the parent's)",
+			  strerror(-rc));
+	free(parent);
+	strbuf_release(&up);
+	return rc;
+}
+
 static int apply_limits(struct cgroup *cg, const struct cgroup_limits *lim, struct herd_err *err)
 {
 	char v[32];
@@ -281,6 +353,8 @@ static int apply_limits(struct cgroup *cg, const struct cgroup_limits *lim, stru
 	/* cpu.shares from MHz, with the kernel's minimum of 2. */
 	int64_t shares = lim->cpu_mhz < 2 ? 2 : lim->cpu_mhz > 262144 ? 262144 : lim->cpu_mhz;
 
+	if ((rc = cgroup_set_cpuset(cg, lim->cpuset_cpus, lim->cpuset_mems, err)) < 0)
+		return rc;
 	if (cg->version == 2) {
 		const char *d = cg->path;
 		if (hard > 0) {
@@ -375,8 +449,21 @@ int cgroup_create(const struct cgroup_config *cfg, const char *name,
 				return rc;
 			}
 		}
+		/* joinable: every level gets cpus and mems */
+		if (cg->v1[C_CPUSET]) {
+			const char *root = cfg && cfg->root ? cfg->root : "/sys/fs/cgroup";
+			char *mnt = xasprintf("%s/cpuset", root);
+			rc = v1_cpuset_fill(mnt, cg->v1[C_CPUSET], err);
+			free(mnt);
+			if (rc < 0) {
+				cgroup_remove(cg, NULL);
+				cgroup_free(cg);
+				return rc;
+			}
+		}
 	}
-	if (lim && (rc = apply_limits(cg, lim, err)) < 0) {
+	static const struct cgroup_limits none;
+	if ((rc = apply_limits(cg, lim ? lim : &none, err)) < 0) {
 		cgroup_remove(cg, NULL);
 		cgroup_free(cg);
 		return rc;

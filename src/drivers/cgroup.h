@@ -3,7 +3,7 @@
  * Layout (docs/drivers.md):
  *   v2: <root>/<parent>/<name>            e.g. /sys/fs/cgroup/herd.slice/<alloc>.<task>
  *   v1: <root>/<ctrl>/<parent>/<name>     for ctrl in memory cpu cpuacct pids devices
- *                                         freezer (those mounted), parent "herd"
+ *                                         freezer cpuset (those mounted), parent "herd"
  *
  * Limits, as Nomad applies them:
  *   memory_max set (> memory): `memory` is the reservation (v2 memory.low,
@@ -15,6 +15,15 @@
  *     (at least 2), v2 cpu.weight = 1 + (shares - 2) * 9999 / 262142 (the
  *     shares-to-weight mapping of the OCI runtimes), clamped to 1..10000.
  *   pids: pids.max.
+ *   cpuset: the task's cores (cpuset_cpus, list syntax) and the NUMA nodes
+ *     of their memory (cpuset_mems), where the cpuset controller is there:
+ *     v2 cpuset.cpus / cpuset.mems of the group (the controller is enabled
+ *     for herd's groups where the root offers it; unset files inherit the
+ *     parent's); v1 the same files in the cpuset hierarchy, where a group's
+ *     cpus and mems start empty and a process cannot join until both are
+ *     set: herd's parent groups get their parent's, and a group without
+ *     cores of its own gets its parent's.  Without the controller nothing
+ *     is written (the task shim's affinity still pins: docs/drivers.md).
  *   devices: only the standard character devices and the ones listed
  *     (cgroup_allow_devices), one list for both versions: v1 devices.deny
  *     "a", then devices.allow per rule; v2 an eBPF device program attached
@@ -37,7 +46,7 @@
 
 #include "common/err.h"
 
-#define CGROUP_V1_CONTROLLERS 6   /* memory cpu cpuacct pids devices freezer */
+#define CGROUP_V1_CONTROLLERS 7   /* memory cpu cpuacct pids devices freezer cpuset */
 
 struct cgroup_config {
 	const char *root;    /* the cgroup mount: NULL "/sys/fs/cgroup" */
@@ -50,6 +59,8 @@ struct cgroup_limits {
 	int64_t memory_max_bytes;  /* resources.memory_max; 0: none (memory is the hard limit) */
 	int64_t cpu_mhz;           /* resources.cpu; 0: leave the default weight */
 	int64_t pids_max;          /* 0: no limit */
+	const char *cpuset_cpus;   /* cores, "0-3,8"; NULL: the parent's */
+	const char *cpuset_mems;   /* NUMA nodes, "0"; NULL: the parent's */
 };
 
 struct cgroup_stats {
@@ -108,6 +119,19 @@ int cgroup_add_pid(const struct cgroup *cg, pid_t pid, struct herd_err *err);
  * then. */
 int cgroup_allow_devices(const struct cgroup *cg, const char *const *paths, size_t n,
 			 struct herd_err *err);
+
+/* Sets the group's cores and memory nodes (list syntax; NULL: the
+ * parent's) where the cpuset controller is there; returns 0 without
+ * writing anything where it is not.  Used at creation (cgroup_limits) and
+ * to move a running group onto other cores (the shared cores of tasks
+ * without reserved cores).  Returns 0 or -errno with err (a core the
+ * parent does not have: -EINVAL from the kernel). */
+int cgroup_set_cpuset(const struct cgroup *cg, const char *cpus, const char *mems,
+		      struct herd_err *err);
+
+/* Whether the group has a cpuset to set (v2: its cpuset.cpus file; v1:
+ * the cpuset hierarchy is mounted). */
+bool cgroup_has_cpuset(const struct cgroup *cg);
 
 /* Pids in the group (v1: the freezer's, else memory's), into *pids (the
  * caller frees) and *n.  Returns 0 or -errno. */

@@ -277,6 +277,11 @@ int docker_create_body(const struct driver_task *task, const struct docker_task_
 	}
 	if (task->cpu_mhz > 0)
 		json_object_set_new(host, "CpuShares", json_integer(task->cpu_mhz < 2 ? 2 : task->cpu_mhz));
+	/* docker run --cpuset-cpus / --cpuset-mems: the engine's cgroup */
+	if (task->cpuset_cpus && *task->cpuset_cpus)
+		json_object_set_new(host, "CpusetCpus", json_string(task->cpuset_cpus));
+	if (task->cpuset_mems && *task->cpuset_mems)
+		json_object_set_new(host, "CpusetMems", json_string(task->cpuset_mems));
 
 	const char *mps_pipe = NULL;
 	const char *pipe_env = env_get(task->env, "CUDA_MPS_PIPE_DIRECTORY");

@@ -136,6 +136,16 @@ struct driver_task {
 	const char *cgroup_name;   /* NULL: "<alloc_id>.<name>", or without alloc_id
 				    * "<basename of task_dir's parent>.<name>" */
 	int64_t pids_max;          /* 0: no limit */
+
+	/* CPU cores (every driver; docs/drivers.md, "CPU cores"): the task
+	 * runs on exactly the cores of cpuset_cpus (list syntax "4-7,12";
+	 * NULL: anywhere).  raw_exec and exec: the task shim sets its own
+	 * affinity before it starts the task (sched_setaffinity, inherited);
+	 * exec also writes its cgroup's cpuset (cpuset_mems: the NUMA nodes
+	 * its memory comes from; NULL: any); docker: --cpuset-cpus /
+	 * --cpuset-mems.  The agent passes only cores this machine has. */
+	const char *cpuset_cpus;
+	const char *cpuset_mems;
 };
 
 /* How a task ended. */

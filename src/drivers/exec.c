@@ -148,6 +148,8 @@ static int exec_start(const struct driver_env *env, const struct driver_task *ta
 		.memory_max_bytes = task->memory_max_mb * 1024 * 1024,
 		.cpu_mhz = task->cpu_mhz,
 		.pids_max = task->pids_max,
+		.cpuset_cpus = task->cpuset_cpus,
+		.cpuset_mems = task->cpuset_mems,
 	};
 	if ((rc = cgroup_create(&cfg, cgname, &lim, &cg, err)) < 0)
 		return herd_err_prefix(err, "task %s", task->name);

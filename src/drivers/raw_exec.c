@@ -215,6 +215,10 @@ int shim_launch(const struct driver_ops *ops, const struct driver_env *env,
 		"-max-files", max_files, "-max-size", max_size };
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		argv[n++] = flags[i];
+	if (task->cpuset_cpus && *task->cpuset_cpus) {
+		argv[n++] = "-cpus";
+		argv[n++] = task->cpuset_cpus;
+	}
 	for (size_t i = 0; i < nextra; i++)
 		argv[n++] = extra[i];
 	argv[n++] = "--";

@@ -1,6 +1,7 @@
 /* The task shim; see shim.h for its command line and protocol. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cpulist.h"
 #include "common/units.h"
 #include "common/xalloc.h"
 #include "drivers/drivers-int.h"
@@ -30,6 +32,7 @@ struct shim_args {
 	int64_t max_files, max_size;
 	char **argv;   /* COMMAND ARG... */
 	bool isolate;  /* -root given: the exec driver's isolation (isolate.h) */
+	const char *cpus; /* -cpus LIST: the task's cores; NULL: anywhere */
 	struct isolate_spec iso;
 };
 
@@ -80,6 +83,8 @@ static int parse_args(int argc, char **argv, struct shim_args *a)
 			a->exit_file = v;
 		else if (!strcmp(f, "-cwd"))
 			a->cwd = v;
+		else if (!strcmp(f, "-cpus"))
+			a->cpus = v;
 		else if (!strcmp(f, "-root")) {
 			a->iso.root = v;
 			a->isolate = true;
@@ -236,6 +241,21 @@ int task_shim_main(int argc, char **argv)
 	if (r < 0) {
 		status_line("err %d %s\n", -r, err.msg);
 		goto out;
+	}
+	/* Pinned before the task exists, so that it and all it starts
+	 * inherit the mask (exec's isolated init included). */
+	if (a.cpus) {
+		struct cpulist set;
+		if (cpulist_parse(a.cpus, &set, &err) < 0 || cpulist_empty(&set)) {
+			status_line("err %d cores '%s': %s\n", EINVAL, a.cpus,
+				    err.msg[0] ? err.msg : "an empty list");
+			goto out;
+		}
+		if (sched_setaffinity(0, cpulist_bytes(&set), (cpu_set_t *)(void *)set.w) < 0) {
+			status_line("err %d pinning to cores %s: %s\n", errno, a.cpus,
+				    strerror(errno));
+			goto out;
+		}
 	}
 	if (chdir(a.cwd) < 0) {
 		status_line("err %d task dir %s: %s\n", errno, a.cwd, strerror(errno));

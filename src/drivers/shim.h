@@ -11,7 +11,11 @@
  * to the task unchanged):
  *
  *   -task NAME -log-dir DIR -exit-file PATH -cwd DIR
- *   -max-files N -max-size BYTES [isolation flags] -- COMMAND [ARG...]
+ *   -max-files N -max-size BYTES [-cpus LIST] [isolation flags] -- COMMAND [ARG...]
+ *
+ * -cpus LIST ("4-7,12"): the shim pins itself to those cores
+ * (sched_setaffinity) before it starts the task, which inherits the mask;
+ * a list the kernel refuses (no such core allowed here) is a start error.
  *
  * Isolation flags (the exec driver; isolate.h): -root DIR turns isolation
  * on (DIR becomes the task's /); -alloc-dir DIR (bound at /alloc),

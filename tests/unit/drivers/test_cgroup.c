@@ -216,6 +216,99 @@ static void test_v1_limits_and_devices(void **state)
 	cgroup_free(cg);
 }
 
+/* v2: a task's cores and memory nodes go to its group's cpuset files,
+ * the cpuset controller is enabled for herd's groups; a group without
+ * cores inherits (an empty file); where the controller is not there
+ * nothing is written and nothing fails. */
+static void test_v2_cpuset(void **state)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/v2c", root);
+	put("v2c/cgroup.controllers", "cpuset cpu memory pids\n");
+	put("v2c/cgroup.subtree_control", "");
+	put("v2c/herd.slice/cgroup.controllers", "cpuset cpu memory pids\n");
+	put("v2c/herd.slice/cgroup.subtree_control", "");
+	put("v2c/herd.slice/c1.pinned/cgroup.procs", "");
+	put("v2c/herd.slice/c1.pinned/cpuset.cpus", "");
+	put("v2c/herd.slice/c1.pinned/cpuset.mems", "");
+	put("v2c/herd.slice/c2.shared/cgroup.procs", "");
+	put("v2c/herd.slice/c2.shared/cpuset.cpus", "5");
+	put("v2c/herd.slice/c2.shared/cpuset.mems", "1");
+	struct cgroup_config cfg = { .root = p };
+	struct cgroup_limits lim = { .cpuset_cpus = "4-7,12", .cpuset_mems = "0" };
+	struct cgroup *cg = NULL;
+	struct herd_err err = { 0 };
+	assert_int_equal(cgroup_create(&cfg, "c1.pinned", &lim, &cg, &err), 0);
+	assert_true(cgroup_has_cpuset(cg));
+	assert_string_equal(get("v2c/herd.slice/c1.pinned/cpuset.cpus"), "4-7,12");
+	assert_string_equal(get("v2c/herd.slice/c1.pinned/cpuset.mems"), "0");
+	/* the root's children get cpuset (the first word written to a
+	 * plain file stands for all of them here) */
+	assert_non_null(strstr(get("v2c/cgroup.subtree_control"), "+"));
+	/* moved to other cores while it runs */
+	assert_int_equal(cgroup_set_cpuset(cg, "1-2", "0-1", &err), 0);
+	assert_string_equal(get("v2c/herd.slice/c1.pinned/cpuset.cpus"), "1-2");
+	assert_string_equal(get("v2c/herd.slice/c1.pinned/cpuset.mems"), "0-1");
+	cgroup_free(cg);
+
+	/* no cores: the parent's (an emptied file), also for a reused group */
+	assert_int_equal(cgroup_create(&cfg, "c2.shared", NULL, &cg, &err), 0);
+	assert_string_equal(get("v2c/herd.slice/c2.shared/cpuset.cpus"), "\n");
+	assert_string_equal(get("v2c/herd.slice/c2.shared/cpuset.mems"), "\n");
+	cgroup_free(cg);
+
+	/* no cpuset controller: nothing to write, no error */
+	put("v2c/herd.slice/c3.nocpuset/cgroup.procs", "");
+	assert_int_equal(cgroup_create(&cfg, "c3.nocpuset", &lim, &cg, &err), 0);
+	assert_false(cgroup_has_cpuset(cg));
+	assert_null(get("v2c/herd.slice/c3.nocpuset/cpuset.cpus"));
+	cgroup_free(cg);
+}
+
+/* v1: the cpuset hierarchy's groups start with empty cpus and mems, and
+ * a process cannot join one until both are set: herd's parent gets the
+ * root's, a task with cores gets its cores and nodes, one without gets
+ * its parent's; the task joins the cpuset hierarchy too. */
+static void test_v1_cpuset(void **state)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/v1c", root);
+	put("v1c/memory/cgroup.procs", "");
+	put("v1c/cpuset/cgroup.procs", "");
+	put("v1c/cpuset/cpuset.cpus", "0-15\n");
+	put("v1c/cpuset/cpuset.mems", "0-1\n");
+	/* what the kernel creates with each group: empty files */
+	put("v1c/cpuset/herd/cpuset.cpus", "");
+	put("v1c/cpuset/herd/cpuset.mems", "");
+	put("v1c/cpuset/herd/d1.pinned/cpuset.cpus", "");
+	put("v1c/cpuset/herd/d1.pinned/cpuset.mems", "");
+	put("v1c/cpuset/herd/d2.shared/cpuset.cpus", "");
+	put("v1c/cpuset/herd/d2.shared/cpuset.mems", "");
+	struct cgroup_config cfg = { .root = p };
+	struct cgroup_limits lim = { .cpuset_cpus = "8-9", .cpuset_mems = "1" };
+	struct cgroup *cg = NULL;
+	struct herd_err err = { 0 };
+	assert_int_equal(cgroup_create(&cfg, "d1.pinned", &lim, &cg, &err), 0);
+	assert_true(cgroup_has_cpuset(cg));
+	assert_string_equal(get("v1c/cpuset/herd/cpuset.cpus"), "0-15\n");
+	assert_string_equal(get("v1c/cpuset/herd/cpuset.mems"), "0-1\n");
+	assert_string_equal(get("v1c/cpuset/herd/d1.pinned/cpuset.cpus"), "8-9");
+	assert_string_equal(get("v1c/cpuset/herd/d1.pinned/cpuset.mems"), "1");
+	int joined = 0;
+	for (const char *const *f = cgroup_procs_files(cg); *f; f++)
+		joined += strstr(*f, "/cpuset/herd/d1.pinned/cgroup.procs") != NULL;
+	assert_int_equal(joined, 1);
+	cgroup_free(cg);
+
+	assert_int_equal(cgroup_create(&cfg, "d2.shared", NULL, &cg, &err), 0);
+	assert_string_equal(get("v1c/cpuset/herd/d2.shared/cpuset.cpus"), "0-15\n");
+	assert_string_equal(get("v1c/cpuset/herd/d2.shared/cpuset.mems"), "0-1\n");
+	/* the shared cores shrink while a pinned task runs */
+	assert_int_equal(cgroup_set_cpuset(cg, "0-7,10-15", NULL, &err), 0);
+	assert_string_equal(get("v1c/cpuset/herd/d2.shared/cpuset.cpus"), "0-7,10-15");
+	cgroup_free(cg);
+}
+
 /* Starts `sh -c script` held until go() writes a line, so that it joins
  * the group before it forks. */
 static pid_t spawn_held(const char *script, int *go_fd)
@@ -352,6 +445,8 @@ int main(void)
 		cmocka_unit_test(test_v2_limits_memory_max),
 		cmocka_unit_test(test_v2_memory_only_and_missing_controller),
 		cmocka_unit_test(test_v1_limits_and_devices),
+		cmocka_unit_test(test_v2_cpuset),
+		cmocka_unit_test(test_v1_cpuset),
 		cmocka_unit_test(test_real_v1),
 		cmocka_unit_test(test_real_v2),
 	};

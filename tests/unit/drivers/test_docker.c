@@ -347,6 +347,8 @@ static void test_run_with_gpus(void **state)
 				"volumes", "data:/data:ro", "work_dir", "/work");
 	struct driver_task t = make_task(cfg, NULL);
 	t.gpu_ids = gpus;
+	t.cpuset_cpus = "4-7,12";
+	t.cpuset_mems = "0";
 	struct driver_handle *h = NULL;
 	struct herd_err err = { 0, "" };
 	assert_int_equal(docker_ops.start(&env, &t, &h, &err), 0);
@@ -379,6 +381,8 @@ static void test_run_with_gpus(void **state)
 	assert_int_equal(json_integer_value(json_object_get(host, "MemorySwap")), 512LL << 20);
 	assert_int_equal(json_integer_value(json_object_get(host, "MemoryReservation")), 256LL << 20);
 	assert_int_equal(json_integer_value(json_object_get(host, "CpuShares")), 500);
+	assert_string_equal(json_string_value(json_object_get(host, "CpusetCpus")), "4-7,12");
+	assert_string_equal(json_string_value(json_object_get(host, "CpusetMems")), "0");
 	assert_false(json_is_true(json_object_get(host, "Privileged")));
 	const json_t *mounts = json_object_get(host, "Mounts");
 	assert_string_equal(json_string_value(json_object_get(find_mount(mounts, "/alloc"), "Source")), alloc_dir);

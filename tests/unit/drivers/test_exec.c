@@ -186,6 +186,43 @@ static void test_failed_exec_and_bad_user(void **state)
 	assert_non_null(strstr(err.msg, "herd-no-such-user"));
 }
 
+/* cpuset_cpus: the isolated task runs on those cores (the shim's
+ * affinity, inherited through its init) and its cgroup's cpuset says so
+ * where this machine has the cpuset controller (v1 here: the cpuset
+ * hierarchy, whose group needs cpus and mems before the task joins). */
+static void test_pinned_cores(void **state)
+{
+	NEED_ROOT();
+	struct driver_handle *h = NULL;
+	struct herd_err err = { 0 };
+	struct driver_exit ex;
+	struct driver_task t = sh_task("pin", "grep Cpus_allowed_list /proc/self/status; "
+				       "echo ready; sleep 100 & wait");
+	t.cpuset_cpus = "0";
+	t.cpuset_mems = "0";
+	if (d->start(&denv, &t, &h, &err) < 0)
+		fail_msg("start: %s", err.msg);
+	for (int i = 0; i < 500 && !strstr(read_log("pin.stdout.0"), "ready"); i++)
+		usleep(10000);
+	assert_non_null(strstr(read_log("pin.stdout.0"), "Cpus_allowed_list:\t0\n"));
+	struct cgroup *cg = NULL;
+	struct cgroup_config cfg = { 0 };
+	assert_int_equal(cgroup_open(&cfg, "a1.pin", &cg, NULL), 0);
+	if (cgroup_has_cpuset(cg)) {
+		char p[256], buf[64] = "";
+		snprintf(p, sizeof(p), "%s/cpuset.cpus",
+			 cgroup_version(cg) == 2 ? cgroup_path(cg) : "/sys/fs/cgroup/cpuset/herd/a1.pin");
+		FILE *f = fopen(p, "re");
+		assert_non_null(f);
+		assert_non_null(fgets(buf, sizeof(buf), f));
+		fclose(f);
+		assert_string_equal(buf, "0\n");
+	}
+	cgroup_free(cg);
+	assert_int_equal(d->stop(h, SIGKILL, 0, &ex, &err), 0);
+	d->destroy(h);
+}
+
 static void test_stop(void **state)
 {
 	NEED_ROOT();
@@ -326,6 +363,7 @@ int main(void)
 		cmocka_unit_test(test_devices),
 		cmocka_unit_test(test_oom_killed),
 		cmocka_unit_test(test_failed_exec_and_bad_user),
+		cmocka_unit_test(test_pinned_cores),
 		cmocka_unit_test(test_stop),
 		cmocka_unit_test(test_recover),
 		cmocka_unit_test(test_user_signal),

@@ -166,6 +166,47 @@ static void test_env_and_cwd(void **state)
 	assert_string_equal(read_log("env.stdout.0"), want);
 }
 
+/* cpuset_cpus: the task (and what it starts) runs on exactly those cores,
+ * through the shim's affinity; a list of cores the machine lacks fails the
+ * start with a message naming them; without cores the mask is the
+ * agent's. */
+static void test_pinned_cores(void **state)
+{
+	struct driver_exit ex;
+	struct driver_task t = sh_task("pin", "grep Cpus_allowed_list /proc/self/status; "
+				       "sh -c 'grep Cpus_allowed_list /proc/self/status'");
+	t.cpuset_cpus = "0";
+	run_to_end(&t, &ex);
+	assert_int_equal(ex.exit_code, 0);
+	assert_string_equal(read_log("pin.stdout.0"),
+			    "Cpus_allowed_list:\t0\nCpus_allowed_list:\t0\n");
+
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n > 1) {
+		char want[64];
+		t = sh_task("pin1", "grep Cpus_allowed_list /proc/self/status");
+		t.cpuset_cpus = "1";
+		run_to_end(&t, &ex);
+		snprintf(want, sizeof(want), "Cpus_allowed_list:\t1\n");
+		assert_string_equal(read_log("pin1.stdout.0"), want);
+	}
+
+	struct driver_handle *h = NULL;
+	struct herd_err err = { 0, "" };
+	t = sh_task("pinbad", "exit 0");
+	t.cpuset_cpus = "4000";
+	assert_true(d->start(&denv, &t, &h, &err) < 0);
+	assert_null(h);
+	assert_non_null(strstr(err.msg, "pinning to cores 4000"));
+	t.cpuset_cpus = "1-0";
+	assert_int_equal(d->start(&denv, &t, &h, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "reversed range"));
+
+	t = sh_task("nopin", "grep -c Cpus_allowed_list /proc/self/status");
+	run_to_end(&t, &ex);
+	assert_string_equal(read_log("nopin.stdout.0"), "1\n");
+}
+
 static void test_log_rotation(void **state)
 {
 	struct driver_exit ex;
@@ -338,6 +379,7 @@ int main(void)
 		cmocka_unit_test(test_failed_exec),
 		cmocka_unit_test(test_disabled_and_bad_task),
 		cmocka_unit_test(test_env_and_cwd),
+		cmocka_unit_test(test_pinned_cores),
 		cmocka_unit_test(test_log_rotation),
 		cmocka_unit_test(test_stop_graceful),
 		cmocka_unit_test(test_stop_escalates_and_kills_group),
