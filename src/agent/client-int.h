@@ -451,6 +451,11 @@ int task_write_payload(struct task_runner *tr, struct herd_err *err);
 int task_interpolate_config(struct task_runner *tr, json_t **out, struct herd_err *err);
 const char **task_gpu_ids(const struct alloc_runner *ar, const char *task, size_t *n);
 bool alloc_device_of_task(const json_t *dev, const char *task);
+/* task_cores.c: where task tr runs (cores.h): its allocation's cores, or
+ * for a task without, the cores no task of the node holds; records a task
+ * event when the plan has one.  Release *p with cores_plan_release. */
+struct cores_plan;
+void task_cores_plan(struct task_runner *tr, struct cores_plan *p);
 /* task_devices.c: the existing host device nodes of the GPUs task owns in
  * its allocation (/dev/nvidia<minor>, nvidiactl, nvidia-uvm...), for the
  * exec driver; NULL-terminated, the caller frees each string and the

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/client-int.h"
+#include "agent/cores.h"
 #include "agent/fingerprint.h"
 #include "agent/log.h"
 #include "common/xalloc.h"
@@ -140,6 +141,7 @@ json_t *client_node_json(struct client *c)
 	json_t *node = json_object(), *attrs = json_object(), *meta = json_object();
 	json_t *res = json_object(), *drivers = json_object(), *devs = json_array();
 	int64_t cpu = 0, mem = 0, disk = 0;
+	struct cpulist offered = CPULIST_INIT;
 
 	opts.data_dir = cfg->data_dir;
 	if (node_fingerprint(&opts, &fp, &err) < 0)
@@ -152,6 +154,17 @@ json_t *client_node_json(struct client *c)
 	for (; driver_all[nd] && nd < sizeof(dfp) / sizeof(dfp[0]); nd++)
 		driver_all[nd]->fingerprint(&denv, &dfp[nd]);
 	if (fp) {
+		/* the machine the GPU simulation describes, cores included */
+		if (cfg->gpu.sim_file &&
+		    node_fingerprint_sim_cores(fp, cfg->gpu.sim_file, &err) < 0)
+			log_warn("client: simulated CPU topology: %s", err.msg);
+		if (cores_offered(fp, cfg->client.reserved_cores, cfg->client.reservable_cores,
+				  &offered, &err) < 0)
+			log_warn("client: %s", err.msg);
+		/* Nomad's attribute: how many cores tasks may reserve */
+		char n[16];
+		snprintf(n, sizeof(n), "%d", cpulist_count(&offered));
+		node_fingerprint_set_attr(fp, "cpu.reservablecores", n);
 		for (size_t k = 0; k < nd; k++)
 			node_fingerprint_set_driver(fp, driver_all[k]->name, dfp[k].detected);
 		node_fingerprint_set_attr(fp, "herd.version", HERD_VERSION);
@@ -186,6 +199,9 @@ json_t *client_node_json(struct client *c)
 	json_object_set_new(res, "cpu_milli", json_integer(cpu));
 	json_object_set_new(res, "memory_mib", json_integer(mem > 0 ? mem : 0));
 	json_object_set_new(res, "disk_mib", json_integer(disk > 0 ? disk : 0));
+	/* the cores tasks may reserve, each with its NUMA node (sorted) */
+	if (fp)
+		json_object_set_new(res, "cores", cores_offered_json(fp, &offered));
 	for (size_t k = 0; k < nd; k++)
 		json_object_set_new(drivers, driver_all[k]->name,
 				    json_pack("{s:b,s:b,s:s}", "detected", dfp[k].detected, "healthy",

@@ -13,6 +13,7 @@
 
 #include "agent/artifact.h"
 #include "agent/client-int.h"
+#include "agent/cores.h"
 #include "agent/taskenv.h"
 #include "agent/template.h"
 #include "common/base64.h"
@@ -173,6 +174,9 @@ static int build_env(struct task_runner *tr, const struct agent_kv *extra, size_
 	in.task_dir = tr->dir;
 	in.cpu_mhz = tr->task->resources.cpu;
 	in.memory_mib = tr->task->resources.memory;
+	struct cpulist cores;
+	char *cores_list = cores_of_task(ar->alloc, tr->task->name, &cores) ? cpulist_str(&cores) : NULL;
+	in.cpu_cores = cores_list;
 	in.gpu_uuids = gpus;
 	in.nr_gpus = ngpus;
 	in.ports = tp;
@@ -224,6 +228,7 @@ out:
 	free(meta);
 	free(env);
 	free(gpus);
+	free(cores_list);
 	free(alloc_dir);
 	return rc;
 }

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "agent/client-int.h"
+#include "agent/cores.h"
 #include "agent/log.h"
 #include "common/strbuf.h"
 #include "common/xalloc.h"
@@ -202,6 +203,7 @@ static int start(struct task_runner *tr, const struct driver_ops *d, struct herd
 	struct driver_port *ports = xcalloc(json_array_size(jports) + 1, sizeof(*ports));
 	struct driver_task dt;
 	struct driver_volume *vols = NULL;
+	struct cores_plan cores = { 0 };
 	size_t i, n = 0, ngpus, nvols = 0;
 	json_t *v;
 	int rc;
@@ -255,6 +257,10 @@ static int start(struct task_runner *tr, const struct driver_ops *d, struct herd
 						    : ar->c->cfg->exec.default_user;
 	devices = task_device_paths(ar, tr->task->name);
 	dt.devices = (const char *const *)devices;
+	/* its reserved cores, or the shared ones (cores.h) */
+	task_cores_plan(tr, &cores);
+	dt.cpuset_cpus = cores.cpus;
+	dt.cpuset_mems = cores.mems;
 	/* docker takes its command from config { image command args }. */
 	if (!command && !docker) {
 		rc = herd_errf(err, -EINVAL, "config { command } is not set");
@@ -272,6 +278,7 @@ static int start(struct task_runner *tr, const struct driver_ops *d, struct herd
 	if (rc < 0)
 		task_event(tr, "Driver Failure", "%s", err->msg);
 out:
+	cores_plan_release(&cores);
 	json_decref(cfg);
 	free(vols);
 	free(args);

@@ -358,6 +358,8 @@ int taskenv_build(const struct taskenv_input *in, struct taskenv **out, struct h
 		set_both_int(te, "CPU_LIMIT", in->cpu_mhz);
 	if (in->memory_mib > 0)
 		set_both_int(te, "MEMORY_LIMIT", in->memory_mib);
+	if (in->cpu_cores && *in->cpu_cores)
+		set_both(te, "CPU_CORES", in->cpu_cores);
 	for (size_t i = 0; i < in->nr_task_meta; i++) {
 		char *name = sanitize("META_", in->task_meta[i].key);
 		set_both(te, name, in->task_meta[i].value);

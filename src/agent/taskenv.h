@@ -12,7 +12,9 @@
  *   HERD_ALLOC_INDEX, HERD_ALLOC_DIR, HERD_TASK_DIR, HERD_SECRETS_DIR,
  *   HERD_JOB_ID, HERD_JOB_NAME, HERD_GROUP_NAME, HERD_TASK_NAME,
  *   HERD_NAMESPACE, HERD_DC, HERD_REGION, HERD_CPU_LIMIT (MHz),
- *   HERD_MEMORY_LIMIT (MiB), HERD_PORT_<label>, HERD_HOST_PORT_<label>,
+ *   HERD_MEMORY_LIMIT (MiB), HERD_CPU_CORES (the reserved cores of a task
+ *   with resources { cores }, list syntax "4-7,12"; unset otherwise),
+ *   HERD_PORT_<label>, HERD_HOST_PORT_<label>,
  *   HERD_IP_<label>, HERD_ADDR_<label> ("ip:port"), HERD_META_<key>,
  *   HERD_GPU_IDS (the assigned UUIDs, comma separated; no NOMAD_ name),
  *   HERD_VOLUME_<NAME> (each host volume the task mounts, the name upper
@@ -125,6 +127,7 @@ struct taskenv_input {
 	const char *secrets_dir;   /* NULL: <task_dir>/secrets */
 	int64_t cpu_mhz;           /* resources { cpu }; 0: omitted */
 	int64_t memory_mib;        /* resources { memory }; 0: omitted */
+	const char *cpu_cores;     /* the allocation's cores, "4-7,12"; NULL: none */
 
 	const char *const *gpu_uuids;   /* assigned devices, in order */
 	size_t nr_gpus;

@@ -27,6 +27,18 @@ static struct taskenv_input base(void)
 	return in;
 }
 
+/* resources { cores }: the reserved cores in list syntax, both names */
+static void test_cpu_cores(void **state)
+{
+	struct taskenv_input in = base();
+	struct taskenv *te = NULL;
+	in.cpu_cores = "4-7,12";
+	assert_int_equal(taskenv_build(&in, &te, NULL), 0);
+	assert_string_equal(taskenv_get(te, "HERD_CPU_CORES"), "4-7,12");
+	assert_string_equal(taskenv_get(te, "NOMAD_CPU_CORES"), "4-7,12");
+	taskenv_free(te);
+}
+
 static void test_standard_vars(void **state)
 {
 	struct taskenv_input in = base();
@@ -53,6 +65,9 @@ static void test_standard_vars(void **state)
 	assert_string_equal(taskenv_get(te, "NOMAD_DC"), "dc1");
 	assert_string_equal(taskenv_get(te, "HERD_CPU_LIMIT"), "500");
 	assert_string_equal(taskenv_get(te, "NOMAD_MEMORY_LIMIT"), "256");
+	/* no reserved cores: no core variables */
+	assert_null(taskenv_get(te, "HERD_CPU_CORES"));
+	assert_null(taskenv_get(te, "NOMAD_CPU_CORES"));
 	assert_string_equal(taskenv_get(te, "HERD_PORT_http_api"), "8080");
 	assert_string_equal(taskenv_get(te, "NOMAD_HOST_PORT_http_api"), "8080");
 	assert_string_equal(taskenv_get(te, "HERD_ADDR_http_api"), "10.0.0.5:8080");
@@ -226,6 +241,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_standard_vars),
+		cmocka_unit_test(test_cpu_cores),
 		cmocka_unit_test(test_gpu_visibility),
 		cmocka_unit_test(test_job_env_interpolated),
 		cmocka_unit_test(test_interpolate),

@@ -1,0 +1,68 @@
+/* task_cores: where a task starting now runs (cores.h), from its
+ * allocation, the cores the node's other allocations hold, the cores this
+ * agent may use and the machine's real NUMA layout. */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/client-int.h"
+#include "agent/cores.h"
+#include "agent/fingerprint-int.h"
+#include "common/xalloc.h"
+
+/* The cores the tasks of the node's allocations hold: those of every
+ * runner whose work is not over (a terminal allocation's runner is done
+ * once its tasks have ended). */
+static void held_cores(struct client *c, struct cpulist *held)
+{
+	*held = (struct cpulist)CPULIST_INIT;
+	pthread_mutex_lock(&c->runners_lock);
+	for (size_t i = 0; i < c->nr_runners; i++) {
+		struct alloc_runner *ar = c->runners[i];
+		bool done;
+		pthread_mutex_lock(&ar->lock);
+		done = ar->done;
+		pthread_mutex_unlock(&ar->lock);
+		if (!done)
+			cores_of_alloc(ar->alloc, held);
+	}
+	pthread_mutex_unlock(&c->runners_lock);
+}
+
+/* The cores this process may run on (and so pin its tasks to). */
+static void usable_cores(struct cpulist *out)
+{
+	struct cpulist set = CPULIST_INIT;
+	if (sched_getaffinity(0, sizeof(set.w), (cpu_set_t *)(void *)set.w) < 0) {
+		/* cannot tell: every online core */
+		struct node_core *real = NULL;
+		size_t n = 0;
+		fp_read_cores("", 0, &real, &n);
+		for (size_t i = 0; i < n; i++)
+			cpulist_add(&set, real[i].id);
+		free(real);
+	}
+	*out = set;
+}
+
+void task_cores_plan(struct task_runner *tr, struct cores_plan *p)
+{
+	struct alloc_runner *ar = tr->ar;
+	struct cpulist want, usable, held;
+	struct node_core *real = NULL;
+	size_t nreal = 0;
+	bool reserved = cores_of_task(ar->alloc, tr->task->name, &want);
+
+	usable_cores(&usable);
+	if (reserved)
+		held = (struct cpulist)CPULIST_INIT;   /* not needed for its own cores */
+	else
+		held_cores(ar->c, &held);
+	/* the machine's own layout, also under a simulated one: memory nodes
+	 * must exist */
+	fp_read_cores("", 0, &real, &nreal);
+	cores_plan(reserved ? &want : NULL, &usable, &held, real, nreal, p);
+	free(real);
+	if (p->event)
+		task_event(tr, reserved ? "Cores Not Pinned" : "Shared Cores", "%s", p->event);
+}
