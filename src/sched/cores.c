@@ -299,8 +299,8 @@ void cores_explain(const struct sched_snapshot *s, const struct sched_node *n,
 	}
 	why->filtered_cores++;
 	if (n->ncores_free < a->ncores) {
-		add_miss(why, a->ncores - n->ncores_free, "%s: %d free cores, %d asked", n->id,
-			 n->ncores_free, a->ncores);
+		add_miss(why, a->ncores - n->ncores_free, "%s: %d free core%s, %d asked", n->id,
+			 n->ncores_free, n->ncores_free == 1 ? "" : "s", a->ncores);
 		return;
 	}
 	/* the ask that does not fit on one NUMA node, with its GPUs anywhere */
@@ -330,8 +330,11 @@ void cores_explain(const struct sched_snapshot *s, const struct sched_node *n,
 	}
 	strbuf_addf(&sb, "%s:", n->id);
 	for (int i = 0; i < t.n; i++) {
-		strbuf_addf(&sb, i ? ", %d on NUMA %d" : " %d free cores on NUMA %d", t.free[i],
-			    t.numa[i]);
+		if (i)
+			strbuf_addf(&sb, ", %d on NUMA %d", t.free[i], t.numa[i]);
+		else
+			strbuf_addf(&sb, " %d free core%s on NUMA %d", t.free[i],
+				    t.free[i] == 1 ? "" : "s", t.numa[i]);
 		if (bound)
 			strbuf_addf(&sb, " (%d GPU%s)", gpus[i], gpus[i] == 1 ? "" : "s");
 	}

@@ -61,6 +61,44 @@ static int nonneg_int(json_t *o, const char *key, int64_t dflt, const char *what
 	return 0;
 }
 
+/* node.resources.cores: [{"id": >= 0, "numa": >= -1}], ids unique, at most
+ * SCHED_MAX_CORES_PER_NODE (the cores the agent offers for `cores`);
+ * absent or null: none. */
+static int decode_cores(json_t *res, struct herd_err *err)
+{
+	json_t *cores = json_object_get(res, "cores"), *c, *seen;
+	size_t i;
+	int rc = 0;
+
+	if (!cores || json_is_null(cores)) {
+		json_object_del(res, "cores");
+		return 0;
+	}
+	if (!json_is_array(cores) || json_array_size(cores) > SCHED_MAX_CORES_PER_NODE)
+		return herd_errf(err, -EINVAL, "node.resources.cores must be an array of at most %d "
+				 "cores", SCHED_MAX_CORES_PER_NODE);
+	seen = json_object();
+	json_array_foreach(cores, i, c) {
+		json_t *id = json_object_get(c, "id"), *numa = json_object_get(c, "numa");
+		char key[24];
+		if (!json_is_object(c) || !json_is_integer(id) || json_integer_value(id) < 0 ||
+		    json_integer_value(id) > INT32_MAX || (numa && !json_is_integer(numa)) ||
+		    (numa && (json_integer_value(numa) < -1 || json_integer_value(numa) > INT32_MAX))) {
+			rc = herd_errf(err, -EINVAL, "node.resources.cores[%zu] must be {\"id\": a core "
+				       "number >= 0, \"numa\": its NUMA node >= 0, or -1 unknown}", i);
+			break;
+		}
+		snprintf(key, sizeof(key), "%lld", (long long)json_integer_value(id));
+		if (json_object_get(seen, key)) {
+			rc = herd_errf(err, -EINVAL, "node.resources.cores: core %s listed twice", key);
+			break;
+		}
+		json_object_set_new(seen, key, json_true());
+	}
+	json_decref(seen);
+	return rc;
+}
+
 static int decode_device(json_t *d, size_t i, json_t *seen, struct herd_err *err)
 {
 	char what[64];
@@ -180,7 +218,8 @@ int node_from_request(const json_t *body, json_t **out, struct herd_err *err)
 	}
 	if ((rc = nonneg_int(d, "cpu_milli", 0, "node.resources", err)) ||
 	    (rc = nonneg_int(d, "memory_mib", 0, "node.resources", err)) ||
-	    (rc = nonneg_int(d, "disk_mib", 0, "node.resources", err)))
+	    (rc = nonneg_int(d, "disk_mib", 0, "node.resources", err)) ||
+	    (rc = decode_cores(d, err)))
 		goto fail;
 	d = json_object_get(n, "drivers");
 	if (d && !json_is_object(d) && !json_is_null(d)) {

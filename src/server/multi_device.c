@@ -80,6 +80,8 @@ static void part_of(const struct group_ask *a, const struct sched_placement *pl,
 		part->cpu_milli = pl->cpu_milli;
 		part->memory_mib = pl->memory_mib;
 		part->disk_mib = pl->disk_mib;
+		part->ncores = pl->ncores;
+		memcpy(part->core, pl->core, sizeof(pl->core[0]) * (size_t)pl->ncores);
 	}
 	for (int i = 0; i < n && *from < pl->ndev; i++)
 		part->dev[part->ndev++] = pl->dev[(*from)++];

@@ -117,6 +117,25 @@ static void resources_add_disk(json_t *alloc, int64_t disk_mib)
 	json_object_set_new(alloc, "resources", sorted);
 }
 
+/* resources.tasks.<task> of task t: the devices it sees (filled by the
+ * caller) and, for a task with `cores`, the ids of its reserved cores: the
+ * placement's cores come in the order of the group's tasks with cores
+ * (group_ask_init), count each, from *at on. */
+static json_t *task_resources(const struct job_group *g, size_t t, const struct sched_snapshot *snap,
+			      const struct sched_placement *pl, int *at)
+{
+	json_t *cores;
+	if (g->tasks[t].resources.cores <= 0)
+		return json_pack("{s:[]}", "devices");
+	cores = json_array();
+	for (int64_t k = 0; k < g->tasks[t].resources.cores && *at < pl->ncores; k++) {
+		struct sched_core c;
+		sched_node_core(snap, pl->node, pl->core[(*at)++], &c, NULL);
+		json_array_append_new(cores, json_integer(c.id));
+	}
+	return json_pack("{s:o, s:[]}", "cores", cores, "devices");
+}
+
 static json_t *alloc_new(const json_t *job, const struct job_group *g, const struct place_need *need,
 			 const char *eval_id, const struct view_node *vn,
 			 const struct sched_snapshot *snap, const struct sched_placement *pl,
@@ -133,13 +152,13 @@ static json_t *alloc_new(const json_t *job, const struct job_group *g, const str
 	 * first, multi_device.c the others), `count` devices each. */
 	const char *owner[SCHED_MAX_DEVS_PER_ASK] = { 0 };
 	json_t *tasks = json_object();
-	int at = 0;
+	int at = 0, core_at = 0;
 	for (size_t t = 0; t < g->ntasks; t++) {
 		const struct job_resources *r = &g->tasks[t].resources;
 		for (size_t b = 0; b < r->ndevices; b++)
 			for (int64_t k = 0; k < r->devices[b].count && at < pl->ndev; k++)
 				owner[at++] = g->tasks[t].name;
-		json_object_set_new(tasks, g->tasks[t].name, json_pack("{s:[]}", "devices"));
+		json_object_set_new(tasks, g->tasks[t].name, task_resources(g, t, snap, pl, &core_at));
 	}
 
 	new_id(id);
@@ -319,6 +338,8 @@ static char *ask_shape(const json_t *job, const struct job *model, const struct 
 		ok = ok && shape_rules(ts, "constraints", json_object_get(t, "constraints"));
 		json_object_set(ts, "cpu", json_object_get(res, "cpu"));
 		json_object_set(ts, "cores", json_object_get(res, "cores"));
+		if (json_object_get(res, "numa"))
+			json_object_set(ts, "numa", json_object_get(res, "numa"));
 		json_object_set(ts, "memory", json_object_get(res, "memory"));
 		json_array_foreach(json_object_get(res, "devices"), j, d) {
 			json_t *dc = json_copy((json_t *)d);
@@ -349,7 +370,8 @@ static bool quota_holds_first(struct plan *p, const struct job *model, const str
 		return false;
 	/* a gang waits as a whole: its every member's demand counts */
 	int64_t times = g->gang ? g->count : 1, lower = ask_gpu_lower(&ask) * times;
-	held = quota_exceeds(p->quota, ask.req.cpu_milli * times, ask.req.memory_mib * times, NULL,
+	held = quota_exceeds(p->quota, (ask.req.cpu_milli + ask.cores_cpu) * times,
+			     ask.req.memory_mib * times, NULL,
 			     lower, &gpu_only);
 	if (held && gpu_only && quota_may_borrow(p->quota, lower)) {
 		free(held);
@@ -432,7 +454,8 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 		 * 1/7 of a GPU); the placement's own devices are checked below. */
 		if (q) {
 			int64_t lower = ask_gpu_lower(&ask);
-			held = quota_exceeds(q, ask.req.cpu_milli, ask.req.memory_mib, NULL, lower, &gpu_only);
+			held = quota_exceeds(q, ask.req.cpu_milli + ask.cores_cpu, ask.req.memory_mib,
+					     NULL, lower, &gpu_only);
 			if (held && gpu_only && quota_may_borrow(q, lower)) {
 				free(held);
 				held = NULL;

@@ -63,6 +63,32 @@ static int cand_cmp(const void *pa, const void *pb)
 	return strcmp(jstr(a->alloc, "id", ""), jstr(b->alloc, "id", ""));
 }
 
+/* The reserved cores of an allocation's tasks (resources.tasks.<task>.cores)
+ * as positions in the node's cores; false when one is not offered there. */
+static bool cores_of(const struct sched_snapshot *snap, int node, const json_t *res,
+		     struct sched_placement *pl)
+{
+	const char *task;
+	json_t *t, *c;
+	size_t i;
+	int n = sched_node_ncores(snap, node);
+
+	json_object_foreach((json_t *)json_object_get(res, "tasks"), task, t)
+		json_array_foreach(json_object_get(t, "cores"), i, c) {
+			struct sched_core k = { -1, -1 };
+			int at = 0;
+			for (; at < n; at++) {
+				sched_node_core(snap, node, at, &k, NULL);
+				if (k.id == json_integer_value(c))
+					break;
+			}
+			if (at == n || pl->ncores == SCHED_MAX_CORES_PER_ASK)
+				return false;
+			pl->core[pl->ncores++] = (uint16_t)at;
+		}
+	return true;
+}
+
 /* The engine's placement that an allocation took on snapshot node `node`;
  * false when a device is not in the snapshot. */
 static bool placement_of(const struct sched_snapshot *snap, int node, const json_t *alloc,
@@ -89,7 +115,7 @@ static bool placement_of(const struct sched_snapshot *snap, int node, const json
 		pl->dev[pl->ndev].memory_mib = jint(d, "memory_mib", 0);
 		pl->dev[pl->ndev++].whole = jbool(d, "whole", false);
 	}
-	return true;
+	return cores_of(snap, node, res, pl);
 }
 
 /* Whether namespace ns has a quota (cache: {"ns": bool}). */

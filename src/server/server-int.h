@@ -199,6 +199,9 @@ struct node_usage {
 	int64_t disk; /* ephemeral_disk MiB */
 	struct dev_usage *devs; size_t ndevs, adevs;
 	int *ports; size_t nports, aports;
+	/* reserved core ids (resources.tasks.<task>.cores), each once per
+	 * allocation holding it */
+	int *cores; size_t ncores, acores;
 };
 
 void node_usage_release(struct node_usage *u);
@@ -301,6 +304,12 @@ struct group_ask {
 	/* the job's and the group's spreads and their counts (spread.c);
 	 * NULL when neither has one */
 	struct group_spreads *spreads;
+	/* tasks that reserve cores (sched_request.cores), and the cpu they
+	 * count at herd's nominal 1000 per core: the least they take, for the
+	 * quota's first check (a node's cores count its cpu_milli / online
+	 * cores each) */
+	struct sched_core_request *cores;
+	int64_t cores_cpu;
 	const struct job *job;
 	const struct job_group *group;
 };

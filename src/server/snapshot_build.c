@@ -356,6 +356,48 @@ int group_ask_add_rules(struct group_ask *a, const struct job_rules *r, bool aff
 	return 0;
 }
 
+/* The group's tasks with `cores` as the engine's core asks; dev is the
+ * group's first device ask (the request's device), the only one whose
+ * GPUs a task's cores can be aligned with. */
+static int group_ask_cores(struct group_ask *a, const struct job_group *g,
+			   const struct job_device *dev, struct herd_err *err)
+{
+	for (size_t t = 0; t < g->ntasks; t++) {
+		const struct job_resources *r = &g->tasks[t].resources;
+		const struct job_numa *nm = r->numa;
+		bool owns_dev = dev && r->ndevices && &r->devices[0] == dev;
+		struct sched_core_request *c;
+		if (r->cores <= 0)
+			continue;
+		if (a->req.ncores == SCHED_MAX_CORE_ASKS)
+			return herd_errf(err, -EINVAL, "more than %d tasks of group \"%s\" reserve cores",
+					 SCHED_MAX_CORE_ASKS, g->name);
+		if (!a->cores)
+			a->cores = xcalloc(SCHED_MAX_CORE_ASKS, sizeof(*a->cores));
+		c = &a->cores[a->req.ncores++];
+		c->count = r->cores > INT32_MAX ? INT32_MAX : (int)r->cores;
+		a->cores_cpu += r->cores * 1000;
+		c->numa = !nm || !nm->affinity || !strcmp(nm->affinity, "none") ? SCHED_NUMA_NONE
+			  : !strcmp(nm->affinity, "prefer") ? SCHED_NUMA_PREFER : SCHED_NUMA_REQUIRE;
+		/* none: near the task's GPUs anyway; prefer, require: those
+		 * named in devices */
+		c->with_device = owns_dev && c->numa == SCHED_NUMA_NONE;
+		for (size_t i = 0; nm && i < nm->devices.n; i++) {
+			if (owns_dev && !strcmp(nm->devices.v[i], dev->name)) {
+				c->with_device = true;
+				continue;
+			}
+			return herd_errf(err, -EINVAL,
+					 "task \"%s\": numa devices \"%s\": only the group's first device "
+					 "ask (%s%s%s) can share a NUMA node with reserved cores",
+					 g->tasks[t].name, nm->devices.v[i], dev ? "\"" : "",
+					 dev ? dev->name : "none", dev ? "\"" : "");
+		}
+	}
+	a->req.cores = a->cores;
+	return 0;
+}
+
 int group_ask_init(struct group_ask *a, const struct job *job, const struct job_group *g,
 		   struct herd_err *err)
 {
@@ -366,11 +408,12 @@ int group_ask_init(struct group_ask *a, const struct job *job, const struct job_
 	a->job = job;
 	a->group = g;
 	/* A job's cpu is in MHz (Nomad's unit); the engine counts thousandths
-	 * of a core.  herd takes a nominal 1 GHz core: 1 MHz = 1 thousandth,
-	 * and `cores` asks whole cores. */
+	 * of a core.  herd takes a nominal 1 GHz core: 1 MHz = 1 thousandth.
+	 * `cores` reserves whole cores (group_ask_cores), each counting its
+	 * node's cpu_milli / online cores. */
 	for (size_t t = 0; t < g->ntasks; t++) {
 		const struct job_resources *r = &g->tasks[t].resources;
-		a->req.cpu_milli += r->cores > 0 ? r->cores * 1000 : r->cpu;
+		a->req.cpu_milli += r->cores > 0 ? 0 : r->cpu;
 		a->req.memory_mib += r->memory;
 		for (size_t d = 0; d < r->ndevices; d++) {
 			if (!dev)
@@ -378,9 +421,11 @@ int group_ask_init(struct group_ask *a, const struct job *job, const struct job_
 			a->ndevice_asks++;
 		}
 	}
+	rc = group_ask_cores(a, g, dev, err);
 	/* ephemeral_disk { size } (MB, counted as MiB) */
 	a->req.disk_mib = g->ephemeral_disk ? g->ephemeral_disk->size : 0;
-	rc = group_ask_add_rules(a, &job->constraints, false, &a->cons, &a->ncons, NULL, NULL, err);
+	if (!rc)
+		rc = group_ask_add_rules(a, &job->constraints, false, &a->cons, &a->ncons, NULL, NULL, err);
 	if (!rc)
 		rc = group_ask_add_rules(a, &g->constraints, false, &a->cons, &a->ncons, NULL, NULL, err);
 	for (size_t t = 0; !rc && t < g->ntasks; t++)
@@ -438,6 +483,7 @@ void group_ask_release(struct group_ask *a)
 	group_ask_extra_release(a);
 	free(a->dprops);
 	free(a->vols);
+	free(a->cores);
 	group_ask_spreads_release(a);
 	memset(a, 0, sizeof(*a));
 }
@@ -533,6 +579,41 @@ static size_t node_volumes(const json_t *node, struct sched_volume *v)
 	return n;
 }
 
+/* resources.cores ([{"id", "numa"}], checked at registration) as the
+ * engine's cores (returned, caller frees), the ids the node's allocations
+ * hold, and what one core counts of cpu_milli: cpu_milli / online cores
+ * (the attribute cpu.numcores; else the cores offered). */
+static struct sched_core *node_cores(const struct view_node *vn, const json_t *res,
+				     struct sched_node_spec *ns)
+{
+	const json_t *jc = json_object_get(res, "cores"), *c;
+	const char *nc = json_string_value(json_object_get(json_object_get(vn->node, "attributes"),
+							   "cpu.numcores"));
+	size_t n = json_array_size(jc), i;
+	struct sched_core *v;
+	long online = nc ? strtol(nc, NULL, 10) : 0;
+
+	if (!n)
+		return NULL;
+	if (n > SCHED_MAX_CORES_PER_NODE)
+		n = SCHED_MAX_CORES_PER_NODE;
+	v = xcalloc(n, sizeof(*v));
+	json_array_foreach(jc, i, c) {
+		if (i == n)
+			break;
+		v[i].id = (int)jint(c, "id", -1);
+		v[i].numa = (int)jint(c, "numa", -1);
+	}
+	ns->cores = v;
+	ns->ncores = n;
+	ns->cores_taken = vn->use.cores;
+	ns->ncores_taken = vn->use.ncores;
+	if (online <= 0)
+		online = (long)n;
+	ns->cpu_per_core = ns->cpu_milli / online > 0 ? ns->cpu_milli / online : 1;
+	return v;
+}
+
 /* blocked: a reservation whose GPUs the request may not use (NULL: none). */
 static int add_node(struct sched_snapshot *snap, const struct view_node *vn,
 		    const struct resv *blocked, struct herd_err *err)
@@ -564,7 +645,9 @@ static int add_node(struct sched_snapshot *snap, const struct view_node *vn,
 	struct sched_volume vols[SCHED_MAX_VOLUMES];
 	ns.volumes = vols;
 	ns.nvolumes = node_volumes(vn->node, vols);
+	struct sched_core *cores = node_cores(vn, res, &ns);
 	idx = sched_snapshot_add_node(snap, &ns, err);
+	free(cores);
 	json_array_foreach(json_object_get(vn->node, "devices"), i, d) {
 		struct sched_device_spec ds = { 0 };
 		const struct dev_usage *u;

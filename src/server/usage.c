@@ -14,6 +14,7 @@ void node_usage_release(struct node_usage *u)
 		free(u->devs[i].id);
 	free(u->devs);
 	free(u->ports);
+	free(u->cores);
 	memset(u, 0, sizeof(*u));
 }
 
@@ -32,6 +33,36 @@ void node_usage_copy(struct node_usage *dst, const struct node_usage *src)
 		ALLOC_GROW(dst->ports, dst->nports + 1, dst->aports);
 		dst->ports[dst->nports++] = src->ports[i];
 	}
+	if (src->ncores) {
+		dst->cores = xcalloc(src->ncores, sizeof(int));
+		memcpy(dst->cores, src->cores, src->ncores * sizeof(int));
+		dst->ncores = dst->acores = src->ncores;
+	}
+}
+
+/* Adds (sign 1) or removes the cores the tasks of res hold. */
+static void cores_add(struct node_usage *u, const json_t *res, int sign)
+{
+	const char *task;
+	json_t *t, *c;
+	size_t i;
+
+	json_object_foreach((json_t *)json_object_get(res, "tasks"), task, t)
+		json_array_foreach(json_object_get(t, "cores"), i, c) {
+			int id = (int)json_integer_value(c);
+			if (!json_is_integer(c))
+				continue;
+			if (sign > 0) {
+				ALLOC_GROW(u->cores, u->ncores + 1, u->acores);
+				u->cores[u->ncores++] = id;
+				continue;
+			}
+			for (size_t k = 0; k < u->ncores; k++)
+				if (u->cores[k] == id) {
+					u->cores[k] = u->cores[--u->ncores];
+					break;
+				}
+		}
 }
 
 static struct dev_usage *dev_of(struct node_usage *u, const char *id)
@@ -90,6 +121,7 @@ void node_usage_add_alloc(struct node_usage *u, const json_t *alloc, int sign)
 		du->memory += sign * amount(d, "memory_mib");
 		du->tenants += sign;
 	}
+	cores_add(u, res, sign);
 	json_array_foreach(json_object_get(res, "ports"), i, d) {
 		int port = (int)jint(d, "value", 0);
 		if (port <= 0)
