@@ -10,6 +10,7 @@
 #include "cli/cli-api.h"
 #include "common/httpc.h"
 #include "cli/cli.h"
+#include "cli/cli_cores.h"
 #include "common/units.h"
 #include "common/xalloc.h"
 
@@ -174,6 +175,7 @@ static void print_alloc(const json_t *a, const json_t *usage)
 	print_deployment(a);
 	printf("%-20s %lld thousandths of a core, %lld MiB\n", "Resources",
 	       (long long)ji(res, "cpu_milli"), (long long)ji(res, "memory_mib"));
+	cli_print_alloc_cores("alloc status", a);
 	if (json_array_size(json_object_get(res, "devices"))) {
 		struct table t;
 		static const char *const heads[] = { "DEVICE", "GROUP", "SHARE", "MEMORY" };

@@ -294,12 +294,12 @@ void cores_explain(const struct sched_snapshot *s, const struct sched_node *n,
 	if (!n->ncores) {
 		why->filtered_no_cores++;
 		add_miss(why, 1e8, "%s: offers no reservable cores (its agent reports none), %d asked",
-			 n->id, a->ncores);
+			 n->name, a->ncores);
 		return;
 	}
 	why->filtered_cores++;
 	if (n->ncores_free < a->ncores) {
-		add_miss(why, a->ncores - n->ncores_free, "%s: %d free core%s, %d asked", n->id,
+		add_miss(why, a->ncores - n->ncores_free, "%s: %d free core%s, %d asked", n->name,
 			 n->ncores_free, n->ncores_free == 1 ? "" : "s", a->ncores);
 		return;
 	}
@@ -315,7 +315,7 @@ void cores_explain(const struct sched_snapshot *s, const struct sched_node *n,
 			gpus[i] += t.numa[i] == n->dev[v->idx[j]].numa;
 	if (!t.n) {
 		add_miss(why, 1e4, "%s: the NUMA node of its cores is not known, %d asked on one",
-			 n->id, c->count);
+			 n->name, c->count);
 		return;
 	}
 	if (bound) {
@@ -324,11 +324,11 @@ void cores_explain(const struct sched_snapshot *s, const struct sched_node *n,
 			known += gpus[i];
 		if (!known) {
 			add_miss(why, 1e4, "%s: the NUMA node of its GPUs is not known, %d cores asked "
-				 "on the GPUs' NUMA node", n->id, c->count);
+				 "on the GPUs' NUMA node", n->name, c->count);
 			return;
 		}
 	}
-	strbuf_addf(&sb, "%s:", n->id);
+	strbuf_addf(&sb, "%s:", n->name);
 	for (int i = 0; i < t.n; i++) {
 		if (i)
 			strbuf_addf(&sb, ", %d on NUMA %d", t.free[i], t.numa[i]);

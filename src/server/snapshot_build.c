@@ -582,7 +582,7 @@ static size_t node_volumes(const json_t *node, struct sched_volume *v)
 /* resources.cores ([{"id", "numa"}], checked at registration) as the
  * engine's cores (returned, caller frees), the ids the node's allocations
  * hold, and what one core counts of cpu_milli: cpu_milli / online cores
- * (the attribute cpu.numcores; else the cores offered). */
+ * (the attribute cpu.numcores, or the cores offered when more). */
 static struct sched_core *node_cores(const struct view_node *vn, const json_t *res,
 				     struct sched_node_spec *ns)
 {
@@ -608,7 +608,9 @@ static struct sched_core *node_cores(const struct view_node *vn, const json_t *r
 	ns->ncores = n;
 	ns->cores_taken = vn->use.cores;
 	ns->ncores_taken = vn->use.ncores;
-	if (online <= 0)
+	/* a simulated topology may offer more cores than the machine has
+	 * online: then each counts its share of those it offers */
+	if (online < (long)n)
 		online = (long)n;
 	ns->cpu_per_core = ns->cpu_milli / online > 0 ? ns->cpu_milli / online : 1;
 	return v;
