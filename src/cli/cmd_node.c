@@ -6,25 +6,15 @@
  * node's name. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/gpu_share.h"
 #include "cli/cli-api.h"
 #include "cli/cli.h"
 #include "cli/cli_cores.h"
 #include "common/strbuf.h"
-#include "common/units.h"
 #include "common/xalloc.h"
 
 void print_allocs_table(const json_t *allocs, bool show_node);
-int node_drain_cmd(int argc, char **argv); /* cmd_node_drain.c */
-
-static int64_t cli_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
-}
 
 static size_t count_gpus(const json_t *node)
 {
