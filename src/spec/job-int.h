@@ -156,6 +156,17 @@ int job_disconnect_validate(struct job *job, struct job_path *path,
 int job_idle_gpu_validate(struct job *job, struct job_path *path,
 			  const struct job_failed *failed, struct diag_list *diags);
 
+/* job_migrate.c: checks the migrate blocks of job and its groups, fills
+ * their defaults and merges the job's into each group's (a batch job's
+ * are dropped with a warning); messages under path.  Returns the number
+ * of errors added. */
+int job_migrate_validate(struct job *job, bool batch, struct job_path *path,
+			 const struct job_failed *failed, struct diag_list *diags);
+/* job_schema.c: a migrate block with every field unset; frees one (and
+ * what it owns; accepts NULL). */
+void job_migrate_init(struct job_migrate *m);
+void job_migrate_free(struct job_migrate *m);
+
 /* job_ephemeral_disk.c: fills every group's ephemeral_disk defaults (size
  * 300 MB; migrate implies sticky, Nomad's rule) and, with
  * prevent_reschedule_on_lost, makes the disconnect block's replace false

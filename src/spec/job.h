@@ -258,6 +258,26 @@ struct job_update {
 	int auto_promote_set;
 };
 
+/* migrate { } at job or group level (docs/jobspec.md, "migrate"): how a
+ * service group's allocations leave a draining node.  At most max_parallel
+ * of a group's allocations are migrating at a time: the next is stopped
+ * once the replacements of the previous ones are healthy (running, checks
+ * passing as health_check says, for min_healthy_time).  A group's fields
+ * not set are the job's; no block at either level: NULL, Nomad's defaults
+ * (job_group_migrate).  Batch jobs: NULL (ignored with a warning: their
+ * allocations run until the drain's deadline). */
+struct job_migrate {
+	struct hcl_pos pos;
+	int64_t max_parallel;      /* default 1; 0: none before the deadline */
+	char *health_check;        /* checks (default) | task_states */
+	int64_t min_healthy_time;  /* ns, default 10s */
+	int64_t healthy_deadline;  /* ns, default 5m */
+};
+
+/* g's migrate block, or one with Nomad's defaults when it has none. */
+struct job_group;
+const struct job_migrate *job_group_migrate(const struct job_group *g);
+
 struct job_port {
 	struct hcl_pos pos;
 	char *label;
@@ -361,6 +381,7 @@ struct job_group {
 	struct job_disconnect *disconnect; /* NULL: none (see struct job_disconnect) */
 	struct job_idle_gpu *idle_gpu;     /* NULL: none (see struct job_idle_gpu) */
 	struct job_ephemeral_disk *ephemeral_disk; /* NULL: none */
+	struct job_migrate *migrate;       /* NULL: the defaults (see struct job_migrate) */
 	/* an allocation lost with its node is not replaced (it stays lost) */
 	bool prevent_reschedule_on_lost;
 	/* Nomad's older spellings of disconnect's lost_after and
@@ -520,6 +541,8 @@ struct job {
 	/* update { }: every group's, each group's own fields over it
 	 * (validation fills it and merges it into each group's); NULL: none */
 	struct job_update *update;
+	/* migrate { }: every group's, each group's own fields over it; NULL: none */
+	struct job_migrate *migrate;
 	struct job_dependency *depends_on; /* at most JOB_MAX_DEPENDS */
 	size_t ndepends_on;
 };

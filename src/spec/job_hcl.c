@@ -86,6 +86,7 @@ static const struct block_rule rules_group[] = {
 	{ "disconnect", "disconnect", false, NULL, rules_none },
 	{ "idle_gpu", "idle_gpu", false, NULL, rules_none },
 	{ "ephemeral_disk", "ephemeral_disk", false, NULL, rules_none },
+	{ "migrate", "migrate", false, NULL, rules_none },
 	RULE_END,
 };
 
@@ -97,6 +98,7 @@ static const struct block_rule rules_job[] = {
 	{ "parameterized", "parameterized", false, NULL, rules_none },
 	{ "reschedule", "reschedule", false, NULL, rules_none },
 	{ "update", "update", false, NULL, rules_none },
+	{ "migrate", "migrate", false, NULL, rules_none },
 	{ "depends_on", "depends_on", true, NULL, rules_none },
 	RULE_END,
 };

@@ -517,6 +517,38 @@ void job_update_free(struct job_update *u)
 	free(u);
 }
 
+static void init_migrate(void *obj)
+{
+	struct job_migrate *m = obj;
+	m->max_parallel = m->min_healthy_time = m->healthy_deadline = JOB_UNSET;
+}
+
+static const char *const migrate_health_checks[] = { "checks", "task_states", NULL };
+static const struct field migrate_fields[] = {
+	INT("max_parallel", F_INT, struct job_migrate, max_parallel, 0, 100000),
+	ENUM("health_check", struct job_migrate, health_check, migrate_health_checks),
+	INT("min_healthy_time", F_DURATION, struct job_migrate, min_healthy_time, 0, YEAR),
+	INT("healthy_deadline", F_DURATION, struct job_migrate, healthy_deadline, 0, YEAR),
+	END,
+};
+static const struct schema migrate_schema = {
+	"migrate", sizeof(struct job_migrate), init_migrate, migrate_fields, NULL,
+};
+
+void job_migrate_init(struct job_migrate *m)
+{
+	memset(m, 0, sizeof(*m));
+	init_migrate(m);
+}
+
+void job_migrate_free(struct job_migrate *m)
+{
+	if (!m)
+		return;
+	schema_release(&migrate_schema, m);
+	free(m);
+}
+
 static void init_port(void *obj)
 {
 	struct job_port *p = obj;
@@ -627,7 +659,7 @@ static void init_group(void *obj)
 }
 
 static const char *const group_ignored[] = {
-	"migrate", "scaling", "consul", "vault", NULL,
+	"scaling", "consul", "vault", NULL,
 };
 /* Nomad's older spellings (validation moves them into disconnect) */
 #define LEGACY_DURATION(k, member) \
@@ -655,6 +687,7 @@ static const struct field group_fields[] = {
 	OPTIONAL_OBJ("idle_gpu", struct job_group, idle_gpu, idle_gpu_schema),
 	OPTIONAL_OBJ("ephemeral_disk", struct job_group, ephemeral_disk, ephemeral_disk_schema),
 	NEW_BOOL("prevent_reschedule_on_lost", struct job_group, prevent_reschedule_on_lost),
+	OPTIONAL_OBJ("migrate", struct job_group, migrate, migrate_schema),
 	LEGACY_DURATION("max_client_disconnect", max_client_disconnect),
 	LEGACY_DURATION("stop_after_client_disconnect", stop_after_client_disconnect),
 	END,
@@ -716,7 +749,7 @@ static void init_job(void *obj)
 }
 
 static const char *const job_ignored[] = {
-	"migrate", "vault", "consul", "region", "all_at_once",
+	"vault", "consul", "region", "all_at_once",
 	"multiregion", "ui", "vault_token", "consul_token", NULL,
 };
 static const struct field job_fields[] = {
@@ -737,6 +770,7 @@ static const struct field job_fields[] = {
 	INT("time_limit", F_DURATION, struct job, time_limit, 0, YEAR),
 	OBJ("reschedule", F_OBJECT_PTR, struct job, reschedule, reschedule_schema),
 	OPTIONAL_OBJ("update", struct job, update, update_schema),
+	OPTIONAL_OBJ("migrate", struct job, migrate, migrate_schema),
 	ARR("depends_on", struct job, depends_on, ndepends_on, dependency_schema, JOB_MAX_DEPENDS),
 	END,
 };

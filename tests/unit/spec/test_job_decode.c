@@ -73,7 +73,7 @@ static void test_every_type_error_in_one_run(void **state)
 	char *diags;
 	struct job *job = decode_text(
 		"{\"id\":7,\"priority\":\"high\",\"type\":\"system\",\"groups\":[{\"name\":\"g\","
-		"\"count\":-1,\"bogus\":1,\"migrate\":{},\"tasks\":[" MIN_TASK ",{\"name\":\"u\","
+		"\"count\":-1,\"bogus\":1,\"vault\":{},\"tasks\":[" MIN_TASK ",{\"name\":\"u\","
 		"\"driver\":\"exec\",\"resources\":{\"memory\":[]},\"env\":[1],"
 		"\"lifecycle\":{\"hook\":\"later\",\"sidecar\":\"yes\"}}]}]}", &diags);
 
@@ -84,7 +84,7 @@ static void test_every_type_error_in_one_run(void **state)
 		"E 0:0 type: expected one of \"service\", \"batch\", got \"system\"\n"
 		"E 0:0 groups[0].count: must be between 0 and 100000, got -1\n"
 		"E 0:0 groups[0]: unknown group field \"bogus\"\n"
-		"W 0:0 groups[0].migrate: not supported by herd; ignored\n"
+		"W 0:0 groups[0].vault: not supported by herd; ignored\n"
 		"E 0:0 groups[0].tasks[1].resources.memory: expected a whole number, got a list\n"
 		"E 0:0 groups[0].tasks[1].env: expected an object of strings, got a list\n"
 		"E 0:0 groups[0].tasks[1].lifecycle.hook: expected one of \"prestart\", "

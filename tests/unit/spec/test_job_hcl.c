@@ -88,7 +88,7 @@ static void test_errors_with_positions(void **state)
 		"  parameterized {\n"
 		"    payload = \"optional\"\n"
 		"  }\n"
-		"  migrate {}\n"
+		"  vault {}\n"
 		"  group \"g\" {\n"
 		"    task \"t\" {\n"
 		"      driver = \"raw_exec\"\n"
@@ -106,7 +106,7 @@ static void test_errors_with_positions(void **state)
 	assert_string_equal(diags,
 		"E 2:14 priority: must be between 1 and 100, got 0\n"
 		"E 3:3 parameterized: only batch jobs can be parameterized (this job's type is \"service\")\n"
-		"W 6:3 migrate: not supported by herd; ignored\n"
+		"W 6:3 vault: not supported by herd; ignored\n"
 		"E 11:28 groups[0].tasks[0].resources.memory: expected a size such as \"512MB\" or "
 		"\"2 GiB\", got \"a lot\"\n"
 		"E 12:7 block \"resources\" is repeated; only one is allowed here\n"
