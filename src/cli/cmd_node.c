@@ -6,15 +6,25 @@
  * node's name. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/gpu_share.h"
 #include "cli/cli-api.h"
 #include "cli/cli.h"
 #include "cli/cli_cores.h"
 #include "common/strbuf.h"
+#include "common/units.h"
 #include "common/xalloc.h"
 
 void print_allocs_table(const json_t *allocs, bool show_node);
+int node_drain_cmd(int argc, char **argv); /* cmd_node_drain.c */
+
+static int64_t cli_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_SEC + ts.tv_nsec;
+}
 
 static size_t count_gpus(const json_t *node)
 {
@@ -132,9 +142,35 @@ static void print_host_volumes(const json_t *hv)
 	table_release(&t);
 }
 
+/* "true (deadline in 52m)", "false (last drain complete 3m ago)", ... */
+static void drain_text(const json_t *n, char *buf, size_t size)
+{
+	const json_t *st = json_object_get(n, "drain_strategy"), *last = json_object_get(n, "last_drain");
+	char d[64], w[64];
+
+	if (jb(n, "drain") && json_is_object(st)) {
+		int64_t at = ji(st, "force_deadline");
+		if (ji(st, "deadline") < 0 || !at)
+			snprintf(buf, size, "true (no deadline)");
+		else
+			snprintf(buf, size, "true (deadline %s%s)",
+				 at > cli_now_ns() ? "in " : "passed ",
+				 format_duration((at > cli_now_ns() ? at - cli_now_ns() : cli_now_ns() - at) /
+						 NS_PER_SEC * NS_PER_SEC, d, sizeof(d)));
+	} else if (jb(n, "drain")) {
+		snprintf(buf, size, "true");
+	} else if (json_is_object(last)) {
+		snprintf(buf, size, "false (last drain %s %s)", js(last, "status"),
+			 format_ago(ji(last, "ended_at"), w, sizeof(w)));
+	} else {
+		snprintf(buf, size, "false");
+	}
+}
+
 static void print_node(const json_t *n, const json_t *allocs, bool verbose)
 {
 	const json_t *res = json_object_get(n, "resources");
+	char drain[160];
 	json_t *use = json_object();
 	int64_t cpu, mem;
 	size_t i;
@@ -142,13 +178,14 @@ static void print_node(const json_t *n, const json_t *allocs, bool verbose)
 	char buf[64];
 
 	sum_allocated(allocs, &cpu, &mem, use);
+	drain_text(n, drain, sizeof(drain));
 	printf("%-14s %s\n%-14s %s\n%-14s %s\n%-14s %s\n%-14s %s\n%-14s %s%s%s\n%-14s %s\n"
 	       "%-14s %s\n%-14s %s\n",
 	       "ID", js(n, "id"), "Name", js(n, "name"), "Datacenter", js(n, "datacenter"),
 	       "Class", *js(n, "node_class") ? js(n, "node_class") : "<none>", "Address",
 	       js(n, "http_addr"), "Status", js(n, "status"),
 	       *js(n, "status_description") ? ": " : "", js(n, "status_description"),
-	       "Eligibility", js(n, "eligibility"), "Drain", jb(n, "drain") ? "true" : "false",
+	       "Eligibility", js(n, "eligibility"), "Drain", drain,
 	       "Heartbeat", format_ago(ji(n, "last_heartbeat"), buf, sizeof(buf)));
 
 	printf("\nAllocated Resources\n");
@@ -219,8 +256,10 @@ static void print_node(const json_t *n, const json_t *allocs, bool verbose)
 	}
 }
 
-/* Resolves ID (a prefix of an id, or a name) to a full node id. */
-static char *resolve_node(const char *cmd, const char *arg)
+/* Resolves ID (a prefix of an id, or a name) to a full node id (also
+ * cmd_node_drain.c's). */
+char *node_resolve(const char *cmd, const char *arg);
+char *node_resolve(const char *cmd, const char *arg)
 {
 	return api_resolve_prefix(cmd, "/v1/nodes", "node", arg);
 }
@@ -256,7 +295,7 @@ static int node_status_cmd(int argc, char **argv)
 		httpc_response_release(&r);
 		return 0;
 	}
-	id = resolve_node(argv[0], pos[0]);
+	id = node_resolve(argv[0], pos[0]);
 	if (!id)
 		return 1;
 	path = xasprintf("/v1/node/%s", id);
@@ -288,7 +327,7 @@ static int node_status_cmd(int argc, char **argv)
 
 static int node_post(const char *cmd, const char *arg, const char *what, json_t *body)
 {
-	char *id = resolve_node(cmd, arg), *path;
+	char *id = node_resolve(cmd, arg), *path;
 	struct httpc_response r;
 	int rc;
 
@@ -337,19 +376,6 @@ static int node_switch_cmd(int argc, char **argv, const char *what, const char *
 	if (enable && disable)
 		return usage_error(argv[0], "-enable and -disable exclude each other");
 	return node_post(argv[0], pos[0], what, json_pack("{s:b}", key, !disable));
-}
-
-static int node_drain_cmd(int argc, char **argv)
-{
-	static const char *const text[4] = {
-		"herd node drain [options] ID",
-		"Drains a node: it gets no new work and its allocations move elsewhere.\n"
-		"-disable ends the drain (the node stays ineligible until\n"
-		"`herd node eligibility -enable ID`).",
-		"start draining (the default)",
-		"stop draining",
-	};
-	return node_switch_cmd(argc, argv, "drain", "enable", text, true);
 }
 
 static int node_eligibility_cmd(int argc, char **argv)

@@ -243,6 +243,7 @@ int node_from_request(const json_t *body, json_t **out, struct herd_err *err)
 		goto fail;
 	/* the server's fields are the server's */
 	static const char *const server_fields[] = { "status", "eligibility", "drain",
+		"drain_strategy", "last_drain",
 		"status_description", "last_heartbeat", "heartbeat_ttl", "create_index",
 		"modify_index", NULL };
 	for (i = 0; server_fields[i]; i++)

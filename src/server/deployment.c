@@ -169,12 +169,20 @@ static bool alloc_ready(const json_t *alloc)
 	return seen >= want;
 }
 
+bool deploy_alloc_ready(const json_t *alloc)
+{
+	return alloc_ready(alloc);
+}
+
 bool deploy_alloc_report(json_t *alloc, int64_t now)
 {
 	json_t *ds = json_object_get(alloc, "deployment_status"), *n;
-	bool ready, had;
+	bool ready, had, deployed = json_object_get(alloc, "deployment_id") != NULL;
 
-	if (!json_object_get(alloc, "deployment_id") || json_object_get(ds, "healthy"))
+	/* the replacement of an allocation a drain migrated is stamped the
+	 * same way: the drain's pacing reads it (drain.h) */
+	if ((!deployed && !jbool(alloc, "drain_migration", false)) ||
+	    json_object_get(ds, "healthy"))
 		return false;
 	ready = alloc_ready(alloc);
 	had = json_object_get(ds, "ready_since") != NULL;
@@ -186,7 +194,7 @@ bool deploy_alloc_report(json_t *alloc, int64_t now)
 	if (ready)
 		json_object_set_new(n, "ready_since", json_integer(now));
 	json_object_set_new(alloc, "deployment_status", n);
-	return ready;
+	return ready && deployed;
 }
 
 /* alloc with its health decided (a new object for r->updates). */

@@ -9,6 +9,7 @@
 
 #include "common/xalloc.h"
 #include "server/depends.h"
+#include "server/drain.h"
 #include "server/reservation.h"
 #include "server/server-int.h"
 #include "server/teams.h"
@@ -506,6 +507,7 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 			json_object_set_new(alloc, "score", json_real(pl.score));
 		if (p->deployment_id && deploy_group_rolls(g))
 			deploy_join(alloc, g, p->deployment_id, needs[i].canary);
+		drain_join(alloc, g, needs[i].previous); /* drain.h: its health paces a drain */
 		if (q) {
 			held = quota_exceeds(q, pl.cpu_milli, pl.memory_mib,
 					     json_object_get(json_object_get(alloc, "resources"), "devices"), 0,

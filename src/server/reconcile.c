@@ -45,6 +45,7 @@
 
 #include "common/xalloc.h"
 #include "server/disconnect.h"
+#include "server/drain.h"
 #include "server/server-int.h"
 
 void reconcile_result_release(struct reconcile_result *r)
@@ -169,6 +170,7 @@ static void drop_new_defaults(json_t *g)
 	/* how a group rolls out, or a gang restarts, is no part of what it
 	 * runs */
 	json_object_del(g, "update");
+	json_object_del(g, "migrate");
 	json_object_del(g, "gang_restart");
 	copy = json_array();
 	json_array_foreach(tasks, i, t) {
@@ -413,7 +415,7 @@ static const char *member_moves(const struct gang_ctx *c, const json_t *al)
 	struct view_node *vn = sched_view_node(c->v, jstr(al, "node_id", ""));
 	if (!vn || !strcmp(jstr(vn->node, "status", ""), "down"))
 		return "node down";
-	if (jbool(vn->node, "drain", false))
+	if (jbool(vn->node, "drain", false) && drain_marked(al))
 		return "node draining";
 	if (group_changed(c->s, c->job, al))
 		return "job version changed";
@@ -646,8 +648,8 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 			}
 			if (!vn || !strcmp(jstr(vn->node, "status", ""), "down"))
 				why = "node down; replaced";
-			else if (jbool(vn->node, "drain", false))
-				why = "node draining; migrated";
+			else if (jbool(vn->node, "drain", false) && drain_marked(al))
+				why = "node draining; migrated"; /* its turn (drain.h) */
 			else if ((changed = group_changed(s, job, al)))
 				why = "job version changed; replaced";
 			if (changed && dep && deploy_group_rolls(&job_model->groups[g])) {

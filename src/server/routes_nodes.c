@@ -8,6 +8,7 @@
 #include "common/xalloc.h"
 #include "server/acl.h"
 #include "server/disconnect.h"
+#include "server/drain.h"
 #include "server/idle_gpu.h"
 #include "server/reservation.h"
 #include "server/server-int.h"
@@ -50,6 +51,11 @@ static int post_register(struct http_request *req, struct http_response *resp, v
 		json_object_set_new(node, "eligibility",
 				    json_string(old ? jstr(old, "eligibility", "eligible") : "eligible"));
 		json_object_set_new(node, "drain", json_boolean(old ? jbool(old, "drain", false) : false));
+		/* a drain under way goes on through the agent's registration */
+		if (old && json_object_get(old, "drain_strategy"))
+			json_object_set(node, "drain_strategy", json_object_get(old, "drain_strategy"));
+		if (old && json_object_get(old, "last_drain"))
+			json_object_set(node, "last_drain", json_object_get(old, "last_drain"));
 		store_batch_init(&b);
 		store_batch_put(&b, STORE_NODE, node);
 		store_batch_require_index(&b, STORE_NODE, &key, old ? (uint64_t)jint(old, "modify_index", 0) : 0);
@@ -301,74 +307,37 @@ static int get_node(struct http_request *req, struct http_response *resp, void *
 	return 0;
 }
 
-/* Drain and eligibility: change the node, and for drain an evaluation per
- * job with allocations there (they move away). */
-static int set_node_flags(struct http_request *req, struct http_response *resp, struct server *srv,
-			  bool drain_op)
+/* Eligibility: change the node; eligible again is capacity. */
+static int set_node_flags(struct http_request *req, struct http_response *resp, struct server *srv)
 {
-	const char *field = drain_op ? "enable" : "eligible";
-	json_t *flag = json_object_get(req->body, field);
+	json_t *flag = json_object_get(req->body, "eligible");
 	const char *id = http_param(req, "id");
 	struct herd_err err = { 0 };
 	int rc = 0;
 
 	if (!json_is_boolean(flag))
-		return http_error(resp, 400, "invalid_argument", "body must be {\"%s\": true|false}", field);
+		return http_error(resp, 400, "invalid_argument", "body must be {\"eligible\": true|false}");
 	for (int attempt = 0; attempt < NODE_ATTEMPTS; attempt++) {
 		struct store_key key = { NULL, id, 0 };
-		struct store_filter f = { NULL, NULL, id };
 		struct store_batch b = STORE_BATCH_INIT;
-		json_t *node = NULL, *allocs = NULL, *evals = json_array(), *seen = json_object(), *al, *ids;
+		json_t *node = NULL;
 		uint64_t idx = 0;
-		size_t i;
 
 		rc = load_node(srv, id, resp, &node);
-		if (rc) {
-			json_decref(evals);
-			json_decref(seen);
+		if (rc)
 			return rc > 0 ? 0 : rc;
-		}
-		if (drain_op) {
-			json_object_set(node, "drain", flag);
-			json_object_set_new(node, "eligibility", json_string(json_is_true(flag) ? "ineligible" : "eligible"));
-		} else {
-			json_object_set_new(node, "eligibility", json_string(json_is_true(flag) ? "eligible" : "ineligible"));
-		}
+		json_object_set_new(node, "eligibility", json_string(json_is_true(flag) ? "eligible" : "ineligible"));
 		store_batch_init(&b);
 		store_batch_put(&b, STORE_NODE, node);
 		store_batch_require_index(&b, STORE_NODE, &key, (uint64_t)jint(node, "modify_index", 0));
-		if (drain_op && json_is_true(flag))
-			rc = store_list(srv->store, STORE_ALLOC, &f, &allocs, &err);
-		json_array_foreach(allocs, i, al) {
-			char *k;
-			if (strcmp(jstr(al, "desired_status", ""), "run") || alloc_client_terminal(al))
-				continue;
-			k = xasprintf("%s\x1f%s", jstr(al, "namespace", ""), jstr(al, "job_id", ""));
-			if (!json_object_get(seen, k)) {
-				json_t *e = eval_new(jstr(al, "namespace", "default"), jstr(al, "job_id", ""),
-						     "node-drain", id);
-				json_object_set_new(seen, k, json_true());
-				store_batch_put(&b, STORE_EVAL, e);
-				json_array_append_new(evals, e);
-			}
-			free(k);
-		}
-		if (rc == 0)
-			rc = store_commit(srv->store, &b, &idx, &err);
+		rc = store_commit(srv->store, &b, &idx, &err);
 		store_batch_release(&b);
-		if (rc == 0) {
-			server_queue_evals(srv, evals);
-			if (json_is_true(flag) != drain_op) /* eligible again: capacity */
-				broker_unblock_all(&srv->broker);
-			ids = json_array();
-			json_array_foreach(evals, i, al)
-				json_array_append_new(ids, json_string(jstr(al, "id", "")));
-			reply_written(resp, idx, json_pack("{s:I, s:o}", "index", (json_int_t)idx, "eval_ids", ids));
-		}
 		json_decref(node);
-		json_decref(allocs);
-		json_decref(evals);
-		json_decref(seen);
+		if (rc == 0) {
+			if (json_is_true(flag))
+				broker_unblock_all(&srv->broker);
+			reply_written(resp, idx, json_pack("{s:I, s:[]}", "index", (json_int_t)idx, "eval_ids"));
+		}
 		if (rc != -ESTALE)
 			break;
 	}
@@ -377,14 +346,152 @@ static int set_node_flags(struct http_request *req, struct http_response *resp, 
 	return rc;
 }
 
+/* What POST /v1/node/:id/drain asks (drain.h): a drain with a strategy,
+ * or its end. */
+struct drain_ask {
+	bool enable;
+	int64_t deadline;      /* ns; 0: force, -1: none */
+	bool ignore_system;
+	bool mark_eligible;    /* on disable: eligible again */
+};
+
+/* Reads the body: {"drain_spec": {"deadline": ns, "ignore_system_jobs":
+ * bool} | null, "mark_eligible": bool}, or the older {"enable": bool}
+ * (true: everything stops now, as before deadlines; false: the drain
+ * ends and the node is eligible again). */
+static int drain_ask_read(const json_t *body, struct drain_ask *a, struct herd_err *err)
+{
+	const json_t *spec = json_object_get(body, "drain_spec"), *en = json_object_get(body, "enable");
+	const json_t *me = json_object_get(body, "mark_eligible"), *dl, *is;
+
+	memset(a, 0, sizeof(*a));
+	if (me && !json_is_boolean(me))
+		return herd_errf(err, -EINVAL, "mark_eligible must be a boolean");
+	if (!spec && !json_is_boolean(en))
+		return herd_errf(err, -EINVAL, "body must be {\"drain_spec\": {\"deadline\": ns, "
+				 "\"ignore_system_jobs\": bool} | null, \"mark_eligible\": bool} "
+				 "or {\"enable\": true|false}");
+	if (!spec) {
+		a->enable = json_is_true(en);
+		a->mark_eligible = me ? json_is_true(me) : !a->enable;
+		return 0;
+	}
+	if (json_is_null(spec)) {
+		a->mark_eligible = json_is_true(me);
+		return 0;
+	}
+	if (!json_is_object(spec))
+		return herd_errf(err, -EINVAL, "drain_spec must be an object or null");
+	dl = json_object_get(spec, "deadline");
+	is = json_object_get(spec, "ignore_system_jobs");
+	if (dl && !json_is_integer(dl))
+		return herd_errf(err, -EINVAL, "drain_spec.deadline must be an integer of ns "
+				 "(0: stop everything now, -1: no deadline)");
+	if (is && !json_is_boolean(is))
+		return herd_errf(err, -EINVAL, "drain_spec.ignore_system_jobs must be a boolean");
+	a->enable = true;
+	a->deadline = dl ? json_integer_value(dl) : DRAIN_DEFAULT_DEADLINE_NS;
+	if (a->deadline < 0)
+		a->deadline = -1;
+	if (a->deadline > 10 * 366LL * 86400 * NS_PER_SEC)
+		return herd_errf(err, -EINVAL, "drain_spec.deadline is more than ten years");
+	a->ignore_system = json_is_true(is);
+	return 0;
+}
+
+/* node (its own copy) as the drain ask leaves it, at now. */
+static void drain_apply(json_t *node, const struct drain_ask *a, int64_t now)
+{
+	const json_t *old = json_object_get(node, "drain_strategy");
+	bool was = jbool(node, "drain", false);
+	int64_t started = was && json_is_object(old) ? jint(old, "started_at", now) : now;
+	json_t *last;
+
+	if (a->enable) {
+		json_object_set_new(node, "drain", json_true());
+		json_object_set_new(node, "eligibility", json_string("ineligible"));
+		json_object_set_new(node, "drain_strategy",
+			json_pack("{s:I, s:I, s:b, s:I}", "deadline", (json_int_t)a->deadline,
+				  "force_deadline", (json_int_t)(a->deadline < 0 ? 0 : now + a->deadline),
+				  "ignore_system_jobs", a->ignore_system, "started_at",
+				  (json_int_t)started));
+		json_object_set_new(node, "last_drain", json_pack("{s:s, s:I, s:I}", "status", "draining",
+				    "started_at", (json_int_t)started, "ended_at", (json_int_t)0));
+		return;
+	}
+	if (was) {
+		last = json_deep_copy(json_object_get(node, "last_drain"));
+		if (!json_is_object(last)) {
+			json_decref(last);
+			last = json_pack("{s:I}", "started_at", (json_int_t)started);
+		}
+		json_object_set_new(last, "status", json_string("canceled"));
+		json_object_set_new(last, "ended_at", json_integer(now));
+		json_object_set_new(node, "last_drain", last);
+	}
+	json_object_set_new(node, "drain", json_false());
+	json_object_del(node, "drain_strategy");
+	if (a->mark_eligible)
+		json_object_set_new(node, "eligibility", json_string("eligible"));
+}
+
+/* POST /v1/node/:id/drain: starts (or changes) a drain, whose first step
+ * (what may leave at once) goes in the same commit, or ends one. */
 static int post_drain(struct http_request *req, struct http_response *resp, void *ctx)
 {
-	return set_node_flags(req, resp, ctx, true);
+	struct server *srv = ctx;
+	const char *id = http_param(req, "id");
+	struct herd_err err = { 0 };
+	struct drain_ask a;
+	int rc = drain_ask_read(req->body, &a, &err);
+
+	if (rc < 0)
+		return http_error(resp, 400, "invalid_argument", "%s", err.msg);
+	for (int attempt = 0; attempt < NODE_ATTEMPTS; attempt++) {
+		struct store_key key = { NULL, id, 0 };
+		struct store_batch b = STORE_BATCH_INIT;
+		json_t *node = NULL, *evals = json_array(), *ids, *e;
+		int64_t now = now_ns();
+		uint64_t idx = 0;
+		size_t i;
+
+		rc = load_node(srv, id, resp, &node);
+		if (rc) {
+			json_decref(evals);
+			return rc > 0 ? 0 : rc;
+		}
+		drain_apply(node, &a, now);
+		store_batch_init(&b);
+		store_batch_put(&b, STORE_NODE, node);
+		store_batch_require_index(&b, STORE_NODE, &key, (uint64_t)jint(node, "modify_index", 0));
+		rc = a.enable ? drain_node_step(srv, node, now, &b, evals, NULL) : 0;
+		if (rc >= 0)
+			rc = store_commit(srv->store, &b, &idx, &err);
+		store_batch_release(&b);
+		if (rc == 0) {
+			server_queue_evals(srv, evals);
+			if (a.enable)
+				drain_wake(srv);
+			else if (a.mark_eligible) /* eligible again: capacity */
+				broker_unblock_all(&srv->broker);
+			ids = json_array();
+			json_array_foreach(evals, i, e)
+				json_array_append_new(ids, json_string(jstr(e, "id", "")));
+			reply_written(resp, idx, json_pack("{s:I, s:o}", "index", (json_int_t)idx, "eval_ids", ids));
+		}
+		json_decref(node);
+		json_decref(evals);
+		if (rc != -ESTALE)
+			break;
+	}
+	if (rc == -ESTALE)
+		return http_error(resp, 409, "conflict", "node kept changing; try again");
+	return rc;
 }
 
 static int post_eligibility(struct http_request *req, struct http_response *resp, void *ctx)
 {
-	return set_node_flags(req, resp, ctx, false);
+	return set_node_flags(req, resp, ctx);
 }
 
 /* One entry of GET /v1/gpus: device d of node n and who holds it among

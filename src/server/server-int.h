@@ -541,11 +541,16 @@ const json_t *deploy_deferred(struct deploy *d, int g, size_t k);
  * and frees d (accepts NULL). */
 void deploy_end(struct deploy *d, struct reconcile_result *r);
 /* An agent's report on alloc (the record to store, top-level fields
- * changed in place): notes when an allocation of a deployment became ready
- * (its tasks run and, with health_check "checks", its checks pass), the
- * server's clock, in "deployment_status": {"ready_since"}.  true when it
- * became ready now (an evaluation must look at the deployment). */
+ * changed in place): notes when an allocation of a deployment, or the
+ * replacement of one a drain migrated ("drain_migration", drain.h), became
+ * ready (its tasks run and, with health_check "checks", its checks pass),
+ * the server's clock, in "deployment_status": {"ready_since"}.  true when
+ * an allocation of a deployment became ready now (an evaluation must look
+ * at the deployment). */
 bool deploy_alloc_report(json_t *alloc, int64_t now);
+/* Whether alloc is ready as deployments judge it now: client running,
+ * every task running (or a prestart ended well), its checks passing. */
+bool deploy_alloc_ready(const json_t *alloc);
 /* Whether a check of status (passing, warning, critical) lets its
  * allocation be ready for its deployment, by the check's on_update
  * (NULL: require_healthy): require_healthy wants passing, ignore_warnings
@@ -858,6 +863,7 @@ struct server {
 	struct metrics_seen *metrics_seen; /* routes_metrics.c's memory of its counters */
 	struct depends *deps;  /* depends.c's index of dependents */
 	struct idle_gpu *idle; /* idle_gpu.c's clocks of idle GPUs */
+	struct drainer *drainer; /* drain.c's rounds of draining nodes */
 };
 
 void server_log(struct server *srv, const char *level, const char *fmt, ...)

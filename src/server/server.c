@@ -12,6 +12,7 @@
 #include "common/xalloc.h"
 #include "server/acl.h"
 #include "server/depends.h"
+#include "server/drain.h"
 #include "server/idle_gpu.h"
 #include "server/server-int.h"
 #include "server/standby.h"
@@ -130,6 +131,7 @@ static void server_free(struct server *srv)
 		pthread_join(srv->workers[i], NULL);
 	heartbeat_stop(srv);
 	idle_gpu_stop(srv);
+	drain_stop(srv);
 	gc_stop(srv);
 	broker_release(&srv->broker);
 	depends_stop(srv);
@@ -285,6 +287,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 		rc = gc_start(srv, err);
 	if (!rc)
 		rc = idle_gpu_start(srv, err);
+	if (!rc)
+		rc = drain_start(srv, err);
 	if (!rc)
 		rc = periodic_start(srv, err);
 	if (rc < 0)
