@@ -31,6 +31,7 @@
 
 #include "agent/checker.h"
 #include "agent/client-int.h"
+#include "agent/cores.h"
 #include "agent/sticky_disk.h"
 #include "agent/log.h"
 #include "agent/status_sync.h"
@@ -541,6 +542,10 @@ static void *alloc_main(void *arg)
 	pthread_mutex_lock(&ar->lock);
 	setup_tasks(ar);
 	pthread_mutex_unlock(&ar->lock);
+	/* recovered tasks without cores: back onto the shared cores, which
+	 * the node's recovered allocations define (task_cores.c) */
+	if (ar->recovered)
+		client_shared_cores_update(ar->c);
 	ar->tmpl = tmpl_watch_new(ar);   /* only a group with templates */
 	for (size_t i = 0; i < ar->ntasks; i++)
 		if (!json_array_size(ar->tasks[i].events))
@@ -628,8 +633,14 @@ finish:
 out:
 	tmpl_watch_stop(ar->tmpl);   /* its tasks ended, or the client detached */
 	pthread_mutex_lock(&ar->lock);
+	bool detached = ar->detach;
 	ar->done = true;
 	pthread_mutex_unlock(&ar->lock);
+	/* its cores are free again for the tasks without cores */
+	struct cpulist held = CPULIST_INIT;
+	cores_of_alloc(ar->alloc, &held);
+	if (!detached && !cpulist_empty(&held))
+		client_shared_cores_update(ar->c);
 	alloc_runner_finished(ar->c, ar);
 	return NULL;
 }

@@ -8,7 +8,10 @@
 #include "agent/client-int.h"
 #include "agent/cores.h"
 #include "agent/fingerprint-int.h"
+#include "agent/log.h"
 #include "common/xalloc.h"
+#include "drivers/cgroup.h"
+#include "drivers/docker.h"
 
 /* The cores the tasks of the node's allocations hold: those of every
  * runner whose work is not over (a terminal allocation's runner is done
@@ -65,4 +68,69 @@ void task_cores_plan(struct task_runner *tr, struct cores_plan *p)
 	free(real);
 	if (p->event)
 		task_event(tr, reserved ? "Cores Not Pinned" : "Shared Cores", "%s", p->event);
+}
+
+/* The cgroup names of the running tasks without cores of their own that
+ * have one (exec), NULL-terminated; the caller frees each and the array. */
+static char **shared_groups(struct client *c)
+{
+	char **names = NULL;
+	size_t n = 0, alloc = 0;
+	pthread_mutex_lock(&c->runners_lock);
+	for (size_t i = 0; i < c->nr_runners; i++) {
+		struct alloc_runner *ar = c->runners[i];
+		pthread_mutex_lock(&ar->lock);
+		for (size_t k = 0; !ar->done && k < ar->ntasks; k++) {
+			struct task_runner *tr = &ar->tasks[k];
+			struct cpulist own;
+			if (!tr->handle || cores_of_task(ar->alloc, tr->task->name, &own))
+				continue;
+			const char *cg = driver_handle_state(tr->handle)->cgroup;
+			if (!*cg)
+				continue;
+			ALLOC_GROW(names, n + 2, alloc);
+			names[n++] = xstrdup(cg);
+		}
+		pthread_mutex_unlock(&ar->lock);
+	}
+	pthread_mutex_unlock(&c->runners_lock);
+	if (names)
+		names[n] = NULL;
+	return names;
+}
+
+void client_shared_cores_update(struct client *c)
+{
+	struct cpulist usable, held, taken;
+	struct driver_env denv;
+	struct docker_config dc;
+	const char *caps[TASK_MAX_CAPS];
+	char **names = shared_groups(c);
+	char *cpus = NULL;
+
+	if (!names)
+		return;
+	usable_cores(&usable);
+	held_cores(c, &held);
+	taken = held;
+	cpulist_and(&taken, &usable);
+	cpulist_andnot(&usable, &held);
+	/* as cores_plan: nothing held, or nothing left, is every core (the
+	 * parent's) */
+	if (!cpulist_empty(&taken) && !cpulist_empty(&usable))
+		cpus = cpulist_str(&usable);
+	task_driver_env(c, &denv, &dc, caps);
+	struct cgroup_config cfg = { .root = denv.cgroup_root, .parent = denv.cgroup_parent };
+	for (size_t i = 0; names[i]; i++) {
+		struct cgroup *cg = NULL;
+		struct herd_err err = { 0, "" };
+		/* a task that ended meanwhile took its group along: nothing to do */
+		if (cgroup_open(&cfg, names[i], &cg, NULL) == 0 &&
+		    cgroup_set_cpuset(cg, cpus, NULL, &err) < 0)
+			log_warn("client: shared cores of %s: %s", names[i], err.msg);
+		cgroup_free(cg);
+		free(names[i]);
+	}
+	free(names);
+	free(cpus);
 }

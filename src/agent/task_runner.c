@@ -277,6 +277,8 @@ static int start(struct task_runner *tr, const struct driver_ops *d, struct herd
 	}
 	if (rc < 0)
 		task_event(tr, "Driver Failure", "%s", err->msg);
+	else if (cores.env)   /* its cores are no longer the shared tasks' */
+		client_shared_cores_update(ar->c);
 out:
 	cores_plan_release(&cores);
 	json_decref(cfg);

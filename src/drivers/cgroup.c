@@ -484,6 +484,22 @@ int cgroup_open(const struct cgroup_config *cfg, const char *name, struct cgroup
 		cgroup_free(cg);
 		return rc;
 	}
+	/* v1: a hierarchy the group was not made in (a task started by an
+	 * agent before herd used that controller: cpuset) is left out, so
+	 * that joining the group (alloc exec) does not fail on it */
+	if (cg->version == 1) {
+		size_t np = 0;
+		for (int i = 0; i < CGROUP_V1_CONTROLLERS; i++) {
+			if (cg->v1[i] && access(cg->v1[i], F_OK) < 0) {
+				free(cg->v1[i]);
+				free(cg->procs_buf[i]);
+				cg->v1[i] = cg->procs_buf[i] = NULL;
+			}
+			if (cg->procs_buf[i])
+				cg->procs[np++] = cg->procs_buf[i];
+		}
+		cg->procs[np] = NULL;
+	}
 	*out = cg;
 	return 0;
 }

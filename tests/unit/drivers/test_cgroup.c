@@ -307,6 +307,21 @@ static void test_v1_cpuset(void **state)
 	assert_int_equal(cgroup_set_cpuset(cg, "0-7,10-15", NULL, &err), 0);
 	assert_string_equal(get("v1c/cpuset/herd/d2.shared/cpuset.cpus"), "0-7,10-15");
 	cgroup_free(cg);
+
+	/* a group made before herd used the cpuset hierarchy (an older
+	 * agent's task): opened without it, so joining it cannot fail there */
+	put("v1c/memory/herd/d3.old/cgroup.procs", "");
+	assert_int_equal(cgroup_open(&cfg, "d3.old", &cg, &err), 0);
+	assert_false(cgroup_has_cpuset(cg));
+	int n = 0;
+	for (const char *const *f = cgroup_procs_files(cg); *f; f++, n++)
+		assert_null(strstr(*f, "/cpuset/"));
+	assert_int_equal(n, 1);
+	assert_int_equal(cgroup_set_cpuset(cg, "1", NULL, &err), 0);   /* nothing to set */
+	cgroup_free(cg);
+	assert_int_equal(cgroup_open(&cfg, "d1.pinned", &cg, &err), 0);
+	assert_true(cgroup_has_cpuset(cg));
+	cgroup_free(cg);
 }
 
 /* Starts `sh -c script` held until go() writes a line, so that it joins
@@ -404,6 +419,7 @@ static void test_real_v1(void **state)
 	rmdir("/sys/fs/cgroup/pids/herd-test");
 	rmdir("/sys/fs/cgroup/devices/herd-test");
 	rmdir("/sys/fs/cgroup/freezer/herd-test");
+	rmdir("/sys/fs/cgroup/cpuset/herd-test");
 }
 
 /* A real cgroup2 mount: the hybrid one at /sys/fs/cgroup/unified here, or
