@@ -291,6 +291,65 @@ static void test_apply_refuses_core_taken_twice(void **state)
 	fx_free(f);
 }
 
+/* A group of two device asks (the second placed on the node the first
+ * chose, multi_device.c) and two instances in one plan: the instances get
+ * cores of their own. */
+static void test_two_device_asks_two_instances(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *al, *c;
+	bool held[8] = { false };
+	size_t i, k;
+	(void)state;
+	/* a node of cores without GPUs, one of GPUs without cores: neither
+	 * takes the group; "both" has 4 GPUs (of no known NUMA node: the
+	 * cores go by lowest id) and 8 cores */
+	core_node(f, "n1", false);
+	fx_node(f, "g4", 4, "H100", "exclusive", NULL);
+	{
+		json_t *cores = json_array(), *devs = json_array(), *body;
+		char *text;
+		for (int j = 0; j < 8; j++)
+			json_array_append_new(cores, json_pack("{s:i, s:i}", "id", j, "numa", j / 4));
+		for (int j = 0; j < 4; j++) {
+			char did[16];
+			snprintf(did, sizeof(did), "GPU-%d", j);
+			json_array_append_new(devs, json_pack("{s:s, s:s, s:s, s:s, s:I, s:i, s:b}", "id",
+							      did, "vendor", "nvidia", "type", "gpu",
+							      "model", "H100", "memory_mib",
+							      (json_int_t)81920, "numa_node", -1,
+							      "healthy", 1));
+		}
+		body = json_pack("{s:{s:s, s:s, s:{s:I, s:I, s:o}, s:o}}", "node", "id", "both",
+				 "datacenter", "dc1", "resources", "cpu_milli", (json_int_t)16000,
+				 "memory_mib", (json_int_t)65536, "cores", cores, "devices", devs);
+		text = json_dumps(body, 0);
+		json_decref(fx_ok(f, "POST", "/v1/node/register", text));
+		free(text);
+		json_decref(body);
+	}
+	json_decref(fx_ok(f, "POST", "/v1/jobs",
+		"{\"job\": {\"id\": \"md\", \"type\": \"batch\", \"groups\": [{\"name\": \"g\","
+		" \"count\": 2, \"tasks\": [{\"name\": \"t\", \"driver\": \"raw_exec\", \"config\":"
+		" {\"command\": \"/bin/true\"}, \"resources\": {\"cores\": 3, \"memory\": 64,"
+		" \"devices\": [{\"name\": \"nvidia/gpu\"}, {\"name\": \"gpu\"}]}}]}]}}"));
+	fx_idle(f);
+	al = live_allocs(f, "default", "md");
+	assert_int_equal(json_array_size(al), 2);
+	json_array_foreach(al, i, c) {
+		json_t *ids = json_object_get(json_object_get(json_object_get(
+			json_object_get(c, "resources"), "tasks"), "t"), "cores"), *id;
+		assert_string_equal(fx_s(c, "node_id"), "both");
+		assert_int_equal(json_array_size(ids), 3);
+		json_array_foreach(ids, k, id) {
+			assert_false(held[json_integer_value(id)]);
+			held[json_integer_value(id)] = true;
+		}
+	}
+	json_decref(al);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -300,6 +359,7 @@ int main(void)
 		cmocka_unit_test(test_bad_node_cores_refused),
 		cmocka_unit_test(test_concurrent_never_share_a_core),
 		cmocka_unit_test(test_apply_refuses_core_taken_twice),
+		cmocka_unit_test(test_two_device_asks_two_instances),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
