@@ -149,6 +149,9 @@ int job_dispatch_cmd(int argc, char **argv);
 void job_status_parameterized(const char *cmd, const json_t *job);
 void job_run_periodic_note(const struct job *job);
 void job_status_periodic(const char *cmd, const json_t *job);
+/* herd job status: the Scaling section of a job with scaling blocks
+ * (cmd_job_scaling.c); prints nothing for other jobs. */
+void job_status_scaling(const char *cmd, const json_t *job, const char *ns);
 /* herd alloc stop | restart | signal (cmd_alloc_ops.c). */
 int alloc_stop_cmd(int argc, char **argv);
 int alloc_restart_cmd(int argc, char **argv);

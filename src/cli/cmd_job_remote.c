@@ -741,6 +741,7 @@ static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as
 		table_print(&t, stdout, "");
 		table_release(&t);
 		json_decref(sum);
+		job_status_scaling(cmd, r.body, js(r.body, "namespace"));
 		print_latest_deployment(cmd, id, ns);
 		printf("\nAllocations\n");
 		if (json_array_size(ra.body))

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "common/xalloc.h"
+#include "server/autoscale.h"
 #include "server/disconnect.h"
 #include "server/idle_gpu.h"
 #include "server/server-int.h"
@@ -60,6 +61,7 @@ void heartbeat_touch(struct server *srv, const char *id, const json_t *devices)
 	}
 	pthread_mutex_unlock(&srv->hb_lock);
 	idle_gpu_observe(srv, id, devices);
+	autoscale_observe(srv, id, devices);
 }
 
 void heartbeat_decorate(struct server *srv, json_t *node)

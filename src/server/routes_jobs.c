@@ -11,6 +11,7 @@
 #include "common/units.h"
 #include "common/xalloc.h"
 #include "server/acl.h"
+#include "server/autoscale.h"
 #include "server/depends.h"
 #include "server/server-int.h"
 #include "spec/spec.h"
@@ -535,6 +536,47 @@ static int get_job(struct http_request *req, struct http_response *resp, void *c
 	return 0;
 }
 
+/* GET /v1/job/:id/scale: each group's count, what of it runs, its scaling
+ * block and what the autoscaler knows (autoscale.h). */
+static int get_job_scale(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	struct store_filter f = { req_namespace(req), http_param(req, "id"), NULL };
+	json_t *job = NULL, *allocs = NULL, *groups = json_object(), *g, *al;
+	size_t i, k;
+	int rc = load_job(srv, req, resp, &job);
+
+	if (rc) {
+		json_decref(groups);
+		return rc > 0 ? 0 : rc;
+	}
+	if ((rc = store_list_shared(srv->store, STORE_ALLOC, &f, &allocs, NULL)) < 0) {
+		json_decref(groups);
+		json_decref(job);
+		return rc;
+	}
+	json_array_foreach(json_object_get(job, "groups"), i, g) {
+		const char *name = jstr(g, "name", "");
+		json_t *sc = json_object_get(g, "scaling");
+		json_t *st = autoscale_group_status(srv, f.ns, f.job_id, name);
+		int64_t running = 0;
+		json_array_foreach(allocs, k, al)
+			running += !strcmp(jstr(al, "task_group", ""), name) &&
+				   !strcmp(jstr(al, "desired_status", ""), "run") &&
+				   !strcmp(jstr(al, "client_status", ""), "running");
+		json_object_set_new(st, "count", json_integer(jint(g, "count", 0)));
+		json_object_set_new(st, "running", json_integer(running));
+		json_object_set(st, "scaling", sc ? sc : json_null());
+		json_object_set_new(groups, name, st);
+	}
+	http_reply(resp, 200, json_pack("{s:s, s:s, s:I, s:o}", "job_id", f.job_id, "namespace",
+					f.ns, "version", (json_int_t)jint(job, "version", 0),
+					"groups", groups));
+	json_decref(allocs);
+	json_decref(job);
+	return 0;
+}
+
 /* GET /v1/job/:id/{versions,allocations,evaluations}: lists of one job. */
 static int get_job_list(struct http_request *req, struct http_response *resp, void *ctx,
 			enum store_kind kind)
@@ -845,6 +887,15 @@ static int post_job_scale(struct http_request *req, struct http_response *resp, 
 	if (rc < 0)
 		server_log(srv, "error", "scale job: %s", err.msg);
 	return rc;
+}
+
+int job_scale_to(struct server *srv, const char *ns, const char *id, const char *group,
+		 int64_t count, const char *trigger, struct http_response *resp,
+		 struct herd_err *err)
+{
+	struct scale sc = { id, group, count };
+	struct registration rg = { ns, id, trigger, build_scale, &sc, NULL, NULL, NULL };
+	return register_job(srv, &(struct http_request){ 0 }, resp, &rg, err);
 }
 
 /* With the stop of job (no_shutdown_delay=true), in the same batch: its
@@ -1216,6 +1267,7 @@ int routes_jobs(struct server *srv, struct herd_err *err)
 		  ACL_NEED_NS_READ_OR_NODE_WRITE },
 		{ "GET", "/v1/job/:id/allocations", get_job_allocs, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },
 		{ "GET", "/v1/job/:id/evaluations", get_job_evals, 0, ACL_NEED_NS_READ },
+		{ "GET", "/v1/job/:id/scale", get_job_scale, 0, ACL_NEED_NS_READ },
 	};
 	return server_routes_add(srv, routes, sizeof(routes) / sizeof(routes[0]), err);
 }

@@ -20,6 +20,7 @@
 
 #include "common/xalloc.h"
 #include "server/acl.h"
+#include "server/autoscale.h"
 #include "server/idle_gpu.h"
 #include "server/metrics_text.h"
 #include "server/server-int.h"
@@ -365,6 +366,23 @@ static void add_idle_gpus(struct metrics *m, struct server *srv, const struct ht
 	json_decref(st);
 }
 
+/* The autoscaler's changes (autoscale.h; docs/jobspec.md, "scaling"). */
+static void add_autoscale(struct metrics *m, struct server *srv, const struct http_request *req)
+{
+	struct metrics_family *changes = metrics_family(m, "herd_autoscale_changes_total",
+		METRICS_COUNTER, "Counts the autoscaler changed, by namespace and direction (up, "
+		"down), since the server started.");
+	json_t *st = autoscale_stats(srv), *v, *n;
+	const char *ns, *dir;
+
+	json_object_foreach(st, ns, v)
+		json_object_foreach(v, dir, n)
+			if (ns_visible(req, ns))
+				metrics_add(changes, json_number_value(n), "direction", dir,
+					    "namespace", ns, NULL);
+	json_decref(st);
+}
+
 /* --- quotas and GPU time ------------------------------------------------- */
 
 static void add_quotas(struct metrics *m, const struct http_request *req, const json_t *quotas)
@@ -474,6 +492,7 @@ static int get_metrics(struct http_request *req, struct http_response *resp, voi
 	add_evals(m, srv, req);
 	add_reservations(m, srv, req);
 	add_idle_gpus(m, srv, req);
+	add_autoscale(m, srv, req);
 	add_quotas(m, req, sc.quotas);
 	add_gpu_seconds(m, srv, req, &sc);
 	add_server(m, &sc);

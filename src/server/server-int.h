@@ -573,6 +573,13 @@ int routes_deployments(struct server *srv, struct herd_err *err);
 int job_revert_to(struct server *srv, const char *ns, const char *id, int64_t version,
 		  int64_t enforce, const char *trigger, struct http_response *resp,
 		  struct herd_err *err);
+/* Changes the count of group (NULL: the job's only one) of job (ns, id) as
+ * POST /v1/job/:id/scale does, the evaluation triggered by trigger: a new
+ * version, within the group's scaling bounds.  0 with resp answered (200,
+ * or a refusal: resp's status and error say why), or -errno with err. */
+int job_scale_to(struct server *srv, const char *ns, const char *id, const char *group,
+		 int64_t count, const char *trigger, struct http_response *resp,
+		 struct herd_err *err);
 
 /* ---- placement: worker.c / plan_apply.c ------------------------------- */
 
@@ -864,6 +871,7 @@ struct server {
 	struct depends *deps;  /* depends.c's index of dependents */
 	struct idle_gpu *idle; /* idle_gpu.c's clocks of idle GPUs */
 	struct drainer *drainer; /* drain.c's rounds of draining nodes */
+	struct autoscale *autoscale; /* autoscale.c's samples and events */
 };
 
 void server_log(struct server *srv, const char *level, const char *fmt, ...)

@@ -11,6 +11,7 @@
 
 #include "common/xalloc.h"
 #include "server/acl.h"
+#include "server/autoscale.h"
 #include "server/depends.h"
 #include "server/drain.h"
 #include "server/idle_gpu.h"
@@ -132,6 +133,7 @@ static void server_free(struct server *srv)
 	heartbeat_stop(srv);
 	idle_gpu_stop(srv);
 	drain_stop(srv);
+	autoscale_stop(srv);
 	gc_stop(srv);
 	broker_release(&srv->broker);
 	depends_stop(srv);
@@ -289,6 +291,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 		rc = idle_gpu_start(srv, err);
 	if (!rc)
 		rc = drain_start(srv, err);
+	if (!rc)
+		rc = autoscale_start(srv, err);
 	if (!rc)
 		rc = periodic_start(srv, err);
 	if (rc < 0)

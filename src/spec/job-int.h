@@ -155,6 +155,12 @@ int job_disconnect_validate(struct job *job, struct job_path *path,
  * errors added. */
 int job_idle_gpu_validate(struct job *job, struct job_path *path,
 			  const struct job_failed *failed, struct diag_list *diags);
+/* job_scaling.c: checks every group's scaling block (max required, count
+ * within min..max, a gpu_utilization policy only on a service) and fills
+ * its defaults; messages under path.  Returns the number of errors
+ * added. */
+int job_scaling_validate(struct job *job, bool batch, struct job_path *path,
+			 const struct job_failed *failed, struct diag_list *diags);
 
 /* job_migrate.c: checks the migrate blocks of job and its groups, fills
  * their defaults and merges the job's into each group's (a batch job's

@@ -332,6 +332,29 @@ struct job_idle_gpu {
 	char *action;              /* warn (default) | stop */
 };
 
+/* scaling { min max enabled policy { gpu_utilization window cooldown
+ * tolerance } } of a group (docs/jobspec.md, "scaling"): the bounds of the
+ * group's count (the scale API keeps to them) and, with a policy's
+ * gpu_utilization, herd's own autoscaler of a service group on the GPU
+ * utilization of its allocations (src/server/autoscale.c).  Validation
+ * fills every default. */
+struct job_scaling_policy {
+	struct hcl_pos pos;
+	int64_t gpu_utilization; /* target percent, 1..100; JOB_UNSET: no herd policy
+				  * (a policy for Nomad's external autoscaler) */
+	int64_t window;          /* ns the utilization is averaged over; 5s..1h, default 1m */
+	int64_t cooldown;        /* ns after a change of the count; 0..1d, default 5m */
+	int64_t tolerance;       /* percent of the target inside which nothing moves;
+				  * 0..90, default 10 */
+};
+struct job_scaling {
+	struct hcl_pos pos;
+	int64_t min;  /* default: the group's count */
+	int64_t max;  /* required */
+	bool enabled; /* default true: false stops the autoscaler, not the bounds */
+	struct job_scaling_policy *policy; /* NULL: none */
+};
+
 /* ephemeral_disk { size sticky migrate } of a group (docs/jobspec.md,
  * "ephemeral_disk"): the allocation directory's data (alloc/data and each
  * task's local/) follows a replacement of the allocation.  Validation
@@ -380,6 +403,7 @@ struct job_group {
 	size_t nservices;
 	struct job_disconnect *disconnect; /* NULL: none (see struct job_disconnect) */
 	struct job_idle_gpu *idle_gpu;     /* NULL: none (see struct job_idle_gpu) */
+	struct job_scaling *scaling;       /* NULL: none (see struct job_scaling) */
 	struct job_ephemeral_disk *ephemeral_disk; /* NULL: none */
 	struct job_migrate *migrate;       /* NULL: the defaults (see struct job_migrate) */
 	/* an allocation lost with its node is not replaced (it stays lost) */

@@ -73,6 +73,11 @@ static const struct block_rule rules_task[] = {
 	RULE_END,
 };
 
+static const struct block_rule rules_scaling[] = {
+	{ "policy", "policy", false, NULL, rules_none },
+	RULE_END,
+};
+
 static const struct block_rule rules_group[] = {
 	CONSTRAINT_RULES,
 	SPREAD_RULE,
@@ -85,6 +90,7 @@ static const struct block_rule rules_group[] = {
 	{ "service", "services", true, NULL, rules_service },
 	{ "disconnect", "disconnect", false, NULL, rules_none },
 	{ "idle_gpu", "idle_gpu", false, NULL, rules_none },
+	{ "scaling", "scaling", false, NULL, rules_scaling },
 	{ "ephemeral_disk", "ephemeral_disk", false, NULL, rules_none },
 	{ "migrate", "migrate", false, NULL, rules_none },
 	RULE_END,

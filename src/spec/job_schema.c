@@ -631,6 +631,46 @@ static const struct schema idle_gpu_schema = {
 	"idle_gpu", sizeof(struct job_idle_gpu), init_idle_gpu, idle_gpu_fields, NULL,
 };
 
+static void init_scaling_policy(void *obj)
+{
+	struct job_scaling_policy *p = obj;
+	p->gpu_utilization = p->window = p->cooldown = p->tolerance = JOB_UNSET;
+}
+
+/* What Nomad's external autoscaler reads in a policy: accepted, not used */
+static const char *const scaling_policy_ignored[] = {
+	"check", "target", "evaluation_interval", "on_check_error", NULL,
+};
+static const struct field scaling_policy_fields[] = {
+	INT("gpu_utilization", F_INT, struct job_scaling_policy, gpu_utilization, 1, 100),
+	INT("window", F_DURATION, struct job_scaling_policy, window, 5000000000LL, 3600000000000LL),
+	INT("cooldown", F_DURATION, struct job_scaling_policy, cooldown, 0, 86400000000000LL),
+	INT("tolerance", F_INT, struct job_scaling_policy, tolerance, 0, 90),
+	END,
+};
+static const struct schema scaling_policy_schema = {
+	"policy", sizeof(struct job_scaling_policy), init_scaling_policy, scaling_policy_fields,
+	scaling_policy_ignored,
+};
+
+static void init_scaling(void *obj)
+{
+	struct job_scaling *sc = obj;
+	sc->min = sc->max = JOB_UNSET;
+	sc->enabled = true;
+}
+
+static const struct field scaling_fields[] = {
+	INT("min", F_INT, struct job_scaling, min, 0, 100000),
+	INT("max", F_INT, struct job_scaling, max, 0, 100000),
+	FIELD("enabled", F_BOOL, struct job_scaling, enabled),
+	OPTIONAL_OBJ("policy", struct job_scaling, policy, scaling_policy_schema),
+	END,
+};
+static const struct schema scaling_schema = {
+	"scaling", sizeof(struct job_scaling), init_scaling, scaling_fields, NULL,
+};
+
 static void init_ephemeral_disk(void *obj)
 {
 	((struct job_ephemeral_disk *)obj)->size = JOB_UNSET;
@@ -659,7 +699,7 @@ static void init_group(void *obj)
 }
 
 static const char *const group_ignored[] = {
-	"scaling", "consul", "vault", NULL,
+	"consul", "vault", NULL,
 };
 /* Nomad's older spellings (validation moves them into disconnect) */
 #define LEGACY_DURATION(k, member) \
@@ -685,6 +725,7 @@ static const struct field group_fields[] = {
 	ARR("services", struct job_group, services, nservices, service_schema, JOB_MAX_SERVICES),
 	OPTIONAL_OBJ("disconnect", struct job_group, disconnect, disconnect_schema),
 	OPTIONAL_OBJ("idle_gpu", struct job_group, idle_gpu, idle_gpu_schema),
+	OPTIONAL_OBJ("scaling", struct job_group, scaling, scaling_schema),
 	OPTIONAL_OBJ("ephemeral_disk", struct job_group, ephemeral_disk, ephemeral_disk_schema),
 	NEW_BOOL("prevent_reschedule_on_lost", struct job_group, prevent_reschedule_on_lost),
 	OPTIONAL_OBJ("migrate", struct job_group, migrate, migrate_schema),

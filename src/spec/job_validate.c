@@ -929,6 +929,7 @@ int job_validate_decoded(struct job *job, const struct job_failed *failed_fields
 	v.errors += job_migrate_validate(job, v.batch, &v.path, v.failed, diags);
 	v.errors += job_disconnect_validate(job, &v.path, v.failed, diags);
 	v.errors += job_idle_gpu_validate(job, &v.path, v.failed, diags);
+	v.errors += job_scaling_validate(job, v.batch, &v.path, v.failed, diags);
 	job_ephemeral_disk_fill(job, v.failed);
 	job_path_release(&v.path);
 	return v.errors;
