@@ -161,6 +161,11 @@ def test_force_stops_everything_at_once(two, tmp_path):
         assert got['desired_transition']['migrate'] is True, got
     assert node(port, ids['a'])['drain_strategy']['deadline'] == 0
     wait_for(lambda: drain_done(port, ids['a']), 60, 'the drain to complete')
+    # not paced by migrate { max_parallel = 1 }: the three replacements of the
+    # service were placed by one plan
+    web = {a['id'] for a in before if a['job_id'] == 'web'}
+    repl = [a for a in job_allocs(port, 'web') if a.get('previous_allocation') in web]
+    assert len(repl) == 3 and len({a['create_index'] for a in repl}) == 1, repl
 
 
 def test_no_deadline_waits_for_batch(two, tmp_path):
