@@ -173,12 +173,15 @@ static void test_bad_node_cores_refused(void **state)
 	struct fx *f = fx_new();
 	long st = 0;
 	json_t *r;
+	char *text;
 	(void)state;
 	r = fx_call(f, "POST", "/v1/node/register",
 		    "{\"node\": {\"id\": \"d\", \"resources\": {\"cpu_milli\": 1000, \"memory_mib\": 1000,"
 		    " \"cores\": [{\"id\": 1, \"numa\": 0}, {\"id\": 1, \"numa\": 0}]}}}", &st);
 	assert_int_equal(st, 400);
-	assert_non_null(strstr(json_dumps(r, 0), "core 1 listed twice"));
+	text = json_dumps(r, 0);
+	assert_non_null(strstr(text, "core 1 listed twice"));
+	free(text);
 	json_decref(r);
 	r = fx_call(f, "POST", "/v1/node/register",
 		    "{\"node\": {\"id\": \"d\", \"resources\": {\"cores\": [{\"id\": -2}]}}}", &st);
