@@ -8,14 +8,16 @@ a job with `cores = 2  numa { affinity = "require" devices = ["nvidia/gpu"] }`
 then gets GPU 1 and two cores of NUMA 1 (not the lowest-indexed GPU 0,
 whose NUMA node has too few), and a second such job cannot get those
 cores: `herd job plan` says why, per NUMA node.  `herd alloc status` and
-`herd node status -verbose` show the cores.
+`herd node status -verbose` show the cores.  A server killed with -9 and
+started again still knows which cores are held: a job submitted after the
+restart gets other cores.
 
 Tasks wait for a gate file the test creates; every wait polls with a
 generous deadline."""
 import json
 
-from test_control_plane import GPUS, agents, api, cli, job_allocs, start_dev, wait_for  # noqa: F401
-from test_control_plane import write_job
+from test_control_plane import GPUS, Agent, agents, api, cli, job_allocs, start_dev  # noqa: F401
+from test_control_plane import server_config, start_client, wait_for, write_job
 
 
 def topology(tmp_path):
@@ -118,3 +120,35 @@ def test_cores_on_the_gpu_numa_node(agents, tmp_path):  # noqa: F811
     b = wait_for(lambda: [a for a in job_allocs(dev.port, 'gpu2')
                           if a['desired_status'] == 'run'], 60, 'gpu2 to be placed')[0]
     assert all(offered[c] == gpu_numa[b['resources']['devices'][0]['id']] for c in cores_of(b))
+
+
+def test_held_cores_survive_a_server_kill9(agents, tmp_path):  # noqa: F811
+    (tmp_path / 'gate').mkdir()
+    gate = tmp_path / 'gate' / 'end'
+    srv = Agent(tmp_path, 'server', ['-config', server_config(tmp_path),
+                                     '-http-port', '0']).start()
+    agents.append(srv)
+    port = srv.port
+    start_client(agents, tmp_path, 'c1', port, topology(tmp_path))
+    wait_for(lambda: [n for n in api(port, '/v1/nodes') if n['status'] == 'ready'], 15,
+             'the client to be ready')
+    r = cli(port, 'job', 'run', '-detach', job(tmp_path, 'first', GPU_NUMA, gate))
+    assert r.returncode == 0, r.stdout + r.stderr
+    first = wait_for(lambda: [a for a in job_allocs(port, 'first')
+                              if a['client_status'] == 'running'], 30, 'first to run')[0]
+    held = set(cores_of(first))
+    assert len(held) == 2
+
+    srv.kill9()
+    again = Agent(tmp_path, 'server', ['-config', server_config(tmp_path), '-http-port',
+                                       str(port)], port=port).start()
+    agents.append(again)
+    wait_for(lambda: [n for n in api(port, '/v1/nodes') if n['status'] == 'ready'], 30,
+             'the client to reconnect')
+    assert cores_of(api(port, f"/v1/allocation/{first['id']}")) == cores_of(first)
+    r = cli(port, 'job', 'run', '-detach',
+            job(tmp_path, 'second', 'cores = 2\n        numa { affinity = "require" }', gate))
+    assert r.returncode == 0, r.stdout + r.stderr
+    second = wait_for(lambda: [a for a in job_allocs(port, 'second')
+                               if a['client_status'] == 'running'], 30, 'second to run')[0]
+    assert not held & set(cores_of(second)), (cores_of(first), cores_of(second))
