@@ -269,10 +269,12 @@ static int follow_rollout(const char *cmd, const char *eval_id, const struct job
 
 int job_run_cmd(int argc, char **argv)
 {
-	bool detach = false, as_json = false;
+	bool detach = false, as_json = false, preserve_counts = false;
 	const char *ns_flag = NULL;
 	const struct flag flags[] = {
 		{ "detach", FLAG_BOOL, &detach, "return once the job is submitted" },
+		{ "preserve-counts", FLAG_BOOL, &preserve_counts, "keep the counts the running job's "
+		  "groups have now (herd job scale, the autoscaler) instead of the file's" },
 		{ "json", FLAG_BOOL, &as_json, "print the server's answer as JSON (implies -detach)" },
 		{ "namespace", FLAG_STRING, &ns_flag, CLI_NAMESPACE_HELP "; a namespace the file "
 		  "names wins" },
@@ -313,6 +315,8 @@ int job_run_cmd(int argc, char **argv)
 	}
 	rc = 1;
 	body = wrap_job(job);
+	if (preserve_counts)
+		json_object_set_new(body, "preserve_counts", json_true());
 	path = api_ns_path("/v1/jobs", job->namespace);
 	n = api_call(argv[0], "POST", path, body, &r);
 	free(path);

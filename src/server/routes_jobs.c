@@ -237,12 +237,33 @@ static int register_job(struct server *srv, struct http_request *req, struct htt
 	return http_error(resp, 409, "conflict", "job %s kept changing; try again", rg->id);
 }
 
-/* POST /v1/jobs: the job of the body, whatever is stored. */
+static json_t *canon_revalidated(const json_t *canon, struct http_response *resp);
+
+/* POST /v1/jobs: the job of the body, whatever is stored; with
+ * preserve_counts, each group the stored job has too keeps its count there
+ * (what `herd job scale` or the autoscaler set), checked again against the
+ * new file's bounds. */
+struct submitted {
+	const json_t *canon;
+	bool preserve_counts;
+};
+
 static json_t *build_submitted(const json_t *old, void *arg, struct http_response *resp)
 {
-	(void)old;
-	(void)resp;
-	return json_incref(arg);
+	const struct submitted *sub = arg;
+	json_t *canon, *g, *og, *out;
+	size_t i, k;
+
+	if (!sub->preserve_counts || !old)
+		return json_incref((json_t *)sub->canon);
+	canon = json_deep_copy(sub->canon);
+	json_array_foreach(json_object_get(canon, "groups"), i, g)
+		json_array_foreach(json_object_get(old, "groups"), k, og)
+			if (!strcmp(jstr(g, "name", ""), jstr(og, "name", "")))
+				json_object_set(g, "count", json_object_get(og, "count"));
+	out = canon_revalidated(canon, resp);
+	json_decref(canon);
+	return out;
 }
 
 static int post_jobs(struct http_request *req, struct http_response *resp, void *ctx)
@@ -262,9 +283,15 @@ static int post_jobs(struct http_request *req, struct http_response *resp, void 
 		acl_deny(resp);
 		goto out;
 	}
+	const json_t *pc = json_object_get(req->body, "preserve_counts");
+	if (pc && !json_is_boolean(pc)) {
+		http_error(resp, 400, "invalid_argument", "preserve_counts must be true or false");
+		goto out;
+	}
 	canon = job_to_json_sorted(job);
+	struct submitted sub = { canon, json_is_true(pc) };
 	struct registration rg = { job->namespace, job->id, "job-register", build_submitted,
-				   canon, &dl, NULL, NULL };
+				   &sub, &dl, NULL, NULL };
 	rc = register_job(srv, req, resp, &rg, &err);
 out:
 	if (rc < 0)

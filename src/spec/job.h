@@ -340,8 +340,8 @@ struct job_idle_gpu {
  * fills every default. */
 struct job_scaling_policy {
 	struct hcl_pos pos;
-	int64_t gpu_utilization; /* target percent, 1..100; JOB_UNSET: no herd policy
-				  * (a policy for Nomad's external autoscaler) */
+	int64_t gpu_utilization; /* target percent, 1..100; 0 (the default): no herd
+				  * policy (one for Nomad's external autoscaler) */
 	int64_t window;          /* ns the utilization is averaged over; 5s..1h, default 1m */
 	int64_t cooldown;        /* ns after a change of the count; 0..1d, default 5m */
 	int64_t tolerance;       /* percent of the target inside which nothing moves;

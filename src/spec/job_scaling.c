@@ -54,7 +54,7 @@ static int check_scaling(const struct job_group *g, struct job_scaling *sc, bool
 	}
 	if (!p || job_failed_has(failed, p))
 		return errors;
-	if (p->gpu_utilization != JOB_UNSET && batch) {
+	if (p->gpu_utilization > 0 && batch) {
 		size_t old = job_path_push_key(path, "policy");
 		scaling_fail(diags, path, p->pos, "%s",
 			     "a scaling policy's gpu_utilization follows the load of a service; "

@@ -642,7 +642,8 @@ static const char *const scaling_policy_ignored[] = {
 	"check", "target", "evaluation_interval", "on_check_error", NULL,
 };
 static const struct field scaling_policy_fields[] = {
-	INT("gpu_utilization", F_INT, struct job_scaling_policy, gpu_utilization, 1, 100),
+	/* 0 (what validation leaves when it is absent): no herd policy */
+	INT("gpu_utilization", F_INT, struct job_scaling_policy, gpu_utilization, 0, 100),
 	INT("window", F_DURATION, struct job_scaling_policy, window, 5000000000LL, 3600000000000LL),
 	INT("cooldown", F_DURATION, struct job_scaling_policy, cooldown, 0, 86400000000000LL),
 	INT("tolerance", F_INT, struct job_scaling_policy, tolerance, 0, 90),

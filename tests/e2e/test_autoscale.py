@@ -118,3 +118,36 @@ def test_autoscaler_follows_gpu_utilization(agents, tmp_path):  # noqa: F811
     assert status == 200
     got = {lab['direction']: v for lab, v in samples(parse(text), 'herd_autoscale_changes_total')}
     assert got == {'up': 2.0, 'down': 1.0}, got
+
+
+def test_run_preserve_counts(agents, tmp_path):  # noqa: F811
+    """herd job run -preserve-counts keeps the counts a scale set; a plain
+    run sets the file's; the kept count must fit the new file's bounds."""
+    a, sim, doc = start(agents, tmp_path)
+    text = job('web', False).replace('gpu_utilization = 50', 'tolerance = 5')
+    f = write_job(tmp_path, 'web', text)
+    assert cli(a.port, 'job', 'run', '-detach', f).returncode == 0
+    r = cli(a.port, 'job', 'scale', 'web', '3')
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_for(lambda: running(a, 'web') == 3, 60, 'web at 3')
+
+    # the same file with its counts preserved: the job as it is, no version
+    r = cli(a.port, 'job', 'run', '-detach', '-preserve-counts', f)
+    assert r.returncode == 0 and 'unchanged' in r.stdout, r.stdout + r.stderr
+    assert len(api(a.port, '/v1/job/web/versions')) == 2
+    # a changed file: a new version, still 3
+    f2 = write_job(tmp_path, 'web2', text.replace('sleep 600', 'sleep 601'))
+    r = cli(a.port, 'job', 'run', '-detach', '-preserve-counts', f2)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert api(a.port, '/v1/job/web')['groups'][0]['count'] == 3
+    assert len(api(a.port, '/v1/job/web/versions')) == 3
+    # a kept count outside the new file's bounds: refused, nothing stored
+    f3 = write_job(tmp_path, 'web3', text.replace('max = 3', 'max = 2'))
+    r = cli(a.port, 'job', 'run', '-detach', '-preserve-counts', f3)
+    assert r.returncode != 0 and "outside scaling's bounds" in r.stderr, r.stdout + r.stderr
+    assert len(api(a.port, '/v1/job/web/versions')) == 3
+    # without the flag: the file's count
+    r = cli(a.port, 'job', 'run', '-detach', f2)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert api(a.port, '/v1/job/web')['groups'][0]['count'] == 1
+    wait_for(lambda: running(a, 'web') == 1, 60, 'web back at 1')

@@ -60,6 +60,14 @@ static void test_none_and_defaults(void **state)
 			    "W 0:0 groups[0].scaling.policy.check: not supported by herd; ignored\n");
 	assert_int_equal(job->groups[0].scaling->policy->gpu_utilization, 0);
 	assert_int_equal(job->groups[0].scaling->policy->cooldown, 60 * SEC);
+	/* its canonical form decodes again as it is (the server decodes what
+	 * the CLI sends) */
+	free(canonical_round_trip(job));
+	job_free(job);
+	/* a batch job may have bounds, and a policy without a target */
+	job = decode_expect("{\"id\":\"s\",\"type\":\"batch\",\"groups\":[{\"name\":\"g\","
+			    "\"scaling\":{\"max\":4,\"policy\":{\"cooldown\":\"1m\"}},\"tasks\":["
+			    MIN_TASK "]}]}", "");
 	job_free(job);
 }
 
@@ -77,9 +85,9 @@ static void test_errors(void **state)
 	decode_expect(GROUP_WITH("\"count\":0,\"scaling\":{\"min\":1,\"max\":4}"),
 		      "E 0:0 groups[0].scaling: count 0 is outside scaling's bounds, min 1 and max "
 		      "4\n");
-	decode_expect(GROUP_WITH("\"scaling\":{\"max\":4,\"policy\":{\"gpu_utilization\":0}}"),
-		      "E 0:0 groups[0].scaling.policy.gpu_utilization: must be between 1 and 100, "
-		      "got 0\n");
+	decode_expect(GROUP_WITH("\"scaling\":{\"max\":4,\"policy\":{\"gpu_utilization\":101}}"),
+		      "E 0:0 groups[0].scaling.policy.gpu_utilization: must be between 0 and 100, "
+		      "got 101\n");
 	decode_expect(GROUP_WITH("\"scaling\":{\"max\":4,\"policy\":{\"gpu_utilization\":50,"
 				 "\"window\":\"1s\"}}"),
 		      "E 0:0 groups[0].scaling.policy.window: must be between 5s and 1h, got "
