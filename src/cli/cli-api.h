@@ -122,6 +122,10 @@ json_t *api_follow_eval(const char *cmd, const char *eval_id);
  * allocation failed.  In cmd_job_remote.c. */
 int job_follow(const char *cmd, const char *eval_id, const char *job_id, const char *ns,
 	       bool batch, int64_t want);
+/* job_follow's want for a system or sysbatch job: one allocation per node,
+ * as many as the job has of its current version (those of an older
+ * version that ended, lost with their node, are history). */
+#define JOB_FOLLOW_PER_NODE (-1)
 /* herd job history | revert | scale (cmd_job_versions.c). */
 int job_history_cmd(int argc, char **argv);
 /* cmd_deployment.c: prints deployment d under title (job status's "Latest

@@ -12,6 +12,7 @@
 #include "common/base64.h"
 #include "common/strbuf.h"
 #include "common/xalloc.h"
+#include "spec/job_system.h"
 
 /* The server refuses more (16 KiB decoded); cli_read_file reads one byte
  * past it, so that the server's answer, not a truncation here, says so. */
@@ -145,7 +146,9 @@ int job_dispatch_cmd(int argc, char **argv)
 		free(path);
 		if (rc == 0) {
 			child = rj.body;
-			rc = job_follow(argv[0], eval_id, child_id, ns, true, job_total_count(child));
+			rc = job_follow(argv[0], eval_id, child_id, ns, true,
+					job_type_is_system(js(child, "type")) ? JOB_FOLLOW_PER_NODE
+									      : job_total_count(child));
 			httpc_response_release(&rj);
 		}
 	}

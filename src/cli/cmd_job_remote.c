@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "common/strbuf.h"
 #include "common/xalloc.h"
+#include "spec/job_system.h"
 #include "spec/spec.h"
 
 /* How long `job run` waits for a batch job that is running to complete
@@ -52,6 +53,8 @@ static json_t *wrap_job(const struct job *job)
 static int64_t total_count(const struct job *job)
 {
 	int64_t n = 0;
+	if (job_type_is_system(job->type))
+		return JOB_FOLLOW_PER_NODE;
 	for (size_t g = 0; g < job->ngroups; g++)
 		n += job->groups[g].count;
 	return n;
@@ -142,16 +145,52 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The version of job (ns, job_id) as stored now, or -1 after printing why. */
+static int64_t job_version_now(const char *cmd, const char *job_id, const char *ns)
+{
+	char *path = api_job_path(job_id, "", ns);
+	struct httpc_response r;
+	int64_t v = -1;
+	if (api_call(cmd, "GET", path, NULL, &r) == 0) {
+		v = ji(r.body, "version");
+		httpc_response_release(&r);
+	}
+	free(path);
+	return v;
+}
+
+/* Whether a system job's allocation a (desired run) holds a node to wait
+ * for: of the job's version, or still live (an older one its node's new
+ * one replaces); one more in *want.  An older one that ended (lost with
+ * its node) does not. */
+static bool per_node_counts(const json_t *a, int64_t version, int64_t *want)
+{
+	const char *st = js(a, "client_status");
+	bool live = !strcmp(st, "pending") || !strcmp(st, "running");
+	if (ji(a, "job_version") != version && !live)
+		return false;
+	(*want)++;
+	return true;
+}
+
 /* Follows the job's allocations until `want` of them run (or completed, for
- * batch).  Prints each allocation's change of client status once. */
+ * batch); JOB_FOLLOW_PER_NODE: until each of the job's version does.
+ * Prints each allocation's change of client status once. */
 static int follow_allocs(const char *cmd, const char *job_id, const char *ns, bool batch,
 			 int64_t want)
 {
 	char *path = api_job_path(job_id, "/allocations", ns);
 	uint64_t index = 0;
 	json_t *seen = json_object();   /* alloc id -> last printed status */
-	int64_t running_since = -1;
+	int64_t running_since = -1, version = -1;
+	bool per_node = want == JOB_FOLLOW_PER_NODE;
 	int rc = 1;
+
+	if (per_node && (version = job_version_now(cmd, job_id, ns)) < 0) {
+		json_decref(seen);
+		free(path);
+		return 1;
+	}
 
 	for (;;) {
 		struct httpc_response r;
@@ -171,10 +210,14 @@ static int follow_allocs(const char *cmd, const char *job_id, const char *ns, bo
 		if (api_get_blocking(cmd, path, index, wait, &r) < 0)
 			break;
 		index = r.index;
+		if (per_node)
+			want = 0; /* counted below: the job's allocations of its version */
 		json_array_foreach(r.body, i, a) {
 			const char *id = js(a, "id"), *st = js(a, "client_status");
 			char sid[16];
 			if (strcmp(js(a, "desired_status"), "run"))
+				continue;
+			if (per_node && !per_node_counts(a, version, &want))
 				continue;
 			if (strcmp(js(json_object_get(seen, id), "s") , st)) {
 				json_t *rec = json_pack("{s:s}", "s", st);
@@ -196,6 +239,8 @@ static int follow_allocs(const char *cmd, const char *job_id, const char *ns, bo
 					print_alloc_events(a);
 				json_object_set_new(seen, id, rec);
 			}
+			if (per_node && ji(a, "job_version") != version)
+				continue; /* an older one, still to be replaced */
 			running += !strcmp(st, "running");
 			complete += !strcmp(st, "complete");
 			failed += !strcmp(st, "failed") || !strcmp(st, "lost");
@@ -205,6 +250,14 @@ static int follow_allocs(const char *cmd, const char *job_id, const char *ns, bo
 		if (failed) {
 			fprintf(stderr, "%s: %lld allocation%s of job \"%s\" failed (herd alloc status ID)\n",
 				cmd, (long long)failed, failed == 1 ? "" : "s", job_id);
+			break;
+		}
+		if (per_node && want == 0) {
+			/* the evaluation placed what it could and failed nothing:
+			 * no node is the job's now; one that joins will be */
+			printf("==> job \"%s\": no eligible node (ready, eligible, matching the "
+			       "job) right now\n", job_id);
+			rc = 0;
 			break;
 		}
 		if (complete + running < want)
@@ -362,7 +415,7 @@ int job_run_cmd(int argc, char **argv)
 		return 0;
 	}
 	fflush(stdout);
-	if (job_rolls(job)) {
+	if (job_rolls(job) && !job_type_is_system(job->type)) {
 		/* a rolling update: followed until its deployment ends */
 		rc = follow_rollout(argv[0], eval_id, job);
 		if (rc != 2) {
@@ -371,8 +424,8 @@ int job_run_cmd(int argc, char **argv)
 			return rc;
 		}
 	}
-	rc = job_follow(argv[0], eval_id, job->id, job->namespace, !strcmp(job->type, "batch"),
-			total_count(job));
+	rc = job_follow(argv[0], eval_id, job->id, job->namespace,
+			!strcmp(job->type, "batch") || !strcmp(job->type, "sysbatch"), total_count(job));
 	httpc_response_release(&r);
 	job_free(job);
 	return rc;

@@ -12,6 +12,7 @@
 #include "common/strbuf.h"
 #include "common/units.h"
 #include "common/xalloc.h"
+#include "spec/job_system.h"
 
 /* ---- diff of two canonical jobs --------------------------------------- */
 
@@ -264,7 +265,9 @@ static int follow_change(const char *cmd, const json_t *answer, const char *id, 
 		return 0;
 	}
 	fflush(stdout);
-	rc = job_follow(cmd, eval_id, id, ns, !strcmp(js(job, "type"), "batch"), total_count(job));
+	rc = job_follow(cmd, eval_id, id, ns,
+			!strcmp(js(job, "type"), "batch") || !strcmp(js(job, "type"), "sysbatch"),
+			job_type_is_system(js(job, "type")) ? JOB_FOLLOW_PER_NODE : total_count(job));
 	json_decref(job);
 	return rc;
 }

@@ -21,6 +21,22 @@ json_t *eval_new(const char *ns, const char *job_id, const char *trigger, const 
 			 "triggered_by", trigger, "wait_until", (json_int_t)0);
 }
 
+/* Whether a sysbatch job ran on its nodes: it has allocations to run and
+ * none of them is pending or running. */
+static bool job_sysbatch_done(const json_t *allocs)
+{
+	size_t i, n = 0;
+	json_t *x;
+	json_array_foreach(allocs, i, x) {
+		if (strcmp(jstr(x, "desired_status", "run"), "run"))
+			continue;
+		if (alloc_takes_capacity(x))
+			return false;
+		n++;
+	}
+	return n > 0;
+}
+
 /* dead: stopped, or a batch job whose every instance completed;
  * running: some allocation runs; pending: otherwise. */
 const char *job_status(const json_t *job, const json_t *allocs)
@@ -48,6 +64,9 @@ const char *job_status(const json_t *job, const json_t *allocs)
 			complete++;
 	}
 	if (batch && want > 0 && complete >= want)
+		return "dead";
+	/* sysbatch: one per node, as many as nodes: dead once none is live */
+	if (!strcmp(jstr(job, "type", ""), "sysbatch") && job_sysbatch_done(allocs))
 		return "dead";
 	return running ? "running" : "pending";
 }

@@ -13,6 +13,7 @@
 #include "server/reservation.h"
 #include "server/server-int.h"
 #include "server/teams.h"
+#include "spec/job_system.h"
 
 void plan_init(struct plan *p)
 {
@@ -430,7 +431,8 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 	 * each.  Otherwise one snapshot serves every instance, and the next
 	 * group or evaluation planned against this view (a batch) when
 	 * nothing else changed the view's usage meanwhile. */
-	rebuild_each = rebuild_each || ask.distinct_hosts || ask.ndprops > 0;
+	rebuild_each = rebuild_each || ask.distinct_hosts || ask.ndprops > 0 ||
+		       (n && needs[0].node_id); /* a system job's: one node each */
 	spread_counts_init(&ask, v, live, p->allocs);
 	if (g->gang)
 		gang_mark(&gm, p, live);
@@ -449,7 +451,8 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 
 		if (rebuild_each) {
 			sched_snapshot_free(snap);
-			snap = snapshot_build(v, &ask, live, map, &err);
+			snap = needs[i].node_id ? system_snapshot(v, &ask, live, map, needs[i].node_id, &err)
+						: snapshot_build(v, &ask, live, map, &err);
 		}
 		/* Quota first, with the least the ask can take (a MIG slice is
 		 * 1/7 of a GPU); the placement's own devices are checked below. */
@@ -471,6 +474,9 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 		ask.req.prefer_node = g->ephemeral_disk && g->ephemeral_disk->sticky &&
 				      needs[i].previous ? jstr(needs[i].previous, "node_id", NULL) : NULL;
 		rc = group_ask_place(snap, &ask, &opt, &pl, &why, &err);
+		/* a node a system job does not match is not the job's: no failure */
+		if (rc == -ENOSPC && needs[i].node_id && system_ineligible(&why))
+			continue;
 		/* a gang does not preempt (docs/teams.md): the minimal set is
 		 * found per instance, and stopping others' work for part of a
 		 * gang that may not fit as a whole frees GPUs for nothing */
@@ -488,6 +494,11 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 				add_failure(p, g->name, NULL, NULL, "waiting for preempted allocations to stop");
 				continue;
 			}
+		}
+		if (rc < 0 && needs[i].node_id) { /* a system job's: said per node */
+			system_note_failure(p->failed, v, g->name, needs[i].node_id, &why, &ask.req,
+					    rc == -ENOSPC ? NULL : err.msg);
+			continue;
 		}
 		if (rc < 0) {
 			/* "0 nodes evaluated" helps nobody: say why there were none */
@@ -722,7 +733,11 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 		    (quota_holds_first(p, model, &r) ||
 		     gang_quota_holds(srv, v, job, model, &r, live, p, now))) {
 			goto out; /* the worker takes it out of the queue */
-		} else if (eval_id[0] && p->needs_gpus) {
+		} else if (eval_id[0] && p->needs_gpus && !job_type_is_system(model->type)) {
+			/* a system job does not enter the queue: what it fails
+			 * to place is one node's, not the cluster's, and it must
+			 * not hold up jobs of its shape that fit elsewhere
+			 * (docs/jobspec.md, "System jobs") */
 			char *ahead = NULL, *shape = ask_shape(job, model, &r);
 			bool mine = fair_queue_admit(srv, ns, jstr(job, "id", ""), jint(job, "priority", 50),
 						     jint(job, "submit_time", 0), false,
@@ -750,7 +765,7 @@ int plan_compute(struct server *srv, struct sched_view *v, const json_t *job,
 	/* it tried in its turn and did not fit: it may have waited long
 	 * enough for GPUs to be reserved for it */
 	if (p->needs_gpus && eval_id[0] && json_object_size(p->failed) && !p->reserve &&
-	    !p->quota_held)
+	    !p->quota_held && !job_type_is_system(model->type))
 		resv_consider(srv, v, job, model, r.place[0].group, live, p->create > 0, now);
 out:
 	json_decref(live);

@@ -47,6 +47,7 @@
 #include "server/disconnect.h"
 #include "server/drain.h"
 #include "server/server-int.h"
+#include "spec/job_system.h"
 
 void reconcile_result_release(struct reconcile_result *r)
 {
@@ -56,8 +57,10 @@ void reconcile_result_release(struct reconcile_result *r)
 	json_decref(r->updates);
 	json_decref(r->versions);
 	free(r->deployment_id);
-	for (size_t i = 0; i < r->nplace; i++)
+	for (size_t i = 0; i < r->nplace; i++) {
 		json_decref(r->place[i].previous);
+		free(r->place[i].node_id);
+	}
 	free(r->place);
 	memset(r, 0, sizeof(*r));
 }
@@ -117,6 +120,7 @@ static void add_place(struct reconcile_result *r, int group, int slot, const jso
 	r->place[r->nplace].slot = slot;
 	r->place[r->nplace].previous = previous ? json_incref((json_t *)previous) : NULL;
 	r->place[r->nplace].canary = false;
+	r->place[r->nplace].node_id = NULL;
 	r->place[r->nplace++].reschedule_attempts = attempts;
 }
 
@@ -229,6 +233,11 @@ static bool group_changed(struct store *s, const json_t *job, const json_t *allo
 	json_decref(b);
 	json_decref(old);
 	return changed;
+}
+
+bool reconcile_group_changed(struct store *s, const json_t *job, const json_t *alloc)
+{
+	return group_changed(s, job, alloc);
 }
 
 /* When the next reschedule of alloc may happen (unix ns), or -1 when the
@@ -562,6 +571,9 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 	size_t i;
 	json_t *al;
 
+	/* one allocation per node: a reconcile of its own */
+	if (job_model && job_type_is_system(job_model->type))
+		return reconcile_system(s, job, job_model, v, now, out);
 	r.stops = json_array();
 	r.updates = json_array();
 	if (!job_model) {

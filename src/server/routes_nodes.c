@@ -63,6 +63,9 @@ static int post_register(struct http_request *req, struct http_response *resp, v
 		rc = 0;
 		if (old && !strcmp(jstr(old, "status", ""), "down"))
 			rc = disconnect_node_up(srv->store, jstr(node, "id", ""), &b, evals, now_ns());
+		/* joined, back, or its attributes changed: system jobs look again */
+		if (rc >= 0)
+			rc = system_node_evals(srv->store, jstr(node, "id", ""), &b, evals, &err);
 		if (rc >= 0)
 			rc = store_commit(srv->store, &b, &idx, &err);
 		store_batch_release(&b);
@@ -144,6 +147,8 @@ static int put_heartbeat(struct http_request *req, struct http_response *resp, v
 			/* back from down: its unknown allocations too (disconnect.h) */
 			if (was_down)
 				rc = disconnect_node_up(srv->store, id, &b, evals, now_ns());
+			if (was_down && rc >= 0) /* back: its system jobs' allocations too */
+				rc = system_node_evals(srv->store, id, &b, evals, &err);
 			if (rc >= 0)
 				rc = store_commit(srv->store, &b, &idx, &err);
 			store_batch_release(&b);
@@ -320,19 +325,26 @@ static int set_node_flags(struct http_request *req, struct http_response *resp, 
 	for (int attempt = 0; attempt < NODE_ATTEMPTS; attempt++) {
 		struct store_key key = { NULL, id, 0 };
 		struct store_batch b = STORE_BATCH_INIT;
-		json_t *node = NULL;
+		json_t *node = NULL, *evals;
 		uint64_t idx = 0;
 
 		rc = load_node(srv, id, resp, &node);
 		if (rc)
 			return rc > 0 ? 0 : rc;
+		evals = json_array();
 		json_object_set_new(node, "eligibility", json_string(json_is_true(flag) ? "eligible" : "ineligible"));
 		store_batch_init(&b);
 		store_batch_put(&b, STORE_NODE, node);
 		store_batch_require_index(&b, STORE_NODE, &key, (uint64_t)jint(node, "modify_index", 0));
-		rc = store_commit(srv->store, &b, &idx, &err);
+		if (json_is_true(flag)) /* eligible again: system jobs may place there */
+			rc = system_node_evals(srv->store, id, &b, evals, &err);
+		if (rc == 0)
+			rc = store_commit(srv->store, &b, &idx, &err);
 		store_batch_release(&b);
 		json_decref(node);
+		if (rc == 0)
+			server_queue_evals(srv, evals);
+		json_decref(evals);
 		if (rc == 0) {
 			if (json_is_true(flag))
 				broker_unblock_all(&srv->broker);
@@ -465,6 +477,8 @@ static int post_drain(struct http_request *req, struct http_response *resp, void
 		store_batch_put(&b, STORE_NODE, node);
 		store_batch_require_index(&b, STORE_NODE, &key, (uint64_t)jint(node, "modify_index", 0));
 		rc = a.enable ? drain_node_step(srv, node, now, &b, evals, NULL) : 0;
+		if (rc >= 0 && !a.enable && a.mark_eligible) /* eligible again: system jobs */
+			rc = system_node_evals(srv->store, id, &b, evals, &err);
 		if (rc >= 0)
 			rc = store_commit(srv->store, &b, &idx, &err);
 		store_batch_release(&b);

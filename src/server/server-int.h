@@ -439,6 +439,7 @@ struct place_need {
 	json_t *previous;     /* the allocation replaced, or NULL (owned ref) */
 	int reschedule_attempts;
 	bool canary;          /* a canary of the deployment (deployment.c): beside the slot's */
+	char *node_id;        /* a system job's: on this node only (owned); NULL: any node */
 };
 
 struct reconcile_result {
@@ -481,6 +482,49 @@ int reconcile(struct store *s, const json_t *job, const struct job *job_model,
 /* Whether a failed allocation of group g (or a service's that ended) is
  * due a replacement under the group's reschedule policy, now or later. */
 bool reconcile_reschedules(const struct job_group *g, const json_t *alloc, int64_t now);
+/* Whether the group of alloc changed between its job version and job
+ * (what decides where it runs and what it runs): it must be replaced. */
+bool reconcile_group_changed(struct store *s, const json_t *job, const json_t *alloc);
+
+/* ---- reconcile_system.c, system_jobs.c: system and sysbatch jobs ------- */
+
+/* Whether alloc's group changed in the job being reconciled. */
+typedef bool (*reconcile_changed_fn)(void *ctx, const json_t *alloc);
+/* reconcile for a system or sysbatch job (spec/job_system.h): one
+ * allocation per group on every schedulable node of v, each need pinned
+ * (place_need.node_id); the rules are in reconcile_system.c.  job is the
+ * stored job (version, modify_index), changed says whether an allocation's
+ * group changed.  Pure otherwise.  0; *out as reconcile's. */
+int reconcile_system_decide(const json_t *job, const struct job *model, struct sched_view *v,
+			    int64_t now, reconcile_changed_fn changed, void *ctx,
+			    struct reconcile_result *out);
+/* reconcile_system_decide with the stored job versions of s. */
+int reconcile_system(struct store *s, const json_t *job, const struct job *model,
+		     struct sched_view *v, int64_t now, struct reconcile_result *out);
+/* A snapshot of node node_id of v alone, for ask (as snapshot_build: empty
+ * when the node does not take ask or is gone); map[0] gets its index in v. */
+struct sched_snapshot *system_snapshot(struct sched_view *v, const struct group_ask *ask,
+				       const json_t *job_allocs_live, int *map, const char *node_id,
+				       struct herd_err *err);
+/* Whether the engine's answer why (for a one-node system_snapshot) says
+ * that the node is not the job's (pool, datacenter, constraints, volumes,
+ * device asks), rather than that it lacks room: then it is left out, no
+ * failure. */
+bool system_ineligible(const struct sched_explain *why);
+/* Records in failed (a plan's failed_placements) that group's instance
+ * for node node_id of v did not fit: "nodes": {"<node name>": why},
+ * "missing" and "nodes_evaluated" counted, "explanation" naming every node
+ * so far.  why and req are the engine's; reason, when not NULL, is said
+ * instead. */
+void system_note_failure(json_t *failed, struct sched_view *v, const char *group, const char *node_id,
+			 const struct sched_explain *why, const struct sched_request *req,
+			 const char *reason);
+/* Puts into b (and appends to evals, to queue once committed) a
+ * "node-update" evaluation of every system job that is not stopped: a
+ * node joined, came back or became eligible, and may now take one.  0 or
+ * -errno with err. */
+int system_node_evals(struct store *s, const char *node_id, struct store_batch *b, json_t *evals,
+		      struct herd_err *err);
 
 /* ---- deployment.c: rolling updates of service groups --------------------
  *

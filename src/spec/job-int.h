@@ -173,6 +173,13 @@ int job_migrate_validate(struct job *job, bool batch, struct job_path *path,
 void job_migrate_init(struct job_migrate *m);
 void job_migrate_free(struct job_migrate *m);
 
+/* job_system.c: the rules of system and sysbatch jobs (job_system.h): count
+ * at most 1, no gang, no canaries; a reschedule block the file wrote is
+ * ignored with a warning.  Nothing for other types.  Returns the number of
+ * errors added. */
+int job_system_validate(struct job *job, struct job_path *path,
+			const struct job_failed *failed, struct diag_list *diags);
+
 /* job_ephemeral_disk.c: fills every group's ephemeral_disk defaults (size
  * 300 MB; migrate implies sticky, Nomad's rule) and, with
  * prevent_reschedule_on_lost, makes the disconnect block's replace false

@@ -57,7 +57,7 @@ static const char *const operators[] = {
 	"set_contains_any", "version", "semver", "is_set", "is_not_set", "distinct_hosts",
 	"distinct_property", NULL,
 };
-static const char *const job_types[] = { "service", "batch", NULL };
+static const char *const job_types[] = { "service", "batch", "system", "sysbatch", NULL };
 static const char *const restart_modes[] = { "fail", "delay", NULL };
 static const char *const delay_functions[] = { "constant", "exponential", "fibonacci", NULL };
 static const char *const hooks[] = { "prestart", "poststart", "poststop", NULL };

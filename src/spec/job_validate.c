@@ -880,7 +880,8 @@ int job_validate_decoded(struct job *job, const struct job_failed *failed_fields
 	check_name(&v, job->pos, "id", &job->id);
 	default_str(&job->name, job->id ? job->id : "");
 	default_str(&job->type, "service");
-	v.batch = !strcmp(job->type, "batch");
+	/* a sysbatch job's defaults (restart, reschedule, time limits) are a batch job's */
+	v.batch = !strcmp(job->type, "batch") || !strcmp(job->type, "sysbatch");
 	v.job_id = job->id;
 	if (job->periodic && !failed(&v, job->periodic))
 		check_periodic(&v, job);
@@ -928,6 +929,7 @@ int job_validate_decoded(struct job *job, const struct job_failed *failed_fields
 	v.errors += job_update_validate(job, v.batch, &v.path, v.failed, diags);
 	v.errors += job_migrate_validate(job, v.batch, &v.path, v.failed, diags);
 	v.errors += job_disconnect_validate(job, &v.path, v.failed, diags);
+	v.errors += job_system_validate(job, &v.path, v.failed, diags);
 	v.errors += job_idle_gpu_validate(job, &v.path, v.failed, diags);
 	v.errors += job_scaling_validate(job, v.batch, &v.path, v.failed, diags);
 	job_ephemeral_disk_fill(job, v.failed);

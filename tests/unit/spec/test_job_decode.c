@@ -72,7 +72,7 @@ static void test_every_type_error_in_one_run(void **state)
 {
 	char *diags;
 	struct job *job = decode_text(
-		"{\"id\":7,\"priority\":\"high\",\"type\":\"system\",\"groups\":[{\"name\":\"g\","
+		"{\"id\":7,\"priority\":\"high\",\"type\":\"daemon\",\"groups\":[{\"name\":\"g\","
 		"\"count\":-1,\"bogus\":1,\"vault\":{},\"tasks\":[" MIN_TASK ",{\"name\":\"u\","
 		"\"driver\":\"exec\",\"resources\":{\"memory\":[]},\"env\":[1],"
 		"\"lifecycle\":{\"hook\":\"later\",\"sidecar\":\"yes\"}}]}]}", &diags);
@@ -81,7 +81,7 @@ static void test_every_type_error_in_one_run(void **state)
 	assert_string_equal(diags,
 		"E 0:0 id: expected a string, got a number\n"
 		"E 0:0 priority: expected a whole number, got a string\n"
-		"E 0:0 type: expected one of \"service\", \"batch\", got \"system\"\n"
+		"E 0:0 type: expected one of \"service\", \"batch\", \"system\", \"sysbatch\", got \"daemon\"\n"
 		"E 0:0 groups[0].count: must be between 0 and 100000, got -1\n"
 		"E 0:0 groups[0]: unknown group field \"bogus\"\n"
 		"W 0:0 groups[0].vault: not supported by herd; ignored\n"

@@ -1,0 +1,555 @@
+/* system and sysbatch jobs on the server: the reconcile's pure decisions
+ * over a set of nodes (reconcile_system_decide), then a real server: one
+ * allocation on every matching node, a node that joins gets one and one
+ * that does not match gets none, a node down loses its allocation without
+ * a move and gets a new one when back, a node without room is a failure
+ * named per node, sysbatch runs once per node present at submission. */
+#include "server_fx.h"
+#include "server/drain.h"      /* drain_round */
+#include "server/server-int.h" /* reconcile_system_decide, node_mark_down */
+
+/* ---- pure --------------------------------------------------------------- */
+
+struct world {
+	struct view_node nodes[8];
+	struct sched_view v;
+	json_t *job;
+	struct job *model;
+};
+
+/* Node id in status st ("ready", "down"), drain and eligibility as given,
+ * registered at index created. */
+static void add_node(struct world *w, const char *id, const char *st, bool drain, bool eligible,
+		     int64_t created)
+{
+	struct view_node *vn = &w->nodes[w->v.nnodes++];
+	vn->node = json_pack("{s:s, s:s, s:s, s:b, s:s, s:I}", "id", id, "name", id, "status", st,
+			     "drain", drain, "eligibility", eligible ? "eligible" : "ineligible",
+			     "create_index", (json_int_t)created);
+	vn->id = json_string_value(json_object_get(vn->node, "id"));
+	vn->schedulable = !strcmp(st, "ready") && eligible && !drain;
+	w->v.nodes = w->nodes;
+}
+
+/* A stored job of type with group "g" (group_extra spliced in), version
+ * version, registered at index 10. */
+static void set_job(struct world *w, const char *type, const char *group_extra, int version)
+{
+	char *text = fx_job("sys", type, 1, NULL, group_extra, NULL);
+	json_t *body = json_loads(text, 0, NULL);
+	json_decref(w->job);
+	job_free(w->model);
+	w->job = json_incref(json_object_get(body, "job"));
+	json_object_set_new(w->job, "version", json_integer(version));
+	json_object_set_new(w->job, "modify_index", json_integer(10));
+	w->model = job_from_stored(w->job);
+	assert_non_null(w->model);
+	json_decref(body);
+	free(text);
+}
+
+static json_t *alloc_on(struct world *w, const char *id, const char *node, const char *client,
+			int version)
+{
+	json_t *a = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:I}", "id", id, "node_id", node,
+			      "task_group", "g", "desired_status", "run", "client_status", client,
+			      "index", 0, "job_version", version, "create_time", (json_int_t)1);
+	json_array_append_new(w->v.job_allocs, a);
+	return a;
+}
+
+static void world_init(struct world *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->v.job_allocs = json_array();
+}
+
+static void world_release(struct world *w)
+{
+	for (size_t i = 0; i < w->v.nnodes; i++)
+		json_decref(w->nodes[i].node);
+	json_decref(w->v.job_allocs);
+	json_decref(w->job);
+	job_free(w->model);
+}
+
+/* The version test: an allocation's group changed when its version is
+ * not the job's. */
+static bool by_version(void *ctx, const json_t *alloc)
+{
+	const json_t *job = ctx;
+	return json_integer_value(json_object_get(alloc, "job_version")) !=
+	       json_integer_value(json_object_get(job, "version"));
+}
+
+static void decide(struct world *w, int64_t now, struct reconcile_result *r)
+{
+	assert_int_equal(reconcile_system_decide(w->job, w->model, &w->v, now, by_version, w->job, r), 0);
+}
+
+/* The node ids of r's placements, sorted, comma-separated (static buffer). */
+static const char *placed(const struct reconcile_result *r)
+{
+	static char buf[256];
+	const char *ids[16];
+	size_t n = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < r->nplace && n < 16; i++)
+		ids[n++] = r->place[i].node_id ? r->place[i].node_id : "(any)";
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			if (strcmp(ids[j], ids[i]) < 0) {
+				const char *t = ids[i];
+				ids[i] = ids[j];
+				ids[j] = t;
+			}
+	for (size_t i = 0, at = 0; i < n; i++)
+		at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s", i ? "," : "", ids[i]);
+	return buf;
+}
+
+static const char *stopped(const struct reconcile_result *r, size_t i)
+{
+	return fx_s(json_array_get(r->stops, i), "id");
+}
+
+static void test_every_schedulable_node(void **state)
+{
+	struct world w;
+	struct reconcile_result r;
+	(void)state;
+	world_init(&w);
+	add_node(&w, "a", "ready", false, true, 1);
+	add_node(&w, "b", "ready", false, true, 2);
+	add_node(&w, "c", "ready", true, false, 3);   /* draining */
+	add_node(&w, "d", "ready", false, false, 4);  /* ineligible */
+	add_node(&w, "e", "down", false, true, 5);
+	set_job(&w, "system", NULL, 0);
+	decide(&w, 100, &r);
+	assert_string_equal(placed(&r), "a,b");
+	assert_int_equal(json_array_size(r.stops), 0);
+	for (size_t i = 0; i < r.nplace; i++)
+		assert_null(r.place[i].previous);
+	reconcile_result_release(&r);
+	world_release(&w);
+}
+
+static void test_live_kept_lost_not_moved(void **state)
+{
+	struct world w;
+	struct reconcile_result r;
+	(void)state;
+	world_init(&w);
+	add_node(&w, "a", "ready", false, true, 1);
+	add_node(&w, "b", "down", false, true, 2);
+	add_node(&w, "c", "ready", false, true, 3);   /* joined: nothing yet */
+	add_node(&w, "d", "ready", false, false, 4);  /* ineligible, still runs its own */
+	set_job(&w, "system", NULL, 0);
+	alloc_on(&w, "on-a", "a", "running", 0);
+	alloc_on(&w, "on-b", "b", "lost", 0);
+	alloc_on(&w, "on-d", "d", "running", 0);
+	decide(&w, 100, &r);
+	/* only the node that has none gets one: b's is not moved anywhere */
+	assert_string_equal(placed(&r), "c");
+	assert_int_equal(json_array_size(r.stops), 0);
+	assert_int_equal(r.ignore, 3);
+	reconcile_result_release(&r);
+
+	/* b is back: its lost allocation is replaced there, linked to it */
+	json_object_set_new(w.nodes[1].node, "status", json_string("ready"));
+	w.nodes[1].schedulable = true;
+	decide(&w, 100, &r);
+	assert_string_equal(placed(&r), "b,c");
+	assert_int_equal(json_array_size(r.stops), 1);
+	assert_string_equal(stopped(&r, 0), "on-b");
+	for (size_t i = 0; i < r.nplace; i++)
+		if (!strcmp(r.place[i].node_id, "b"))
+			assert_string_equal(fx_s(r.place[i].previous, "id"), "on-b");
+	reconcile_result_release(&r);
+	world_release(&w);
+}
+
+/* A draining node keeps its system allocation until the drain marks it
+ * (drain.h: last), then it stops and is not placed anywhere else. */
+static void test_draining_stops_without_replacement(void **state)
+{
+	struct world w;
+	struct reconcile_result r;
+	json_t *al;
+	(void)state;
+	world_init(&w);
+	add_node(&w, "a", "ready", true, false, 1);
+	add_node(&w, "b", "ready", false, true, 2);
+	set_job(&w, "system", NULL, 0);
+	al = alloc_on(&w, "on-a", "a", "running", 0);
+	alloc_on(&w, "on-b", "b", "running", 0);
+	decide(&w, 100, &r);
+	assert_int_equal(json_array_size(r.stops), 0);
+	assert_int_equal(r.nplace, 0);
+	reconcile_result_release(&r);
+	json_object_set_new(al, "desired_transition", json_pack("{s:b}", "migrate", 1));
+	decide(&w, 100, &r);
+	assert_int_equal(json_array_size(r.stops), 1);
+	assert_string_equal(stopped(&r, 0), "on-a");
+	assert_string_equal(fx_s(json_array_get(r.stops, 0), "desired_status"), "stop");
+	assert_int_equal(r.nplace, 0);
+	reconcile_result_release(&r);
+	world_release(&w);
+}
+
+static void test_new_version_replaced_on_its_node(void **state)
+{
+	struct world w;
+	struct reconcile_result r;
+	(void)state;
+	world_init(&w);
+	add_node(&w, "a", "ready", false, true, 1);
+	add_node(&w, "b", "ready", false, true, 2);
+	add_node(&w, "c", "ready", false, true, 3);
+	set_job(&w, "system", NULL, 1);
+	alloc_on(&w, "on-a", "a", "running", 0);
+	alloc_on(&w, "on-b", "b", "running", 0);
+	alloc_on(&w, "on-c", "c", "running", 0);
+	/* no update block: every node at once, each on its own node */
+	decide(&w, 100 * SEC, &r);
+	assert_string_equal(placed(&r), "a,b,c");
+	assert_int_equal(json_array_size(r.stops), 3);
+	for (size_t i = 0; i < r.nplace; i++)
+		assert_string_equal(fx_s(r.place[i].previous, "node_id"), r.place[i].node_id);
+	reconcile_result_release(&r);
+
+	/* update { max_parallel = 1 stagger = 10s }: one node at a time */
+	set_job(&w, "system", ", \"update\": {\"max_parallel\": 1, \"stagger\": 10000000000}", 1);
+	decide(&w, 100 * SEC, &r);
+	assert_string_equal(placed(&r), "a");
+	assert_int_equal(json_array_size(r.stops), 1);
+	assert_true(r.followup_at > 100 * SEC);
+	reconcile_result_release(&r);
+
+	/* a's replacement runs but for less than stagger: nothing more yet */
+	json_array_remove(w.v.job_allocs, 0);
+	json_t *na = alloc_on(&w, "new-a", "a", "running", 1);
+	json_object_set_new(na, "start_time", json_integer(95 * SEC));
+	decide(&w, 100 * SEC, &r);
+	assert_string_equal(placed(&r), "");
+	assert_int_equal(r.followup_at, 105 * SEC);
+	reconcile_result_release(&r);
+	/* ... and once it has: the next node */
+	decide(&w, 106 * SEC, &r);
+	assert_string_equal(placed(&r), "b");
+	assert_string_equal(stopped(&r, 0), "on-b");
+	reconcile_result_release(&r);
+	world_release(&w);
+}
+
+static void test_ended(void **state)
+{
+	struct world w;
+	struct reconcile_result r;
+	(void)state;
+	world_init(&w);
+	add_node(&w, "a", "ready", false, true, 1);
+	add_node(&w, "b", "ready", false, true, 2);
+	add_node(&w, "late", "ready", false, true, 11); /* registered after the job */
+	/* system: a failed allocation is placed again on its node */
+	set_job(&w, "system", NULL, 0);
+	alloc_on(&w, "on-a", "a", "failed", 0);
+	alloc_on(&w, "on-b", "b", "running", 0);
+	decide(&w, 100, &r);
+	assert_string_equal(placed(&r), "a,late");
+	assert_string_equal(stopped(&r, 0), "on-a");
+	reconcile_result_release(&r);
+
+	/* sysbatch: done once per node (complete or failed), and only on the
+	 * nodes present at its submission */
+	set_job(&w, "sysbatch", NULL, 0);
+	decide(&w, 100, &r);
+	assert_string_equal(placed(&r), "");
+	assert_int_equal(json_array_size(r.stops), 0);
+	reconcile_result_release(&r);
+	/* a new version runs again where the old one ended */
+	set_job(&w, "sysbatch", NULL, 1);
+	json_object_set_new(json_array_get(w.v.job_allocs, 1), "client_status", json_string("complete"));
+	decide(&w, 100, &r);
+	assert_string_equal(placed(&r), "a,b");
+	reconcile_result_release(&r);
+	world_release(&w);
+}
+
+static void test_duplicates_and_removed_group(void **state)
+{
+	struct world w;
+	struct reconcile_result r;
+	json_t *x;
+	(void)state;
+	world_init(&w);
+	add_node(&w, "a", "ready", false, true, 1);
+	set_job(&w, "system", NULL, 0);
+	alloc_on(&w, "old", "a", "running", 0);
+	x = alloc_on(&w, "new", "a", "running", 0);
+	json_object_set_new(x, "create_time", json_integer(5));
+	x = alloc_on(&w, "gone", "a", "running", 0);
+	json_object_set_new(x, "task_group", json_string("removed"));
+	decide(&w, 100, &r);
+	assert_string_equal(placed(&r), "");
+	assert_int_equal(json_array_size(r.stops), 2);
+	assert_string_equal(stopped(&r, 0), "gone");
+	assert_string_equal(stopped(&r, 1), "old");
+	reconcile_result_release(&r);
+	world_release(&w);
+}
+
+/* ---- a real server ------------------------------------------------------ */
+
+static size_t count_live_on(json_t *allocs, const char *node)
+{
+	size_t n = 0, i;
+	json_t *a;
+	json_array_foreach(allocs, i, a)
+		if (!strcmp(fx_s(a, "desired_status"), "run") && !strcmp(fx_s(a, "node_id"), node) &&
+		    (!strcmp(fx_s(a, "client_status"), "pending") ||
+		     !strcmp(fx_s(a, "client_status"), "running")))
+			n++;
+	return n;
+}
+
+static size_t count_live(struct fx *f, const char *job, const char *node)
+{
+	json_t *a = fx_job_allocs(f, job);
+	size_t n = count_live_on(a, node);
+	json_decref(a);
+	return n;
+}
+
+static void test_server_every_node(void **state)
+{
+	struct fx *f = fx_new();
+	struct herd_err err = { 0 };
+	char *t;
+	(void)state;
+	fx_node(f, "n1", 1, "NVIDIA H100", "exclusive", "r1");
+	fx_node(f, "n2", 1, "NVIDIA H100", "exclusive", "r1");
+	fx_node(f, "n3", 1, "NVIDIA H100", "exclusive", "r9");
+	t = fx_job("sys", "system", 1, NULL,
+		   ", \"constraints\": [{\"attribute\": \"${meta.rack}\", \"operator\": \"!=\","
+		   " \"value\": \"r9\"}]", "/bin/sleep");
+	free(fx_submit_text(f, t));
+	free(t);
+	fx_idle(f);
+	assert_int_equal(count_live(f, "sys", "n1"), 1);
+	assert_int_equal(count_live(f, "sys", "n2"), 1);
+	assert_int_equal(count_live(f, "sys", "n3"), 0); /* its rack does not match */
+	/* matching nodes are not failures: the evaluation completed */
+	json_t *blocked = fx_evals(f, "sys", "blocked");
+	assert_int_equal(json_array_size(blocked), 0);
+	json_decref(blocked);
+
+	/* a node that joins gets one; so does n3 once its rack matches */
+	fx_node(f, "n4", 0, "NVIDIA H100", "exclusive", "r2");
+	fx_node(f, "n3", 1, "NVIDIA H100", "exclusive", "r2");
+	fx_idle(f);
+	assert_int_equal(count_live(f, "sys", "n4"), 1);
+	assert_int_equal(count_live(f, "sys", "n3"), 1);
+
+	/* n1 goes down: its allocation is lost, nothing moves elsewhere */
+	assert_int_equal(node_mark_down(f->srv, "n1", &err), 0);
+	fx_idle(f);
+	assert_int_equal(count_live(f, "sys", "n1"), 0);
+	assert_int_equal(count_live(f, "sys", "n2"), 1);
+	assert_int_equal(count_live(f, "sys", "n3"), 1);
+	assert_int_equal(count_live(f, "sys", "n4"), 1);
+	json_t *all = fx_running(f, "sys");
+	assert_int_equal(json_array_size(all), 4); /* three live and the lost one */
+	json_decref(all);
+	/* ... and back, it gets a new one (the heartbeat's evaluation) */
+	fx_heartbeat(f, "n1");
+	fx_idle(f);
+	assert_int_equal(count_live(f, "sys", "n1"), 1);
+
+	/* ineligible: no new one; eligible again: one */
+	json_decref(fx_ok(f, "POST", "/v1/node/n4/eligibility", "{\"eligible\": false}"));
+	json_t *a4 = fx_job_allocs(f, "sys"), *x;
+	size_t i;
+	json_array_foreach(a4, i, x)
+		if (!strcmp(fx_s(x, "node_id"), "n4") && !strcmp(fx_s(x, "desired_status"), "run"))
+			fx_alloc_status(f, x, "failed");
+	json_decref(a4);
+	fx_idle(f);
+	assert_int_equal(count_live(f, "sys", "n4"), 0);
+	json_decref(fx_ok(f, "POST", "/v1/node/n4/eligibility", "{\"eligible\": true}"));
+	fx_idle(f);
+	assert_int_equal(count_live(f, "sys", "n4"), 1);
+	fx_free(f);
+}
+
+static void test_server_no_room_named_per_node(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *ev, *fp;
+	(void)state;
+	fx_node(f, "big", 2, "NVIDIA H100", "exclusive", NULL);
+	fx_node(f, "small", 1, "NVIDIA H100", "exclusive", NULL);
+	fx_node(f, "cpu", 0, "NVIDIA H100", "exclusive", NULL);
+	fx_submit(f, "two", "system", 1, "{\"name\": \"nvidia/gpu\", \"count\": 2}", NULL);
+	fx_idle(f);
+	/* big takes it; small lacks room (a failure, named); cpu has no GPU
+	 * at all: not the job's, no failure */
+	assert_int_equal(count_live(f, "two", "big"), 1);
+	assert_int_equal(count_live(f, "two", "small"), 0);
+	assert_int_equal(count_live(f, "two", "cpu"), 0);
+	ev = last_eval(f, "default", "two");
+	assert_string_equal(fx_s(ev, "status"), "blocked");
+	fp = json_object_get(json_object_get(ev, "failed_placements"), "g");
+	assert_int_equal(fx_i(fp, "missing"), 1);
+	assert_non_null(json_object_get(json_object_get(fp, "nodes"), "small"));
+	assert_null(json_object_get(json_object_get(fp, "nodes"), "cpu"));
+	assert_non_null(strstr(fx_s(fp, "explanation"), "on node small:"));
+	assert_non_null(strstr(fx_s(fp, "explanation"), "devices exhausted"));
+	json_decref(ev);
+	fx_free(f);
+}
+
+static void test_server_sysbatch_once_per_node(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *allocs, *x, *job;
+	size_t i;
+	(void)state;
+	fx_node(f, "n1", 0, "NVIDIA H100", "exclusive", NULL);
+	fx_node(f, "n2", 0, "NVIDIA H100", "exclusive", NULL);
+	fx_submit(f, "clean", "sysbatch", 1, NULL, NULL);
+	fx_idle(f);
+	allocs = fx_running(f, "clean");
+	assert_int_equal(json_array_size(allocs), 2);
+	json_array_foreach(allocs, i, x)
+		fx_alloc_status(f, x, "complete");
+	json_decref(allocs);
+	fx_idle(f);
+	job = fx_get(f, "/v1/job/%s", "clean");
+	assert_string_equal(fx_s(job, "status"), "dead");
+	json_decref(job);
+	/* a node that joins afterwards gets nothing; nothing runs again */
+	fx_node(f, "n3", 0, "NVIDIA H100", "exclusive", NULL);
+	fx_heartbeat(f, "n1");
+	fx_idle(f);
+	allocs = fx_running(f, "clean");
+	assert_int_equal(json_array_size(allocs), 2);
+	json_array_foreach(allocs, i, x)
+		assert_string_equal(fx_s(x, "client_status"), "complete");
+	json_decref(allocs);
+	fx_free(f);
+}
+
+/* A drain stops a system allocation (last: nothing else runs here) and
+ * places it nowhere else; one with ignore_system_jobs leaves it running. */
+static void test_server_drain(void **state)
+{
+	struct fx *f = fx_new();
+	(void)state;
+	fx_node(f, "n1", 0, "NVIDIA H100", "exclusive", NULL);
+	fx_node(f, "n2", 0, "NVIDIA H100", "exclusive", NULL);
+	fx_node(f, "n3", 0, "NVIDIA H100", "exclusive", NULL);
+	fx_submit(f, "sys", "system", 1, NULL, NULL);
+	fx_idle(f);
+	json_decref(fx_ok(f, "POST", "/v1/node/n1/drain",
+			  "{\"drain_spec\": {\"deadline\": 0, \"ignore_system_jobs\": false}}"));
+	json_decref(fx_ok(f, "POST", "/v1/node/n2/drain",
+			  "{\"drain_spec\": {\"deadline\": 0, \"ignore_system_jobs\": true}}"));
+	drain_round(f->srv);
+	fx_idle(f);
+	assert_int_equal(count_live(f, "sys", "n1"), 0);
+	assert_int_equal(count_live(f, "sys", "n2"), 1);
+	assert_int_equal(count_live(f, "sys", "n3"), 1);
+	json_t *all = fx_running(f, "sys");
+	assert_int_equal(json_array_size(all), 2); /* n1's was not placed elsewhere */
+	json_decref(all);
+	fx_free(f);
+}
+
+/* With preemption on for system jobs, a system job asking a GPU stops a
+ * lower-priority batch job's on a full node; off (the default), it waits,
+ * the node named. */
+static void test_server_preempts_for_its_node(void **state)
+{
+	struct fx *f = fx_new_teams(SERVER_PREEMPT_SYSTEM, 0);
+	char *t;
+	json_t *low;
+	(void)state;
+	node_add(f, "n1", 1, "H100");
+	node_add(f, "n2", 1, "H100");
+	submit_gpu(f, "default", "low", 1, 10);
+	fx_idle(f);
+	assert_int_equal(nlive(f, "default", "low"), 1);
+	t = fx_job("sys", "system", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1}",
+		   "", NULL);
+	/* priority 90 (the body's default is 50) */
+	json_t *body = json_loads(t, 0, NULL);
+	json_object_set_new(json_object_get(body, "job"), "priority", json_integer(90));
+	free(t);
+	t = json_dumps(body, 0);
+	json_decref(body);
+	free(fx_submit_text(f, t));
+	free(t);
+	fx_idle(f);
+	/* the free node took one at once; the other's batch allocation was told to stop */
+	low = live_allocs(f, "default", "low");
+	assert_int_equal(json_array_size(low), 1);
+	assert_string_equal(fx_s(json_array_get(low, 0), "desired_status"), "stop");
+	finish(f, "default", "low", "complete");
+	fx_idle(f);
+	assert_int_equal(nlive(f, "default", "sys"), 2);
+	json_decref(low);
+	fx_free(f);
+}
+
+/* A namespace's quota counts a system job's allocations like any: past it,
+ * the next node's waits (queued, naming the quota) and is placed when the
+ * quota frees. */
+static void test_server_quota_holds_a_node(void **state)
+{
+	struct fx *f = fx_new_teams(0, 0);
+	char *t;
+	json_t *e, *body;
+	(void)state;
+	json_decref(fx_ok(f, "POST", "/v1/quotas",
+			  "{\"quota\": {\"name\": \"qa\", \"limits\": [{\"region\": \"global\","
+			  " \"region_limit\": {\"devices\": [{\"name\": \"nvidia/gpu\", \"count\": 2}]}}]}}"));
+	json_decref(fx_ok(f, "POST", "/v1/namespaces",
+			  "{\"namespace\": {\"name\": \"qa\", \"quota\": \"qa\"}}"));
+	node_add(f, "n1", 1, "H100");
+	node_add(f, "n2", 1, "H100");
+	node_add(f, "n3", 1, "H100");
+	submit_gpu(f, "qa", "batch1", 1, 50);
+	fx_idle(f);
+	t = fx_job("sys", "system", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1}", "", NULL);
+	body = json_loads(t, 0, NULL);
+	json_object_set_new(json_object_get(body, "job"), "namespace", json_string("qa"));
+	free(t);
+	t = json_dumps(body, 0);
+	json_decref(body);
+	free(fx_submit_text(f, t));
+	free(t);
+	fx_idle(f);
+	/* two free nodes, room in the quota for one more GPU */
+	assert_int_equal(nlive(f, "qa", "sys"), 1);
+	e = last_eval(f, "qa", "sys");
+	assert_non_null(strstr(fx_s(e, "status_description"), "quota qa"));
+	json_decref(e);
+	finish(f, "qa", "batch1", "complete");
+	fx_idle(f);
+	assert_int_equal(nlive(f, "qa", "sys"), 2);
+	fx_free(f);
+}
+
+fx_main(cmocka_unit_test(test_every_schedulable_node),
+	cmocka_unit_test(test_live_kept_lost_not_moved),
+	cmocka_unit_test(test_draining_stops_without_replacement),
+	cmocka_unit_test(test_new_version_replaced_on_its_node),
+	cmocka_unit_test(test_ended),
+	cmocka_unit_test(test_duplicates_and_removed_group),
+	cmocka_unit_test(test_server_every_node),
+	cmocka_unit_test(test_server_no_room_named_per_node),
+	cmocka_unit_test(test_server_sysbatch_once_per_node),
+	cmocka_unit_test(test_server_drain),
+	cmocka_unit_test(test_server_preempts_for_its_node),
+	cmocka_unit_test(test_server_quota_holds_a_node))
