@@ -248,6 +248,35 @@ static void test_none_near_the_gpu(void **state)
 	sched_snapshot_free(s);
 }
 
+/* Two tasks with cores: each ask gets its own, in the asks' order (the
+ * server hands them out to the tasks in that order). */
+static void test_two_asks_in_order(void **state)
+{
+	static const int taken[] = { 0 };
+	struct sched_snapshot *s = sched_snapshot_new();
+	struct sched_device_request dr = { .name = "gpu", .count = 1 };
+	struct sched_core_request c[2] = {
+		{ .count = 2, .numa = SCHED_NUMA_REQUIRE, .with_device = true },
+		{ .count = 3, .numa = SCHED_NUMA_NONE },
+	};
+	struct sched_request req = { .memory_mib = 100, .count = 1, .device = &dr, .cores = c,
+				     .ncores = 2 };
+	struct sched_placement p;
+	struct sched_device_share busy = { .dev = 0, .compute = 1000, .whole = true };
+	struct sched_placement hold = { .node = 0, .ndev = 1, .dev = { busy } };
+	(void)state;
+	core_node(s, "n0", 2, 4, 2, taken, 1);
+	assert_int_equal(sched_apply(s, &hold), 0); /* GPU-0 (NUMA 0) taken */
+	assert_int_equal(place(s, &req, &p, NULL), 0);
+	assert_int_equal(p.dev[0].dev, 1);
+	/* the GPU task's on NUMA 1 first, then the other's from the lowest */
+	assert_string_equal(ids(s, &p), "4,5,1,2,3");
+	assert_int_equal(p.ncores, 5);
+	assert_int_equal(sched_apply(s, &p), 0);
+	assert_int_equal(sched_release(s, &p), 0);
+	sched_snapshot_free(s);
+}
+
 static void test_node_without_cores(void **state)
 {
 	struct sched_snapshot *s = sched_snapshot_new();
@@ -402,6 +431,7 @@ int main(void)
 		cmocka_unit_test(test_prefer_scores_aligned),
 		cmocka_unit_test(test_gpus_and_cores_on_one_numa_node),
 		cmocka_unit_test(test_none_near_the_gpu),
+		cmocka_unit_test(test_two_asks_in_order),
 		cmocka_unit_test(test_node_without_cores),
 		cmocka_unit_test(test_cpu_per_core),
 		cmocka_unit_test(test_bad_requests_and_nodes),
