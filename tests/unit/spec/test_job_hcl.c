@@ -292,7 +292,7 @@ static void test_examples_validate(void **state)
 		"gpu-batch.hcl", "service-port.hcl", "pipeline.hcl", "mig.hcl", "fractional.hcl",
 		"nomad-raw-exec-template-t4.hcl", "nomad-docker-nvidia-smi.hcl",
 		"nomad-pip-artifact-poststop.hcl", "nightly-eval.hcl", "mlflow-service.hcl",
-		"gang-torchrun.hcl", "train-host-volumes.hcl",
+		"gang-torchrun.hcl", "train-host-volumes.hcl", "gpu-metrics-exporter.hcl",
 	};
 	const char *root = getenv("HERD_SOURCE_ROOT");
 
