@@ -269,6 +269,38 @@ out:
 	return rc;
 }
 
+int drain_node_cancel(struct server *srv, const char *node_id, struct store_batch *b)
+{
+	struct store_filter f = { NULL, NULL, node_id };
+	json_t *allocs = NULL, *al;
+	size_t i;
+	int rc = store_list_shared(srv->store, STORE_ALLOC, &f, &allocs, NULL);
+
+	if (rc < 0)
+		return rc;
+	json_array_foreach(allocs, i, al) {
+		struct store_key key = { NULL, jstr(al, "id", ""), 0 };
+		json_t *c, *t;
+		if (!drain_marked(al) || strcmp(jstr(al, "desired_status", "run"), "run"))
+			continue;
+		/* told to migrate, not stopped yet: it stays */
+		c = json_copy(al);
+		t = json_deep_copy(json_object_get(al, "desired_transition"));
+		json_object_del(t, "migrate");
+		if (json_object_size(t))
+			json_object_set_new(c, "desired_transition", t);
+		else {
+			json_decref(t);
+			json_object_del(c, "desired_transition");
+		}
+		store_batch_put(b, STORE_ALLOC, c);
+		store_batch_require_index(b, STORE_ALLOC, &key, (uint64_t)jint(al, "modify_index", 0));
+		json_decref(c);
+	}
+	json_decref(allocs);
+	return 0;
+}
+
 void drain_join(json_t *alloc, const struct job_group *g, const json_t *previous)
 {
 	int64_t checks = 0;

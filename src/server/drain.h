@@ -112,6 +112,11 @@ void drain_round(struct server *srv);
 int drain_node_step(struct server *srv, const json_t *node, int64_t now, struct store_batch *b,
 		    json_t *evals, bool *complete);
 
+/* The node's drain is canceled: each of its allocations told to migrate
+ * and not stopped yet is told no more (into b, on condition that it is
+ * unchanged), so that it stays.  0 or -errno. */
+int drain_node_cancel(struct server *srv, const char *node_id, struct store_batch *b);
+
 /* plan.c: a replacement of previous, placed for group g: marked
  * "drain_migration" (its health is watched for the drain's pacing) when
  * previous was told to migrate, with the checks its migrate block's

@@ -476,7 +476,8 @@ static int post_drain(struct http_request *req, struct http_response *resp, void
 		store_batch_init(&b);
 		store_batch_put(&b, STORE_NODE, node);
 		store_batch_require_index(&b, STORE_NODE, &key, (uint64_t)jint(node, "modify_index", 0));
-		rc = a.enable ? drain_node_step(srv, node, now, &b, evals, NULL) : 0;
+		rc = a.enable ? drain_node_step(srv, node, now, &b, evals, NULL)
+			      : drain_node_cancel(srv, id, &b);
 		if (rc >= 0 && !a.enable && a.mark_eligible) /* eligible again: system jobs */
 			rc = system_node_evals(srv->store, id, &b, evals, &err);
 		if (rc >= 0)
