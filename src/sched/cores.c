@@ -291,10 +291,10 @@ void cores_explain(const struct sched_snapshot *s, const struct sched_node *n,
 	bool bound;
 	int k, gpus[MAX_NUMA] = { 0 };
 
+	/* a node that offers none is not a candidate, as one without the
+	 * asked device: counted, no miss (a system job passes over it) */
 	if (!n->ncores) {
 		why->filtered_no_cores++;
-		add_miss(why, 1e8, "%s: offers no reservable cores (its agent reports none), %d asked",
-			 n->name, a->ncores);
 		return;
 	}
 	why->filtered_cores++;

@@ -290,7 +290,7 @@ static void test_node_without_cores(void **state)
 	assert_int_equal(sched_snapshot_add_node(s, &ns, NULL), 0);
 	assert_int_equal(place(s, &req, &p, &why), -ENOSPC);
 	assert_int_equal(why.filtered_no_cores, 1);
-	assert_string_equal(why.misses[0], "old: offers no reservable cores (its agent reports none), 1 asked");
+	assert_int_equal(why.nmisses, 0);
 	sched_explain_format(&why, &req, &sb);
 	assert_non_null(strstr(sb.buf, "no reservable cores on 1 node"));
 	strbuf_release(&sb);
