@@ -166,6 +166,18 @@ int alloc_signal_cmd(int argc, char **argv);
  * all the caller's; or 1 after printing why.  In cmd_alloc_ops.c. */
 int alloc_locate(const char *cmd, const char *ns_flag, const char *prefix, char **id,
 		 json_t **alloc, char **addr);
+/* POSTs body to the client API of the node that runs allocation prefix
+ * (resolved in ns_flag's allocations) at /v1/client/allocation/<id><op>.
+ * Returns 0 with *id (the full id, the caller's) and *resp, or 1 after
+ * printing why.  In cmd_alloc_ops.c. */
+int alloc_client_post(const char *cmd, const char *ns_flag, const char *prefix, const char *op,
+		      const json_t *body, char **id, struct httpc_response *resp);
+/* Follows the replacement of stopped allocation old_id (old_in: the
+ * allocation as read before the stop) until it runs (0) or fails or cannot
+ * be placed yet (1, after saying so).  In cmd_alloc_ops.c. */
+int alloc_follow_replacement(const char *cmd, const char *old_id, const json_t *old_in);
+/* herd job restart (cmd_job_restart.c). */
+int job_restart_cmd(int argc, char **argv);
 /* herd alloc exec (cmd_alloc_exec.c). */
 int alloc_exec_cmd(int argc, char **argv);
 /* herd alloc fs (cmd_alloc_fs.c). */

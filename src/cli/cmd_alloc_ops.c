@@ -71,7 +71,7 @@ static bool eval_pending(const char *cmd, const json_t *old, json_t **last_block
  * its capacity the replacement may wait for it; once old ended and no
  * evaluation is left to run, a replacement that is not there waits for
  * capacity: say why and return 1. */
-static int follow_replacement(const char *cmd, const char *old_id, const json_t *old_in)
+int alloc_follow_replacement(const char *cmd, const char *old_id, const json_t *old_in)
 {
 	char *job = httpc_escape(js(old_in, "job_id")), *p = xasprintf("/v1/job/%s/allocations", job);
 	char *path = api_ns_path(p, js(old_in, "namespace"));
@@ -208,7 +208,7 @@ int alloc_stop_cmd(int argc, char **argv)
 	if (!strcmp(js(ev, "status"), "failed"))
 		fprintf(stderr, "%s: evaluation failed: %s\n", argv[0], js(ev, "status_description"));
 	else
-		rc = follow_replacement(argv[0], id, old);
+		rc = alloc_follow_replacement(argv[0], id, old);
 	json_decref(ev);
 out:
 	json_decref(old);
@@ -240,10 +240,7 @@ int alloc_locate(const char *cmd, const char *ns_flag, const char *prefix, char 
 	return 0;
 }
 
-/* POSTs body to the client API of the node that runs allocation id
- * (resolved in ns_flag's allocations) at /v1/client/allocation/<id><op>.
- * Returns 0 with *resp, or 1 after printing why. */
-static int client_post(const char *cmd, const char *ns_flag, const char *prefix, const char *op,
+int alloc_client_post(const char *cmd, const char *ns_flag, const char *prefix, const char *op,
 		       const json_t *body, char **id, struct httpc_response *resp)
 {
 	struct httpc c;
@@ -309,7 +306,7 @@ int alloc_restart_cmd(int argc, char **argv)
 	if (n < 1)
 		return usage_error(argv[0], "missing allocation id");
 	body = task ? json_pack("{s:s}", "task", task) : json_object();
-	n = client_post(argv[0], ns_flag, pos[0], "/restart", body, &id, &r);
+	n = alloc_client_post(argv[0], ns_flag, pos[0], "/restart", body, &id, &r);
 	json_decref(body);
 	if (n == 0) {
 		printf("==> allocation %s: restarting ", short_id(id, sid));
@@ -349,7 +346,7 @@ int alloc_signal_cmd(int argc, char **argv)
 	body = json_pack("{s:s}", "signal", sig);
 	if (task)
 		json_object_set_new(body, "task", json_string(task));
-	n = client_post(argv[0], ns_flag, pos[0], "/signal", body, &id, &r);
+	n = alloc_client_post(argv[0], ns_flag, pos[0], "/signal", body, &id, &r);
 	json_decref(body);
 	if (n == 0) {
 		printf("==> allocation %s: %s sent to ", short_id(id, sid), js(r.body, "signal"));

@@ -236,6 +236,7 @@ int cmd_job(int argc, char **argv)
 		{ "revert", job_revert_cmd, "register an earlier version of a job again" },
 		{ "promote", job_promote_cmd, "promote the canaries of a job's latest deployment" },
 		{ "scale", job_scale_cmd, "change the count of a job's group" },
+		{ "restart", job_restart_cmd, "restart a job's allocations a batch at a time" },
 		{ "periodic", job_periodic_cmd, "launch a periodic job's child now (force)" },
 		{ "dispatch", job_dispatch_cmd, "run a parameterized job with a payload and meta" },
 		{ NULL, NULL, NULL },

@@ -337,7 +337,8 @@ int job_scale_cmd(int argc, char **argv)
 		"Sets the count of one group of a job (GROUP may be left out when the job\n"
 		"has one group): a new version of the job with only that count changed.\n"
 		"Then follows the job as herd job run does, unless -detach.  The count must\n"
-		"be within what a job file may say (0 to 100000).",
+		"be within what a job file may say (0 to 100000, and the group's scaling\n"
+		"min..max).",
 		flags,
 	};
 	char *pos[3], *path, *what;
