@@ -118,7 +118,7 @@ void cli_print_node_cores(const json_t *node, const json_t *allocs)
 		}
 	}
 	json_array_foreach(cores, i, c) {
-		if (ji(c, "numa") >= 0)
+		if (json_is_integer(json_object_get(c, "numa")) && ji(c, "numa") >= 0)
 			cpulist_add(&numas, (int)ji(c, "numa"));
 		else
 			unknown = true;
