@@ -67,6 +67,7 @@ int cmd_operator(int argc, char **argv);
 int cmd_keyring(int argc, char **argv); /* herd operator keyring */
 int cmd_service(int argc, char **argv);
 int cmd_sim(int argc, char **argv);
+int cmd_system(int argc, char **argv); /* herd system gc (cmd_system.c) */
 int cmd_version(int argc, char **argv);
 
 #endif

@@ -23,6 +23,7 @@ static const struct subcommand commands[] = {
 	{ "quota", cmd_quota, "apply, list and show GPU quotas" },
 	{ "service", cmd_service, "list registered services; show one's instances and health" },
 	{ "sim", cmd_sim, "replay a cluster trace through the placement engine" },
+	{ "system", cmd_system, "server housekeeping: garbage collection now" },
 	{ "usage", cmd_usage, "GPU-hours per namespace and job" },
 	{ "var", cmd_var, "put, get, list and purge variables (configuration, secrets)" },
 	{ "version", cmd_version, "print herd's version" },
