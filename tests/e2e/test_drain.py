@@ -235,3 +235,60 @@ def test_disable_cancels(two, tmp_path):
     # -monitor on a node that is not draining says how its last drain ended
     r = cli(port, 'node', 'drain', '-monitor', ids['a'])
     assert r.returncode == 1 and 'drain canceled' in r.stdout, r.stdout
+
+
+def system_job(job_id):
+    return f'''
+job "{job_id}" {{
+  type = "system"
+  group "g" {{
+    task "t" {{
+      driver = "raw_exec"
+      config {{
+        command = "/bin/sleep"
+        args    = ["300"]
+      }}
+      resources {{
+        cpu    = 100
+        memory = 32
+      }}
+    }}
+  }}
+}}
+'''
+
+
+def test_system_jobs_leave_last(two, tmp_path):
+    srv, ids = two
+    port = srv.port
+    r = cli(port, 'job', 'run', '-detach', write_job(tmp_path, 'sys', system_job('sys')))
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_for(lambda: len(live(port, 'sys', 'running')) == 2, 30, 'the system job on both nodes')
+    [sys_a] = [a for a in live(port, 'sys') if a['node_id'] == ids['a']]
+    run_on_a(port, ids, tmp_path, 'short', batch_job('short', 4))
+    [b] = live(port, 'short')
+    # -ignore-system: the drain waits for the batch job, never for the system job
+    r = cli(port, 'node', 'drain', '-no-deadline', '-ignore-system', ids['a'], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert 'told to migrate' not in r.stdout, r.stdout
+    kept = api(port, f'/v1/allocation/{sys_a["id"]}')
+    assert kept['desired_status'] == 'run' and kept['client_status'] == 'running'
+    assert api(port, f'/v1/allocation/{b["id"]}')['client_status'] == 'complete'
+    # without it, and with other work still there, the system allocation
+    # stops only once that work has ended
+    r = cli(port, 'node', 'eligibility', '-disable', ids['b'])
+    assert r.returncode == 0, r.stderr
+    r = cli(port, 'node', 'drain', '-disable', ids['a'])
+    assert r.returncode == 0, r.stderr
+    run_on_a(port, ids, tmp_path, 'short2', batch_job('short2', 4))
+    [b2] = live(port, 'short2')
+    r = cli(port, 'node', 'drain', '-no-deadline', ids['a'], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count('told to migrate') == 1, r.stdout
+    stopped = api(port, f'/v1/allocation/{sys_a["id"]}')
+    done = api(port, f'/v1/allocation/{b2["id"]}')
+    assert stopped['desired_status'] == 'stop' and stopped['desired_transition']['migrate']
+    assert done['client_status'] == 'complete' and not done.get('desired_transition')
+    assert stopped['end_time'] >= done['end_time']
+    # the system job's allocation on b was not touched
+    assert [a for a in live(port, 'sys', 'running') if a['node_id'] == ids['b']]
