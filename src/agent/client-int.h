@@ -456,10 +456,10 @@ bool alloc_device_of_task(const json_t *dev, const char *task);
  * event when the plan has one.  Release *p with cores_plan_release. */
 struct cores_plan;
 void task_cores_plan(struct task_runner *tr, struct cores_plan *p);
-/* Moves the running tasks without cores that have a cpuset (exec) onto
- * the cores no task of the node holds now (all of them when none is
- * held); called when a task with cores starts, when an allocation that
- * had cores ends, and after recovery.  Takes runners_lock and each
+/* Moves the running tasks without cores onto the cores no task of the
+ * node holds now (all of them when none is held), through each driver's
+ * set_cores; called when a task with cores starts, when an allocation
+ * that had cores ends, and after recovery.  Takes runners_lock and each
  * runner's lock: call with neither held. */
 void client_shared_cores_update(struct client *c);
 /* task_devices.c: the existing host device nodes of the GPUs task owns in

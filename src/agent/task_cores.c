@@ -1,6 +1,7 @@
 /* task_cores: where a task starting now runs (cores.h), from its
  * allocation, the cores the node's other allocations hold, the cores this
  * agent may use and the machine's real NUMA layout. */
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,6 @@
 #include "agent/fingerprint-int.h"
 #include "agent/log.h"
 #include "common/xalloc.h"
-#include "drivers/cgroup.h"
 #include "drivers/docker.h"
 
 /* The cores the tasks of the node's allocations hold: those of every
@@ -70,11 +70,11 @@ void task_cores_plan(struct task_runner *tr, struct cores_plan *p)
 		task_event(tr, reserved ? "Cores Not Pinned" : "Shared Cores", "%s", p->event);
 }
 
-/* The cgroup names of the running tasks without cores of their own that
- * have one (exec), NULL-terminated; the caller frees each and the array. */
-static char **shared_groups(struct client *c)
+/* The driver states of the running tasks without cores of their own, into
+ * *out (the caller frees), their count returned. */
+static size_t shared_tasks(struct client *c, struct driver_state **out)
 {
-	char **names = NULL;
+	struct driver_state *v = NULL;
 	size_t n = 0, alloc = 0;
 	pthread_mutex_lock(&c->runners_lock);
 	for (size_t i = 0; i < c->nr_runners; i++) {
@@ -83,20 +83,17 @@ static char **shared_groups(struct client *c)
 		for (size_t k = 0; !ar->done && k < ar->ntasks; k++) {
 			struct task_runner *tr = &ar->tasks[k];
 			struct cpulist own;
-			if (!tr->handle || cores_of_task(ar->alloc, tr->task->name, &own))
+			if (!tr->handle || strcmp(tr->state, "running") ||
+			    cores_of_task(ar->alloc, tr->task->name, &own))
 				continue;
-			const char *cg = driver_handle_state(tr->handle)->cgroup;
-			if (!*cg)
-				continue;
-			ALLOC_GROW(names, n + 2, alloc);
-			names[n++] = xstrdup(cg);
+			ALLOC_GROW(v, n + 1, alloc);
+			v[n++] = *driver_handle_state(tr->handle);
 		}
 		pthread_mutex_unlock(&ar->lock);
 	}
 	pthread_mutex_unlock(&c->runners_lock);
-	if (names)
-		names[n] = NULL;
-	return names;
+	*out = v;
+	return n;
 }
 
 void client_shared_cores_update(struct client *c)
@@ -105,32 +102,32 @@ void client_shared_cores_update(struct client *c)
 	struct driver_env denv;
 	struct docker_config dc;
 	const char *caps[TASK_MAX_CAPS];
-	char **names = shared_groups(c);
+	struct driver_state *tasks = NULL;
+	size_t n = shared_tasks(c, &tasks);
 	char *cpus = NULL;
 
-	if (!names)
+	if (!n)
 		return;
 	usable_cores(&usable);
 	held_cores(c, &held);
 	taken = held;
 	cpulist_and(&taken, &usable);
 	cpulist_andnot(&usable, &held);
-	/* as cores_plan: nothing held, or nothing left, is every core (the
-	 * parent's) */
+	/* as cores_plan: nothing held, or nothing left, is every core */
 	if (!cpulist_empty(&taken) && !cpulist_empty(&usable))
 		cpus = cpulist_str(&usable);
 	task_driver_env(c, &denv, &dc, caps);
-	struct cgroup_config cfg = { .root = denv.cgroup_root, .parent = denv.cgroup_parent };
-	for (size_t i = 0; names[i]; i++) {
-		struct cgroup *cg = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct driver_ops *d = driver_find(tasks[i].driver);
 		struct herd_err err = { 0, "" };
-		/* a task that ended meanwhile took its group along: nothing to do */
-		if (cgroup_open(&cfg, names[i], &cg, NULL) == 0 &&
-		    cgroup_set_cpuset(cg, cpus, NULL, &err) < 0)
-			log_warn("client: shared cores of %s: %s", names[i], err.msg);
-		cgroup_free(cg);
-		free(names[i]);
+		/* a task that ended meanwhile has nothing to move */
+		if (d && d->set_cores) {
+			int rc = d->set_cores(&denv, &tasks[i], cpus, &err);
+			if (rc < 0 && rc != -ESRCH)
+				log_warn("client: shared cores (%s) of task pid %d: %s",
+					 cpus ? cpus : "all", (int)tasks[i].task_pid, err.msg);
+		}
 	}
-	free(names);
+	free(tasks);
 	free(cpus);
 }

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cpulist.h"
 #include "common/units.h"
 #include "common/xalloc.h"
 #include "drivers/docker-int.h"
@@ -730,6 +732,48 @@ static int docker_ops_stats(const struct driver_env *env, const struct driver_st
 	return 0;
 }
 
+/* driver_ops.set_cores: POST /containers/{id}/update {"CpusetCpus"}, on
+ * a client of its own (as stats).  NULL: the cores this process may use,
+ * written out (an empty CpusetCpus means "unchanged" to the engine). */
+static int docker_set_cores(const struct driver_env *env, const struct driver_state *state,
+			    const char *cpus, struct herd_err *err)
+{
+	struct docker_client c;
+	struct strbuf resp = STRBUF_INIT;
+	char *all = NULL;
+	int rc;
+
+	if (!state->container_id[0])
+		return herd_errf(err, -EINVAL, "task state: no container id");
+	if (!cpus) {
+		struct cpulist set = CPULIST_INIT;
+		if (sched_getaffinity(0, sizeof(set.w), (cpu_set_t *)(void *)set.w) < 0)
+			return herd_errf(err, -errno, "sched_getaffinity: %s", strerror(errno));
+		cpus = all = cpulist_str(&set);
+	}
+	json_t *o = json_pack("{s:s}", "CpusetCpus", cpus);
+	char *body = json_dumps(o, JSON_COMPACT);
+	char *path = xasprintf("/containers/%s/update", state->container_id);
+	struct docker_req req = { .method = "POST", .path = path, .body = body };
+	rc = docker_client_init(&c, env->docker, err);
+	if (rc == 0)
+		rc = docker_call(&c, &req, &resp, err);
+	if (rc == 404)
+		rc = herd_errf(err, -ESRCH, "container %.12s is gone", state->container_id);
+	else if (rc >= 300)
+		rc = herd_errf(err, -EIO, "update container %.12s: HTTP %d: %s", state->container_id,
+			       rc, docker_error_message(&resp));
+	else if (rc > 0)
+		rc = 0;
+	docker_client_release(&c);
+	strbuf_release(&resp);
+	json_decref(o);
+	free(body);
+	free(path);
+	free(all);
+	return rc;
+}
+
 int docker_gc(const struct docker_config *cfg, const char *const *live_alloc_ids, size_t n,
 	      struct herd_err *err)
 {
@@ -795,4 +839,5 @@ const struct driver_ops docker_ops = {
 	.destroy = docker_destroy,
 	.recover = docker_recover,
 	.stats = docker_ops_stats,
+	.set_cores = docker_set_cores,
 };

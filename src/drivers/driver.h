@@ -244,6 +244,18 @@ struct driver_ops {
 	 * err (docker: engine unreachable).  May take about a second (docker). */
 	int (*stats)(const struct driver_env *env, const struct driver_state *state,
 		     struct driver_stats *out, struct herd_err *err);
+
+	/* Moves the running task that state names onto the cores cpus (list
+	 * syntax; NULL: every core this process may use): a task without
+	 * cores of its own while other tasks reserve and free cores
+	 * (docs/drivers.md, "CPU cores").  Reads only state and env, like
+	 * stats.  raw_exec: the affinity of every thread of the processes of
+	 * the task's session (one that left it keeps its mask); exec: its
+	 * cgroup's cpuset (where there is none, its processes' affinity as
+	 * raw_exec); docker: the engine's container update (CpusetCpus).
+	 * Returns 0, -ESRCH when the task is not running, -errno with err. */
+	int (*set_cores)(const struct driver_env *env, const struct driver_state *state,
+			 const char *cpus, struct herd_err *err);
 };
 
 /* CPU percent (100 = one core) between two samples of the same task:

@@ -48,6 +48,21 @@ struct proc_usage {
  * -ESRCH when no process is in it, -errno when proc_root cannot be read. */
 int proc_session_usage(const char *proc_root, pid_t sid, struct proc_usage *out);
 
+/* Sets the CPU affinity of every thread of every process of session sid
+ * under proc_root (NULL: /proc) to cpus (list syntax; NULL: the calling
+ * thread's own mask).  Threads that end meanwhile are skipped.  Returns
+ * the number of threads set, -ESRCH when no process is in the session,
+ * -EINVAL for a bad list, -errno when proc_root cannot be read or the
+ * kernel refuses the mask. */
+int proc_session_set_affinity(const char *proc_root, pid_t sid, const char *cpus);
+/* The same for the processes pids (n of them) under /proc. */
+int proc_pids_set_affinity(const pid_t *pids, size_t n, const char *cpus);
+
+/* driver_ops.set_cores of shim-started tasks without a cgroup: their
+ * session's affinity, after checking the task pid is still the task. */
+int shim_set_cores(const struct driver_env *env, const struct driver_state *state,
+		   const char *cpus, struct herd_err *err);
+
 /* CLOCK_REALTIME in ns (stats' sampled_at). */
 int64_t driver_realtime_ns(void);
 

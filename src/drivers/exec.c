@@ -351,6 +351,39 @@ static int exec_stats(const struct driver_env *env, const struct driver_state *s
 	return rc;
 }
 
+/* Its cgroup's cpuset; without a cpuset controller, the affinity of the
+ * processes in its cgroup. */
+static int exec_set_cores(const struct driver_env *env, const struct driver_state *state,
+			  const char *cpus, struct herd_err *err)
+{
+	struct cgroup_config cfg = cg_config(env);
+	struct cgroup *cg = NULL;
+	pid_t *pids = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!state->cgroup[0])
+		return herd_errf(err, -EINVAL, "task state: no cgroup");
+	rc = cgroup_open(&cfg, state->cgroup, &cg, err);
+	if (rc == -ENOENT)
+		return herd_errf(err, -ESRCH, "cgroup %s is gone: the task has ended", state->cgroup);
+	if (rc < 0)
+		return rc;
+	if (cgroup_has_cpuset(cg)) {
+		rc = cgroup_set_cpuset(cg, cpus, NULL, err);
+	} else if ((rc = cgroup_pids(cg, &pids, &n)) == 0) {
+		rc = n ? proc_pids_set_affinity(pids, n, cpus) : -ESRCH;
+		if (rc < 0)
+			herd_errf(err, rc, "cgroup %s: cores %s: %s", state->cgroup,
+				  cpus ? cpus : "(all)", strerror(-rc));
+		else
+			rc = 0;
+	}
+	free(pids);
+	cgroup_free(cg);
+	return rc;
+}
+
 const struct driver_ops exec_ops = {
 	.name = "exec",
 	.fingerprint = exec_fingerprint,
@@ -361,4 +394,5 @@ const struct driver_ops exec_ops = {
 	.destroy = exec_destroy,
 	.recover = exec_recover,
 	.stats = exec_stats,
+	.set_cores = exec_set_cores,
 };

@@ -5,12 +5,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cpulist.h"
 #include "common/xalloc.h"
 #include "drivers/drivers-int.h"
 
@@ -121,4 +123,78 @@ int64_t driver_realtime_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The mask of a list (NULL: the calling thread's own).  0 or -errno. */
+static int mask_of(const char *cpus, struct cpulist *set)
+{
+	if (cpus)
+		return cpulist_parse(cpus, set, NULL) < 0 || cpulist_empty(set) ? -EINVAL : 0;
+	*set = (struct cpulist)CPULIST_INIT;
+	return sched_getaffinity(0, sizeof(set->w), (cpu_set_t *)(void *)set->w) < 0 ? -errno : 0;
+}
+
+/* Every thread of pid to set; counts into *nset, the first error into *rc. */
+static void set_threads(const char *proc_root, long pid, const struct cpulist *set, int *nset,
+			int *rc)
+{
+	char path[512];
+	struct dirent *te;
+	snprintf(path, sizeof(path), "%s/%ld/task", proc_root, pid);
+	DIR *t = opendir(path);
+	while (t && (te = readdir(t))) {
+		if (!isdigit((unsigned char)te->d_name[0]))
+			continue;
+		pid_t tid = (pid_t)strtol(te->d_name, NULL, 10);
+		if (sched_setaffinity(tid, cpulist_bytes(set), (const cpu_set_t *)(const void *)set->w) == 0)
+			(*nset)++;
+		else if (errno != ESRCH && *rc == 0)
+			*rc = -errno;
+	}
+	if (t)
+		closedir(t);
+}
+
+int proc_pids_set_affinity(const pid_t *pids, size_t n, const char *cpus)
+{
+	struct cpulist set;
+	int nset = 0, rc = mask_of(cpus, &set);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		set_threads("/proc", (long)pids[i], &set, &nset, &rc);
+	return rc < 0 && !nset ? rc : nset;
+}
+
+int proc_session_set_affinity(const char *proc_root, pid_t sid, const char *cpus)
+{
+	char path[512], buf[2048];
+	struct dirent *de;
+	struct cpulist set;
+	int nprocs = 0, nset = 0, rc = mask_of(cpus, &set);
+	DIR *d;
+
+	if (rc < 0)
+		return rc;
+	if (!proc_root)
+		proc_root = "/proc";
+	d = opendir(proc_root);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		struct proc_stat_fields f;
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/stat", proc_root, de->d_name);
+		if (read_small(path, buf, sizeof(buf)) < 0 || proc_parse_stat(buf, &f) < 0 ||
+		    f.session != sid)
+			continue;
+		nprocs++;
+		/* every thread: a new mask reaches only the thread it is set on */
+		set_threads(proc_root, strtol(de->d_name, NULL, 10), &set, &nset, &rc);
+	}
+	closedir(d);
+	if (!nprocs)
+		return -ESRCH;
+	return rc < 0 && !nset ? rc : nset;
 }

@@ -418,6 +418,23 @@ int shim_recover(const struct driver_ops *ops, const struct driver_state *state,
 	return herd_errf(err, -ESRCH, "task shim pid %d has ended", (int)state->shim_pid);
 }
 
+int shim_set_cores(const struct driver_env *env, const struct driver_state *state,
+		   const char *cpus, struct herd_err *err)
+{
+	uint64_t start;
+	(void)env;
+	if (state->task_pid <= 0)
+		return herd_errf(err, -EINVAL, "task state: no task pid");
+	int rc = proc_start_time(state->task_pid, &start);
+	if (rc == -ESRCH || (rc == 0 && start != state->task_start_time))
+		return herd_errf(err, -ESRCH, "task pid %d is not running", (int)state->task_pid);
+	rc = proc_session_set_affinity(NULL, state->task_pid, cpus);
+	if (rc < 0)
+		return herd_errf(err, rc, "task pid %d: cores %s: %s", (int)state->task_pid,
+				 cpus ? cpus : "(all)", strerror(-rc));
+	return 0;
+}
+
 const struct driver_ops raw_exec_ops = {
 	.name = "raw_exec",
 	.fingerprint = raw_exec_fingerprint,
@@ -428,6 +445,7 @@ const struct driver_ops raw_exec_ops = {
 	.destroy = shim_handle_free,
 	.recover = raw_exec_recover,
 	.stats = raw_exec_stats,
+	.set_cores = shim_set_cores,
 };
 
 const struct driver_state *driver_handle_state(const struct driver_handle *h)

@@ -3,8 +3,9 @@
 A separate server and client on 127.0.0.1.  The client keeps core 0 for
 the OS (`reserved { cores = "0" }`), so on a 2-core machine it offers only
 core 1: a task with `resources { cores = 1 }` gets core 1 and runs pinned
-to it (its /proc/self/status says so, HERD_CPU_CORES too), and a task
-without cores started meanwhile is kept on core 0.  A kill -9 of the client
+to it (its /proc/self/status says so, HERD_CPU_CORES too), a task without
+cores started meanwhile is kept on core 0, and one started before is moved
+there, and back once the core is free.  A kill -9 of the client
 keeps the pinned task, and a task started after the restart still keeps off
 its core.  A client with a simulated 2-socket topology offers the
 simulated cores with their NUMA nodes.
@@ -139,10 +140,15 @@ def test_reserved_task_pinned_shared_task_kept_off(agents, tmp_path):  # noqa: F
     srv = server(agents, tmp_path)
     c = client(agents, tmp_path, srv, '  reserved {\n    cores = "0"\n  }\n')
     node(srv, 'c1')
+    # a task without cores started before any core is held: every core
+    _, out, mask, early_pid = run(srv, c, tmp_path, 'shared0', 0)
+    assert mask == cpu_list(ONLINE), out
     a, out, mask, pinned_pid = run(srv, c, tmp_path, 'pinned', 1)
     assert a['resources']['tasks']['t']['cores'] == [1], a['resources']
     assert mask == '1', out
     assert 'cores=1 nomad=1' in out, out
+    # ... is moved off the core now held (set_cores: raw_exec's affinity)
+    wait_for(lambda: affinity(early_pid) == '0', 20, 'shared0 to leave core 1')
 
     # a task without cores keeps off core 1 while it is held
     _, out, mask, _ = run(srv, c, tmp_path, 'shared1', 0)
@@ -160,11 +166,13 @@ def test_reserved_task_pinned_shared_task_kept_off(agents, tmp_path):  # noqa: F
     _, out, mask, _ = run(srv, c, tmp_path, 'shared2', 0)
     assert mask == '0', out
 
-    # once the pinned task ended, a new task may use every core again
+    # once the pinned task ended, a new task may use every core again, and
+    # the running ones get them back
     end(srv, tmp_path, 'pinned')
     _, out, mask, _ = run(srv, c, tmp_path, 'shared3', 0)
     assert mask == cpu_list(ONLINE), out
-    for j in ('shared1', 'shared2', 'shared3'):
+    wait_for(lambda: affinity(early_pid) == cpu_list(ONLINE), 20, 'shared0 to get core 1 back')
+    for j in ('shared0', 'shared1', 'shared2', 'shared3'):
         end(srv, tmp_path, j)
 
 
@@ -199,8 +207,7 @@ CPUSET_V1 = '/sys/fs/cgroup/cpuset'
 def test_exec_shared_task_moves_off_and_back(agents, tmp_path):  # noqa: F811
     """An exec task without cores, started before a task reserves core 1,
     is moved off core 1 through its cpuset cgroup while that task runs, and
-    back once it has ended (raw_exec tasks keep the mask they started with:
-    docs/drivers.md)."""
+    back once it has ended."""
     srv = server(agents, tmp_path)
     c = client(agents, tmp_path, srv, '  reserved {\n    cores = "0"\n  }\n')
     n = node(srv, 'c1')

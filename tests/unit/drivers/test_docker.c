@@ -38,6 +38,7 @@ struct fake {
 	int exit_code;
 	/* what it saw */
 	json_t *create_body;
+	json_t *update_body;    /* the last POST /containers/{id}/update */
 	struct strbuf log;      /* "METHOD path\n" per request */
 	int pulls;
 	int kill_signal;
@@ -158,6 +159,12 @@ static void *conn_main(void *arg)
 		reply(fd, 200, "[{\"Id\":\"aaa\",\"Labels\":{\"herd.alloc_id\":\"alloc-live\"}},"
 			       "{\"Id\":\"bbb\",\"Labels\":{\"herd.alloc_id\":\"alloc-gone\"}},"
 			       "{\"Id\":\"ccc\",\"Labels\":{}}]");
+	} else if (strstr(p, "/update")) {
+		pthread_mutex_lock(&F.lock);
+		json_decref(F.update_body);
+		F.update_body = json_loadb(body, clen, 0, NULL);
+		pthread_mutex_unlock(&F.lock);
+		reply(fd, 200, "{\"Warnings\":[]}");
 	} else if (strstr(p, "/start")) {
 		reply(fd, 204, "");
 	} else if (strstr(p, "/logs")) {
@@ -257,6 +264,7 @@ static int teardown(void **state)
 	close(F.lfd);
 	usleep(50 * 1000); /* detached connection threads finish */
 	json_decref(F.create_body);
+	json_decref(F.update_body);
 	strbuf_release(&F.log);
 	char *cmd = xasprintf("rm -rf %s", F.dir);
 	if (system(cmd)) {
@@ -683,6 +691,14 @@ static void test_recover_and_stop(void **state)
 	assert_int_equal(ds.memory_usage, 1000);
 	assert_int_equal(ds.memory_rss, 600);
 	assert_true(ds.cpu_percent > 39.9 && ds.cpu_percent < 40.1);
+	/* moved onto other cores while it runs: the engine's update */
+	assert_int_equal(docker_ops.set_cores(&env, &st, "0,2-3", &err), 0);
+	assert_non_null(strstr(F.log.buf, "POST /v1.43/containers/" CID "/update"));
+	assert_string_equal(json_string_value(json_object_get(F.update_body, "CpusetCpus")), "0,2-3");
+	assert_int_equal(docker_ops.set_cores(&env, &st, NULL, &err), 0);
+	const char *all = json_string_value(json_object_get(F.update_body, "CpusetCpus"));
+	assert_non_null(all);
+	assert_true(strlen(all) > 0);   /* our own cores, written out */
 	assert_int_equal(docker_ops.stop(h, SIGTERM, 2000000000LL, &ex, &err), 0);
 	assert_int_equal(F.kill_signal, SIGTERM);
 	assert_int_equal(ex.signal, SIGTERM);

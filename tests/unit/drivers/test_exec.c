@@ -218,8 +218,24 @@ static void test_pinned_cores(void **state)
 		fclose(f);
 		assert_string_equal(buf, "0\n");
 	}
+	/* moved while it runs (a task without cores of its own while
+	 * another reserves or frees cores): its cgroup's cpuset */
+	if (cgroup_has_cpuset(cg)) {
+		assert_int_equal(d->set_cores(&denv, driver_handle_state(h), NULL, &err), 0);
+		char p[256], buf[64] = "", parent[64] = "";
+		snprintf(p, sizeof(p), "%s/cpuset.cpus",
+			 cgroup_version(cg) == 2 ? cgroup_path(cg) : "/sys/fs/cgroup/cpuset/herd/a1.pin");
+		FILE *f = fopen(p, "re");
+		assert_non_null(fgets(buf, sizeof(buf), f));
+		fclose(f);
+		f = fopen(cgroup_version(cg) == 2 ? "/dev/null" : "/sys/fs/cgroup/cpuset/herd/cpuset.cpus", "re");
+		if (fgets(parent, sizeof(parent), f))
+			assert_string_equal(buf, parent);
+		fclose(f);
+	}
 	cgroup_free(cg);
 	assert_int_equal(d->stop(h, SIGKILL, 0, &ex, &err), 0);
+	assert_int_equal(d->set_cores(&denv, driver_handle_state(h), "0", &err), -ESRCH);
 	d->destroy(h);
 }
 

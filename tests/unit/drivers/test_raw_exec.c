@@ -207,6 +207,56 @@ static void test_pinned_cores(void **state)
 	assert_string_equal(read_log("nopin.stdout.0"), "1\n");
 }
 
+/* The Cpus_allowed_list of pid ("" when gone). */
+static const char *allowed(pid_t pid)
+{
+	static char line[128];
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	line[0] = '\0';
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Cpus_allowed_list:", 18))
+			break;
+	if (f)
+		fclose(f);
+	line[strcspn(line, "\n")] = '\0';
+	return strchr(line, '\t') ? strchr(line, '\t') + 1 : line;
+}
+
+/* set_cores moves a running task, every process of its session, onto
+ * other cores, and back onto all of ours (NULL); a task that ended is
+ * -ESRCH. */
+static void test_set_cores(void **state)
+{
+	struct driver_handle *h = NULL;
+	struct herd_err err = { 0, "" };
+	struct driver_exit ex;
+	struct driver_task t = sh_task("mover", "sleep 100 & echo child $!; wait");
+	assert_int_equal(d->start(&denv, &t, &h, &err), 0);
+	const struct driver_state *st = driver_handle_state(h);
+	for (int i = 0; i < 500 && !strstr(read_log("mover.stdout.0"), "child"); i++)
+		usleep(10000);
+	pid_t child = (pid_t)strtol(strstr(read_log("mover.stdout.0"), "child") + 6, NULL, 10);
+	assert_true(child > 0);
+	char mine[128];
+	snprintf(mine, sizeof(mine), "%s", allowed(getpid()));
+
+	assert_int_equal(d->set_cores(&denv, st, "0", &err), 0);
+	assert_string_equal(allowed(st->task_pid), "0");
+	assert_string_equal(allowed(child), "0");
+	assert_int_equal(d->set_cores(&denv, st, NULL, &err), 0);
+	assert_string_equal(allowed(st->task_pid), mine);
+	assert_string_equal(allowed(child), mine);
+	assert_int_equal(d->set_cores(&denv, st, "1-0", &err), -EINVAL);
+
+	struct driver_state copy = *st;
+	assert_int_equal(d->stop(h, SIGKILL, 0, &ex, &err), 0);
+	d->destroy(h);
+	kill(child, SIGKILL);
+	assert_int_equal(d->set_cores(&denv, &copy, "0", &err), -ESRCH);
+}
+
 static void test_log_rotation(void **state)
 {
 	struct driver_exit ex;
@@ -380,6 +430,7 @@ int main(void)
 		cmocka_unit_test(test_disabled_and_bad_task),
 		cmocka_unit_test(test_env_and_cwd),
 		cmocka_unit_test(test_pinned_cores),
+		cmocka_unit_test(test_set_cores),
 		cmocka_unit_test(test_log_rotation),
 		cmocka_unit_test(test_stop_graceful),
 		cmocka_unit_test(test_stop_escalates_and_kills_group),
