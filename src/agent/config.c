@@ -48,6 +48,7 @@ void agent_config_init(struct agent_config *cfg)
 	cfg->server.eval_gc_threshold_ns = 3600 * NS_PER_SEC;
 	cfg->server.gc_interval_ns = 5 * 60 * NS_PER_SEC;
 	cfg->server.preempt_batch = true;
+	cfg->server.preempt_system = true; /* Nomad's default for system jobs */
 	cfg->server.reserve_after_ns = 5 * 60 * NS_PER_SEC;
 	cfg->client.node_pool = xstrdup("default");
 	cfg->client.max_kill_timeout_ns = 30 * NS_PER_SEC;

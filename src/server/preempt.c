@@ -30,8 +30,8 @@
 bool preempt_enabled(const struct server *srv, const char *job_type)
 {
 	unsigned t = srv->cfg.preempt_types;
-	if (t == 0)
-		t = SERVER_PREEMPT_BATCH;
+	if (t == 0) /* batch, and system jobs as Nomad's default has it */
+		t = SERVER_PREEMPT_BATCH | SERVER_PREEMPT_SYSTEM;
 	if (t & SERVER_PREEMPT_NONE)
 		return false;
 	if (!strcmp(job_type, "batch"))

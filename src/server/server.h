@@ -75,7 +75,7 @@ struct server_config {
 	const char *self_node_id;
 	int client_enabled;
 	/* Which job types may preempt lower-priority allocations
-	 * (SERVER_PREEMPT_*; 0: batch only).  Reclaiming borrowed GPUs does
+	 * (SERVER_PREEMPT_*; 0: batch and system).  Reclaiming borrowed GPUs does
 	 * not depend on it. */
 	unsigned preempt_types;
 	/* How long the job whose turn it is in the fair queue waits for GPUs

@@ -412,7 +412,8 @@ static void test_acl_gc_preemption_token(void **state)
 	assert_int_equal(cfg.server.job_gc_threshold_ns, 4 * 3600 * s);
 	assert_int_equal(cfg.server.eval_gc_threshold_ns, 3600 * s);
 	assert_true(cfg.server.preempt_batch);
-	assert_false(cfg.server.preempt_service || cfg.server.preempt_system);
+	assert_true(cfg.server.preempt_system); /* Nomad's default for system jobs */
+	assert_false(cfg.server.preempt_service);
 	assert_null(cfg.client.token);
 	agent_config_apply_dev(&cfg);
 	assert_false(cfg.acl.enabled);
@@ -422,7 +423,8 @@ static void test_acl_gc_preemption_token(void **state)
 		"acl {\n  enabled = true\n}\n"
 		"server {\n  job_gc_threshold = \"2h\"\n  eval_gc_threshold = \"30m\"\n"
 		"  job_gc_interval = \"10s\"\n  heartbeat_ttl = \"7s\"\n"
-		"  preemption {\n    batch_enabled = false\n    service_enabled = true\n  }\n}\n"
+		"  preemption {\n    batch_enabled = false\n    service_enabled = true\n"
+		"    system_enabled = false\n  }\n}\n"
 		"client {\n  token = \"abc123\"\n}\n";
 	assert_int_equal(parse(&cfg, text, &dl), 0);
 	assert_true(cfg.acl.enabled);

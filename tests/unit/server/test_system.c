@@ -466,24 +466,21 @@ static void test_server_drain(void **state)
 	fx_free(f);
 }
 
-/* With preemption on for system jobs, a system job asking a GPU stops a
- * lower-priority batch job's on a full node; off (the default), it waits,
- * the node named. */
-static void test_server_preempts_for_its_node(void **state)
+/* Submits system job "sys" of priority 90 asking one GPU on nodes n1 (its
+ * GPU held by batch job "low" of priority 10) and n2 (free); returns low's
+ * live allocations (a new array). */
+static json_t *system_over_low(struct fx *f)
 {
-	struct fx *f = fx_new_teams(SERVER_PREEMPT_SYSTEM, 0);
 	char *t;
-	json_t *low;
-	(void)state;
+	json_t *body;
 	node_add(f, "n1", 1, "H100");
-	node_add(f, "n2", 1, "H100");
 	submit_gpu(f, "default", "low", 1, 10);
 	fx_idle(f);
+	node_add(f, "n2", 1, "H100");
+	fx_idle(f);
 	assert_int_equal(nlive(f, "default", "low"), 1);
-	t = fx_job("sys", "system", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1}",
-		   "", NULL);
-	/* priority 90 (the body's default is 50) */
-	json_t *body = json_loads(t, 0, NULL);
+	t = fx_job("sys", "system", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1}", "", NULL);
+	body = json_loads(t, 0, NULL);
 	json_object_set_new(json_object_get(body, "job"), "priority", json_integer(90));
 	free(t);
 	t = json_dumps(body, 0);
@@ -491,14 +488,36 @@ static void test_server_preempts_for_its_node(void **state)
 	free(fx_submit_text(f, t));
 	free(t);
 	fx_idle(f);
-	/* the free node took one at once; the other's batch allocation was told to stop */
-	low = live_allocs(f, "default", "low");
+	/* the free node took one at once */
+	assert_int_equal(nlive(f, "default", "sys"), 1);
+	return live_allocs(f, "default", "low");
+}
+
+/* By default (Nomad's rule) a system job asking a GPU stops a
+ * lower-priority batch job's on a full node, and runs there once it
+ * ended; with preemption off for system jobs, it waits, the node named. */
+static void test_server_preempts_for_its_node(void **state)
+{
+	struct fx *f = fx_new_teams(0, 0);
+	json_t *low, *e;
+	(void)state;
+	low = system_over_low(f);
 	assert_int_equal(json_array_size(low), 1);
 	assert_string_equal(fx_s(json_array_get(low, 0), "desired_status"), "stop");
+	json_decref(low);
 	finish(f, "default", "low", "complete");
 	fx_idle(f);
 	assert_int_equal(nlive(f, "default", "sys"), 2);
+	fx_free(f);
+
+	f = fx_new_teams(SERVER_PREEMPT_BATCH, 0);
+	low = system_over_low(f);
+	assert_string_equal(fx_s(json_array_get(low, 0), "desired_status"), "run");
 	json_decref(low);
+	e = last_eval(f, "default", "sys");
+	assert_non_null(json_object_get(json_object_get(json_object_get(e, "failed_placements"), "g"),
+					"nodes"));
+	json_decref(e);
 	fx_free(f);
 }
 
