@@ -16,7 +16,8 @@
  *       the group changed (a new job version): replaced on N, at once or,
  *       with update { max_parallel > 0 }, max_parallel at a time, the next
  *       ones once the previous replacements have run for `stagger`; on a
- *       node that is not schedulable (ineligible) it keeps running;
+ *       node that is not schedulable (ineligible) it keeps running as it
+ *       is, of its version, until the node is eligible again;
  *       otherwise kept (its job_version moved on in place);
  *   - ended (complete, failed, lost):
  *       sysbatch: done on N (a batch runs once per node), unless the
@@ -194,10 +195,15 @@ static void system_group(const struct job *model, const json_t *job, int g, stru
 			continue;
 		}
 		if (live) {
-			if (!vn->schedulable || !changed(ctx, al)) {
-				keep_live(r, job, al, now); /* an ineligible node keeps what it runs */
+			bool ch = changed(ctx, al);
+			if (!ch) {
+				keep_live(r, job, al, now);
 				if (vn->schedulable)
 					json_object_set(current, node, al);
+			} else if (!vn->schedulable) {
+				/* an ineligible or draining node keeps what it runs, of
+				 * its version: replaced once the node is eligible again */
+				r->ignore++;
 			} else if (rolls) {
 				ALLOC_GROW(deferred, ndeferred + 1, adeferred);
 				deferred[ndeferred++] = al;

@@ -242,6 +242,31 @@ static void test_new_version_replaced_on_its_node(void **state)
 	world_release(&w);
 }
 
+/* A node that is not eligible keeps its allocation of an older version as
+ * it is (not marked as the new one), and has it replaced once eligible. */
+static void test_ineligible_keeps_its_version(void **state)
+{
+	struct world w;
+	struct reconcile_result r;
+	(void)state;
+	world_init(&w);
+	add_node(&w, "a", "ready", false, false, 1);
+	set_job(&w, "system", NULL, 1);
+	alloc_on(&w, "on-a", "a", "running", 0);
+	decide(&w, 100, &r);
+	assert_string_equal(placed(&r), "");
+	assert_int_equal(json_array_size(r.stops), 0);
+	assert_int_equal(json_array_size(r.updates), 0);
+	reconcile_result_release(&r);
+	json_object_set_new(w.nodes[0].node, "eligibility", json_string("eligible"));
+	w.nodes[0].schedulable = true;
+	decide(&w, 100, &r);
+	assert_string_equal(placed(&r), "a");
+	assert_string_equal(stopped(&r, 0), "on-a");
+	reconcile_result_release(&r);
+	world_release(&w);
+}
+
 static void test_ended(void **state)
 {
 	struct world w;
@@ -564,6 +589,7 @@ fx_main(cmocka_unit_test(test_every_schedulable_node),
 	cmocka_unit_test(test_live_kept_lost_not_moved),
 	cmocka_unit_test(test_draining_stops_without_replacement),
 	cmocka_unit_test(test_new_version_replaced_on_its_node),
+	cmocka_unit_test(test_ineligible_keeps_its_version),
 	cmocka_unit_test(test_ended),
 	cmocka_unit_test(test_duplicates_and_removed_group),
 	cmocka_unit_test(test_server_every_node),
