@@ -336,6 +336,13 @@ static enum MHD_Result serve_logs(struct client_http *h, struct MHD_Connection *
 				   "that ended may have been garbage-collected)");
 	}
 	free(dir);
+	dir = xasprintf("%s/%s/alloc/logs/%s" LOGS_DISABLED_SUFFIX, h->alloc_dir, alloc_id, task);
+	if (access(dir, F_OK) == 0) {
+		free(dir);
+		return client_reply_error(conn, MHD_HTTP_NOT_FOUND, "logs_disabled",
+				   "task keeps no logs: its job file says logs { disabled = true }");
+	}
+	free(dir);
 	s = xcalloc(1, sizeof(*s));
 	s->h = h;
 	s->follow = follow && !strcmp(follow, "true");

@@ -27,6 +27,10 @@ struct log_reader {
 	uint64_t index;            /* its index */
 };
 
+/* The marker a task with logs { disabled } leaves in the log dir,
+ * "<task>.logs-disabled": `herd alloc logs` says why there is nothing. */
+#define LOGS_DISABLED_SUFFIX ".logs-disabled"
+
 /* Whether name is acceptable as a task name in a file request: 1..128 of
  * [A-Za-z0-9_.-], not "." or "..", no '/' (path traversal is refused). */
 bool logs_valid_name(const char *name);

@@ -22,15 +22,18 @@
  * "Downloading Image"), Started, Terminated, Restarting, Not Restarting,
  * Killing, Killed, Driver Failure, Signaling, Restart Signaled. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent/client-int.h"
 #include "agent/cores.h"
 #include "agent/log.h"
+#include "agent/logs.h"
 #include "common/strbuf.h"
 #include "common/xalloc.h"
 #include "drivers/docker.h"
@@ -239,6 +242,15 @@ static int start(struct task_runner *tr, const struct driver_ops *d, struct herd
 	dt.log_max_files = tr->task->logs.max_files > 0 ? (int)tr->task->logs.max_files : 10;
 	dt.log_max_file_size = (tr->task->logs.max_file_size > 0 ? tr->task->logs.max_file_size : 10) *
 			       1024 * 1024;
+	dt.logs_disabled = tr->task->logs.disabled;
+	if (dt.logs_disabled) {
+		/* for `herd alloc logs`, which then says why there is nothing */
+		char *mark = xasprintf("%s/%s" LOGS_DISABLED_SUFFIX, log_dir, tr->task->name);
+		int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (fd >= 0)
+			close(fd);
+		free(mark);
+	}
 	dt.config = cfg;
 	dt.alloc_id = ar->id;
 	dt.alloc_dir = alloc_dir;

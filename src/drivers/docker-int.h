@@ -168,6 +168,7 @@ char *docker_container_name(const struct driver_task *task);
 #define DOCKER_LABEL_LOG_FILES "herd.log_max_files"
 #define DOCKER_LABEL_LOG_SIZE "herd.log_max_file_size"
 #define DOCKER_LABEL_LOG_POS "herd.log_pos_file"
+#define DOCKER_LABEL_LOGS_OFF "herd.logs_disabled" /* "true": logs { disabled } */
 
 /* ---- docker_pull.c: images ---- */
 

@@ -40,6 +40,7 @@ struct driver_handle {
 	bool signalled;         /* a signal was sent: 128+n exits are that signal */
 	struct driver_exit exit;
 	struct logrot out, err;
+	bool logs_off;       /* logs { disabled }: the stream is read and dropped */
 	int pos_fd;             /* where the last written log timestamp is kept */
 	int64_t last_ts;        /* ns; frames at or before it were written already */
 };
@@ -122,7 +123,8 @@ static int on_frame(void *arg, int stream, const char *data, size_t len)
 			}
 		}
 	}
-	logrot_write(stream == 2 ? &h->err : &h->out, data, len);
+	if (!h->logs_off)
+		logrot_write(stream == 2 ? &h->err : &h->out, data, len);
 	return 0;
 }
 
@@ -321,14 +323,19 @@ static void handle_free(struct driver_handle *h)
 	free(h);
 }
 
-/* Opens the log files and the position file, starts the follower. */
+/* Opens the log files (none with logs { disabled }: the follower's writes
+ * then go nowhere, and it still sees the stream end when the container
+ * does) and the position file, starts the follower. */
 static int handle_run(struct driver_handle *h, const char *name, const char *log_dir,
-		      int max_files, int64_t max_size, const char *pos_file, bool fresh,
-		      struct herd_err *err)
+		      int max_files, int64_t max_size, bool logs_off, const char *pos_file,
+		      bool fresh, struct herd_err *err)
 {
 	int p[2];
 	char *base;
 	int rc;
+	h->logs_off = logs_off;
+	if (logs_off)
+		goto logs_open;
 	base = xasprintf("%s.stdout", name);
 	rc = logrot_open(&h->out, log_dir, base, max_files, max_size, err);
 	free(base);
@@ -339,6 +346,7 @@ static int handle_run(struct driver_handle *h, const char *name, const char *log
 	free(base);
 	if (rc < 0)
 		return rc;
+logs_open:
 	if (pos_file && *pos_file) {
 		h->pos_fd = open(pos_file, O_RDWR | O_CREAT | O_CLOEXEC | (fresh ? O_TRUNC : 0), 0600);
 		if (h->pos_fd >= 0 && !fresh) {
@@ -489,7 +497,7 @@ static int docker_start(const struct driver_env *env, const struct driver_task *
 		goto fail;
 	char *pos = xasprintf("%s/%s.docker-logpos", task->state_dir, task->name);
 	rc = handle_run(h, task->name, task->log_dir, task->log_max_files, task->log_max_file_size,
-			pos, true, err);
+			task->logs_disabled, pos, true, err);
 	free(pos);
 	if (rc < 0) {
 		remove_container(&h->client, h->state.container_id, NULL);
@@ -628,7 +636,9 @@ static int docker_recover(const struct driver_env *env, const struct driver_stat
 			       state->container_id);
 		goto fail;
 	}
-	rc = handle_run(h, task, log_dir, (int)nfiles, nsize, pos, false, err);
+	const char *off = json_string_value(json_object_get(labels, DOCKER_LABEL_LOGS_OFF));
+	rc = handle_run(h, task, log_dir, (int)nfiles, nsize, off && !strcmp(off, "true"), pos,
+			false, err);
 	if (rc < 0)
 		goto fail;
 	json_decref(o);

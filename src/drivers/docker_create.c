@@ -264,6 +264,8 @@ int docker_create_body(const struct driver_task *task, const struct docker_task_
 	char *pos = xasprintf("%s/%s.docker-logpos", task->state_dir, task->name);
 	json_object_set_new(labels, DOCKER_LABEL_LOG_POS, json_string(pos));
 	free(pos);
+	if (task->logs_disabled)
+		json_object_set_new(labels, DOCKER_LABEL_LOGS_OFF, json_string("true"));
 	json_object_set_new(body, "Labels", labels);
 
 	/* Limits as Nomad sets them: with memory_max, memory is the soft

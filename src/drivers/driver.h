@@ -102,6 +102,7 @@ struct driver_task {
 	const char *state_dir;     /* where the shim writes <name>.exit; must exist */
 	int log_max_files;         /* logs { max_files }: files kept per stream (>= 1) */
 	int64_t log_max_file_size; /* logs { max_file_size } in bytes (>= 1) */
+	bool logs_disabled;        /* logs { disabled }: stdout and stderr are dropped */
 
 	/* Used by drivers that isolate the task (docker); 0/NULL when unset.
 	 * raw_exec ignores them. */

@@ -204,7 +204,7 @@ int shim_launch(const struct driver_ops *ops, const struct driver_env *env,
 		nargs++;
 	while (extra && extra[nextra])
 		nextra++;
-	const char **argv = xcalloc(nprefix + 16 + nextra + nargs + 2, sizeof(char *));
+	const char **argv = xcalloc(nprefix + 18 + nextra + nargs + 2, sizeof(char *));
 	size_t n = 0;
 	for (size_t i = 0; i < nprefix; i++)
 		argv[n++] = env->shim_argv[i];
@@ -218,6 +218,10 @@ int shim_launch(const struct driver_ops *ops, const struct driver_env *env,
 	if (task->cpuset_cpus && *task->cpuset_cpus) {
 		argv[n++] = "-cpus";
 		argv[n++] = task->cpuset_cpus;
+	}
+	if (task->logs_disabled) {
+		argv[n++] = "-logs";
+		argv[n++] = "off";
 	}
 	for (size_t i = 0; i < nextra; i++)
 		argv[n++] = extra[i];

@@ -33,6 +33,7 @@ struct shim_args {
 	char **argv;   /* COMMAND ARG... */
 	bool isolate;  /* -root given: the exec driver's isolation (isolate.h) */
 	const char *cpus; /* -cpus LIST: the task's cores; NULL: anywhere */
+	bool no_logs;     /* -logs off: stdout and stderr to /dev/null, no files */
 	struct isolate_spec iso;
 };
 
@@ -85,6 +86,11 @@ static int parse_args(int argc, char **argv, struct shim_args *a)
 			a->cwd = v;
 		else if (!strcmp(f, "-cpus"))
 			a->cpus = v;
+		else if (!strcmp(f, "-logs")) {
+			if (strcmp(v, "off") && strcmp(v, "on"))
+				return -1;
+			a->no_logs = !strcmp(v, "off");
+		}
 		else if (!strcmp(f, "-root")) {
 			a->iso.root = v;
 			a->isolate = true;
@@ -231,9 +237,9 @@ int task_shim_main(int argc, char **argv)
 		return 2;
 	}
 	char *base = xasprintf("%s.stdout", a.task);
-	int r = logrot_open(&out, a.log_dir, base, (int)a.max_files, a.max_size, &err);
+	int r = a.no_logs ? 0 : logrot_open(&out, a.log_dir, base, (int)a.max_files, a.max_size, &err);
 	free(base);
-	if (r == 0) {
+	if (r == 0 && !a.no_logs) {
 		base = xasprintf("%s.stderr", a.task);
 		r = logrot_open(&errlog, a.log_dir, base, (int)a.max_files, a.max_size, &err);
 		free(base);
@@ -262,7 +268,15 @@ int task_shim_main(int argc, char **argv)
 		goto out;
 	}
 	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (devnull < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
+	if (a.no_logs) {
+		/* nothing to pump: the task writes straight into /dev/null */
+		pout[1] = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		perr[1] = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (devnull < 0 || pout[1] < 0 || perr[1] < 0) {
+			status_line("err %d /dev/null: %s\n", errno, strerror(errno));
+			goto out;
+		}
+	} else if (devnull < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
 		status_line("err %d pipes: %s\n", errno, strerror(errno));
 		goto out;
 	}
@@ -320,7 +334,7 @@ started:;
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	fcntl(pout[0], F_SETFL, O_NONBLOCK);
 	fcntl(perr[0], F_SETFL, O_NONBLOCK);
-	bool out_open = true, err_open = true, exited = false;
+	bool out_open = !a.no_logs, err_open = !a.no_logs, exited = false;
 	int status = 0;
 	while (!exited) {
 		struct pollfd pfd[3] = {

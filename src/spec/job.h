@@ -170,6 +170,7 @@ struct job_logs {
 	struct hcl_pos pos;
 	int64_t max_files;      /* default 10 */
 	int64_t max_file_size;  /* MiB, default 10 */
+	bool disabled;          /* no log files: stdout and stderr go to /dev/null */
 };
 
 /* volume_mount { volume destination read_only } of a task: one of the

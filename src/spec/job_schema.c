@@ -276,10 +276,12 @@ static void init_logs(void *obj)
 	l->max_files = l->max_file_size = JOB_UNSET;
 }
 
-static const char *const logs_ignored[] = { "disabled", "enabled", NULL };
+/* enabled: Nomad's older spelling of !disabled */
+static const char *const logs_ignored[] = { "enabled", NULL };
 static const struct field logs_fields[] = {
 	INT("max_files", F_INT, struct job_logs, max_files, 1, 1000),
 	INT("max_file_size", F_SIZE_MIB, struct job_logs, max_file_size, 1, 1 << 20),
+	NEW_BOOL("disabled", struct job_logs, disabled),
 	END,
 };
 static const struct schema logs_schema = {

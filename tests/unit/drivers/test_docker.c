@@ -431,6 +431,32 @@ static void test_run_with_gpus(void **state)
 	json_decref(cfg);
 }
 
+/* logs { disabled }: the container is labelled so (a recovered handle
+ * knows), its output is read to the end (the exit comes after it) and
+ * written nowhere. */
+static void test_logs_disabled(void **state)
+{
+	struct docker_config dc = client_cfg();
+	struct driver_env env = { .docker = &dc };
+	json_t *cfg = json_pack("{s:s}", "image", "busybox");
+	struct driver_task t = make_task(cfg, NULL);
+	struct driver_handle *h = NULL;
+	struct herd_err err = { 0, "" };
+	struct driver_exit ex;
+	t.logs_disabled = true;
+	assert_int_equal(docker_ops.start(&env, &t, &h, &err), 0);
+	const json_t *labels = json_object_get(F.create_body, "Labels");
+	assert_string_equal(json_string_value(json_object_get(labels, "herd.logs_disabled")), "true");
+	assert_int_equal(docker_ops.wait(h, 5000, &ex, &err), 1);
+	docker_ops.destroy(h);
+	char *p = xasprintf("%s/web.stdout.0", log_dir), *q = xasprintf("%s/web.stderr.0", log_dir);
+	assert_int_equal(access(p, F_OK), -1);
+	assert_int_equal(access(q, F_OK), -1);
+	free(p);
+	free(q);
+	json_decref(cfg);
+}
+
 static void test_cdi_and_mps(void **state)
 {
 	F.cdi = true;
@@ -776,6 +802,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_run_with_gpus, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cdi_and_mps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_logs_disabled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gpus_without_runtime, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_config, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_engine, setup, teardown),

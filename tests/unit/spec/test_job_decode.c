@@ -49,6 +49,34 @@ static void test_minimal_job_gets_service_defaults(void **state)
 	free(diags);
 }
 
+/* logs { disabled }: false unless said, left out of the canonical job then
+ * (jobs stored before it existed stay the same job); Nomad's older
+ * `enabled` is accepted with a warning. */
+static void test_logs_disabled(void **state)
+{
+	char *diags, *canon;
+	struct job *job = decode_text("{\"id\":\"s\",\"groups\":[" MIN_GROUP "]}", &diags);
+	(void)state;
+	assert_false(job->groups[0].tasks[0].logs.disabled);
+	canon = canonical_round_trip(job);
+	assert_null(strstr(canon, "disabled"));
+	free(canon);
+	free(diags);
+	job_free(job);
+	job = decode_text("{\"id\":\"s\",\"groups\":[{\"name\":\"g\",\"tasks\":[{\"name\":\"t\","
+			  "\"driver\":\"raw_exec\",\"config\":{\"command\":\"/bin/true\"},"
+			  "\"logs\":{\"disabled\":true,\"enabled\":false}}]}]}", &diags);
+	assert_non_null(job);
+	assert_true(job->groups[0].tasks[0].logs.disabled);
+	assert_string_equal(diags, "W 0:0 groups[0].tasks[0].logs.enabled: not supported by herd; "
+			    "ignored\n");
+	canon = canonical_round_trip(job);
+	assert_non_null(strstr(canon, "\"disabled\":true"));
+	free(canon);
+	free(diags);
+	job_free(job);
+}
+
 static void test_batch_defaults_and_wrapper(void **state)
 {
 	char *diags;
@@ -488,6 +516,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_minimal_job_gets_service_defaults),
 		cmocka_unit_test(test_batch_defaults_and_wrapper),
+		cmocka_unit_test(test_logs_disabled),
 		cmocka_unit_test(test_every_type_error_in_one_run),
 		cmocka_unit_test(test_units_from_strings_and_numbers),
 		cmocka_unit_test(test_bad_units),
