@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cpulist.h"
 #include "common/strbuf.h"
 #include "common/xalloc.h"
 #include "drivers/cgroup.h"
@@ -148,7 +150,19 @@ static int start_raw(pid_t task_pid, const struct task_exec *x, pid_t *pid,
 	if ((rc = spawn_setup(x, &fa, &attr, err)) < 0)
 		goto out;
 	posix_spawn_file_actions_addchdir_np(&fa, x->task_dir);
+	/* On the task's cores (a task with reserved cores, or a shared one
+	 * kept off them): a child starts with its parent thread's mask, so
+	 * this thread takes the task's for the spawn and its own back after. */
+	struct cpulist task_mask = CPULIST_INIT, own = CPULIST_INIT;
+	bool pinned = sched_getaffinity(task_pid, sizeof(task_mask.w),
+					(cpu_set_t *)(void *)task_mask.w) == 0 &&
+		      sched_getaffinity(0, sizeof(own.w), (cpu_set_t *)(void *)own.w) == 0 &&
+		      !cpulist_equal(&task_mask, &own) &&
+		      sched_setaffinity(0, cpulist_bytes(&task_mask),
+					(cpu_set_t *)(void *)task_mask.w) == 0;
 	rc = posix_spawn(pid, prog, &fa, &attr, (char *const *)x->argv, env);
+	if (pinned)
+		sched_setaffinity(0, cpulist_bytes(&own), (cpu_set_t *)(void *)own.w);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	if (rc)

@@ -7,7 +7,8 @@
  * user, a session of its own (its pid is its process group id) and
  * exactly the three fds the caller gives it.  Per driver:
  *
- *   raw_exec  a plain process on the host, like the task;
+ *   raw_exec  a plain process on the host, like the task, on its cores
+ *             (the task process's CPU affinity);
  *   exec      entered into the task's namespaces, cgroup and root, as the
  *             task's user (through the task shim's enter mode, shim.h: a
  *             multi-threaded agent cannot setns() into a mount namespace);

@@ -149,6 +149,11 @@ def test_reserved_task_pinned_shared_task_kept_off(agents, tmp_path):  # noqa: F
     assert 'cores=1 nomad=1' in out, out
     # ... is moved off the core now held (set_cores: raw_exec's affinity)
     wait_for(lambda: affinity(early_pid) == '0', 20, 'shared0 to leave core 1')
+    # a command run in the pinned task runs on its core too
+    r = cli(srv.port, 'alloc', 'exec', '-t=false', '-i=false', a['id'], 'grep',
+            'Cpus_allowed_list', '/proc/self/status')
+    assert r.returncode == 0 and r.stdout.split() == ['Cpus_allowed_list:', '1'], \
+        r.stdout + r.stderr
 
     # a task without cores keeps off core 1 while it is held
     _, out, mask, _ = run(srv, c, tmp_path, 'shared1', 0)
