@@ -11,7 +11,7 @@ EXAMPLES = sorted((REPO / 'examples' / 'jobs').glob('*.hcl'))
 
 BAD = '''job "bad id" {
   priority = 500
-  migrate {}
+  vault {}
   group "g" {
     task "t" {
       resources {
@@ -66,7 +66,7 @@ def test_every_error_in_one_run(herd, tmp_path):
         f'{f}:1:1: id "bad id" must be 1 to 128 letters, digits, \'-\', \'_\' or \'.\', '
         "not starting with '-' or '.'".replace('id "bad', 'job: id "bad'),
         f'{f}:2:14: priority: must be between 1 and 100, got 500',
-        f'{f}:3:3: warning: migrate: not supported by herd; ignored',
+        f'{f}:3:3: warning: vault: not supported by herd; ignored',
         f'{f}:5:5: groups[0].tasks[0]: driver is required',
         f'{f}:7:9: groups[0].tasks[0].resources.devices[0]: a fraction of one GPU is shared; '
         'count must be 1, got 2',
