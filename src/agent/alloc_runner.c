@@ -679,6 +679,7 @@ void alloc_runner_free(struct alloc_runner *ar, bool detach)
 		if (tr->handle && d)
 			d->destroy(tr->handle);   /* never kills */
 		taskenv_free(tr->te);
+		task_identity_release(tr);
 		free(tr->dir);
 		json_decref(tr->events);
 		runner_thread_destroy(&tr->thread);

@@ -120,6 +120,12 @@ void client_fp_put(struct client *c, struct client_fp *f);   /* accepts NULL */
 /* Connections to the server, kept alive between allocations: take one
  * into *h (an idle one, else a new one as client_httpc_init makes it) and
  * give it back when done (kept for the next taker, up to a few). */
+/* task_identity.c: a fresh workload token for the task's next run when its
+ * identity block asks one (env: kept on tr for the environment; file:
+ * secrets/herd_token); 0, or -errno with err.  _release forgets it. */
+struct task_runner;
+int task_identity_refresh(struct task_runner *tr, struct herd_err *err);
+void task_identity_release(struct task_runner *tr);
 void client_httpc_take(struct client *c, struct httpc *h);
 void client_httpc_give(struct client *c, struct httpc *h);
 /* Frees what client_shared.c and job_cache.c keep (client_stop). */
@@ -217,6 +223,8 @@ struct task_runner {
 				       * main tasks' lifetime */
 	char *dir;                    /* <alloc>/<task> */
 	struct taskenv *te;           /* built before each start (task_prepare.c) */
+	char *wi_token, *wi_addr;     /* this run's workload token and the server it
+				       * came from, for the env (task_identity.c) */
 	struct driver_handle *handle;
 	/* Reported state (under ar->lock). */
 	char state[16];               /* pending | running | dead */

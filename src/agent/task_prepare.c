@@ -194,6 +194,8 @@ static int build_env(struct task_runner *tr, const struct agent_kv *extra, size_
 	in.nr_task_meta = nmeta;
 	in.env = env;
 	in.nr_env = nenv;
+	in.workload_token = tr->wi_token;
+	in.server_addr = tr->wi_addr;
 	/* Host volumes: where the task reaches each (raw_exec: the host path,
 	 * it has no mount namespace; exec and docker: the destination). */
 	struct driver_volume *vols = NULL;

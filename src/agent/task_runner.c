@@ -154,7 +154,7 @@ static int prepare(struct task_runner *tr, struct herd_err *err)
 	int rc;
 
 	task_event(tr, "Task Setup", "building task directory and environment");
-	if ((rc = task_prepare_env(tr, err)) < 0) {
+	if ((rc = task_identity_refresh(tr, err)) < 0 || (rc = task_prepare_env(tr, err)) < 0) {
 		task_event(tr, "Setup Failure", "%s", err->msg);
 		return rc;
 	}

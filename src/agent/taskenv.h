@@ -128,6 +128,8 @@ struct taskenv_input {
 	int64_t cpu_mhz;           /* resources { cpu }; 0: omitted */
 	int64_t memory_mib;        /* resources { memory }; 0: omitted */
 	const char *cpu_cores;     /* the allocation's cores, "4-7,12"; NULL: none */
+	const char *workload_token; /* identity { env }: HERD_TOKEN, NOMAD_TOKEN; NULL: none */
+	const char *server_addr;   /* with it: HERD_ADDR, NOMAD_ADDR */
 
 	const char *const *gpu_uuids;   /* assigned devices, in order */
 	size_t nr_gpus;

@@ -109,6 +109,17 @@ static struct acl *acl_resolve(struct server *srv, const char *secret)
 
 	if (!secret || !*secret || strlen(secret) > 256)
 		return NULL;
+	/* a task's own token (workload_identity.c): its job's variables */
+	if (!strncmp(secret, "wi.", 3)) {
+		json_t *vars = workload_identity_vars(srv, secret);
+		if (!vars)
+			return NULL;
+		a = xcalloc(1, sizeof(*a));
+		a->ns = json_object();
+		a->vars = vars;
+		a->node = a->quota = a->agent = ACL_DENY - 1;
+		return a;
+	}
 	acl_secret_hash(secret, hash);
 	if (store_get(srv->store, STORE_ACL_TOKEN, &k, &tok, NULL) < 0)
 		return NULL;

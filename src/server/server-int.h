@@ -914,8 +914,8 @@ struct server {
 	struct metrics_seen *metrics_seen; /* routes_metrics.c's memory of its counters */
 	struct depends *deps;  /* depends.c's index of dependents */
 	struct idle_gpu *idle; /* idle_gpu.c's clocks of idle GPUs */
-	struct drainer *drainer; /* drain.c's rounds of draining nodes */
 	struct autoscale *autoscale; /* autoscale.c's samples and events */
+	struct drainer *drainer; /* drain.c's rounds of draining nodes */
 };
 
 void server_log(struct server *srv, const char *level, const char *fmt, ...)
@@ -1027,6 +1027,12 @@ int routes_acl(struct server *srv, struct herd_err *err);
 int routes_usage(struct server *srv, struct herd_err *err);
 int routes_vars(struct server *srv, struct herd_err *err); /* GET|PUT|DELETE /v1/var(s) */
 int routes_keyring(struct server *srv, struct herd_err *err); /* /v1/operator/keyring/... */
+/* workload_identity.c: POST /v1/allocation/:id/identity, and for acl.c the
+ * variables rules of a workload token ("wi.<alloc>.<task>.<secret>"):
+ * {"<ns>": {"<path>": ACL_VAR_* bits}}, a new reference, or NULL when token
+ * is not one, is not the task's latest, or its allocation has ended. */
+int routes_identity(struct server *srv, struct herd_err *err);
+json_t *workload_identity_vars(struct server *srv, const char *token);
 int routes_system(struct server *srv, struct herd_err *err); /* gc.c */
 /* GET /v1/operator/snapshot (routes_operator.c). */
 int routes_operator(struct server *srv, struct herd_err *err);

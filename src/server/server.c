@@ -132,8 +132,8 @@ static void server_free(struct server *srv)
 		pthread_join(srv->workers[i], NULL);
 	heartbeat_stop(srv);
 	idle_gpu_stop(srv);
-	drain_stop(srv);
 	autoscale_stop(srv);
+	drain_stop(srv);
 	gc_stop(srv);
 	broker_release(&srv->broker);
 	depends_stop(srv);
@@ -269,6 +269,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	if (!rc)
 		rc = routes_keyring(srv, err);
 	if (!rc)
+		rc = routes_identity(srv, err);
+	if (!rc)
 		rc = routes_system(srv, err);
 	if (!rc)
 		rc = routes_metrics(srv, err);
@@ -290,9 +292,9 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	if (!rc)
 		rc = idle_gpu_start(srv, err);
 	if (!rc)
-		rc = drain_start(srv, err);
-	if (!rc)
 		rc = autoscale_start(srv, err);
+	if (!rc)
+		rc = drain_start(srv, err);
 	if (!rc)
 		rc = periodic_start(srv, err);
 	if (rc < 0)

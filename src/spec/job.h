@@ -173,6 +173,16 @@ struct job_logs {
 	bool disabled;          /* no log files: stdout and stderr go to /dev/null */
 };
 
+/* identity { env file } of a task (docs/jobspec.md, "identity"): the task's
+ * workload identity, a token the server gives each run of the task, that
+ * reads its job's variables (nomad/jobs/<job>[/<group>[/<task>]]); env puts
+ * it in HERD_TOKEN and NOMAD_TOKEN (with HERD_ADDR, NOMAD_ADDR), file in
+ * secrets/herd_token.  Neither: no token. */
+struct job_identity {
+	struct hcl_pos pos;
+	bool env, file;
+};
+
 /* volume_mount { volume destination read_only } of a task: one of the
  * group's volumes, seen by the task at destination (docs/jobspec.md,
  * docs/drivers.md says what each driver does with it). */
@@ -213,6 +223,7 @@ struct job_task {
 	struct job_logs logs;
 	struct job_map meta;
 	struct job_dispatch_payload *dispatch_payload; /* NULL: the payload is not written */
+	struct job_identity *identity; /* NULL: none (see struct job_identity) */
 	struct job_service *services;
 	size_t nservices;
 };

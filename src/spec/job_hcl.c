@@ -23,6 +23,15 @@ struct block_rule {
 	const struct block_rule *children; /* NULL: generic body */
 };
 
+/* The key a labelled block of a type the table knows without a label goes
+ * under instead, as a block of unknown meaning; NULL: the labels are an
+ * error.  identity: the default workload identity is herd's, the named
+ * ones are Vault's and Consul's (accepted and ignored). */
+static const char *labelled_elsewhere(const char *type)
+{
+	return !strcmp(type, "identity") ? "identities" : NULL;
+}
+
 #define RULE_END { NULL, NULL, false, NULL, NULL }
 #define CONSTRAINT_RULES \
 	{ "constraint", "constraints", true, NULL, rules_none }, \
@@ -69,6 +78,7 @@ static const struct block_rule rules_task[] = {
 	{ "resources", "resources", false, NULL, rules_resources },
 	{ "logs", "logs", false, NULL, rules_none },
 	{ "dispatch_payload", "dispatch_payload", false, NULL, rules_none },
+	{ "identity", "identity", false, NULL, rules_none },
 	{ "service", "services", true, NULL, rules_service },
 	RULE_END,
 };
@@ -316,10 +326,15 @@ static struct hcl_expr *convert_body(struct converter *c, const struct hcl_body 
 		} else {
 			const struct hcl_block *b = &it->u.block;
 			const struct block_rule *rule = find_rule(rules, b->type);
+			const char *key = rule ? rule->key : b->type;
+			if (rule && !rule->label && b->nlabels > 0 && labelled_elsewhere(b->type)) {
+				key = labelled_elsewhere(b->type);
+				rule = NULL;
+			}
 			struct hcl_expr *v = rule ? convert_labelled(c, b, rule)
 						  : convert_generic_block(c, b);
 			if (v)
-				add_block(c, &ob, rule ? rule->key : b->type, v, b, rule);
+				add_block(c, &ob, key, v, b, rule);
 		}
 	}
 	return object_finish(&ob);

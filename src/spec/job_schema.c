@@ -270,6 +270,19 @@ static const struct schema dispatch_payload_schema = {
 	"dispatch_payload", sizeof(struct job_dispatch_payload), NULL, dispatch_payload_fields, NULL,
 };
 
+static const struct field identity_fields[] = {
+	FIELD("env", F_BOOL, struct job_identity, env),
+	FIELD("file", F_BOOL, struct job_identity, file),
+	END,
+};
+/* what a named identity for Vault or Consul also carries */
+static const char *const identity_ignored[] = {
+	"name", "aud", "change_mode", "change_signal", "ttl", "filepath", NULL,
+};
+static const struct schema identity_schema = {
+	"identity", sizeof(struct job_identity), NULL, identity_fields, identity_ignored,
+};
+
 static void init_logs(void *obj)
 {
 	struct job_logs *l = obj;
@@ -404,7 +417,7 @@ static void init_task(void *obj)
 }
 
 static const char *const task_ignored[] = {
-	"vault", "consul", "identity", "kind", "scaling", "csi_plugin",
+	"vault", "consul", "identities", "kind", "scaling", "csi_plugin",
 	"action", "schedule", "secret", NULL,
 };
 /* defined with the group's (a task's restart merges over its group's) */
@@ -429,6 +442,7 @@ static const struct field task_fields[] = {
 	STR("kill_signal", struct job_task, kill_signal, 32),
 	SHUTDOWN_DELAY(struct job_task),
 	OBJ("logs", F_OBJECT, struct job_task, logs, logs_schema),
+	OPTIONAL_OBJ("identity", struct job_task, identity, identity_schema),
 	MAP("meta", F_MAP, struct job_task, meta, JOB_MAX_MAP),
 	OBJ("dispatch_payload", F_OBJECT_PTR, struct job_task, dispatch_payload,
 	    dispatch_payload_schema),

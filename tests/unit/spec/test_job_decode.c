@@ -77,6 +77,52 @@ static void test_logs_disabled(void **state)
 	job_free(job);
 }
 
+/* identity { env file }: none unless said (no trace in the canonical job);
+ * in HCL the unnamed block is herd's, named ones (Vault's, Consul's) are
+ * accepted with a warning and left out. */
+static void test_identity(void **state)
+{
+	static const char hcl[] =
+		"job \"j\" {\n"
+		"  group \"g\" {\n"
+		"    task \"t\" {\n"
+		"      driver = \"raw_exec\"\n"
+		"      config { command = \"/bin/true\" }\n"
+		"      identity {\n"
+		"        file = true\n"
+		"      }\n"
+		"      identity \"vault_default\" {\n"
+		"        aud = [\"vault.io\"]\n"
+		"      }\n"
+		"    }\n"
+		"  }\n"
+		"}\n";
+	struct diag_list dl;
+	char *diags, *canon;
+	struct job *job = decode_text("{\"id\":\"s\",\"groups\":[" MIN_GROUP "]}", &diags);
+	(void)state;
+	assert_null(job->groups[0].tasks[0].identity);
+	canon = canonical_round_trip(job);
+	assert_null(strstr(canon, "identit"));
+	free(canon);
+	free(diags);
+	job_free(job);
+	diag_list_init(&dl);
+	job = spec_load(hcl, strlen(hcl), &dl);
+	diags = render_diags(&dl);
+	assert_string_equal(diags, "W 9:7 groups[0].tasks[0].identities: not supported by herd; "
+			    "ignored\n");
+	assert_non_null(job);
+	assert_true(job->groups[0].tasks[0].identity->file);
+	assert_false(job->groups[0].tasks[0].identity->env);
+	canon = canonical_round_trip(job);
+	assert_non_null(strstr(canon, "\"identity\":{\"env\":false,\"file\":true}"));
+	free(canon);
+	free(diags);
+	diag_list_release(&dl);
+	job_free(job);
+}
+
 static void test_batch_defaults_and_wrapper(void **state)
 {
 	char *diags;
@@ -517,6 +563,7 @@ int main(void)
 		cmocka_unit_test(test_minimal_job_gets_service_defaults),
 		cmocka_unit_test(test_batch_defaults_and_wrapper),
 		cmocka_unit_test(test_logs_disabled),
+		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_every_type_error_in_one_run),
 		cmocka_unit_test(test_units_from_strings_and_numbers),
 		cmocka_unit_test(test_bad_units),
