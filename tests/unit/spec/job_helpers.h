@@ -67,6 +67,20 @@ static inline struct job *decode_expect(const char *text, const char *want)
 	return job;
 }
 
+/* Loads HCL text through spec_load (positions kept): the job, or NULL;
+ * *out gets the rendered diagnostics (caller frees). */
+static inline struct job *load_hcl(const char *text, char **out)
+{
+	struct diag_list dl;
+	struct job *job;
+
+	diag_list_init(&dl);
+	job = spec_load(text, strlen(text), &dl);
+	*out = render_diags(&dl);
+	diag_list_release(&dl);
+	return job;
+}
+
 /* A job of one group "g" with the given fields (a JSON object's members)
  * and the least task. */
 #define GROUP_WITH(fields) \

@@ -12,18 +12,6 @@
 
 #include "job_helpers.h"
 
-static struct job *load_hcl(const char *text, char **diags)
-{
-	struct diag_list dl;
-	struct job *job;
-
-	diag_list_init(&dl);
-	job = spec_load(text, strlen(text), &dl);
-	*diags = render_diags(&dl);
-	diag_list_release(&dl);
-	return job;
-}
-
 static void test_hcl_fields(void **state)
 {
 	static const char text[] =

@@ -136,20 +136,16 @@ static void test_hcl(void **state)
 		"    }\n"
 		"  }\n"
 		"}\n";
-	struct diag_list dl;
 	struct job *job;
 	char *diags;
 	(void)state;
-	diag_list_init(&dl);
-	job = spec_load(text, strlen(text), &dl);
-	diags = render_diags(&dl);
+	job = load_hcl(text, &diags);
 	assert_string_equal(diags, "");
 	assert_non_null(job);
 	assert_int_equal(job->groups[0].disconnect->lost_after, 6 * 3600 * SEC);
 	assert_string_equal(job->groups[0].disconnect->reconcile, "longest_running");
 	assert_int_equal(job->groups[1].disconnect->stop_on_client_after, 3600 * SEC);
 	free(diags);
-	diag_list_release(&dl);
 	job_free(job);
 }
 

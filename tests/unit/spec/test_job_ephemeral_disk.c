@@ -100,13 +100,10 @@ static void test_hcl(void **state)
 		"    }\n"
 		"  }\n"
 		"}\n";
-	struct diag_list dl;
 	struct job *job;
 	char *diags;
 	(void)state;
-	diag_list_init(&dl);
-	job = spec_load(text, strlen(text), &dl);
-	diags = render_diags(&dl);
+	job = load_hcl(text, &diags);
 	assert_string_equal(diags, "");
 	assert_non_null(job);
 	assert_int_equal(job->groups[0].ephemeral_disk->size, 2048);
@@ -115,7 +112,6 @@ static void test_hcl(void **state)
 	assert_int_equal(job->groups[0].ephemeral_disk->pos.line, 4);
 	assert_true(job->groups[0].prevent_reschedule_on_lost);
 	free(diags);
-	diag_list_release(&dl);
 	job_free(job);
 }
 

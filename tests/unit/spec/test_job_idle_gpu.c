@@ -82,13 +82,10 @@ static void test_hcl(void **state)
 		"    }\n"
 		"  }\n"
 		"}\n";
-	struct diag_list dl;
 	struct job *job;
 	char *diags;
 	(void)state;
-	diag_list_init(&dl);
-	job = spec_load(text, strlen(text), &dl);
-	diags = render_diags(&dl);
+	job = load_hcl(text, &diags);
 	assert_string_equal(diags, "");
 	assert_non_null(job);
 	assert_int_equal(job->groups[0].idle_gpu->utilization_below, 10);
@@ -96,7 +93,6 @@ static void test_hcl(void **state)
 	assert_string_equal(job->groups[0].idle_gpu->action, "stop");
 	assert_int_equal(job->groups[0].idle_gpu->pos.line, 3);
 	free(diags);
-	diag_list_release(&dl);
 	job_free(job);
 }
 

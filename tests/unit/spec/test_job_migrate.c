@@ -131,30 +131,23 @@ static void test_hcl(void **state)
 		"    }\n"
 		"  }\n"
 		"}\n";
-	struct diag_list dl;
 	struct job *job;
 	char *diags;
 	(void)state;
-	diag_list_init(&dl);
-	job = spec_load(text, strlen(text), &dl);
-	diags = render_diags(&dl);
+	job = load_hcl(text, &diags);
 	assert_string_equal(diags, "");
 	assert_non_null(job);
 	assert_int_equal(job->groups[0].migrate->max_parallel, 2);
 	assert_int_equal(job->groups[0].migrate->min_healthy_time, 1 * SEC);
 	assert_int_equal(job->groups[0].migrate->pos.line, 5);
 	free(diags);
-	diag_list_release(&dl);
 	job_free(job);
 	/* an error names the field and its line */
-	diag_list_init(&dl);
-	job = spec_load(bad, strlen(bad), &dl);
-	diags = render_diags(&dl);
+	job = load_hcl(bad, &diags);
 	assert_null(job);
 	assert_non_null(strstr(diags, "E 4:"));
 	assert_non_null(strstr(diags, "migrate.max_parallel"));
 	free(diags);
-	diag_list_release(&dl);
 }
 
 int main(void)

@@ -110,29 +110,22 @@ static void test_hcl(void **state)
 		"    }\n"
 		"  }\n"
 		"}\n";
-	struct diag_list dl;
 	struct job *job;
 	char *diags;
 	(void)state;
-	diag_list_init(&dl);
-	job = spec_load(text, strlen(text), &dl);
-	diags = render_diags(&dl);
+	job = load_hcl(text, &diags);
 	assert_string_equal(diags, "");
 	assert_non_null(job);
 	assert_string_equal(job->groups[0].tasks[0].resources.numa->affinity, "require");
 	assert_int_equal(job->groups[0].tasks[0].resources.numa->pos.line, 9);
 	free(diags);
-	diag_list_release(&dl);
 	job_free(job);
 	/* the error names the line of the numa block */
-	diag_list_init(&dl);
-	job = spec_load(bad, strlen(bad), &dl);
-	diags = render_diags(&dl);
+	job = load_hcl(bad, &diags);
 	assert_null(job);
 	assert_non_null(strstr(diags, "E 8:"));
 	assert_non_null(strstr(diags, "numa needs cores"));
 	free(diags);
-	diag_list_release(&dl);
 }
 
 int main(void)

@@ -143,17 +143,13 @@ static void test_hcl_and_round_trip(void **state)
 		"    }\n"
 		"  }\n"
 		"}\n";
-	struct diag_list dl;
 	struct job *job;
 	char *a, *diags;
 
 	(void)state;
-	diag_list_init(&dl);
-	job = spec_load(hcl, sizeof(hcl) - 1, &dl);
-	diags = render_diags(&dl);
+	job = load_hcl(hcl, &diags);
 	assert_string_equal(diags, "");
 	free(diags);
-	diag_list_release(&dl);
 	assert_non_null(job);
 	assert_int_equal(job->groups[0].time_limit, 30 * 60 * SEC);
 	assert_int_equal(job->groups[0].reschedule.attempts, 2);

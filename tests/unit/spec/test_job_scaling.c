@@ -122,13 +122,10 @@ static void test_hcl(void **state)
 		"    }\n"
 		"  }\n"
 		"}\n";
-	struct diag_list dl;
 	struct job *job;
 	char *diags;
 	(void)state;
-	diag_list_init(&dl);
-	job = spec_load(text, strlen(text), &dl);
-	diags = render_diags(&dl);
+	job = load_hcl(text, &diags);
 	assert_string_equal(diags, "");
 	assert_non_null(job);
 	assert_int_equal(job->groups[0].scaling->min, 1);
@@ -139,7 +136,6 @@ static void test_hcl(void **state)
 	assert_int_equal(job->groups[0].scaling->policy->tolerance, 5);
 	assert_int_equal(job->groups[0].scaling->pos.line, 4);
 	free(diags);
-	diag_list_release(&dl);
 	job_free(job);
 }
 

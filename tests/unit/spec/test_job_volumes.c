@@ -152,15 +152,11 @@ static void test_hcl_and_round_trip(void **state)
 		"    }\n"
 		"  }\n"
 		"}\n";
-	struct diag_list dl;
 	struct job *job;
 	char *diags, *a;
 
 	(void)state;
-	diag_list_init(&dl);
-	job = spec_load(text, sizeof(text) - 1, &dl);
-	diags = render_diags(&dl);
-	diag_list_release(&dl);
+	job = load_hcl(text, &diags);
 	assert_string_equal(diags, "W 10:7 groups[0].volumes[1].access_mode: not supported by "
 			    "herd; ignored\n");
 	free(diags);
