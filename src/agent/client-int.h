@@ -62,6 +62,8 @@ struct client {
 	struct alloc_runner **runners;
 	size_t nr_runners, alloc_runners;
 	json_t *runner_pos;           /* {"<alloc id>": index into runners} (client.c) */
+	size_t nr_core_runners;       /* runners whose allocation holds cores: while 0,
+				       * a task without cores needs no core plan */
 	/* The runners whose thread has ended (alloc_runner_finished), the
 	 * only ones client_collect_runners looks at: its work is
 	 * proportional to what finished, not to every allocation the node
@@ -254,6 +256,7 @@ struct task_runner {
 struct alloc_runner {
 	struct client *c;
 	char id[64];
+	bool holds_cores;             /* its allocation has tasks with cores (client.c) */
 	json_t *alloc;                /* the allocation as first seen; never replaced
 				       * (threads read it without the lock): what
 				       * changes later, desired_status, comes

@@ -9,6 +9,7 @@
 
 #include "agent/alloc_gc.h"
 #include "agent/client-int.h"
+#include "agent/cores.h"
 #include "agent/log.h"
 #include "agent/mps.h"
 #include "agent/server_list.h"
@@ -75,12 +76,17 @@ static void add_runner(struct client *c, struct alloc_runner *ar)
 	ALLOC_GROW(c->runners, c->nr_runners + 1, c->alloc_runners);
 	json_object_set_new(c->runner_pos, ar->id, json_integer((json_int_t)c->nr_runners));
 	c->runners[c->nr_runners++] = ar;
+	struct cpulist held = CPULIST_INIT;
+	cores_of_alloc(ar->alloc, &held);
+	ar->holds_cores = !cpulist_empty(&held);
+	c->nr_core_runners += ar->holds_cores;
 }
 
 /* Removes runner i (swapping the last one into its place). */
 static void remove_runner(struct client *c, size_t i)
 {
 	json_object_del(c->runner_pos, c->runners[i]->id);
+	c->nr_core_runners -= c->runners[i]->holds_cores;
 	c->runners[i] = c->runners[--c->nr_runners];
 	if (i < c->nr_runners)
 		json_object_set_new(c->runner_pos, c->runners[i]->id, json_integer((json_int_t)i));

@@ -20,9 +20,11 @@ static void held_cores(struct client *c, struct cpulist *held)
 {
 	*held = (struct cpulist)CPULIST_INIT;
 	pthread_mutex_lock(&c->runners_lock);
-	for (size_t i = 0; i < c->nr_runners; i++) {
+	for (size_t i = 0; c->nr_core_runners && i < c->nr_runners; i++) {
 		struct alloc_runner *ar = c->runners[i];
 		bool done;
+		if (!ar->holds_cores)
+			continue;
 		pthread_mutex_lock(&ar->lock);
 		done = ar->done;
 		pthread_mutex_unlock(&ar->lock);
@@ -56,11 +58,18 @@ void task_cores_plan(struct task_runner *tr, struct cores_plan *p)
 	size_t nreal = 0;
 	bool reserved = cores_of_task(ar->alloc, tr->task->name, &want);
 
-	usable_cores(&usable);
-	if (reserved)
+	if (reserved) {
 		held = (struct cpulist)CPULIST_INIT;   /* not needed for its own cores */
-	else
+	} else {
 		held_cores(ar->c, &held);
+		/* nothing held on the node (the usual case): the task keeps the
+		 * agent's mask, with no syscall and no sysfs read per start */
+		if (cpulist_empty(&held)) {
+			memset(p, 0, sizeof(*p));
+			return;
+		}
+	}
+	usable_cores(&usable);
 	/* the machine's own layout, also under a simulated one: memory nodes
 	 * must exist */
 	fp_read_cores("", 0, &real, &nreal);
