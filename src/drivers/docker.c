@@ -839,6 +839,15 @@ out:
 	return rc;
 }
 
+/* The processes of the container's cgroup: the engine names it after the
+ * container's id ("docker-<id>.scope" under systemd, "docker/<id>" with
+ * cgroupfs), which no other cgroup contains. */
+static bool docker_owns(const struct driver_state *state, const struct driver_proc *p)
+{
+	return strlen(state->container_id) >= 12 &&
+	       driver_proc_in_cgroup(p, state->container_id, true);
+}
+
 const struct driver_ops docker_ops = {
 	.name = "docker",
 	.fingerprint = docker_fingerprint,
@@ -850,4 +859,5 @@ const struct driver_ops docker_ops = {
 	.recover = docker_recover,
 	.stats = docker_ops_stats,
 	.set_cores = docker_set_cores,
+	.owns = docker_owns,
 };

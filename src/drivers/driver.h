@@ -187,6 +187,36 @@ struct driver_stats {
 	int64_t sampled_at_ns;     /* CLOCK_REALTIME of the sample */
 };
 
+/* A host process as the agent's GPU memory attribution sees it
+ * (driver_proc_read): which processes it descends from, its session and
+ * its cgroups, so that each driver can say whether it is its task's
+ * (driver_ops.owns).  Plain data. */
+#define DRIVER_PROC_MAX_ANCESTORS 64
+#define DRIVER_PROC_CGROUP_MAX 2048
+struct driver_proc {
+	pid_t pid;
+	pid_t session;
+	/* its parent, the parent's parent, ...: up to (not with) pid 1, at
+	 * most DRIVER_PROC_MAX_ANCESTORS */
+	pid_t ancestors[DRIVER_PROC_MAX_ANCESTORS];
+	size_t nr_ancestors;
+	/* /proc/<pid>/cgroup as the kernel wrote it ("hierarchy:controllers:
+	 * path" lines; v2: one "0::/path"); "" when it could not be read, a
+	 * longer file cut at a line's end */
+	char cgroups[DRIVER_PROC_CGROUP_MAX];
+};
+
+/* Reads process pid under proc_root (NULL: /proc): its stat, the stat of
+ * each ancestor, and its cgroup file.  Returns 0 with *out, -ESRCH when the
+ * process is gone, -errno otherwise.  An ancestor that ends meanwhile cuts
+ * the chain there. */
+int driver_proc_read(const char *proc_root, pid_t pid, struct driver_proc *out);
+
+/* Whether one of p's cgroups has a path component equal to name (exec:
+ * the task's cgroup "<alloc>.<task>") or, with contains, a component that
+ * contains name (docker: "docker-<id>.scope" or "<id>"). */
+bool driver_proc_in_cgroup(const struct driver_proc *p, const char *name, bool contains);
+
 struct driver_fingerprint {
 	bool detected;             /* usable on this node: sets driver.<name> = 1 */
 	bool healthy;
@@ -257,6 +287,14 @@ struct driver_ops {
 	 * Returns 0, -ESRCH when the task is not running, -errno with err. */
 	int (*set_cores)(const struct driver_env *env, const struct driver_state *state,
 			 const char *cpus, struct herd_err *err);
+
+	/* Whether process p (driver_proc_read) is the running task's that
+	 * state names: raw_exec: p is the task process, descends from it, or
+	 * is in its session; exec: p is in the task's cgroup (or descends from
+	 * its process); docker: p is in the container's cgroup.  Reads only
+	 * its arguments (no I/O): the agent calls it for every GPU process
+	 * and task it samples (docs/gpu-sharing.md, "GPU memory per task"). */
+	bool (*owns)(const struct driver_state *state, const struct driver_proc *p);
 };
 
 /* CPU percent (100 = one core) between two samples of the same task:

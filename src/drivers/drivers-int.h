@@ -19,9 +19,14 @@ int proc_start_time(pid_t pid, uint64_t *out);
  * one, -errno otherwise. */
 int proc_pidfd_checked(pid_t pid, uint64_t start_time);
 
-/* What proc_session_usage reads of /proc/<pid>/stat (proc(5) fields 6,
- * 14 to 17 and 24). */
+/* Reads a small file whole into buf (NUL-terminated, at most size - 1
+ * bytes).  0 or -errno. */
+int proc_read_small(const char *path, char *buf, size_t size);
+
+/* What proc_session_usage and driver_proc_read read of /proc/<pid>/stat
+ * (proc(5) fields 4, 6, 14 to 17 and 24). */
 struct proc_stat_fields {
+	pid_t ppid;
 	pid_t session;
 	uint64_t utime_ticks, stime_ticks;   /* clock ticks (_SC_CLK_TCK) */
 	uint64_t cutime_ticks, cstime_ticks; /* of its reaped children */
@@ -62,6 +67,9 @@ int proc_pids_set_affinity(const pid_t *pids, size_t n, const char *cpus);
  * session's affinity, after checking the task pid is still the task. */
 int shim_set_cores(const struct driver_env *env, const struct driver_state *state,
 		   const char *cpus, struct herd_err *err);
+
+/* Whether process p is pid or descends from it (pid 0 and 1: never). */
+bool proc_is_or_descends(const struct driver_proc *p, pid_t pid);
 
 /* CLOCK_REALTIME in ns (stats' sampled_at). */
 int64_t driver_realtime_ns(void);

@@ -384,6 +384,15 @@ static int exec_set_cores(const struct driver_env *env, const struct driver_stat
 	return rc;
 }
 
+/* The processes of the task's cgroup (what its stats count), or of its
+ * lineage where it has none (the cgroup could not be made). */
+static bool exec_owns(const struct driver_state *state, const struct driver_proc *p)
+{
+	if (state->cgroup[0])
+		return driver_proc_in_cgroup(p, state->cgroup, false);
+	return proc_is_or_descends(p, state->task_pid);
+}
+
 const struct driver_ops exec_ops = {
 	.name = "exec",
 	.fingerprint = exec_fingerprint,
@@ -395,4 +404,5 @@ const struct driver_ops exec_ops = {
 	.recover = exec_recover,
 	.stats = exec_stats,
 	.set_cores = exec_set_cores,
+	.owns = exec_owns,
 };

@@ -16,8 +16,7 @@
 #include "common/xalloc.h"
 #include "drivers/drivers-int.h"
 
-/* Reads a small file whole into buf (NUL-terminated).  0 or -errno. */
-static int read_small(const char *path, char *buf, size_t size)
+int proc_read_small(const char *path, char *buf, size_t size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -59,6 +58,7 @@ int proc_parse_stat(const char *text, struct proc_stat_fields *out)
 		v[field - 3] = (unsigned long long)s;
 		p = end;
 	}
+	out->ppid = (pid_t)v[4 - 3];
 	out->session = (pid_t)v[6 - 3];
 	out->utime_ticks = v[14 - 3];
 	out->stime_ticks = v[15 - 3];
@@ -98,7 +98,7 @@ int proc_session_usage(const char *proc_root, pid_t sid, struct proc_usage *out)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/stat", proc_root, de->d_name);
 		/* A process may end between readdir and open: skip it. */
-		if (read_small(path, buf, sizeof(buf)) < 0 || proc_parse_stat(buf, &f) < 0 ||
+		if (proc_read_small(path, buf, sizeof(buf)) < 0 || proc_parse_stat(buf, &f) < 0 ||
 		    f.session != sid)
 			continue;
 		u.nprocs++;
@@ -106,7 +106,7 @@ int proc_session_usage(const char *proc_root, pid_t sid, struct proc_usage *out)
 		u.rss_bytes += f.rss_pages * page;
 		if (strtol(de->d_name, NULL, 10) == (long)sid) {
 			snprintf(path, sizeof(path), "%s/%s/status", proc_root, de->d_name);
-			if (read_small(path, buf, sizeof(buf)) == 0)
+			if (proc_read_small(path, buf, sizeof(buf)) == 0)
 				u.leader_hwm_bytes = status_hwm(buf);
 		}
 	}
@@ -186,7 +186,7 @@ int proc_session_set_affinity(const char *proc_root, pid_t sid, const char *cpus
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/stat", proc_root, de->d_name);
-		if (read_small(path, buf, sizeof(buf)) < 0 || proc_parse_stat(buf, &f) < 0 ||
+		if (proc_read_small(path, buf, sizeof(buf)) < 0 || proc_parse_stat(buf, &f) < 0 ||
 		    f.session != sid)
 			continue;
 		nprocs++;

@@ -439,6 +439,14 @@ int shim_set_cores(const struct driver_env *env, const struct driver_state *stat
 	return 0;
 }
 
+/* The task's processes: its own, its descendants (also one that left the
+ * session with setsid) and its session's (also one whose parent ended). */
+static bool raw_exec_owns(const struct driver_state *state, const struct driver_proc *p)
+{
+	return state->task_pid > 1 &&
+	       (p->session == state->task_pid || proc_is_or_descends(p, state->task_pid));
+}
+
 const struct driver_ops raw_exec_ops = {
 	.name = "raw_exec",
 	.fingerprint = raw_exec_fingerprint,
@@ -450,6 +458,7 @@ const struct driver_ops raw_exec_ops = {
 	.recover = raw_exec_recover,
 	.stats = raw_exec_stats,
 	.set_cores = shim_set_cores,
+	.owns = raw_exec_owns,
 };
 
 const struct driver_state *driver_handle_state(const struct driver_handle *h)

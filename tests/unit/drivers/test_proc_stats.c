@@ -1,6 +1,9 @@
 /* The raw_exec usage reader: /proc/<pid>/stat parsing, session sums over
  * a made-up /proc tree, and raw_exec's stats op on a real task (two
- * processes in its session, one of them holding ~24 MiB and spinning). */
+ * processes in its session, one of them holding ~24 MiB and spinning).
+ * GPU memory attribution: a process's lineage and cgroups read from a
+ * made-up /proc (driver_proc_read), and which task each driver's owns
+ * gives it to. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,6 +56,7 @@ static void test_parse_stat(void **state)
 	(void)state;
 	assert_int_equal(proc_parse_stat(line, &f), 0);
 	assert_int_equal(f.session, 77);
+	assert_int_equal(f.ppid, 1);
 	assert_int_equal(f.utime_ticks, 250);
 	assert_int_equal(f.stime_ticks, 50);
 	assert_int_equal(f.cutime_ticks, 7);
@@ -93,6 +97,103 @@ static void test_session_sum_fake_proc(void **state)
 	assert_int_equal(u.nprocs, 1);
 	assert_int_equal(proc_session_usage(proc, 31337, &u), -ESRCH);
 	assert_int_equal(proc_session_usage("/nonexistent/proc", 1, &u), -ENOENT);
+}
+
+/* A process of the attribution tree: pid, parent, session, cgroup file
+ * ("" for none). */
+static void owner_proc(const char *proc, int pid, int ppid, int session, const char *cgroups)
+{
+	char path[512];
+	FILE *f;
+	snprintf(path, sizeof(path), "%s/%d", proc, pid);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/%d/stat", proc, pid);
+	f = fopen(path, "we");
+	assert_non_null(f);
+	fprintf(f, "%d (gpu job) S %d %d %d 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 5 100 10 0\n",
+		pid, ppid, session, session);
+	fclose(f);
+	if (!*cgroups)
+		return;
+	snprintf(path, sizeof(path), "%s/%d/cgroup", proc, pid);
+	f = fopen(path, "we");
+	assert_non_null(f);
+	fputs(cgroups, f);
+	fclose(f);
+}
+
+static void test_gpu_process_owner(void **state)
+{
+	const char *cid = "3f2a9c0d1e4b5a6978c0d1e2f3a4b5c6d7e8f90123456789abcdef0123456789";
+	const struct driver_ops *raw = driver_find("raw_exec"), *exec = driver_find("exec"),
+				*docker = driver_find("docker");
+	struct driver_state rs = { .task_pid = 100 }, es = { .task_pid = 300 },
+			    ds = { .task_pid = 0 };
+	struct driver_proc p;
+	char proc[256], cg[256];
+	(void)state;
+	snprintf(proc, sizeof(proc), "%s/owner", root);
+	assert_int_equal(mkdir(proc, 0755), 0);
+	snprintf(es.cgroup, sizeof(es.cgroup), "a1b2.train");
+	snprintf(ds.container_id, sizeof(ds.container_id), "%s", cid);
+	/* raw_exec task 100: a grandchild in its session, a child that left
+	 * it (setsid), a process of its session whose parent ended */
+	owner_proc(proc, 100, 50, 100, "0::/user.slice\n");
+	owner_proc(proc, 101, 100, 100, "");
+	owner_proc(proc, 102, 101, 100, "0::/user.slice\n");
+	owner_proc(proc, 103, 101, 103, "");
+	owner_proc(proc, 104, 1, 100, "");
+	owner_proc(proc, 50, 1, 50, "");
+	/* exec task: in its cgroup (v1 lines), or a look-alike name */
+	owner_proc(proc, 301, 1, 301,
+		   "12:memory:/herd/a1b2.train\n11:cpu,cpuacct:/herd/a1b2.train\n");
+	owner_proc(proc, 302, 1, 302, "0::/herd.slice/a1b2.train2\n");
+	/* docker: systemd and cgroupfs cgroup names */
+	snprintf(cg, sizeof(cg), "0::/system.slice/docker-%s.scope\n", cid);
+	owner_proc(proc, 401, 1, 401, cg);
+	snprintf(cg, sizeof(cg), "4:memory:/docker/%s\n", cid);
+	owner_proc(proc, 402, 1, 402, cg);
+	/* nobody's */
+	owner_proc(proc, 900, 50, 50, "0::/user.slice/session-1.scope\n");
+
+	assert_int_equal(driver_proc_read(proc, 102, &p), 0);
+	assert_int_equal(p.pid, 102);
+	assert_int_equal(p.session, 100);
+	assert_int_equal(p.nr_ancestors, 3);   /* 101, 100, 50; pid 1 ends it */
+	assert_int_equal(p.ancestors[0], 101);
+	assert_int_equal(p.ancestors[2], 50);
+	assert_string_equal(p.cgroups, "0::/user.slice\n");
+	assert_int_equal(driver_proc_read(proc, 31337, &p), -ESRCH);
+	assert_int_equal(driver_proc_read(proc, 0, &p), -ESRCH);
+
+	for (int pid = 100; pid <= 104; pid++) {
+		assert_int_equal(driver_proc_read(proc, pid, &p), 0);
+		assert_true(raw->owns(&rs, &p));
+		assert_false(exec->owns(&es, &p));
+		assert_false(docker->owns(&ds, &p));
+	}
+	assert_int_equal(driver_proc_read(proc, 301, &p), 0);
+	assert_true(exec->owns(&es, &p));
+	assert_false(raw->owns(&rs, &p));
+	assert_int_equal(driver_proc_read(proc, 302, &p), 0);
+	assert_false(exec->owns(&es, &p));
+	for (int pid = 401; pid <= 402; pid++) {
+		assert_int_equal(driver_proc_read(proc, pid, &p), 0);
+		assert_true(docker->owns(&ds, &p));
+		assert_false(exec->owns(&es, &p));
+	}
+	assert_int_equal(driver_proc_read(proc, 900, &p), 0);
+	assert_false(raw->owns(&rs, &p));
+	assert_false(exec->owns(&es, &p));
+	assert_false(docker->owns(&ds, &p));
+	/* the ancestor 50 of the task is not the task's */
+	assert_int_equal(driver_proc_read(proc, 50, &p), 0);
+	assert_false(raw->owns(&rs, &p));
+	/* an exec task without a cgroup: its lineage */
+	es.cgroup[0] = '\0';
+	es.task_pid = 101;
+	assert_int_equal(driver_proc_read(proc, 103, &p), 0);
+	assert_true(exec->owns(&es, &p));
 }
 
 static void test_cpu_percent(void **state)
@@ -185,6 +286,7 @@ int main(void)
 		cmocka_unit_test(test_parse_stat),
 		cmocka_unit_test(test_session_sum_fake_proc),
 		cmocka_unit_test(test_cpu_percent),
+		cmocka_unit_test(test_gpu_process_owner),
 		cmocka_unit_test(test_raw_exec_stats),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
