@@ -59,6 +59,8 @@ void agent_config_init(struct agent_config *cfg)
 	gpu_config_init(&cfg->gpu.nvml);
 	cfg->gpu.sharing = SCHED_EXCLUSIVE;
 	cfg->gpu.mps_control = xstrdup(AGENT_DEFAULT_MPS_CONTROL);
+	cfg->gpu.timeslice_memory_limit = AGENT_GPU_MEMORY_WARN;
+	cfg->gpu.timeslice_memory_grace = AGENT_DEFAULT_MEMORY_GRACE;
 	cfg->docker.gc_container = true;
 	cfg->docker.gc_image = true;
 	cfg->docker.gc_dangling = true;

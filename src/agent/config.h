@@ -45,6 +45,19 @@
 #define AGENT_MPS_MAX_CLIENTS 48
 #define AGENT_MAX_REPLICAS 1000
 #define AGENT_DEFAULT_MPS_CONTROL "/usr/bin/nvidia-cuda-mps-control"
+/* gpu { timeslice_memory_grace }: consecutive GPU samples over a share
+ * before it counts (default, most). */
+#define AGENT_DEFAULT_MEMORY_GRACE 3
+#define AGENT_MAX_MEMORY_GRACE 1000
+
+/* gpu { timeslice_memory_limit }: what the client does with a task whose
+ * processes use more GPU memory than its share of a timeslice GPU
+ * (docs/gpu-sharing.md, "GPU memory per task"). */
+enum agent_gpu_memory_limit {
+	AGENT_GPU_MEMORY_OFF,    /* measure and report only */
+	AGENT_GPU_MEMORY_WARN,   /* a task event per exceedance (the default) */
+	AGENT_GPU_MEMORY_KILL,   /* kill the task, a failure for its restart policy */
+};
 
 enum agent_log_level { AGENT_LOG_TRACE, AGENT_LOG_DEBUG, AGENT_LOG_INFO,
 		       AGENT_LOG_WARN, AGENT_LOG_ERROR };
@@ -178,6 +191,8 @@ struct agent_config {
 		char *mps_control;       /* nvidia-cuda-mps-control (AGENT_DEFAULT_MPS_CONTROL) */
 		struct agent_gpu_override *overrides;
 		size_t nr_overrides;
+		enum agent_gpu_memory_limit timeslice_memory_limit; /* warn */
+		int timeslice_memory_grace;  /* samples (stats_period apart); 3 */
 	} gpu;
 
 	/* plugin "docker" { config { ... } } (drivers/docker.h, docs/agent-config.md). */

@@ -150,6 +150,8 @@ static void diff_gpu_drivers(const struct agent_config *o, const struct agent_co
 	DIFF_VAL(gpu.sharing, "gpu.sharing");
 	DIFF_VAL(gpu.replicas, "gpu.replicas");
 	DIFF_STR(gpu.mps_control, "gpu.mps_control");
+	DIFF_VAL(gpu.timeslice_memory_limit, "gpu.timeslice_memory_limit");
+	DIFF_VAL(gpu.timeslice_memory_grace, "gpu.timeslice_memory_grace");
 	if (overrides_differ(o, n))
 		add(sb, "gpu.device");
 	DIFF_STR(docker.socket, "docker.endpoint");

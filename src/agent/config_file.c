@@ -890,6 +890,25 @@ static void read_sharing(struct walk *w, const struct hcl_attribute *a, enum sch
 	free(s);
 }
 
+/* timeslice_memory_limit: "off", "warn" or "kill". */
+static void read_memory_limit(struct walk *w, const struct hcl_attribute *a,
+			      enum agent_gpu_memory_limit *out)
+{
+	static const char *const names[] = { "off", "warn", "kill" };
+	char *s = NULL;
+	if (cfg_read_string(a, &s, w->dl) < 0)
+		return;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(s, names[i])) {
+			*out = (enum agent_gpu_memory_limit)i;
+			free(s);
+			return;
+		}
+	diag_error(w->dl, a->value->pos.line, a->value->pos.col,
+		   "%s: expected \"off\", \"warn\" or \"kill\", not \"%s\"", a->name, s);
+	free(s);
+}
+
 /* replicas: 1..AGENT_MAX_REPLICAS; with mps at most AGENT_MPS_MAX_CLIENTS
  * (checked by the caller, which knows the mode). */
 static int read_replicas(struct walk *w, const struct hcl_attribute *a, int *out)
@@ -1022,7 +1041,8 @@ static void read_xids(struct walk *w, const struct hcl_attribute *a)
 static void walk_gpu(struct walk *w, const struct hcl_body *body)
 {
 	static const char *const known[] = { "nvml_library", "stats_period", "ignored_xids",
-		"sharing", "replicas", "mps_control", "wsl", "sim_file", "device", NULL };
+		"sharing", "replicas", "mps_control", "wsl", "sim_file", "device",
+		"timeslice_memory_limit", "timeslice_memory_grace", NULL };
 	struct agent_config *cfg = w->cfg;
 	struct hcl_pos replicas_pos = { 0, 0 };
 	int replicas = 0;
@@ -1067,6 +1087,12 @@ static void walk_gpu(struct walk *w, const struct hcl_body *body)
 				cfg->gpu.nvml.wsl = b;
 		} else if (!strcmp(a->name, "sim_file")) {
 			cfg_read_string(a, &cfg->gpu.sim_file, w->dl);
+		} else if (!strcmp(a->name, "timeslice_memory_limit")) {
+			read_memory_limit(w, a, &cfg->gpu.timeslice_memory_limit);
+		} else if (!strcmp(a->name, "timeslice_memory_grace")) {
+			int64_t v;
+			if (cfg_read_int(a, 1, AGENT_MAX_MEMORY_GRACE, &v, w->dl) == 0)
+				cfg->gpu.timeslice_memory_grace = (int)v;
 		} else {
 			cfg_unknown_key(w->dl, a->pos, "key", a->name, "gpu", known);
 		}

@@ -623,6 +623,38 @@ static void test_bad_addresses(void **state)
 }
 
 /* gpu { } sharing: per GPU by UUID, index or model, or for all; replicas. */
+/* gpu { timeslice_memory_limit timeslice_memory_grace }: defaults, each
+ * value, and bad ones refused at their place with the config unchanged. */
+static void test_gpu_memory_limit(void **state)
+{
+	struct agent_config cfg;
+	struct diag_list dl;
+	(void)state;
+	agent_config_init(&cfg);
+	diag_list_init(&dl);
+	assert_int_equal(cfg.gpu.timeslice_memory_limit, AGENT_GPU_MEMORY_WARN);
+	assert_int_equal(cfg.gpu.timeslice_memory_grace, 3);
+	assert_int_equal(parse(&cfg, "gpu {\n  timeslice_memory_limit = \"kill\"\n"
+			       "  timeslice_memory_grace = 5\n}\n", &dl), 0);
+	assert_int_equal(cfg.gpu.timeslice_memory_limit, AGENT_GPU_MEMORY_KILL);
+	assert_int_equal(cfg.gpu.timeslice_memory_grace, 5);
+	assert_int_equal(parse(&cfg, "gpu { timeslice_memory_limit = \"off\" }\n", &dl), 0);
+	assert_int_equal(cfg.gpu.timeslice_memory_limit, AGENT_GPU_MEMORY_OFF);
+	agent_config_release(&cfg);
+	diag_list_release(&dl);
+
+	agent_config_init(&cfg);
+	diag_list_init(&dl);
+	assert_int_equal(parse(&cfg, "gpu {\n  timeslice_memory_limit = \"evict\"\n"
+			       "  timeslice_memory_grace = 0\n}\n", &dl), -EINVAL);
+	assert_true(has_diag(&dl, 2, 28, "expected \"off\", \"warn\" or \"kill\", not \"evict\""));
+	assert_true(has_diag(&dl, 3, 0, "timeslice_memory_grace"));
+	assert_int_equal(cfg.gpu.timeslice_memory_limit, AGENT_GPU_MEMORY_WARN);
+	assert_int_equal(cfg.gpu.timeslice_memory_grace, 3);
+	agent_config_release(&cfg);
+	diag_list_release(&dl);
+}
+
 static void test_gpu_sharing(void **state)
 {
 	static const char text[] =
@@ -700,6 +732,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_gpu_memory_limit),
 		cmocka_unit_test(test_full_file),
 		cmocka_unit_test(test_postgres_url),
 		cmocka_unit_test(test_reserve_after),
