@@ -44,6 +44,7 @@ struct client {
 	struct driver_env driver_env;
 	struct gpu_host *gpus;        /* NULL until fingerprinted */
 	struct mps *mps;              /* MPS daemons of mps GPUs (mps.h); may be NULL */
+	struct gpu_watch *gw;         /* GPU memory per task (gpu_watch.c); NULL: no GPUs */
 	pthread_mutex_t gpu_lock;     /* sampling from the heartbeat thread */
 
 	pthread_mutex_t lock;
@@ -162,6 +163,27 @@ int client_gpu_shares(struct client *c, const json_t *alloc, const char *task,
  * started only when cfg->docker.gc_dangling; ends at shutdown. */
 void *client_docker_sweep_main(void *arg);
 
+/* gpu_watch.c: who uses how much GPU memory, and the memory limit of
+ * timeslice shares (docs/gpu-sharing.md, "GPU memory per task").
+ *   gpu_watch_start      its thread, sampling every gpu { stats_period };
+ *                        NULL where the node has no GPUs
+ *   gpu_watch_join       waits for the thread (after shutting_down is set,
+ *                        before the runners are freed); NULL ok
+ *   gpu_watch_free       frees it (after the heartbeat thread ended); NULL ok
+ *   gpu_watch_decorate   adds the last pass's task_memory [{alloc_id, task,
+ *                        memory_mib}] and foreign_memory_mib to the
+ *                        heartbeat stats of device dev (nothing before the
+ *                        first sample of it); NULL ok
+ *   gpu_watch_kill_poll  in tr's wait loop: whether the watch asked for
+ *                        tr's kill (then why: "GPU-... 2.9 GiB of 2 GiB");
+ *                        a lock-free load when it did not */
+struct gpu_watch;
+struct gpu_watch *gpu_watch_start(struct client *c);
+void gpu_watch_join(struct gpu_watch *w);
+void gpu_watch_free(struct gpu_watch *w);
+void gpu_watch_decorate(struct gpu_watch *w, size_t dev, json_t *stats);
+bool gpu_watch_kill_poll(struct task_runner *tr, char *why, size_t size);
+
 /* heartbeat.c: the heartbeat thread. */
 void *client_heartbeat_main(void *arg);
 /* Sleeps up to ns or until shutdown; returns true when shutting down. */
@@ -251,6 +273,11 @@ struct task_runner {
 	 * runner thread waits for them. */
 	bool on_runner_thread;
 	struct task_request req;      /* a user's, under ar->lock */
+	/* The GPU watch asks for a kill (timeslice_memory_limit = "kill"):
+	 * set with gpu_kill_why under ar->lock, polled without it by the
+	 * runner's wait loop (gpu_watch_kill_poll). */
+	atomic_bool gpu_kill;
+	char gpu_kill_why[192];
 };
 
 struct alloc_runner {

@@ -478,6 +478,8 @@ int client_start(const struct agent_config *cfg, const char *local_server,
 	c->sync = status_sync_start(c);
 	recover_allocs(c);
 	start_gc(c);
+	/* before the heartbeat, which reports what it measures */
+	c->gw = gpu_watch_start(c);
 	if (pthread_create(&c->heartbeat_thread, NULL, client_heartbeat_main, c) ||
 	    pthread_create(&c->watch_thread, NULL, watch_main, c)) {
 		/* Thread creation only fails without resources: a broken
@@ -522,6 +524,8 @@ void client_stop(struct client *c, bool stop_tasks)
 		pthread_join(c->watch_thread, NULL);
 		pthread_join(c->heartbeat_thread, NULL);
 	}
+	/* before the runners are freed: a pass reads them */
+	gpu_watch_join(c->gw);
 	if (c->docker_sweep_started)
 		pthread_join(c->docker_sweep_thread, NULL);
 	/* The status sync may be collecting: it saw shutting_down unset
@@ -546,6 +550,7 @@ void client_stop(struct client *c, bool stop_tasks)
 	json_decref(c->runner_pos);
 	/* After the tasks: an MPS daemon that quits takes its clients along. */
 	mps_stop(c->mps);
+	gpu_watch_free(c->gw);
 	gpu_host_free(c->gpus);
 	/* After the runners: a detached one saves its state when freed. */
 	state_close(c->state);

@@ -69,6 +69,12 @@ struct json_t;
 int client_alloc_task_op(struct client *c, const char *alloc_id, const struct client_task_op *op,
 			 struct json_t **tasks, struct herd_err *err);
 
+/* The GPU memory task of allocation alloc_id uses, as the client's GPU
+ * watch last sampled it: a new array [{"device", "memory_mib",
+ * "share_mib" (its memory ask of a shared device; absent when none)}], or
+ * NULL when it holds no GPU here or nothing was sampled yet.  Thread-safe. */
+struct json_t *client_task_gpu_memory(struct client *c, const char *alloc_id, const char *task);
+
 /* Stops the client's threads.  stop_tasks: stop every running task first
  * (-dev shutdown); otherwise tasks keep running for the next client to
  * recover.  Frees c; accepts NULL. */

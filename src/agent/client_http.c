@@ -394,6 +394,27 @@ static json_t *stats_json(const struct driver_stats *s)
 	return o;
 }
 
+/* Each task's GPU memory (gpu_memory: [{"device", "memory_mib",
+ * "share_mib"}]) as the client's GPU watch last sampled it, for the tasks
+ * that hold GPUs. */
+static void add_gpu_memory(struct client_http *h, const char *alloc_id, json_t *tasks)
+{
+	struct client *cl;
+	const char *name;
+	json_t *ts;
+
+	pthread_mutex_lock(&h->client_lock);
+	cl = h->client;
+	pthread_mutex_unlock(&h->client_lock);
+	if (!cl)
+		return;
+	json_object_foreach(tasks, name, ts) {
+		json_t *g = client_task_gpu_memory(cl, alloc_id, name);
+		if (g)
+			json_object_set_new(ts, "gpu_memory", g);
+	}
+}
+
 /* GET /v1/client/allocation/:id/stats: one sample of every running task
  * of the allocation, from the task handles the client persisted (so no
  * lock of the runners is needed).  A CPU percent the driver does not
@@ -467,6 +488,7 @@ static enum MHD_Result serve_stats(struct client_http *h, struct MHD_Connection 
 		second.cpu_percent = driver_stats_cpu_percent(&t[i].first, &second);
 		json_object_set_new(tasks, t[i].name, stats_json(&second));
 	}
+	add_gpu_memory(h, alloc_id, tasks);
 	char *text = json_dumps(out, JSON_COMPACT);
 	json_decref(out);
 	json_decref(st);

@@ -242,6 +242,7 @@ json_t *client_devices_heartbeat(struct client *c)
 		const struct gpu_device *d = &c->gpus->devs[i];
 		json_t *o = json_object();
 		json_t *st = stats_json(c->gpus, i);  /* sampling also refreshes health */
+		gpu_watch_decorate(c->gw, i, st);
 		json_object_set_new(o, "id", json_string(d->uuid));
 		json_object_set_new(o, "healthy", json_boolean(d->health == GPU_HEALTHY));
 		json_object_set_new(o, "health_reason", json_string(d->health_reason));

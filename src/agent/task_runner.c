@@ -484,7 +484,7 @@ void task_runner_run(struct task_runner *tr)
 		struct herd_err err = { 0, "" };
 		struct driver_exit ex;
 		bool stopped = false, restart = false, ok, check_restart = false;
-		bool started_here = false, tmpl_restart = false;
+		bool started_here = false, tmpl_restart = false, gpu_killed = false;
 		char why[256];
 		int rc;
 
@@ -521,6 +521,8 @@ void task_runner_run(struct task_runner *tr)
 			pthread_mutex_lock(&ar->lock);
 			tr->started_at = now_unix_ns();
 			tr->finished_at = 0;
+			/* a kill asked for as the last run ended is not this run's */
+			atomic_store(&tr->gpu_kill, false);
 			if (ar->group->time_limit > 0)
 				time_limit_started(tr, tr->started_at);
 			pthread_mutex_unlock(&ar->lock);
@@ -573,6 +575,13 @@ void task_runner_run(struct task_runner *tr)
 				restart = true;
 				break;
 			}
+			/* GPU memory over its timeslice share (gpu_watch.c): killed
+			 * like an out-of-memory kill, a failure */
+			if (gpu_watch_kill_poll(tr, why, sizeof(why))) {
+				kill_task(tr, d, &ex);
+				gpu_killed = true;
+				break;
+			}
 			/* a template rendered again (template_watch.c) */
 			if (ar->tmpl && tmpl_task_poll(tr, d)) {
 				kill_task(tr, d, &ex);
@@ -594,7 +603,10 @@ void task_runner_run(struct task_runner *tr)
 		tr->finished_at = ex.finished_ns ? ex.finished_ns : now_unix_ns();
 		tr->exit_code = ex.exit_code;
 		pthread_mutex_unlock(&ar->lock);
-		terminated_event(tr, &ex);
+		if (gpu_killed)
+			task_event(tr, "Terminated", "killed: GPU memory over its share (%s)", why);
+		else
+			terminated_event(tr, &ex);
 ended:
 		log_debug("client: alloc %.8s: task %s ended (exit %d, signal %d)", ar->id,
 			  tr->task->name, ex.exit_code, ex.signal);
@@ -616,7 +628,8 @@ ended:
 		}
 		/* a restart for failing checks counts against the restart
 		 * policy however the task ended (Nomad does the same) */
-		ok = !ex.lost && !ex.signal && !ex.oom_killed && ex.exit_code == 0 && !check_restart;
+		ok = !ex.lost && !ex.signal && !ex.oom_killed && ex.exit_code == 0 && !check_restart &&
+		     !gpu_killed;
 		if (ok && run_once) {
 			set_dead(tr, false);
 			return;
