@@ -55,6 +55,25 @@ static json_t *fetch_usage(const char *cmd, const json_t *a)
 	return out;
 }
 
+/* A line per GPU the task holds, its memory in use against its share:
+ * "GPU memory: GPU-3c4d... 2.9 GiB of 2.0 GiB (over its share)". */
+static void print_gpu_memory(const json_t *gpus)
+{
+	char used[32], share[32];
+	const json_t *g;
+	size_t i;
+
+	json_array_foreach(gpus, i, g) {
+		int64_t mib = ji(g, "memory_mib"), ask = ji(g, "share_mib");
+		printf("GPU memory: %s %s", js(g, "device"),
+		       format_bytes(mib * 1024 * 1024, used, sizeof(used)));
+		if (ask > 0)
+			printf(" of %s%s", format_bytes(ask * 1024 * 1024, share, sizeof(share)),
+			       mib > ask ? " (over its share)" : "");
+		printf("\n");
+	}
+}
+
 /* "Resource usage: 31.2 MiB / 256.0 MiB memory, 98.7% CPU" */
 static void print_usage(const json_t *u)
 {
@@ -73,6 +92,7 @@ static void print_usage(const json_t *u)
 	if (json_is_number(cpu))
 		printf(", %.1f%% CPU", json_number_value(cpu));
 	printf("\n");
+	print_gpu_memory(json_object_get(u, "gpu_memory"));
 }
 
 /* A gang member's place in its gang: "rank 1 of 4, leader on node-a
