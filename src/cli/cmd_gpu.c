@@ -21,6 +21,7 @@
 #include "gpu/gpu.h"
 
 static void print_sharing(const json_t *gpus);
+static void add_mem(struct strbuf *sb, long long mib);
 
 static void print_topology(const struct gpu_host *h)
 {
@@ -193,6 +194,14 @@ static int cmd_gpu_status(int argc, char **argv)
 			if (!jb(a, "whole"))
 				strbuf_addf(&h, " %lld.%lld%%", (long long)ji(a, "compute_milli") / 10,
 					    (long long)ji(a, "compute_milli") % 10);
+			if (json_is_integer(json_object_get(a, "gpu_memory_used_mib"))) {
+				strbuf_adds(&h, " using ");
+				add_mem(&h, (long long)ji(a, "gpu_memory_used_mib"));
+			}
+		}
+		if (ji(g, "foreign_memory_mib") > 0) {
+			strbuf_adds(&h, h.len ? ", foreign " : "foreign ");
+			add_mem(&h, (long long)ji(g, "foreign_memory_mib"));
 		}
 		/* held for a job that waits (docs/teams.md, "Reservations") */
 		if (*js(g, "reserved_for"))
@@ -255,6 +264,27 @@ void gpu_share_summary(struct strbuf *sb, const json_t *device, long long tenant
 	strbuf_adds(sb, " GiB");
 }
 
+/* GPU memory as measured: "700 MiB", "1.5 GiB". */
+static void add_mem(struct strbuf *sb, long long mib)
+{
+	if (mib < 1024) {
+		strbuf_addf(sb, "%lld MiB", mib);
+		return;
+	}
+	add_gib(sb, mib);
+	strbuf_adds(sb, " GiB");
+}
+
+/* ", using 1.5 GiB": what the holder's tasks use of the device, when its
+ * node's heartbeat measured it. */
+static void add_using(struct strbuf *sb, const json_t *holder)
+{
+	if (!json_is_integer(json_object_get(holder, "gpu_memory_used_mib")))
+		return;
+	strbuf_adds(sb, ", using ");
+	add_mem(sb, (long long)ji(holder, "gpu_memory_used_mib"));
+}
+
 /* Per shared GPU: the summary and each tenant's share. */
 static void print_sharing(const json_t *gpus)
 {
@@ -277,10 +307,18 @@ static void print_sharing(const json_t *gpus)
 			char sid[16];
 			strbuf_reset(&sb);
 			add_gib(&sb, (long long)ji(a, "memory_mib"));
-			printf("  %s/%s %s: compute %lld.%lld%%, memory %s GiB\n", js(a, "job_id"),
+			strbuf_adds(&sb, " GiB");
+			add_using(&sb, a);
+			printf("  %s/%s %s: compute %lld.%lld%%, memory %s\n", js(a, "job_id"),
 			       short_id(js(a, "alloc_id"), sid), js(a, "task_group"),
 			       (long long)ji(a, "compute_milli") / 10,
 			       (long long)ji(a, "compute_milli") % 10, sb.buf);
+		}
+		/* processes no allocation of herd's owns */
+		if (ji(g, "foreign_memory_mib") > 0) {
+			strbuf_reset(&sb);
+			add_mem(&sb, (long long)ji(g, "foreign_memory_mib"));
+			printf("  foreign processes: %s\n", sb.buf);
 		}
 		strbuf_release(&sb);
 	}

@@ -146,7 +146,7 @@ static void add_nodes(struct metrics *m, const json_t *nodes)
 
 struct gpu_families {
 	struct metrics_family *info, *healthy, *mem_total, *mem_used, *util, *compute_alloc,
-		*mem_alloc, *tenants, *holder_compute, *holder_mem;
+		*mem_alloc, *tenants, *holder_compute, *holder_mem, *task_mem;
 };
 
 static void gpu_families(struct metrics *m, struct gpu_families *g)
@@ -179,6 +179,10 @@ static void gpu_families(struct metrics *m, struct gpu_families *g)
 	g->holder_mem = metrics_family(m, "herd_gpu_holder_memory_bytes", METRICS_GAUGE,
 		"One series per allocation holding the device: the device memory it was "
 		"given.");
+	g->task_mem = metrics_family(m, "herd_task_gpu_memory_bytes", METRICS_GAUGE,
+		"One series per task of an allocation holding the device: the device memory its "
+		"processes use, as the node's last heartbeat measured it (NVML's compute "
+		"processes, attributed by the agent); absent while the node is not ready.");
 }
 
 /* A holder's share as a ratio (a device held whole counts 1000
@@ -188,6 +192,26 @@ static double share_of(const json_t *holder)
 	if (jbool(holder, "whole", false))
 		return 1.0;
 	return (double)jint(holder, "compute_milli", 0) / 1000.0;
+}
+
+/* The GPU memory each task of holder h uses (GET /v1/gpus's tasks of
+ * the holder), labelled as the holder plus the task; only while the node
+ * is ready, as the heartbeat stats. */
+static void add_task_memory(const struct gpu_families *g, const json_t *gpu, const json_t *h,
+			    const char *const *holder_labels)
+{
+	const json_t *t;
+	size_t i;
+
+	if (strcmp(jstr(gpu, "node_status", ""), "ready"))
+		return;
+	json_array_foreach(json_object_get(h, "tasks"), i, t) {
+		const char *labels[16];
+		memcpy(labels, holder_labels, 14 * sizeof(*labels));
+		labels[14] = "task";
+		labels[15] = jstr(t, "task", "");
+		metrics_addv(g->task_mem, (double)jint(t, "gpu_memory_used_mib", 0) * MIB, labels, 8);
+	}
 }
 
 static void add_holders(const struct gpu_families *g, const json_t *gpu, const char *node_id,
@@ -202,6 +226,7 @@ static void add_holders(const struct gpu_families *g, const json_t *gpu, const c
 			"alloc_id", jstr(h, "alloc_id", ""), "task_group", jstr(h, "task_group", "") };
 		metrics_addv(g->holder_compute, share_of(h), labels, 7);
 		metrics_addv(g->holder_mem, (double)jint(h, "memory_mib", 0) * MIB, labels, 7);
+		add_task_memory(g, gpu, h, labels);
 	}
 }
 

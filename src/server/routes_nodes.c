@@ -509,11 +509,38 @@ static int post_eligibility(struct http_request *req, struct http_response *resp
 	return set_node_flags(req, resp, ctx);
 }
 
+/* What the node's last heartbeat measured of holder h's tasks on device d
+ * (its stats' task_memory, from the agent's GPU watch): tasks [{task,
+ * gpu_memory_used_mib}] and their sum gpu_memory_used_mib; nothing when
+ * the heartbeat carried none. */
+static void holder_gpu_memory(const json_t *d, json_t *h)
+{
+	const json_t *tm = json_object_get(json_object_get(d, "stats"), "task_memory"), *t;
+	json_t *tasks;
+	int64_t sum = 0;
+	size_t i;
+
+	if (!json_is_array(tm))
+		return;
+	tasks = json_array();
+	json_array_foreach(tm, i, t) {
+		if (strcmp(jstr(t, "alloc_id", ""), jstr(h, "alloc_id", "")))
+			continue;
+		sum += jint(t, "memory_mib", 0);
+		json_array_append_new(tasks, json_pack("{s:s, s:I}", "task", jstr(t, "task", ""),
+						       "gpu_memory_used_mib",
+						       (json_int_t)jint(t, "memory_mib", 0)));
+	}
+	json_object_set_new(h, "gpu_memory_used_mib", json_integer(sum));
+	json_object_set_new(h, "tasks", tasks);
+}
+
 /* One entry of GET /v1/gpus: device d of node n and who holds it among
  * allocs. */
 static json_t *gpu_entry(const json_t *n, json_t *d, const json_t *allocs)
 {
-	json_t *holders = json_array(), *al;
+	json_t *holders = json_array(), *al, *out;
+	const json_t *foreign;
 	int64_t compute = 0, mem = 0;
 	size_t k;
 
@@ -527,22 +554,28 @@ static json_t *gpu_entry(const json_t *n, json_t *d, const json_t *allocs)
 				continue;
 			compute += jint(ad, "compute_milli", 0);
 			mem += jint(ad, "memory_mib", 0);
-			json_array_append_new(holders, json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:b}",
+			json_t *h = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:b}",
 				"alloc_id", jstr(al, "id", ""), "job_id", jstr(al, "job_id", ""),
 				"namespace", jstr(al, "namespace", ""), "task_group", jstr(al, "task_group", ""),
 				"compute_milli", (json_int_t)jint(ad, "compute_milli", 0), "memory_mib",
-				(json_int_t)jint(ad, "memory_mib", 0), "whole", jbool(ad, "whole", false)));
+				(json_int_t)jint(ad, "memory_mib", 0), "whole", jbool(ad, "whole", false));
+			holder_gpu_memory(d, h);
+			json_array_append_new(holders, h);
 		}
 	}
+	foreign = json_object_get(json_object_get(d, "stats"), "foreign_memory_mib");
 	/* sharing and replicas (most tenants at once, 0: no
 	 * limit) repeated from the device next to the counts. */
-	return json_pack("{s:s, s:s, s:s, s:O, s:o, s:I, s:I, s:I, s:s, s:I}",
+	out = json_pack("{s:s, s:s, s:s, s:O, s:o, s:I, s:I, s:I, s:s, s:I}",
 		"node_id", jstr(n, "id", ""), "node_name", jstr(n, "name", ""),
 		"node_status", jstr(n, "status", ""), "device", d, "allocations", holders,
 		"compute_used_milli", (json_int_t)compute, "memory_used_mib", (json_int_t)mem,
 		"tenants", (json_int_t)json_array_size(holders),
 		"sharing", jstr(d, "sharing", "exclusive"),
 		"replicas", (json_int_t)jint(d, "replicas", 1));
+	if (json_is_integer(foreign))
+		json_object_set_new(out, "foreign_memory_mib", json_integer(json_integer_value(foreign)));
+	return out;
 }
 
 json_t *gpus_list(struct server *srv, json_t *nodes, const json_t *allocs)
