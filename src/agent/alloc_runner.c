@@ -144,6 +144,23 @@ static void report(struct alloc_runner *ar)
 	pthread_mutex_unlock(&ar->lock);
 }
 
+/* The description of a failed allocation: "a task failed", or what
+ * killed a failed task when that was its GPU memory over its share
+ * (gpu_watch.c). */
+static const char *failed_text(struct alloc_runner *ar, char *buf, size_t size)
+{
+	snprintf(buf, size, "a task failed");
+	pthread_mutex_lock(&ar->lock);
+	for (size_t i = 0; i < ar->ntasks; i++)
+		if (ar->tasks[i].failed && ar->tasks[i].gpu_killed) {
+			snprintf(buf, size, "task %s killed: GPU memory over its share (%s)",
+				 ar->tasks[i].task->name, ar->tasks[i].gpu_kill_why);
+			break;
+		}
+	pthread_mutex_unlock(&ar->lock);
+	return buf;
+}
+
 static void set_status(struct alloc_runner *ar, const char *status, const char *desc)
 {
 	pthread_mutex_lock(&ar->lock);
@@ -487,7 +504,7 @@ static void *alloc_main(void *arg)
 	const char *group_name = json_string_value(json_object_get(ar->alloc, "task_group"));
 	int64_t backoff = 100 * 1000000LL;
 	bool failed, limited;
-	char why[64];
+	char why[256];   /* the final description (client_description's size) */
 
 	/* The job: saved, else from the server (retrying while it is away). */
 	while (!ar->job_json) {
@@ -617,7 +634,7 @@ finish:
 	else if (stop_requested(ar) && !failed)
 		set_status(ar, "complete", disconnect_stop_text(ar, why, sizeof(why)));
 	else if (failed)
-		set_status(ar, "failed", "a task failed");
+		set_status(ar, "failed", failed_text(ar, why, sizeof(why)));
 	else
 		set_status(ar, "complete", "all tasks completed");
 	/* Done only once the last status is dirty: collect_runners must not

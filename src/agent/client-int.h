@@ -278,6 +278,9 @@ struct task_runner {
 	 * runner's wait loop (gpu_watch_kill_poll). */
 	atomic_bool gpu_kill;
 	char gpu_kill_why[192];
+	/* its last run ended in that kill (under ar->lock): the allocation's
+	 * description says so when it fails */
+	bool gpu_killed;
 };
 
 struct alloc_runner {

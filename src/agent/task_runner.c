@@ -523,6 +523,7 @@ void task_runner_run(struct task_runner *tr)
 			tr->finished_at = 0;
 			/* a kill asked for as the last run ended is not this run's */
 			atomic_store(&tr->gpu_kill, false);
+			tr->gpu_killed = false;
 			if (ar->group->time_limit > 0)
 				time_limit_started(tr, tr->started_at);
 			pthread_mutex_unlock(&ar->lock);
@@ -580,6 +581,9 @@ void task_runner_run(struct task_runner *tr)
 			if (gpu_watch_kill_poll(tr, why, sizeof(why))) {
 				kill_task(tr, d, &ex);
 				gpu_killed = true;
+				pthread_mutex_lock(&ar->lock);
+				tr->gpu_killed = true;
+				pthread_mutex_unlock(&ar->lock);
 				break;
 			}
 			/* a template rendered again (template_watch.c) */

@@ -12,7 +12,8 @@ What is checked:
 - within its share nothing happens; over it for the grace (2 samples of
   200 ms), warn gives one task event and the task runs on;
 - kill kills the task as a failure: the event with the figures, a restart
-  counted against its restart policy, the new run left alone."""
+  counted against its restart policy, the new run left alone; out of
+  restarts, the allocation fails with a description that says why."""
 import json
 import os
 import time
@@ -28,13 +29,17 @@ def config(limit):
             f'  timeslice_memory_limit = "{limit}"\n  timeslice_memory_grace = 2\n}}\n')
 
 
-def job(job_id):
+def job(job_id, attempts=3):
     return f'''
 job "{job_id}" {{
   type = "service"
   group "g" {{
+    reschedule {{
+      attempts  = 0
+      unlimited = false
+    }}
     restart {{
-      attempts = 3
+      attempts = {attempts}
       interval = "1h"
       delay    = "1s"
       mode     = "fail"
@@ -89,8 +94,8 @@ def start(agents, tmp_path, limit):
     return a, m
 
 
-def run(a, tmp_path, job_id):
-    r = cli(a.port, 'job', 'run', '-detach', write_job(tmp_path, job_id, job(job_id)))
+def run(a, tmp_path, job_id, attempts=3):
+    r = cli(a.port, 'job', 'run', '-detach', write_job(tmp_path, job_id, job(job_id, attempts)))
     assert r.returncode == 0, r.stderr
     alloc = wait_for(lambda: [x for x in api(a.port, f'/v1/job/{job_id}/allocations')
                               if x['client_status'] == 'running'], 30, f'{job_id} running')[0]
@@ -203,3 +208,13 @@ def test_kill_restarts_the_task_as_a_failure(agents, tmp_path):
     ts = task_state(a, alloc)
     assert ts['state'] == 'running' and ts['restarts'] == 1
     assert len(events(a, alloc, 'GPU Memory Exceeded')) == 1
+
+    # out of restarts: the allocation fails, and its description says why
+    alloc, pids = run(a, tmp_path, 'k0', attempts=0)
+    gpu = alloc['resources']['devices'][0]['id']
+    m.write({gpu: [(last_pid(pids), 3072)]})
+    done = wait_for(lambda: [x for x in api(a.port, '/v1/job/k0/allocations')
+                             if x['client_status'] == 'failed'], 20, 'k0 failed')[0]
+    assert done['client_description'] == \
+        f'task t killed: GPU memory over its share ({gpu} 3 GiB of 2 GiB)', done
+    assert done['task_states']['t']['failed'] is True
