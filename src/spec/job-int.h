@@ -50,8 +50,8 @@ struct field {
 	size_t set_off;
 	/* A field added after jobs were stored: left out of the JSON while it
 	 * holds its default (F_INT, F_DURATION: dflt; F_BOOL: false;
-	 * F_STRING, F_ENUM: dflt_str, or NULL without one; F_STRV, F_MAP:
-	 * empty), so that a job
+	 * F_STRING, F_ENUM: dflt_str, or NULL without one; F_STRV, F_MAP,
+	 * F_ARRAY: empty), so that a job
 	 * that does not use it keeps the canonical text it had and
 	 * re-submitting it after an upgrade makes no new version.  Decoding fills the default again (validation). */
 	bool omit_default;

@@ -50,11 +50,20 @@
 #define JOB_MAX_VOLUMES 64        /* volumes per group, volume mounts per task */
 #define JOB_MAX_SPREADS 8         /* spread blocks of a job or of a group */
 #define JOB_MAX_SPREAD_TARGETS 64 /* target blocks of one spread */
+#define JOB_MAX_ACTIONS 32        /* action blocks per task */
+#define JOB_MAX_ACTION_ARGS 256   /* args of an action or a change_script */
+#define JOB_MAX_COMMAND 4096      /* bytes of an action's or change_script's command */
+#define JOB_MAX_CHANGE_SCRIPT_TIMEOUT (3600 * 1000000000LL) /* ns */
 
 /* A string -> string map (meta, env, artifact options), in source order. */
 struct job_kv {
 	char *key;
 	char *value;
+};
+
+struct job_strv {
+	char **v;
+	size_t n;
 };
 
 struct job_map {
@@ -119,6 +128,17 @@ struct job_resources {
 	struct job_numa *numa;  /* NULL: none */
 };
 
+/* template { change_script { } }: what change_mode "script" runs inside
+ * the task when the template's output changed (the agent's
+ * change_script.c). */
+struct job_change_script {
+	struct hcl_pos pos;
+	char *command;          /* required */
+	struct job_strv args;
+	int64_t timeout;        /* ns, default 5s */
+	bool fail_on_error;     /* a failure (exit != 0, timeout) kills the task */
+};
+
 struct job_template {
 	struct hcl_pos pos;
 	char *data;             /* exactly one of data and source */
@@ -134,6 +154,19 @@ struct job_template {
 	char *right_delimiter;  /* default "}}" */
 	bool error_on_missing_key; /* an unknown meta / attr key fails the rendering */
 	int64_t uid, gid;       /* owner of the file; -1 (default): the agent's */
+	/* required with change_mode "script", refused with any other; NULL:
+	 * none */
+	struct job_change_script *change_script;
+};
+
+/* action "<name>" { command args }: a command the job's author names,
+ * which an operator runs in a running allocation of the task (`herd job
+ * action`) without choosing the command. */
+struct job_action {
+	struct hcl_pos pos;
+	char *name;             /* required: a plain name, unique in its task */
+	char *command;          /* required */
+	struct job_strv args;
 };
 
 /* template { wait { min max } }: after the data changes, a rendering waits
@@ -226,6 +259,8 @@ struct job_task {
 	struct job_identity *identity; /* NULL: none (see struct job_identity) */
 	struct job_service *services;
 	size_t nservices;
+	struct job_action *actions;  /* at most JOB_MAX_ACTIONS */
+	size_t nactions;
 };
 
 struct job_restart {
@@ -427,10 +462,6 @@ struct job_group {
 	int64_t stop_after_client_disconnect;
 };
 
-struct job_strv {
-	char **v;
-	size_t n;
-};
 
 /* numa { } in resources (needs cores): where the task's reserved cores
  * sit.  affinity "none" (default), "prefer" or "require" one NUMA node;

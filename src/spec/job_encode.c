@@ -173,7 +173,10 @@ static json_t *encode_field(const struct field *f, const void *obj, bool sorted)
 	case F_ARRAY: {
 		const char *v = *(char *const *)p;
 		size_t n = *(const size_t *)((const char *)obj + f->count_off);
-		json_t *a = json_array();
+		json_t *a;
+		if (f->omit_default && !n)   /* a list added later: left out empty */
+			return NULL;
+		a = json_array();
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(a, encode_object(f->schema, v + i * f->schema->size,
 							       sorted));

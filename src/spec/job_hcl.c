@@ -68,9 +68,14 @@ static const struct block_rule rules_service[] = {
 	RULE_END,
 };
 
+static const struct block_rule rules_template[] = {
+	{ "change_script", "change_script", false, NULL, rules_none }, RULE_END,
+};
+
 static const struct block_rule rules_task[] = {
 	CONSTRAINT_RULES,
-	{ "template", "templates", true, NULL, rules_none },
+	{ "template", "templates", true, NULL, rules_template },
+	{ "action", "actions", true, "name", rules_none },
 	{ "artifact", "artifacts", true, NULL, rules_none },
 	{ "lifecycle", "lifecycle", false, NULL, rules_none },
 	{ "restart", "restart", false, NULL, rules_none },

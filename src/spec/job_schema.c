@@ -46,6 +46,10 @@
 #define NEW_MAP(k, kind_, type, member, maxn) \
 	{ .key = k, .kind = kind_, .off = offsetof(type, member), .max = maxn, \
 	  .set_off = NO_SET_OFF, .omit_default = true }
+/* a list of blocks added after jobs were stored: left out when empty */
+#define NEW_ARR(k, type, member, count, sch, maxn) \
+	{ .key = k, .kind = F_ARRAY, .off = offsetof(type, member), .count_off = offsetof(type, count), \
+	  .schema = &sch, .max = maxn, .set_off = NO_SET_OFF, .omit_default = true }
 #define END { .key = NULL }
 
 #define SECOND 1000000000LL
@@ -201,7 +205,23 @@ static const struct schema resources_schema = {
 
 /* --- task --- */
 
-static const char *const template_ignored[] = { "change_script", "vault_grace", NULL };
+static const char *const template_ignored[] = { "vault_grace", NULL };
+static void init_change_script(void *obj)
+{
+	((struct job_change_script *)obj)->timeout = JOB_UNSET;
+}
+static const struct field change_script_fields[] = {
+	STR("command", struct job_change_script, command, JOB_MAX_COMMAND),
+	MAP("args", F_STRV, struct job_change_script, args, JOB_MAX_ACTION_ARGS),
+	INT("timeout", F_DURATION, struct job_change_script, timeout, 0,
+	    JOB_MAX_CHANGE_SCRIPT_TIMEOUT),
+	FIELD("fail_on_error", F_BOOL, struct job_change_script, fail_on_error),
+	END,
+};
+static const struct schema change_script_schema = {
+	"change_script", sizeof(struct job_change_script), init_change_script,
+	change_script_fields, NULL,
+};
 static void init_template_wait(void *obj)
 {
 	struct job_template_wait *w = obj;
@@ -235,6 +255,7 @@ static const struct field template_fields[] = {
 	NEW_BOOL("error_on_missing_key", struct job_template, error_on_missing_key),
 	NEW_INT("uid", F_INT, struct job_template, uid, -1, 2147483647, -1),
 	NEW_INT("gid", F_INT, struct job_template, gid, -1, 2147483647, -1),
+	OPTIONAL_OBJ("change_script", struct job_template, change_script, change_script_schema),
 	END,
 };
 static const struct schema template_schema = {
@@ -251,6 +272,16 @@ static const struct field artifact_fields[] = {
 };
 static const struct schema artifact_schema = {
 	"artifact", sizeof(struct job_artifact), NULL, artifact_fields, NULL,
+};
+
+static const struct field action_fields[] = {
+	STR("name", struct job_action, name, JOB_MAX_ID),
+	STR("command", struct job_action, command, JOB_MAX_COMMAND),
+	MAP("args", F_STRV, struct job_action, args, JOB_MAX_ACTION_ARGS),
+	END,
+};
+static const struct schema action_schema = {
+	"action", sizeof(struct job_action), NULL, action_fields, NULL,
 };
 
 static const struct field lifecycle_fields[] = {
@@ -418,7 +449,7 @@ static void init_task(void *obj)
 
 static const char *const task_ignored[] = {
 	"vault", "consul", "identities", "kind", "scaling", "csi_plugin",
-	"action", "schedule", "secret", NULL,
+	"schedule", "secret", NULL,
 };
 /* defined with the group's (a task's restart merges over its group's) */
 static const struct schema restart_schema;
@@ -447,6 +478,7 @@ static const struct field task_fields[] = {
 	OBJ("dispatch_payload", F_OBJECT_PTR, struct job_task, dispatch_payload,
 	    dispatch_payload_schema),
 	ARR("services", struct job_task, services, nservices, service_schema, JOB_MAX_SERVICES),
+	NEW_ARR("actions", struct job_task, actions, nactions, action_schema, JOB_MAX_ACTIONS),
 	END,
 };
 static const struct schema task_schema = {

@@ -366,6 +366,21 @@ static void check_template(struct validator *v, const struct job_task *task,
 		fail(v, t->pos, "perms must be octal such as \"0644\", got \"%s\"", t->perms);
 	if (!strcmp(t->change_mode, "signal") && !t->change_signal)
 		fail(v, t->pos, "change_mode \"signal\" needs change_signal");
+	if (!strcmp(t->change_mode, "script") && !t->change_script &&
+	    !failed(v, &t->change_script))
+		fail(v, t->pos, "change_mode \"script\" needs a change_script block");
+	if (t->change_script && strcmp(t->change_mode, "script"))
+		fail(v, t->change_script->pos, "change_script is only run with change_mode "
+		     "\"script\" (change_mode is \"%s\")", t->change_mode);
+	if (t->change_script && !failed(v, t->change_script)) {
+		size_t old = push(v, "change_script", -1);
+		default_int(&t->change_script->timeout, 5 * NS_PER_SEC);   /* Nomad's */
+		if (!t->change_script->command || !*t->change_script->command) {
+			if (!failed(v, &t->change_script->command))
+				fail(v, t->change_script->pos, "command is required");
+		}
+		pop(v, old);
+	}
 	if (t->change_signal && !is_signal_name(t->change_signal))
 		fail(v, t->pos, "change_signal must be a signal name such as \"SIGHUP\", got \"%s\"",
 		     t->change_signal);
@@ -539,6 +554,23 @@ static void check_volume_mount(struct validator *v, const struct job_group *g,
 	pop(v, old);
 }
 
+/* action i of t: a plain name that no earlier action of t has, and a
+ * command (`herd job action` runs it by that name). */
+static void check_action(struct validator *v, const struct job_task *t, size_t i)
+{
+	const struct job_action *a = &t->actions[i];
+
+	check_name(v, a->pos, "action name", &a->name);
+	for (size_t j = 0; a->name && j < i; j++)
+		if (t->actions[j].name && !strcmp(t->actions[j].name, a->name)) {
+			fail(v, a->pos, "action \"%s\" is defined twice in task \"%s\"", a->name,
+			     t->name ? t->name : "");
+			break;
+		}
+	if ((!a->command || !*a->command) && !failed(v, &a->command))
+		fail(v, a->pos, "command is required");
+}
+
 static void check_task(struct validator *v, struct job_task *t)
 {
 	check_name(v, t->pos, "task name", &t->name);
@@ -575,6 +607,14 @@ static void check_task(struct validator *v, struct job_task *t)
 	}
 	if (t->dispatch_payload && !failed(v, t->dispatch_payload))
 		check_dispatch_payload(v, t->dispatch_payload);
+	for (size_t i = 0; i < t->nactions; i++) {
+		size_t old;
+		if (failed(v, &t->actions[i]))
+			continue;
+		old = push(v, "actions", (ssize_t)i);
+		check_action(v, t, i);
+		pop(v, old);
+	}
 	size_t old = push(v, "resources", -1);
 	if (!failed(v, &t->resources))
 		check_resources(v, &t->resources);
