@@ -380,8 +380,10 @@ bool alloc_has_services(const struct job_group *g);
  *   tmpl_task_stopped     tr no longer runs
  *   tmpl_task_poll        in the runner's wait loop: carries out the
  *                         change_mode of templates rendered again (signals
- *                         through d, events); true when the task is to
- *                         restart */
+ *                         through d, change_scripts, events): whether the
+ *                         task is to restart (not counted against its
+ *                         restart policy) or to be killed as failed (a
+ *                         change_script with fail_on_error failed) */
 struct job_template;
 struct tmpl_watch *tmpl_watch_new(struct alloc_runner *ar);
 void tmpl_watch_stop(struct tmpl_watch *w);
@@ -390,7 +392,8 @@ int task_template_render(struct task_runner *tr, const struct job_template *t,
 			 const struct taskenv *te, char **out, struct herd_err *err);
 void tmpl_task_started(struct task_runner *tr, bool recovered);
 void tmpl_task_stopped(struct task_runner *tr);
-bool tmpl_task_poll(struct task_runner *tr, const struct driver_ops *d);
+enum tmpl_poll { TMPL_POLL_NONE, TMPL_POLL_RESTART, TMPL_POLL_FAIL };
+enum tmpl_poll tmpl_task_poll(struct task_runner *tr, const struct driver_ops *d);
 
 /* time_limit.c: a batch group's time_limit, checked by the allocation's
  * own task runners in the wait slices they run anyway (no timer, no

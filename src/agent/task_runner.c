@@ -484,6 +484,7 @@ void task_runner_run(struct task_runner *tr)
 		struct herd_err err = { 0, "" };
 		struct driver_exit ex;
 		bool stopped = false, restart = false, ok, check_restart = false;
+		bool script_failed = false;
 		bool started_here = false, tmpl_restart = false, gpu_killed = false;
 		char why[256];
 		int rc;
@@ -587,10 +588,14 @@ void task_runner_run(struct task_runner *tr)
 				break;
 			}
 			/* a template rendered again (template_watch.c) */
-			if (ar->tmpl && tmpl_task_poll(tr, d)) {
-				kill_task(tr, d, &ex);
-				restart = tmpl_restart = true;
-				break;
+			if (ar->tmpl) {
+				enum tmpl_poll tp = tmpl_task_poll(tr, d);
+				if (tp != TMPL_POLL_NONE) {
+					kill_task(tr, d, &ex);
+					restart = tmpl_restart = tp == TMPL_POLL_RESTART;
+					script_failed = tp == TMPL_POLL_FAIL;
+					break;
+				}
 			}
 		}
 		if (ar->svc)
@@ -632,8 +637,10 @@ ended:
 		}
 		/* a restart for failing checks counts against the restart
 		 * policy however the task ended (Nomad does the same) */
+		/* so does a change_script's failure with fail_on_error, and a kill
+		 * for GPU memory over the task's share */
 		ok = !ex.lost && !ex.signal && !ex.oom_killed && ex.exit_code == 0 && !check_restart &&
-		     !gpu_killed;
+		     !script_failed && !gpu_killed;
 		if (ok && run_once) {
 			set_dead(tr, false);
 			return;

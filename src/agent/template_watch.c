@@ -33,8 +33,10 @@
  * (atomically, as at start) and its change_mode is carried out by the
  * task's runner within its next wait slice (task_runner.c): restart (as
  * `herd alloc restart`, not counted against the restart policy), signal
- * (change_signal; each distinct signal once), noop, script (no
- * change_script in herd: nothing runs; an event says so).  The watch waits
+ * (change_signal; each distinct signal once), noop, script (the
+ * template's change_script runs inside the task, change_script.h, and an
+ * event gives its outcome; with fail_on_error a failure kills the task,
+ * which its restart policy then restarts or not).  The watch waits
  * at least TMPL_MIN_GAP between two rounds, so a busy cluster, whose
  * index moves all the time, costs at most a round a second.  A failed
  * round (server away) keeps the files as they are and tries again with
@@ -63,11 +65,13 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "agent/change_script.h"
 #include "agent/client-int.h"
 #include "agent/log.h"
 #include "agent/template.h"
 #include "common/units.h"
 #include "common/xalloc.h"
+#include "drivers/docker.h"
 
 #define TMPL_FIRST_WAIT (60 * NS_PER_SEC)    /* server unreachable at first render */
 #define TMPL_MIN_GAP (1 * NS_PER_SEC)        /* between two watch rounds */
@@ -92,7 +96,7 @@ struct tmpl_task {
 			       * at a start */
 	bool restart;         /* pending: restart the task */
 	uint64_t signals;     /* pending: these signals (bit n: signal n) */
-	unsigned scripts;     /* pending: change_mode script templates */
+	bool *script;         /* pending: template j's change_script */
 };
 
 struct tmpl_watch {
@@ -145,6 +149,7 @@ struct tmpl_watch *tmpl_watch_new(struct alloc_runner *ar)
 		w->tasks[i].dynamic = xcalloc(n, sizeof(bool));
 		w->tasks[i].wait_first = xcalloc(n, sizeof(int64_t));
 		w->tasks[i].wait_last = xcalloc(n, sizeof(int64_t));
+		w->tasks[i].script = xcalloc(n, sizeof(bool));
 	}
 	w->data = json_object();
 	pthread_mutex_init(&w->render_lock, NULL);
@@ -181,6 +186,7 @@ void tmpl_watch_free(struct tmpl_watch *w)
 		free(w->tasks[i].dynamic);
 		free(w->tasks[i].wait_first);
 		free(w->tasks[i].wait_last);
+		free(w->tasks[i].script);
 	}
 	free(w->tasks);
 	free(w->ns);
@@ -471,12 +477,17 @@ int task_template_render(struct task_runner *tr, const struct job_template *t,
 	return rc;
 }
 
+static size_t tr_ntemplates(const struct tmpl_watch *w, const struct tmpl_task *tt)
+{
+	return w->ar->tasks[tt - w->tasks].task->ntemplates;
+}
+
 static void clear_pending(struct tmpl_watch *w, struct tmpl_task *tt)
 {
 	pthread_mutex_lock(&w->lock);
 	tt->restart = false;
 	tt->signals = 0;
-	tt->scripts = 0;
+	memset(tt->script, 0, tr_ntemplates(w, tt) * sizeof(bool));
 	tt->due = 0;
 	pthread_mutex_unlock(&w->lock);
 }
@@ -579,34 +590,97 @@ void tmpl_task_stopped(struct task_runner *tr)
 	pthread_mutex_unlock(&w->render_lock);
 }
 
-bool tmpl_task_poll(struct task_runner *tr, const struct driver_ops *d)
+static bool script_cancel(void *arg)
+{
+	return task_runner_should_stop(arg);
+}
+
+/* Runs template j's change_script inside tr and says how it went in an
+ * event; true when it failed and fail_on_error asks for the task's end. */
+static bool run_change_script(struct task_runner *tr, size_t j)
+{
+	const struct job_template *t = &tr->task->templates[j];
+	const struct job_change_script *cs = t->change_script;
+	const char *caps[TASK_MAX_CAPS];
+	struct change_script_result r;
+	struct docker_config dc;
+	struct driver_env env;
+	const char **argv;
+	const char *what = t->env ? "(env)" : t->destination;
+
+	if (!cs)
+		return false;   /* validation requires one: never here */
+	if (!tr->handle) {
+		task_event(tr, "Template Script", "template %s: change_script not run: the task "
+			   "is not running", what);
+		return false;
+	}
+	argv = xcalloc(cs->args.n + 2, sizeof(*argv));
+	argv[0] = cs->command;
+	for (size_t i = 0; i < cs->args.n; i++)
+		argv[i + 1] = cs->args.v[i];
+	task_driver_env(tr->ar->c, &env, &dc, caps);
+	change_script_run(&env, driver_handle_state(tr->handle), tr->dir, argv, cs->timeout,
+			  script_cancel, tr, &r);
+	free(argv);
+	if (!r.started)
+		task_event(tr, "Template Script", "template %s: change_script %s did not start: %s",
+			   what, cs->command, r.why);
+	else if (r.timed_out)
+		task_event(tr, "Template Script", "template %s: change_script %s timed out after "
+			   "%gs and was killed", what, cs->command,
+			   (double)cs->timeout / (double)NS_PER_SEC);
+	else if (r.cancelled)
+		task_event(tr, "Template Script", "template %s: change_script %s killed: the task "
+			   "ended or is stopping", what, cs->command);
+	else if (r.signal)
+		task_event(tr, "Template Script", "template %s: change_script %s killed by signal "
+			   "%d%s%s", what, cs->command, r.signal, r.tail[0] ? ": " : "", r.tail);
+	else if (r.exit_code)
+		task_event(tr, "Template Script", "template %s: change_script %s failed with exit "
+			   "code %d%s%s", what, cs->command, r.exit_code, r.tail[0] ? ": " : "",
+			   r.tail);
+	else
+		task_event(tr, "Template Script", "template %s: change_script %s ran (exit code 0)",
+			   what, cs->command);
+	if (r.cancelled || !change_script_failed(&r) || !cs->fail_on_error)
+		return false;
+	task_event(tr, "Killing", "template %s: change_script failed and fail_on_error is set",
+		   what);
+	return true;
+}
+
+enum tmpl_poll tmpl_task_poll(struct task_runner *tr, const struct driver_ops *d)
 {
 	struct tmpl_watch *w = tr->ar->tmpl;
 	struct tmpl_task *tt;
 	uint64_t signals;
-	unsigned scripts;
-	bool restart;
+	size_t n;
+	bool restart, *scripts;
 
 	if (!w)
-		return false;
+		return TMPL_POLL_NONE;
 	tt = &w->tasks[task_index(tr)];
+	n = tr->task->ntemplates;
 	pthread_mutex_lock(&w->lock);
 	/* splay: not before its time */
 	if (tt->due > now_unix_ns()) {
 		pthread_mutex_unlock(&w->lock);
-		return false;
+		return TMPL_POLL_NONE;
 	}
 	tt->due = 0;
 	restart = tt->restart;
 	signals = tt->signals;
-	scripts = tt->scripts;
+	scripts = xmalloc((n + 1) * sizeof(bool));
+	memcpy(scripts, tt->script, n * sizeof(bool));
 	tt->restart = false;
 	tt->signals = 0;
-	tt->scripts = 0;
+	memset(tt->script, 0, n * sizeof(bool));
 	pthread_mutex_unlock(&w->lock);
 	if (restart) {
+		free(scripts);
 		task_event(tr, "Restart Signaled", "template with change_mode restart re-rendered");
-		return true;
+		return TMPL_POLL_RESTART;
 	}
 	for (int sig = 1; sig < 64; sig++) {
 		char name[DRIVER_SIGNAL_NAME_MAX];
@@ -621,10 +695,15 @@ bool tmpl_task_poll(struct task_runner *tr, const struct driver_ops *d)
 			task_event(tr, "Signaling", "template re-rendered: %s could not be sent: %s",
 				   name, strerror(-rc));
 	}
-	if (scripts)
-		task_event(tr, "Template Re-rendered", "change_mode script: herd runs no "
-			   "change_script, nothing done");
-	return false;
+	/* one after the other, in the templates' order, on this thread: the
+	 * task's runner waits for them (each for its timeout at most) */
+	for (size_t j = 0; j < n; j++)
+		if (scripts[j] && run_change_script(tr, j)) {
+			free(scripts);
+			return TMPL_POLL_FAIL;
+		}
+	free(scripts);
+	return TMPL_POLL_NONE;
 }
 
 /* --- the watch --- */
@@ -672,7 +751,7 @@ static void note_change(struct tmpl_watch *w, struct task_runner *tr, struct tmp
 		if (sig > 0 && sig < 64)
 			tt->signals |= 1ULL << sig;
 	} else if (!strcmp(mode, "script")) {
-		tt->scripts++;
+		tt->script[t - tr->task->templates] = true;
 	}
 	pthread_mutex_unlock(&w->lock);
 }
