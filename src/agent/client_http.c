@@ -833,16 +833,66 @@ static void exec_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
 	MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
 }
 
+/* The command of action name of task (an object of the job's JSON) in
+ * group of job: a new NULL-terminated array, or NULL after queueing why
+ * (*rc).  The job is the version the allocation runs, as this node
+ * stored it: what runs is the job author's, never the caller's. */
+static char **action_argv(struct MHD_Connection *conn, const json_t *spec, const char *task,
+			  const char *name, enum MHD_Result *rc)
+{
+	const char *group = json_string_value(json_object_get(json_object_get(spec, "alloc"),
+							      "task_group"));
+	const json_t *job = json_object_get(spec, "job"), *g, *t = NULL, *a, *found = NULL;
+	struct strbuf names = STRBUF_INIT;
+	char **argv = NULL, *msg;
+	size_t i, j, n;
+
+	json_array_foreach(json_object_get(job, "groups"), i, g)
+		if (group && !strcmp(json_string_value(json_object_get(g, "name")) ?: "", group))
+			json_array_foreach(json_object_get(g, "tasks"), j, a)
+				if (!strcmp(json_string_value(json_object_get(a, "name")) ?: "", task))
+					t = a;
+	if (!t) {
+		*rc = client_reply_error(conn, MHD_HTTP_CONFLICT, "not_running",
+				  "this node does not have the job version of the allocation");
+		return NULL;
+	}
+	json_array_foreach(json_object_get(t, "actions"), i, a) {
+		const char *an = json_string_value(json_object_get(a, "name")) ?: "";
+		strbuf_addf(&names, "%s%s", names.len ? ", " : "", an);
+		if (!strcmp(an, name))
+			found = a;
+	}
+	if (!found || !json_is_string(json_object_get(found, "command"))) {
+		msg = names.len ? xasprintf("task \"%s\" has no action \"%s\" (its actions: %s)",
+					    task, name, names.buf)
+				: xasprintf("task \"%s\" has no action \"%s\" (it defines none)", task,
+					    name);
+		*rc = client_reply_error(conn, MHD_HTTP_NOT_FOUND, "no_such_action", msg);
+		free(msg);
+		strbuf_release(&names);
+		return NULL;
+	}
+	strbuf_release(&names);
+	n = json_array_size(json_object_get(found, "args"));
+	argv = xcalloc(n + 2, sizeof(*argv));
+	argv[0] = xstrdup(json_string_value(json_object_get(found, "command")));
+	json_array_foreach(json_object_get(found, "args"), i, a)
+		argv[i + 1] = xstrdup(json_string_value(a) ?: "");
+	return argv;
+}
+
 /* GET /v1/client/allocation/:id/exec?task=T&command=[...]&tty=true&rows=R&cols=C
- * with Connection: Upgrade, Upgrade: herd-exec: checked, authorized
- * (submit, as a restart), a session slot taken, then 101 and the framed
- * stream (exec_session.h). */
+ * (or &action=NAME instead of command) with Connection: Upgrade, Upgrade:
+ * herd-exec: checked, authorized (submit, as a restart), a session slot
+ * taken, then 101 and the framed stream (exec_session.h). */
 static enum MHD_Result serve_exec(struct client_http *h, struct MHD_Connection *conn,
 				  const char *alloc_id, struct request *rq)
 {
 	const char *task = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "task");
 	const char *tty = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "tty");
 	const char *cmd = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "command");
+	const char *action = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "action");
 	const char *conn_h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Connection");
 	const char *upg = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Upgrade");
 	struct herd_err err = { 0, "" };
@@ -863,6 +913,12 @@ static enum MHD_Result serve_exec(struct client_http *h, struct MHD_Connection *
 	if (tty && strcmp(tty, "true") && strcmp(tty, "false"))
 		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
 				   "tty must be true or false");
+	if (action && cmd)
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+				   "give command or action, not both");
+	if (action && !logs_valid_name(action))
+		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request",
+				   "action must be an action name (letters, digits, '-', '_', '.')");
 	if (!conn_h || !header_has_token(conn_h, "upgrade") || !upg ||
 	    !header_has_token(upg, EXEC_PROTOCOL))
 		return client_reply_error(conn, 426, "upgrade_required",
@@ -870,9 +926,9 @@ static enum MHD_Result serve_exec(struct client_http *h, struct MHD_Connection *
 	x = xcalloc(1, sizeof(*x));
 	x->h = h;
 	x->tty = tty && !strcmp(tty, "true");
-	if (!(x->argv = exec_argv(cmd, why, sizeof(why))) || exec_dim(conn, "rows", &x->rows) < 0 ||
-	    exec_dim(conn, "cols", &x->cols) < 0) {
-		if (x->argv)
+	if ((!action && !(x->argv = exec_argv(cmd, why, sizeof(why)))) ||
+	    exec_dim(conn, "rows", &x->rows) < 0 || exec_dim(conn, "cols", &x->cols) < 0) {
+		if (x->argv || action)
 			snprintf(why, sizeof(why), "rows and cols must be numbers from 1 to 65535");
 		exec_req_free(x);
 		return client_reply_error(conn, MHD_HTTP_BAD_REQUEST, "bad_request", why);
@@ -890,6 +946,19 @@ static enum MHD_Result serve_exec(struct client_http *h, struct MHD_Connection *
 		json_decref(st);
 		exec_req_free(x);
 		return rc;
+	}
+	if (action) {
+		json_t *spec = state_read_alloc_spec(h->state_dir, alloc_id);
+		x->argv = spec ? action_argv(conn, spec, picked, action, &rc) : NULL;
+		if (!spec)
+			rc = client_reply_error(conn, MHD_HTTP_NOT_FOUND, "not_found",
+						"no such allocation on this node");
+		json_decref(spec);
+		if (!x->argv) {
+			json_decref(st);
+			exec_req_free(x);
+			return rc;
+		}
 	}
 	hs = json_string_value(json_object_get(t, "handle"));
 	if (!hs || driver_state_from_json(hs, &x->task, &err) < 0) {

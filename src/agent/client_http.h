@@ -47,6 +47,10 @@
  * task) and, after "101 Switching Protocols", carries its stdin, stdout,
  * stderr, window size and exit as frames (common/exec_frame.h) on the
  * same connection, on the connection's own thread (exec_session.h).
+ * With action=NAME instead of command it runs the task's action NAME
+ * (`herd job action`): its command and args as the job version the
+ * allocation runs defines them (this node's stored copy), never anything
+ * the request says; an unknown name is 404 no_such_action.
  * Authorized as a restart (submit); at most 16 sessions at once (429).
  * Errors before the upgrade are JSON answers like the others.
  *

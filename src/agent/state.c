@@ -64,6 +64,7 @@ struct state_store {
 	sqlite3_stmt *put_tasks;     /* the first time */
 	sqlite3_stmt *del_spec, *del_tasks;
 	sqlite3_stmt *get_tasks;     /* state_read_alloc */
+	sqlite3_stmt *get_spec;      /* state_read_alloc_spec */
 	sqlite3_stmt *begin, *commit, *rollback;   /* state_write's, parsed once */
 	dev_t dir_dev;               /* the state dir, for state_read_alloc */
 	ino_t dir_ino;
@@ -91,6 +92,10 @@ static const char schema[] =
 	" id TEXT PRIMARY KEY,"
 	" done INTEGER NOT NULL DEFAULT 0,"
 	" tasks TEXT NOT NULL);";
+
+/* What state_read_alloc and state_read_alloc_spec read. */
+#define TASKS_SELECT "SELECT done, tasks FROM alloc_tasks WHERE id = ?"
+#define SPEC_SELECT "SELECT alloc, job FROM alloc_specs WHERE id = ?"
 
 /* The one-table layout of the clients before, moved over once. */
 static const char migrate_v1[] =
@@ -310,8 +315,8 @@ int state_open(const char *state_dir, struct state_store **out, struct herd_err 
 	    sqlite3_prepare_v2(s->db,
 			       "INSERT OR REPLACE INTO alloc_tasks(id, done, tasks) VALUES (?, ?, ?)",
 			       -1, &s->put_tasks, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(s->db, "SELECT done, tasks FROM alloc_tasks WHERE id = ?", -1,
-			       &s->get_tasks, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, TASKS_SELECT, -1, &s->get_tasks, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, SPEC_SELECT, -1, &s->get_spec, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "BEGIN", -1, &s->begin, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "COMMIT", -1, &s->commit, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "ROLLBACK", -1, &s->rollback, NULL) != SQLITE_OK ||
@@ -355,6 +360,7 @@ void state_close(struct state_store *s)
 	sqlite3_finalize(s->put_spec);
 	sqlite3_finalize(s->upd_tasks);
 	sqlite3_finalize(s->get_tasks);
+	sqlite3_finalize(s->get_spec);
 	sqlite3_finalize(s->begin);
 	sqlite3_finalize(s->commit);
 	sqlite3_finalize(s->rollback);
@@ -518,9 +524,29 @@ static json_t *read_tasks_row(sqlite3_stmt *st, const char *id)
 	return out;
 }
 
+/* The row of id as state_read_alloc_spec answers it, from st
+ * (SPEC_SELECT), which the caller resets. */
+static json_t *read_spec_row(sqlite3_stmt *st, const char *id)
+{
+	json_t *out = NULL, *alloc;
+
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return NULL;
+	alloc = column_json(st, 0);
+	if (!json_is_object(alloc)) {
+		json_decref(alloc);   /* not an allocation: as if none */
+		return NULL;
+	}
+	out = json_pack("{s:o}", "alloc", alloc);
+	if (sqlite3_column_type(st, 1) != SQLITE_NULL)
+		json_object_set_new(out, "job", column_json(st, 1) ?: json_null());
+	return out;
+}
+
 /* Through the store this process has open on state_dir: true with *out
- * when there is one. */
-static bool read_open_store(const char *state_dir, const char *id, json_t **out)
+ * when there is one (spec: state_read_alloc_spec's row). */
+static bool read_open_store(const char *state_dir, const char *id, bool spec, json_t **out)
 {
 	struct stat st;
 	bool found = false;
@@ -530,27 +556,28 @@ static bool read_open_store(const char *state_dir, const char *id, json_t **out)
 	/* open_lock held throughout: the store is not closed under us */
 	pthread_mutex_lock(&open_lock);
 	for (struct state_store *s = open_stores; s && !found; s = s->next) {
+		sqlite3_stmt *q = spec ? s->get_spec : s->get_tasks;
 		if (s->dir_dev != st.st_dev || s->dir_ino != st.st_ino)
 			continue;
 		found = true;
 		pthread_mutex_lock(&s->lock);
-		*out = read_tasks_row(s->get_tasks, id);
-		sqlite3_reset(s->get_tasks);
-		sqlite3_clear_bindings(s->get_tasks);
+		*out = spec ? read_spec_row(q, id) : read_tasks_row(q, id);
+		sqlite3_reset(q);
+		sqlite3_clear_bindings(q);
 		pthread_mutex_unlock(&s->lock);
 	}
 	pthread_mutex_unlock(&open_lock);
 	return found;
 }
 
-json_t *state_read_alloc(const char *state_dir, const char *id)
+static json_t *read_alloc(const char *state_dir, const char *id, bool spec)
 {
 	char *path;
 	sqlite3 *db = NULL;
 	sqlite3_stmt *st = NULL;
 	json_t *out = NULL;
 
-	if (read_open_store(state_dir, id, &out))
+	if (read_open_store(state_dir, id, spec, &out))
 		return out;
 	path = xasprintf("%s/state.db", state_dir);
 	/* No CREATE: a node without state has no allocation to read. */
@@ -558,13 +585,22 @@ json_t *state_read_alloc(const char *state_dir, const char *id)
 	    SQLITE_OK)
 		goto out;
 	sqlite3_busy_timeout(db, 2000);
-	if (sqlite3_prepare_v2(db, "SELECT done, tasks FROM alloc_tasks WHERE id = ?", -1, &st, NULL) !=
-	    SQLITE_OK)
+	if (sqlite3_prepare_v2(db, spec ? SPEC_SELECT : TASKS_SELECT, -1, &st, NULL) != SQLITE_OK)
 		goto out;
-	out = read_tasks_row(st, id);
+	out = spec ? read_spec_row(st, id) : read_tasks_row(st, id);
 out:
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	free(path);
 	return out;
+}
+
+json_t *state_read_alloc(const char *state_dir, const char *id)
+{
+	return read_alloc(state_dir, id, false);
+}
+
+json_t *state_read_alloc_spec(const char *state_dir, const char *id)
+{
+	return read_alloc(state_dir, id, true);
 }

@@ -84,6 +84,10 @@ json_t *state_load_allocs(struct state_store *s);
  * process has open on state_dir (it holds the database's lock: see
  * state.c), else through a connection of its own. */
 json_t *state_read_alloc(const char *state_dir, const char *id);
+/* The same for what never changes: {"alloc", "job"} (the allocation as
+ * first seen and the job version it runs; no "job" when the client did
+ * not know it), or NULL when the allocation has no state. */
+json_t *state_read_alloc_spec(const char *state_dir, const char *id);
 
 /* Writes data to path atomically (temp, fsync, rename): for the few files
  * written once (the node id). */

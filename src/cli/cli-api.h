@@ -180,6 +180,16 @@ int alloc_follow_replacement(const char *cmd, const char *old_id, const json_t *
 int job_restart_cmd(int argc, char **argv);
 /* herd alloc exec (cmd_alloc_exec.c). */
 int alloc_exec_cmd(int argc, char **argv);
+/* The exec session itself, once the allocation id (full), its node's
+ * client API addr and the task are known: runs argv (NULL-terminated), or
+ * with action the task's action of that name (resolved by the node),
+ * passing stdin (in) and output through, on a pty with tty.  Returns the
+ * command's exit status, or 1 after printing why it could not run.  Used
+ * by herd job action (cmd_job_action.c). */
+int alloc_exec_stream(const char *cmd, const char *id, const char *addr, const char *task,
+		      const char *action, char *const *argv, bool tty, bool in);
+/* herd job action (cmd_job_action.c). */
+int job_action_cmd(int argc, char **argv);
 /* herd alloc fs (cmd_alloc_fs.c). */
 int alloc_fs_cmd(int argc, char **argv);
 

@@ -217,21 +217,29 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/* What the exec asks for: the request line's path and query. */
-static char *exec_path(const char *id, const char *task, bool tty, char *const *argv)
+/* What the exec asks for: the request line's path and query, with
+ * command=argv or action=action. */
+static char *exec_path(const char *id, const char *task, bool tty, const char *action,
+		       char *const *argv)
 {
-	json_t *a = json_array();
 	char *text, *q, *path;
 	uint16_t rows, cols;
 
-	for (; *argv; argv++)
-		json_array_append_new(a, json_string(*argv));
-	text = json_dumps(a, JSON_COMPACT);
-	json_decref(a);
-	q = httpc_escape(text);
-	free(text);
-	path = xasprintf("/v1/client/allocation/%s/exec?tty=%s&command=%s", id,
-			 tty ? "true" : "false", q);
+	if (action) {
+		q = httpc_escape(action);
+		path = xasprintf("/v1/client/allocation/%s/exec?tty=%s&action=%s", id,
+				 tty ? "true" : "false", q);
+	} else {
+		json_t *a = json_array();
+		for (; *argv; argv++)
+			json_array_append_new(a, json_string(*argv));
+		text = json_dumps(a, JSON_COMPACT);
+		json_decref(a);
+		q = httpc_escape(text);
+		free(text);
+		path = xasprintf("/v1/client/allocation/%s/exec?tty=%s&command=%s", id,
+				 tty ? "true" : "false", q);
+	}
 	free(q);
 	if (task) {
 		char *t = httpc_escape(task), *p2 = xasprintf("%s&task=%s", path, t);
@@ -509,6 +517,42 @@ static const char *pick_task(const char *cmd, const json_t *alloc, const char *t
 	return only;
 }
 
+int alloc_exec_stream(const char *cmd, const char *id, const char *addr, const char *task,
+		      const char *action, char *const *argv, bool tty, bool in)
+{
+	struct session s = { .cmd = cmd, .c = { -1, NULL }, .exit_code = -1,
+			     .from_sock = STRBUF_INIT, .to_sock = STRBUF_INIT };
+	char *path;
+	int rc = 1;
+
+	if ((s.c.fd = dial(cmd, addr)) < 0)
+		goto out;
+	if ((rc = conn_tls(cmd, addr, &s.c)))
+		goto out_sock;
+	path = exec_path(id, task, tty, action, argv);
+	rc = upgrade(cmd, &s.c, addr, path, &s.from_sock);
+	free(path);
+	if (rc)
+		goto out_sock;
+	s.stdin_open = in;
+	if (tty && isatty(STDIN_FILENO)) {
+		if (pipe2(winch_pipe, O_CLOEXEC | O_NONBLOCK) == 0)
+			signal(SIGWINCH, on_winch);
+		if (make_raw() < 0)
+			fprintf(stderr, "%s: cannot put the terminal in raw mode: %s\n", cmd,
+				strerror(errno));
+	}
+	rc = run_session(&s, tty);
+	restore_tty();
+out_sock:
+	tls_conn_free(s.c.tls);
+	close(s.c.fd);
+out:
+	strbuf_release(&s.from_sock);
+	strbuf_release(&s.to_sock);
+	return rc;
+}
+
 int alloc_exec_cmd(int argc, char **argv)
 {
 	const char *ns_flag = NULL, *task_arg = NULL, *task;
@@ -528,12 +572,11 @@ int alloc_exec_cmd(int argc, char **argv)
 		"exec driver inside its namespaces, cgroup and root (docs/drivers.md).  stdin,\n"
 		"stdout and stderr are passed through; with -t on a pseudo-terminal (the local\n"
 		"terminal in raw mode, window size changes passed on).  Exits with the command's\n"
-		"exit code (128 + N when killed by signal N).  Options come before ID.",
+		"exit code (128 + N when killed by signal N).  Options come before ID.\n"
+		"To run a command the job defines by name instead: herd job action.",
 		flags,
 	};
-	struct session s = { .c = { -1, NULL }, .exit_code = -1, .from_sock = STRBUF_INIT,
-			     .to_sock = STRBUF_INIT };
-	char *id = NULL, *addr = NULL, *path;
+	char *id = NULL, *addr = NULL;
 	json_t *alloc = NULL;
 	int n = flags_parse(&help, argc, argv), rc = 1;
 
@@ -545,34 +588,8 @@ int alloc_exec_cmd(int argc, char **argv)
 		return usage_error(argv[0], "missing command");
 	if (alloc_locate(argv[0], ns_flag, argv[n], &id, &alloc, &addr))
 		return 1;
-	if (!(task = pick_task(argv[0], alloc, task_arg)))
-		goto out;
-	s.cmd = argv[0];
-	if ((s.c.fd = dial(argv[0], addr)) < 0)
-		goto out;
-	if ((rc = conn_tls(argv[0], addr, &s.c)))
-		goto out_sock;
-	path = exec_path(id, task, tty, argv + n + 1);
-	rc = upgrade(argv[0], &s.c, addr, path, &s.from_sock);
-	free(path);
-	if (rc)
-		goto out_sock;
-	s.stdin_open = in;
-	if (tty && isatty(STDIN_FILENO)) {
-		if (pipe2(winch_pipe, O_CLOEXEC | O_NONBLOCK) == 0)
-			signal(SIGWINCH, on_winch);
-		if (make_raw() < 0)
-			fprintf(stderr, "%s: cannot put the terminal in raw mode: %s\n", argv[0],
-				strerror(errno));
-	}
-	rc = run_session(&s, tty);
-	restore_tty();
-out_sock:
-	tls_conn_free(s.c.tls);
-	close(s.c.fd);
-out:
-	strbuf_release(&s.from_sock);
-	strbuf_release(&s.to_sock);
+	if ((task = pick_task(argv[0], alloc, task_arg)))
+		rc = alloc_exec_stream(argv[0], id, addr, task, NULL, argv + n + 1, tty, in);
 	json_decref(alloc);
 	free(addr);
 	free(id);

@@ -239,6 +239,7 @@ int cmd_job(int argc, char **argv)
 		{ "restart", job_restart_cmd, "restart a job's allocations a batch at a time" },
 		{ "periodic", job_periodic_cmd, "launch a periodic job's child now (force)" },
 		{ "dispatch", job_dispatch_cmd, "run a parameterized job with a payload and meta" },
+		{ "action", job_action_cmd, "run an action the job defines in one of its allocations" },
 		{ NULL, NULL, NULL },
 	};
 	return dispatch(argv[0], cmds, argc, argv);

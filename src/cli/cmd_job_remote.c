@@ -698,6 +698,37 @@ static void print_latest_deployment(const char *cmd, const char *id, const char 
 	free(path);
 }
 
+/* The actions the job's tasks define (herd job action runs them), when
+ * there are any. */
+static void print_actions(const json_t *job)
+{
+	static const char *const heads[] = { "GROUP", "TASK", "ACTION", "COMMAND" };
+	const json_t *g, *t, *a, *arg;
+	struct table tb;
+	size_t i, j, k, l, n = 0;
+
+	table_init(&tb, 4, heads);
+	json_array_foreach(json_object_get(job, "groups"), i, g)
+		json_array_foreach(json_object_get(g, "tasks"), j, t)
+			json_array_foreach(json_object_get(t, "actions"), k, a) {
+				struct strbuf line = STRBUF_INIT;
+				strbuf_adds(&line, js(a, "command"));
+				json_array_foreach(json_object_get(a, "args"), l, arg)
+					strbuf_addf(&line, " %s", json_string_value(arg) ?: "");
+				table_add(&tb, js(g, "name"));
+				table_add(&tb, js(t, "name"));
+				table_add(&tb, js(a, "name"));
+				table_add(&tb, line.buf);
+				strbuf_release(&line);
+				n++;
+			}
+	if (n) {
+		printf("\nActions\n");
+		table_print(&tb, stdout, "");
+	}
+	table_release(&tb);
+}
+
 static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as_json)
 {
 	char *ns = api_job_namespace(cmd, id, ns_arg);
@@ -799,6 +830,7 @@ static int show_job(const char *cmd, const char *id, const char *ns_arg, bool as
 		table_release(&t);
 		json_decref(sum);
 		job_status_scaling(cmd, r.body, js(r.body, "namespace"));
+		print_actions(r.body);
 		print_latest_deployment(cmd, id, ns);
 		printf("\nAllocations\n");
 		if (json_array_size(ra.body))

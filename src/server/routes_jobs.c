@@ -604,6 +604,35 @@ static int get_job_scale(struct http_request *req, struct http_response *resp, v
 	return 0;
 }
 
+/* GET /v1/job/:id/actions: the action blocks of the job's tasks (its
+ * latest version), [{"name", "group", "task", "command", "args"}] in the
+ * job's order.  An allocation runs the actions of its own version: the
+ * node resolves the name there (client_http.c). */
+static int get_job_actions(struct http_request *req, struct http_response *resp, void *ctx)
+{
+	struct server *srv = ctx;
+	json_t *job = NULL, *out, *g, *t, *a;
+	size_t i, j, k;
+	int rc = load_job(srv, req, resp, &job);
+
+	if (rc)
+		return rc > 0 ? 0 : rc;
+	out = json_array();
+	json_array_foreach(json_object_get(job, "groups"), i, g)
+		json_array_foreach(json_object_get(g, "tasks"), j, t)
+			json_array_foreach(json_object_get(t, "actions"), k, a) {
+				json_t *args = json_object_get(a, "args");
+				json_array_append_new(out, json_pack(
+					"{s:s, s:s, s:s, s:s, s:o}", "name", jstr(a, "name", ""),
+					"group", jstr(g, "name", ""), "task", jstr(t, "name", ""),
+					"command", jstr(a, "command", ""), "args",
+					json_is_array(args) ? json_incref(args) : json_array()));
+			}
+	json_decref(job);
+	http_reply(resp, 200, out);
+	return 0;
+}
+
 /* GET /v1/job/:id/{versions,allocations,evaluations}: lists of one job. */
 static int get_job_list(struct http_request *req, struct http_response *resp, void *ctx,
 			enum store_kind kind)
@@ -1295,6 +1324,7 @@ int routes_jobs(struct server *srv, struct herd_err *err)
 		{ "GET", "/v1/job/:id/allocations", get_job_allocs, HTTP_ROUTE_BLOCKING, ACL_NEED_NS_READ },
 		{ "GET", "/v1/job/:id/evaluations", get_job_evals, 0, ACL_NEED_NS_READ },
 		{ "GET", "/v1/job/:id/scale", get_job_scale, 0, ACL_NEED_NS_READ },
+		{ "GET", "/v1/job/:id/actions", get_job_actions, 0, ACL_NEED_NS_READ },
 	};
 	return server_routes_add(srv, routes, sizeof(routes) / sizeof(routes[0]), err);
 }

@@ -1,0 +1,201 @@
+"""End-to-end: a task's actions and `herd job action` (docs/jobspec.md,
+"action").
+
+The action runs inside a running allocation (the task's environment and
+directory), its output and exit code pass through; the group, task and
+allocation are found when not given (the allocation named on stderr); an
+unknown name is a clear error that lists the job's actions; a name two
+tasks define needs -task; GET /v1/job/:id/actions and herd job status list
+them; the node runs the command of the job version the allocation runs,
+never one from the request; a read-only token is refused.  Real herd agents
+on 127.0.0.1 (raw_exec)."""
+import json
+import os
+import pathlib
+import subprocess
+import re
+import socket
+import urllib.parse
+
+from test_acl import call, herd as herd_as, secret_of
+from test_control_plane import (GPUS, HERD, REPO, Agent, agents, api, cli,  # noqa: F401
+                                wait_for, write_job)
+from test_alloc_exec import run_job
+from test_tasks import alloc_dir, start_dev
+
+JOB = '''
+job "svc" {
+  group "g" {
+    task "web" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "while true; do sleep 0.2; done"]
+      }
+      action "hello" {
+        command = "/bin/sh"
+        args    = ["-c", "echo hello from $HERD_TASK_NAME; pwd; echo oops >&2; exit 7"]
+      }
+      action "mark" {
+        command = "/bin/sh"
+        args    = ["-c", "touch \\"$HERD_ALLOC_DIR/marked\\"; echo marked"]
+      }
+      action "both" {
+        command = "/bin/echo"
+        args    = ["web"]
+      }
+    }
+    task "side" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "while true; do sleep 0.2; done"]
+      }
+      action "both" {
+        command = "/bin/echo"
+        args    = ["side"]
+      }
+    }
+  }
+}
+'''
+
+
+def action(port, *args, token=None):
+    env = dict(os.environ, HERD_ADDR=f'http://127.0.0.1:{port}')
+    env.pop('HERD_TOKEN', None)
+    if token:
+        env['HERD_TOKEN'] = token
+    return subprocess.run([str(HERD), 'job', 'action', *args], capture_output=True, text=True,
+                          env=env, timeout=60, cwd=REPO, stdin=subprocess.DEVNULL)
+
+
+def test_job_action_runs_the_defined_command(agents, tmp_path):
+    dev = start_dev(agents, tmp_path)
+    a = run_job(dev, tmp_path, 'svc', JOB)
+    task_dir = os.path.realpath(alloc_dir(dev, a['id']) / 'web')
+
+    # output, exit code, the task's environment and directory; the
+    # allocation picked is named on stderr
+    r = action(dev.port, '-job', 'svc', 'hello')
+    assert r.returncode == 7, r.stdout + r.stderr
+    out = r.stdout.splitlines()
+    assert out[0] == 'hello from web' and os.path.realpath(out[1]) == task_dir, out
+    assert 'oops' in r.stderr
+    assert f'allocation {a["id"][:8]} (g/web)' in r.stderr, r.stderr
+    r = action(dev.port, '-job', 'svc', '-alloc', a['id'][:8], 'mark')
+    assert r.returncode == 0 and r.stdout == 'marked\n', r.stdout + r.stderr
+    assert (alloc_dir(dev, a['id']) / 'alloc' / 'marked').exists()
+
+    # an unknown name lists the job's actions; a name two tasks define
+    # needs -task
+    r = action(dev.port, '-job', 'svc', 'nope')
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert 'job "svc" has no action "nope" (its actions: hello, mark, both, both)' in r.stderr
+    r = action(dev.port, '-job', 'svc', 'both')
+    assert r.returncode == 1 and 'defined by 2 tasks (g/web, g/side)' in r.stderr, r.stderr
+    r = action(dev.port, '-job', 'svc', '-task', 'side', 'both')
+    assert r.returncode == 0 and r.stdout == 'side\n', r.stdout + r.stderr
+    r = action(dev.port, '-job', 'svc', '-alloc', 'ffffffff', 'hello')
+    assert r.returncode == 1 and r.stderr, r.stderr
+    r = action(dev.port, 'hello')
+    assert r.returncode == 2 and 'missing -job' in r.stderr, r.stderr
+
+    # the list: the API and herd job status
+    acts = api(dev.port, '/v1/job/svc/actions')
+    assert acts[0] == {'name': 'hello', 'group': 'g', 'task': 'web', 'command': '/bin/sh',
+                       'args': ['-c', 'echo hello from $HERD_TASK_NAME; pwd; echo oops >&2; '
+                                'exit 7']}, acts
+    assert [(x['name'], x['task']) for x in acts] == [('hello', 'web'), ('mark', 'web'),
+                                                      ('both', 'web'), ('both', 'side')]
+    r = cli(dev.port, 'job', 'status', 'svc')
+    assert r.returncode == 0, r.stderr
+    assert 'Actions' in r.stdout and 'hello' in r.stdout and '/bin/echo side' in r.stdout, \
+        r.stdout
+
+
+def upgrade_get(addr, path):
+    """(status, parsed body) of an exec request refused before its upgrade."""
+    host, port = addr.rsplit(':', 1)
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(f'GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: Upgrade\r\n'
+                  'Upgrade: herd-exec\r\n\r\n'.encode())
+        raw = b''
+        while b'\r\n\r\n' not in raw:
+            raw += s.recv(4096)
+        head, body = raw.split(b'\r\n\r\n', 1)
+        length = int(re.search(rb'(?i)content-length:\s*(\d+)', head).group(1))
+        while len(body) < length:
+            body += s.recv(4096)
+    return int(head.split()[1]), json.loads(body[:length])
+
+
+def test_the_node_resolves_the_action_never_the_request(agents, tmp_path):
+    dev = start_dev(agents, tmp_path)
+    a = run_job(dev, tmp_path, 'svc', JOB)
+    node = api(dev.port, f'/v1/allocation/{a["id"]}')['node_http_addr']
+    # the exec endpoint with both a command and an action, or a bad name
+    cmd = urllib.parse.quote(json.dumps(['id']))
+    for query, want in ((f'action=hello&command={cmd}', 'not both'),
+                        ('action=..%2Fx', 'action must be an action name'),
+                        ('action=nope', 'task "web" has no action "nope" (its actions: hello, '
+                                        'mark, both)'),
+                        ('task=side&action=hello', 'task "side" has no action "hello" (its '
+                                                   'actions: both)')):
+        if 'task=' not in query:
+            query = 'task=web&' + query
+        status, body = upgrade_get(node, f'/v1/client/allocation/{a["id"]}/exec?{query}')
+        assert status in (400, 404) and want in body['error']['message'], (status, body)
+
+
+def test_acl_read_only_token_is_refused(agents, tmp_path):
+    srv_cfg = tmp_path / 'server.hcl'
+    srv_cfg.write_text('bind_addr = "127.0.0.1"\nserver {\n  enabled = true\n}\n'
+                       'acl {\n  enabled = true\n}\n')
+    srv = Agent(tmp_path, 'server', ['-config', str(srv_cfg), '-http-port', '0']).start()
+    agents.append(srv)
+    port, addr = srv.port, f'127.0.0.1:{srv.port}'
+    wait_for(lambda: call(addr, '/v1/agent/health')[0] == 200, 10, 'the server')
+    r = herd_as(port, 'acl', 'bootstrap')
+    assert r.returncode == 0, r.stderr
+    mgmt = secret_of(r.stdout)
+    assert herd_as(port, 'namespace', 'apply', 'team-a', token=mgmt).returncode == 0
+    secrets = {}
+    for name, text in (('submit', 'namespace "team-a" {\n  policy = "submit"\n}\n'),
+                       ('read', 'namespace "team-a" {\n  policy = "read"\n}\n'),
+                       ('nodes', 'node {\n  policy = "write"\n}\n')):
+        f = tmp_path / f'{name}.policy.hcl'
+        f.write_text(text)
+        assert herd_as(port, 'acl', 'policy', 'apply', name, str(f), token=mgmt).returncode == 0
+        r = herd_as(port, 'acl', 'token', 'create', '-name', name, '-policy', name, token=mgmt)
+        assert r.returncode == 0, r.stderr
+        secrets[name] = secret_of(r.stdout)
+    cli_cfg = tmp_path / 'client.hcl'
+    cli_cfg.write_text('bind_addr = "127.0.0.1"\nname = "gpu-node-1"\n'
+                       f'client {{\n  enabled = true\n  servers = ["{addr}"]\n'
+                       f'  token = "{secrets["nodes"]}"\n}}\n'
+                       'plugin "raw_exec" {\n  config {\n    enabled = true\n  }\n}\n')
+    client = Agent(tmp_path, 'client', ['-config', str(cli_cfg), '-http-port', '0'],
+                   gpu_file=GPUS / 't4-2x.json').start()
+    agents.append(client)
+    wait_for(lambda: [n for n in call(addr, '/v1/nodes', token=mgmt)[1]
+                      if n['status'] == 'ready'], 20, 'the client node')
+    f = write_job(tmp_path, 'svc', JOB)
+    r = herd_as(port, 'job', 'run', '-namespace', 'team-a', f, token=secrets['submit'], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    [a] = call(addr, '/v1/job/svc/allocations?namespace=team-a', token=secrets['read'])[1]
+    marker = pathlib.Path(client.dir) / 'data' / 'alloc' / a['id'] / 'alloc' / 'marked'
+    wait_for(lambda: all(t['state'] == 'running' for t in
+                         call(addr, f'/v1/allocation/{a["id"]}?namespace=team-a',
+                              token=secrets['read'])[1]['task_states'].values()),
+             30, 'the tasks to run')
+
+    # a reader lists the actions but may not run one
+    status, acts = call(addr, '/v1/job/svc/actions?namespace=team-a', token=secrets['read'])
+    assert status == 200 and len(acts) == 4, acts
+    r = action(port, '-namespace', 'team-a', '-job', 'svc', 'mark', token=secrets['read'])
+    assert r.returncode == 1 and 'permission denied' in r.stderr, r.stderr
+    assert not marker.exists()
+    r = action(port, '-namespace', 'team-a', '-job', 'svc', 'mark', token=secrets['submit'])
+    assert r.returncode == 0 and r.stdout == 'marked\n', r.stdout + r.stderr
+    assert marker.exists()
