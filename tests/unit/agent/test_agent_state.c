@@ -2,7 +2,8 @@
  * removed in one transaction with other rows; what a process killed with
  * SIGKILL wrote is there for the next open; the store holds the
  * database's lock while open (another connection cannot read it), and
- * readers of the same process read through it (state_read_alloc). */
+ * readers of the same process read through it (state_read_alloc,
+ * state_read_alloc_spec). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -110,6 +111,15 @@ static void test_rows_updated_and_removed_with_others(void **unused)
 	assert_string_equal(task_state(r), "running");
 	json_decref(r);
 	assert_null(state_read_alloc(dir, "a"));
+	/* the spec (an action's command comes from its job) */
+	r = state_read_alloc_spec(dir, "b");
+	assert_non_null(r);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "alloc"),
+							      "task_group")), "g");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "job"), "id")),
+			    "j");
+	json_decref(r);
+	assert_null(state_read_alloc_spec(dir, "a"));
 	state_close(s);
 
 	/* closed: read through a connection of its own */
@@ -117,6 +127,12 @@ static void test_rows_updated_and_removed_with_others(void **unused)
 	assert_non_null(r);
 	assert_false(json_is_true(json_object_get(r, "done")));
 	json_decref(r);
+	r = state_read_alloc_spec(dir, "b");
+	assert_non_null(r);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r, "job"), "id")),
+			    "j");
+	json_decref(r);
+	assert_null(state_read_alloc_spec(dir, "a"));
 }
 
 /* A removal handed over after a row of the same allocation replaces it;
