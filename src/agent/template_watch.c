@@ -590,9 +590,20 @@ void tmpl_task_stopped(struct task_runner *tr)
 	pthread_mutex_unlock(&w->render_lock);
 }
 
+/* A change_script ends early when its task is to stop, or the client
+ * shuts down (the runner detaches: the script, our child, must not outlive
+ * it). */
 static bool script_cancel(void *arg)
 {
-	return task_runner_should_stop(arg);
+	struct task_runner *tr = arg;
+	bool detach;
+
+	if (task_runner_should_stop(tr))
+		return true;
+	pthread_mutex_lock(&tr->ar->lock);
+	detach = tr->ar->detach;
+	pthread_mutex_unlock(&tr->ar->lock);
+	return detach;
 }
 
 /* Runs template j's change_script inside tr and says how it went in an

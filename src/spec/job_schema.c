@@ -213,7 +213,8 @@ static void init_change_script(void *obj)
 static const struct field change_script_fields[] = {
 	STR("command", struct job_change_script, command, JOB_MAX_COMMAND),
 	MAP("args", F_STRV, struct job_change_script, args, JOB_MAX_ACTION_ARGS),
-	INT("timeout", F_DURATION, struct job_change_script, timeout, 0,
+	/* at least one of the agent's 100 ms polls of the script */
+	INT("timeout", F_DURATION, struct job_change_script, timeout, 100000000LL,
 	    JOB_MAX_CHANGE_SCRIPT_TIMEOUT),
 	FIELD("fail_on_error", F_BOOL, struct job_change_script, fail_on_error),
 	END,

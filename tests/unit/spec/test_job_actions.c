@@ -181,7 +181,11 @@ static void test_change_script_errors(void **state)
 	decode_expect(TEMPLATE("\"change_mode\":\"script\",\"change_script\":{\"command\":\"x\","
 			       "\"timeout\":\"2h\"}"),
 		      "E 0:0 groups[0].tasks[0].templates[0].change_script.timeout: must be between "
-		      "0s and 1h, got \"2h\"\n");
+		      "100ms and 1h, got \"2h\"\n");
+	decode_expect(TEMPLATE("\"change_mode\":\"script\",\"change_script\":{\"command\":\"x\","
+			       "\"timeout\":\"0s\"}"),
+		      "E 0:0 groups[0].tasks[0].templates[0].change_script.timeout: must be between "
+		      "100ms and 1h, got \"0s\"\n");
 }
 
 static void test_change_script_hcl(void **state)
