@@ -530,6 +530,7 @@ static void *alloc_main(void *arg)
 		json_t *copy = json_copy(ar->job_json);
 		for (size_t k = 0; server_fields[k]; k++)
 			json_object_del(copy, server_fields[k]);
+		job_stored_upgrade(copy);   /* a job an earlier server stored */
 		ar->job = job_from_json(copy, NULL, &dl);
 		json_decref(copy);
 	}

@@ -95,6 +95,7 @@ struct job *job_from_stored(const json_t *stored)
 
 	for (int i = 0; server_job_fields[i]; i++)
 		json_object_del(copy, server_job_fields[i]);
+	job_stored_upgrade(copy);
 	diag_list_init(&dl);
 	job = job_from_json(copy, NULL, &dl);
 	diag_list_release(&dl);

@@ -38,6 +38,16 @@ struct job *spec_load(const char *text, size_t len, struct diag_list *diags);
  * or NULL when errors were added to diags. */
 struct job *job_from_json(const json_t *root, const struct posmap *pm, struct diag_list *diags);
 
+/* A stored job (its JSON, changed in place) made what this build decodes,
+ * for the readers of jobs an earlier build stored (the server's, the
+ * agent's), before job_from_json: a template with change_mode "script" but
+ * no change_script (accepted and ignored before) becomes change_mode
+ * "noop", what it did.  job may be a shallow copy of a stored record: a
+ * change replaces its "groups" with a deep copy first, leaving the record
+ * as it was.  Returns how many templates changed.  Submissions do not
+ * pass through it: they get the error. */
+int job_stored_upgrade(json_t *job);
+
 /* The canonical JSON form of a validated job, every default written out.
  * Returns a new reference (never NULL). */
 json_t *job_to_json(const struct job *job);

@@ -208,6 +208,47 @@ static void test_change_script_hcl(void **state)
 	job_free(job);
 }
 
+/* A job an earlier build stored with change_mode "script" and no
+ * change_script (accepted then) still decodes, as "noop"; the stored record
+ * a shallow copy shares is left as it was. */
+static void test_stored_script_without_change_script(void **state)
+{
+	json_error_t jerr;
+	json_t *stored = json_loads(TEMPLATE("\"change_mode\":\"script\""), 0, &jerr), *copy;
+	struct diag_list dl;
+	struct job *job;
+	(void)state;
+	assert_non_null(stored);
+	copy = json_copy(stored);
+	assert_int_equal(job_stored_upgrade(copy), 1);
+	diag_list_init(&dl);
+	job = job_from_json(copy, NULL, &dl);
+	assert_int_equal(dl.n, 0);
+	assert_non_null(job);
+	assert_string_equal(job->groups[0].tasks[0].templates[0].change_mode, "noop");
+	job_free(job);
+	diag_list_release(&dl);
+	json_decref(copy);
+	/* the record the shallow copy shared is unchanged */
+	{
+		char *text = json_dumps(stored, JSON_COMPACT);
+		assert_non_null(strstr(text, "\"change_mode\":\"script\""));
+		free(text);
+	}
+	assert_int_equal(job_stored_upgrade(stored), 1);
+	assert_int_equal(job_stored_upgrade(stored), 0);   /* once is enough */
+	json_decref(stored);
+	/* a submission is still refused */
+	decode_expect(TEMPLATE("\"change_mode\":\"script\""),
+		      "E 0:0 groups[0].tasks[0].templates[0]: change_mode \"script\" needs a "
+		      "change_script block\n");
+	/* nothing to change: nothing touched */
+	stored = json_loads(TEMPLATE("\"change_mode\":\"script\",\"change_script\":{\"command\":"
+				     "\"x\"}"), 0, &jerr);
+	assert_int_equal(job_stored_upgrade(stored), 0);
+	json_decref(stored);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -219,6 +260,7 @@ int main(void)
 		cmocka_unit_test(test_change_script),
 		cmocka_unit_test(test_change_script_errors),
 		cmocka_unit_test(test_change_script_hcl),
+		cmocka_unit_test(test_stored_script_without_change_script),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
