@@ -199,3 +199,63 @@ def test_acl_read_only_token_is_refused(agents, tmp_path):
     r = action(port, '-namespace', 'team-a', '-job', 'svc', 'mark', token=secrets['submit'])
     assert r.returncode == 0 and r.stdout == 'marked\n', r.stdout + r.stderr
     assert marker.exists()
+
+
+def test_docker_task_action_and_change_script(engine, agents, tmp_path):
+    """A docker task: an action and a template's change_script both run as
+    exec instances of the Engine API in its container."""
+    from docker_engine import IMAGE
+    from test_control_plane import job_allocs
+    from test_tasks_docker import start_docker_cluster
+    from test_vars import herd
+    server, client, _ = start_docker_cluster(agents, tmp_path, engine['socket'])
+    assert herd(server.port, 'var', 'put', 'cfg/dk', 'v=1').returncode == 0
+    text = f'''
+job "dk" {{
+  group "g" {{
+    task "box" {{
+      driver = "docker"
+      config {{
+        image   = "{IMAGE}"
+        command = "/bin/sh"
+        args    = ["-c", "echo in-the-box > /tmp/marker; while true; do sleep 0.2; done"]
+      }}
+      resources {{
+        memory = 64
+      }}
+      action "peek" {{
+        command = "/bin/sh"
+        args    = ["-c", "cat /tmp/marker; echo err >&2; exit 4"]
+      }}
+      template {{
+        data        = "{{{{ with nomadVar \\"cfg/dk\\" }}}}v={{{{ .v }}}}{{{{ end }}}}\\n"
+        destination = "local/cfg.txt"
+        change_mode = "script"
+        splay       = "0s"
+        change_script {{
+          command = "/bin/sh"
+          args    = ["-c", "cat /local/cfg.txt > /alloc/scripted; cat /tmp/marker"]
+        }}
+      }}
+    }}
+  }}
+}}
+'''
+    r = cli(server.port, 'job', 'run', '-detach', write_job(tmp_path, 'dk', text))
+    assert r.returncode == 0, r.stdout + r.stderr
+    a = wait_for(lambda: [x for x in job_allocs(server.port, 'dk')
+                          if x.get('task_states', {}).get('box', {}).get('state') == 'running'],
+                 60, f'the docker task to run\n{client.log()[-2000:]}')[0]
+    r = action(server.port, '-job', 'dk', 'peek')
+    assert r.returncode == 4 and r.stdout == 'in-the-box\n', r.stdout + r.stderr
+    assert 'err' in r.stderr
+    assert herd(server.port, 'var', 'put', 'cfg/dk', 'v=2').returncode == 0
+    out = alloc_dir(client, a['id']) / 'alloc' / 'scripted'
+    wait_for(lambda: out.exists() and out.read_text() == 'v=2\n', 60,
+             f'the change_script to run in the container\n{client.log()[-2000:]}')
+
+    def script_event():
+        st = api(server.port, f'/v1/allocation/{a["id"]}')['task_states']['box']
+        return [e['message'] for e in st['events'] if e['type'] == 'Template Script']
+    msgs = wait_for(script_event, 30, 'the script event')
+    assert any('ran (exit code 0)' in m for m in msgs), msgs
