@@ -121,3 +121,25 @@ def test_script_past_its_timeout_is_killed(agents, tmp_path):
                         60, 'the script event')
     assert any('timed out after 1s and was killed' in m for m in msgs), msgs
     assert st['restarts'] == 0 and st['state'] == 'running', st
+
+
+def test_script_runs_inside_an_exec_driver_task(agents, tmp_path):
+    """exec: the script is entered into the task's root, cgroup and user,
+    as herd alloc exec's command is; past its timeout it is killed there."""
+    from test_tasks import exec_usable
+    why = exec_usable()
+    if why:
+        pytest.skip(why)
+    dev = start_dev(agents, tmp_path)
+    text = job('iso', '["-c", "id -u > /alloc/scripted; cat /proc/self/cgroup >> /alloc/scripted; '
+                      'cat /local/cfg.txt >> /alloc/scripted"]').replace('raw_exec', 'exec')
+    a = run_job(dev, tmp_path, 'iso', text)
+    out = alloc_dir(dev, a['id']) / 'alloc' / 'scripted'
+    assert herd(dev.port, 'var', 'put', 'cfg/iso', 'v=2').returncode == 0
+    wait_for(lambda: (read(out) or '').endswith('v=2\n'), 60, 'the change_script inside the task')
+    lines = read(out).splitlines()
+    assert lines[0] == '65534', lines                              # the task's user
+    assert any(f'{a["id"]}.t' in line for line in lines[1:-1]), lines   # the task's cgroup
+    msgs, st = wait_for(lambda: (lambda m: m if m[0] else None)(script_events(dev, a['id'])),
+                        60, 'the script event')
+    assert any('ran (exit code 0)' in m for m in msgs), msgs
