@@ -97,6 +97,7 @@ struct tmpl_task {
 	bool restart;         /* pending: restart the task */
 	uint64_t signals;     /* pending: these signals (bit n: signal n) */
 	bool *script;         /* pending: template j's change_script */
+	bool scripts;         /* pending: some script[j] (no scan per poll) */
 };
 
 struct tmpl_watch {
@@ -488,6 +489,7 @@ static void clear_pending(struct tmpl_watch *w, struct tmpl_task *tt)
 	tt->restart = false;
 	tt->signals = 0;
 	memset(tt->script, 0, tr_ntemplates(w, tt) * sizeof(bool));
+	tt->scripts = false;
 	tt->due = 0;
 	pthread_mutex_unlock(&w->lock);
 }
@@ -667,7 +669,7 @@ enum tmpl_poll tmpl_task_poll(struct task_runner *tr, const struct driver_ops *d
 	struct tmpl_task *tt;
 	uint64_t signals;
 	size_t n;
-	bool restart, *scripts;
+	bool restart, *scripts = NULL;
 
 	if (!w)
 		return TMPL_POLL_NONE;
@@ -682,11 +684,14 @@ enum tmpl_poll tmpl_task_poll(struct task_runner *tr, const struct driver_ops *d
 	tt->due = 0;
 	restart = tt->restart;
 	signals = tt->signals;
-	scripts = xmalloc((n + 1) * sizeof(bool));
-	memcpy(scripts, tt->script, n * sizeof(bool));
+	if (tt->scripts) {
+		scripts = xmalloc(n * sizeof(bool));
+		memcpy(scripts, tt->script, n * sizeof(bool));
+		memset(tt->script, 0, n * sizeof(bool));
+		tt->scripts = false;
+	}
 	tt->restart = false;
 	tt->signals = 0;
-	memset(tt->script, 0, n * sizeof(bool));
 	pthread_mutex_unlock(&w->lock);
 	if (restart) {
 		free(scripts);
@@ -708,7 +713,7 @@ enum tmpl_poll tmpl_task_poll(struct task_runner *tr, const struct driver_ops *d
 	}
 	/* one after the other, in the templates' order, on this thread: the
 	 * task's runner waits for them (each for its timeout at most) */
-	for (size_t j = 0; j < n; j++)
+	for (size_t j = 0; scripts && j < n; j++)
 		if (scripts[j] && run_change_script(tr, j)) {
 			free(scripts);
 			return TMPL_POLL_FAIL;
@@ -763,6 +768,7 @@ static void note_change(struct tmpl_watch *w, struct task_runner *tr, struct tmp
 			tt->signals |= 1ULL << sig;
 	} else if (!strcmp(mode, "script")) {
 		tt->script[t - tr->task->templates] = true;
+		tt->scripts = true;
 	}
 	pthread_mutex_unlock(&w->lock);
 }
