@@ -15,6 +15,8 @@
 #include "drivers/task_exec.h"
 
 #define POLL_MS 100
+/* How long a killed docker exec's stream may take to end. */
+#define KILL_WAIT_NS (5 * NS_PER_SEC)
 
 bool change_script_failed(const struct change_script_result *r)
 {
@@ -38,6 +40,16 @@ static void keep_tail(struct change_script_result *r, const char *data, size_t l
 	}
 	memcpy(r->tail + have, data, len);
 	r->tail[have + len] = '\0';
+}
+
+/* The tail without the line end (or blanks) it ends with: the event's
+ * message ends there. */
+static void trim_tail(struct change_script_result *r)
+{
+	size_t n = strlen(r->tail);
+	while (n && (r->tail[n - 1] == '\n' || r->tail[n - 1] == '\r' || r->tail[n - 1] == ' ' ||
+		     r->tail[n - 1] == '\t'))
+		r->tail[--n] = '\0';
 }
 
 static void docker_output(void *arg, int stream, const char *data, size_t len)
@@ -75,6 +87,7 @@ static void run_docker(const struct driver_env *env, const struct driver_state *
 	struct herd_err err = { 0, "" };
 	struct docker_exec *x = NULL;
 	bool killed = false;
+	int64_t killed_at = 0;
 	int fd, code;
 
 	if (docker_exec_start(env, st, argv, false, 0, 0, docker_output, r, &x, &fd, &err) < 0) {
@@ -94,9 +107,14 @@ static void run_docker(const struct driver_env *env, const struct driver_state *
 		}
 		if (n == 0 || (n < 0 && n != -EAGAIN && n != -EINTR))
 			break;
+		/* killed: its stream ends with it; an engine that keeps it open
+		 * is not waited for long */
+		if (killed && mono_ns() - killed_at > KILL_WAIT_NS)
+			break;
 		if (!killed && should_end(r, deadline, -1, cancel, arg)) {
 			docker_exec_kill(x);
 			killed = true;
+			killed_at = mono_ns();
 		}
 	}
 	code = docker_exec_exit_code(x);
@@ -120,6 +138,7 @@ void change_script_run(const struct driver_env *env, const struct driver_state *
 	r->exit_code = -1;
 	if (!strcmp(st->driver, "docker")) {
 		run_docker(env, st, argv, deadline, cancel, arg, r);
+		trim_tail(r);
 		return;
 	}
 	if ((null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0 ||
@@ -165,6 +184,15 @@ void change_script_run(const struct driver_env *env, const struct driver_state *
 			killed = true;
 		}
 	}
+	/* what it wrote just before its end; a bounded drain, as a process it
+	 * left in the background may hold the pipe and write on */
+	for (int i = 0; out[0] >= 0 && i < 16; i++) {
+		char buf[4096];
+		ssize_t n = read(out[0], buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		keep_tail(r, buf, (size_t)n);
+	}
 	/* what it left behind in its process group goes with it */
 	kill(-proc.pid, proc.stop_signal);
 	if (!reaped)
@@ -179,6 +207,7 @@ void change_script_run(const struct driver_env *env, const struct driver_state *
 	if (proc.task_fd >= 0)
 		close(proc.task_fd);
 out:
+	trim_tail(r);
 	if (null_fd >= 0)
 		close(null_fd);
 	if (out[0] >= 0)
