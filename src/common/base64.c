@@ -8,6 +8,8 @@
 
 static const char alphabet[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char url_alphabet[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 char *base64_encode(const void *p, size_t n)
 {
@@ -76,4 +78,63 @@ unsigned char *base64_decode(const char *text, size_t *n)
 	*o = 0;
 	*n = (size_t)(o - out);
 	return out;
+}
+
+char *base64url_encode(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	char *out = xmalloc((n + 2) / 3 * 4 + 1), *o = out;
+
+	for (size_t i = 0; i < n; i += 3) {
+		unsigned v = (unsigned)s[i] << 16;
+		if (i + 1 < n)
+			v |= (unsigned)s[i + 1] << 8;
+		if (i + 2 < n)
+			v |= s[i + 2];
+		*o++ = url_alphabet[v >> 18 & 63];
+		*o++ = url_alphabet[v >> 12 & 63];
+		if (i + 1 < n)
+			*o++ = url_alphabet[v >> 6 & 63];
+		if (i + 2 < n)
+			*o++ = url_alphabet[v & 63];
+	}
+	*o = 0;
+	return out;
+}
+
+static int url_value(char c)
+{
+	const char *at = c ? strchr(url_alphabet, c) : NULL;
+	return at ? (int)(at - url_alphabet) : -1;
+}
+
+unsigned char *base64url_decode(const char *text, size_t len, size_t *n)
+{
+	unsigned char *out = xmalloc(len / 4 * 3 + 3), *o = out;
+	unsigned v = 0;
+	size_t bits = 0;
+
+	/* one character left over (len % 4 == 1) is never a whole byte */
+	if (len % 4 == 1)
+		goto bad;
+	for (size_t i = 0; i < len; i++) {
+		int c = url_value(text[i]);
+		if (c < 0)
+			goto bad;
+		v = (v << 6 | (unsigned)c) & 0xffffff;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			*o++ = (unsigned char)(v >> bits & 255);
+		}
+	}
+	/* the bits past the last byte are zero in the one encoding of it */
+	if (v & ((1u << bits) - 1))
+		goto bad;
+	*o = 0;
+	*n = (size_t)(o - out);
+	return out;
+bad:
+	free(out);
+	return NULL;
 }
