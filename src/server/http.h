@@ -141,7 +141,7 @@ struct http_router *http_router_new(void);
 void http_router_free(struct http_router *r);
 
 /* Adds a route.  method is "GET", "PUT", "POST" or "DELETE"; pattern starts
- * with "/v1/", has no empty segments, at most HTTP_MAX_PARAMS ":name"
+ * with "/v1/" (or "/.well-known/", RFC 8615's standard documents), has no empty segments, at most HTTP_MAX_PARAMS ":name"
  * segments; a last segment "*name" takes the rest of the path (one
  * segment or more, joined with '/') as parameter name.  -EINVAL on a bad pattern, -EEXIST when the same method and
  * pattern are there already.  ctx is passed to fn. */

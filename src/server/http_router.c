@@ -49,8 +49,12 @@ int http_router_add(struct http_router *r, const char *method, const char *patte
 
 	if (!method || !known_method(method))
 		return herd_errf(err, -EINVAL, "http: unknown method \"%s\"", method ? method : "");
-	if (!pattern || strncmp(pattern, "/v1/", 4) != 0 || strlen(pattern) >= HTTP_MAX_PATH)
-		return herd_errf(err, -EINVAL, "http: route \"%s\" must start with /v1/",
+	/* /.well-known/: the few standard documents at fixed places (RFC 8615:
+	 * the token keys of routes_oidc.c) */
+	if (!pattern ||
+	    (strncmp(pattern, "/v1/", 4) != 0 && strncmp(pattern, "/.well-known/", 13) != 0) ||
+	    strlen(pattern) >= HTTP_MAX_PATH)
+		return herd_errf(err, -EINVAL, "http: route \"%s\" must start with /v1/ or /.well-known/",
 				 pattern ? pattern : "");
 	if (!fn)
 		return herd_errf(err, -EINVAL, "http: route %s %s has no handler", method, pattern);

@@ -25,6 +25,7 @@
 #include "server/http.h"
 #include "server/reservation.h" /* enum resv_end */
 #include "server/server.h"
+#include "server/jwt_keys.h"
 #include "server/vars_keyring.h"
 #include "spec/job.h"
 #include "store/store.h"
@@ -908,6 +909,11 @@ struct server {
 	/* the keys variables' items are sealed with (vars_keyring.h), opened
 	 * by routes_vars at start */
 	struct vars_keyring vars_ring;
+	/* the RSA keys beside it that sign workload identities' tokens
+	 * (jwt_keys.h), opened by routes_oidc at start; the tokens' iss as
+	 * configured (NULL: oidc_issuer() derives it) */
+	struct jwt_keys jwt_keys;
+	char *oidc_issuer;
 	void **guards; size_t nguards, aguards; /* acl.c's route wrappers */
 	struct gc *gc;         /* gc.c's timer */
 	struct periodic *periodic; /* periodic.c's launcher */
@@ -1032,6 +1038,12 @@ int routes_keyring(struct server *srv, struct herd_err *err); /* /v1/operator/ke
  * {"<ns>": {"<path>": ACL_VAR_* bits}}, a new reference, or NULL when token
  * is not one, is not the task's latest, or its allocation has ended. */
 int routes_identity(struct server *srv, struct herd_err *err);
+/* routes_oidc.c: GET /.well-known/jwks.json (and under /v1/), GET
+ * /.well-known/openid-configuration; opens srv->jwt_keys. */
+int routes_oidc(struct server *srv, struct herd_err *err);
+/* The tokens' issuer: the configured one, else http(s)://<advertised
+ * address> (a heap string). */
+char *oidc_issuer(struct server *srv);
 json_t *workload_identity_vars(struct server *srv, const char *token);
 int routes_system(struct server *srv, struct herd_err *err); /* gc.c */
 /* GET /v1/operator/snapshot (routes_operator.c). */

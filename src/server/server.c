@@ -157,8 +157,11 @@ static void server_free(struct server *srv)
 	free(srv->self_node_id);
 	free(srv->advertise);
 	standby_stop(srv->standby);
+	if (srv->jwt_keys.dir)
+		jwt_keys_close(&srv->jwt_keys);
 	if (srv->vars_ring.dir)
 		vars_keyring_close(&srv->vars_ring);
+	free(srv->oidc_issuer);
 	json_decref(srv->self_config);
 	pthread_mutex_destroy(&srv->lock);
 	pthread_mutex_destroy(&srv->hb_lock);
@@ -200,6 +203,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	srv->self_node_id = xstrdup(cfg->self_node_id ? cfg->self_node_id : "");
 	srv->cfg.advertise_http = NULL;      /* copied: srv->advertise */
 	srv->advertise = advertise_with_port(cfg->advertise_http, srv->bind_addr, cfg->http_port);
+	srv->cfg.oidc_issuer = NULL;         /* copied: srv->oidc_issuer */
+	srv->oidc_issuer = cfg->oidc_issuer ? xstrdup(cfg->oidc_issuer) : NULL;
 	srv->ttl_ns = cfg->heartbeat_ttl_ns > 0 ? cfg->heartbeat_ttl_ns : SERVER_DEFAULT_HEARTBEAT_TTL_NS;
 	pthread_mutex_init(&srv->lock, NULL);
 	pthread_mutex_init(&srv->hb_lock, NULL);
@@ -268,6 +273,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 		rc = routes_vars(srv, err);
 	if (!rc)
 		rc = routes_keyring(srv, err);
+	if (!rc)
+		rc = routes_oidc(srv, err);
 	if (!rc)
 		rc = routes_identity(srv, err);
 	if (!rc)

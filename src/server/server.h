@@ -59,6 +59,10 @@ struct server_config {
 	 * leader records for standbys to redirect to (postgres_options'
 	 * holder is replaced by it).  Copied. */
 	const char *advertise_http;
+	/* The iss of workload identities' tokens and the issuer of
+	 * GET /.well-known/openid-configuration ("https://herd.example");
+	 * NULL: http(s)://<advertise_http>.  Copied. */
+	const char *oidc_issuer;
 	/* Called once the API's port is bound, with it and log_arg: with
 	 * postgres_url before the wait for the lock (a standby serves it,
 	 * standby.h), else at the end of server_start.  May be NULL. */

@@ -194,6 +194,16 @@ int job_services_validate(struct job_service *svcs, size_t n, const char *job_id
 			  struct job_path *path, const struct job_failed *failed,
 			  struct diag_list *diags);
 
+/* job_validate.c: whether s is a signal's name ("SIGHUP"). */
+bool job_signal_name_ok(const char *s);
+
+/* job_identity.c: validates and fills the defaults of task t's identity
+ * blocks (the unnamed one and the named ones: names, aud, ttl bounds,
+ * change_mode), with messages under path; returns the number of errors
+ * added. */
+int job_identities_validate(struct job_task *t, struct job_path *path,
+			    const struct job_failed *failed, struct diag_list *diags);
+
 /* job_spread.c: validates and fills the defaults of n spread blocks (a
  * job's or a group's), with messages under path; returns the number of
  * errors added. */

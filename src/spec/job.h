@@ -55,6 +55,12 @@
 #define JOB_MAX_COMMAND 4096      /* bytes of an action's or change_script's command */
 #define JOB_MAX_CHANGE_SCRIPT_TIMEOUT (3600 * 1000000000LL) /* ns */
 
+/* A list of strings (datacenters, an identity's aud), in source order. */
+struct job_strv {
+	char **v;
+	size_t n;
+};
+
 /* A string -> string map (meta, env, artifact options), in source order. */
 struct job_kv {
 	char *key;
@@ -206,14 +212,30 @@ struct job_logs {
 	bool disabled;          /* no log files: stdout and stderr go to /dev/null */
 };
 
-/* identity { env file } of a task (docs/jobspec.md, "identity"): the task's
- * workload identity, a token the server gives each run of the task, that
- * reads its job's variables (nomad/jobs/<job>[/<group>[/<task>]]); env puts
- * it in HERD_TOKEN and NOMAD_TOKEN (with HERD_ADDR, NOMAD_ADDR), file in
- * secrets/herd_token.  Neither: no token. */
+/* identity ["<name>"] { aud env file ttl change_mode change_signal } of a
+ * task (docs/jobspec.md, "identity"): a workload identity, a token signed
+ * by the server (a JWT) that the agent gets for each run of the task.  The
+ * unnamed block is the identity "default", the one that reads its job's
+ * variables (nomad/jobs/<job>[/<group>[/<task>]]): env puts it in
+ * HERD_TOKEN and NOMAD_TOKEN (with HERD_ADDR, NOMAD_ADDR), file in
+ * secrets/herd_token and secrets/nomad_token.  A named one is for services
+ * outside herd: HERD_TOKEN_<name>, NOMAD_TOKEN_<name>,
+ * secrets/herd_token_<name>, secrets/nomad_token_<name>.  Neither env nor
+ * file: no token.  With ttl the token expires and the agent renews it
+ * (change_mode says what the task is told). */
+#define JOB_MAX_IDENTITIES 8          /* named identity blocks per task */
+#define JOB_IDENTITY_MAX_NAME 64
+#define JOB_IDENTITY_MAX_AUD 16       /* audiences of one identity */
+#define JOB_IDENTITY_MIN_TTL (10 * 1000000000LL)            /* ns */
+#define JOB_IDENTITY_MAX_TTL (90 * 24 * 3600 * 1000000000LL) /* ns */
 struct job_identity {
 	struct hcl_pos pos;
+	char *name;             /* named blocks'; NULL for the unnamed one */
+	struct job_strv aud;    /* the token's aud; empty: none */
 	bool env, file;
+	int64_t ttl;            /* ns; 0: the token does not expire */
+	char *change_mode;      /* noop (default) | signal | restart, at a renewal */
+	char *change_signal;    /* required when change_mode is signal */
 };
 
 /* volume_mount { volume destination read_only } of a task: one of the
@@ -257,6 +279,8 @@ struct job_task {
 	struct job_map meta;
 	struct job_dispatch_payload *dispatch_payload; /* NULL: the payload is not written */
 	struct job_identity *identity; /* NULL: none (see struct job_identity) */
+	struct job_identity *identities; /* the named ones */
+	size_t nidentities;
 	struct job_service *services;
 	size_t nservices;
 	struct job_action *actions;  /* at most JOB_MAX_ACTIONS */

@@ -23,13 +23,18 @@ struct block_rule {
 	const struct block_rule *children; /* NULL: generic body */
 };
 
-/* The key a labelled block of a type the table knows without a label goes
- * under instead, as a block of unknown meaning; NULL: the labels are an
- * error.  identity: the default workload identity is herd's, the named
- * ones are Vault's and Consul's (accepted and ignored). */
-static const char *labelled_elsewhere(const char *type)
+static const struct block_rule rules_none[];
+
+/* The rule of a labelled block of a type the table knows without a label;
+ * NULL: the labels are an error.  identity: the unnamed block is the
+ * default workload identity, a labelled one a named identity, under
+ * "identities" with its label as name. */
+static const struct block_rule named_identity_rule = {
+	"identity", "identities", true, "name", rules_none,
+};
+static const struct block_rule *labelled_rule(const char *type)
 {
-	return !strcmp(type, "identity") ? "identities" : NULL;
+	return !strcmp(type, "identity") ? &named_identity_rule : NULL;
 }
 
 #define RULE_END { NULL, NULL, false, NULL, NULL }
@@ -331,11 +336,9 @@ static struct hcl_expr *convert_body(struct converter *c, const struct hcl_body 
 		} else {
 			const struct hcl_block *b = &it->u.block;
 			const struct block_rule *rule = find_rule(rules, b->type);
+			if (rule && !rule->label && b->nlabels > 0 && labelled_rule(b->type))
+				rule = labelled_rule(b->type);
 			const char *key = rule ? rule->key : b->type;
-			if (rule && !rule->label && b->nlabels > 0 && labelled_elsewhere(b->type)) {
-				key = labelled_elsewhere(b->type);
-				rule = NULL;
-			}
 			struct hcl_expr *v = rule ? convert_labelled(c, b, rule)
 						  : convert_generic_block(c, b);
 			if (v)

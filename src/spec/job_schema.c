@@ -302,17 +302,26 @@ static const struct schema dispatch_payload_schema = {
 	"dispatch_payload", sizeof(struct job_dispatch_payload), NULL, dispatch_payload_fields, NULL,
 };
 
+static const char *const identity_change_modes[] = { "noop", "signal", "restart", NULL };
+static void init_identity(void *obj)
+{
+	((struct job_identity *)obj)->ttl = JOB_UNSET;
+}
 static const struct field identity_fields[] = {
 	FIELD("env", F_BOOL, struct job_identity, env),
 	FIELD("file", F_BOOL, struct job_identity, file),
+	/* added with signed tokens: a job without them keeps its text */
+	NEW_STR("name", struct job_identity, name, JOB_IDENTITY_MAX_NAME, NULL),
+	NEW_MAP("aud", F_STRV, struct job_identity, aud, JOB_IDENTITY_MAX_AUD),
+	NEW_INT("ttl", F_DURATION, struct job_identity, ttl, 0, JOB_IDENTITY_MAX_TTL, 0),
+	NEW_ENUM("change_mode", struct job_identity, change_mode, identity_change_modes, "noop"),
+	NEW_STR("change_signal", struct job_identity, change_signal, 32, NULL),
 	END,
 };
-/* what a named identity for Vault or Consul also carries */
-static const char *const identity_ignored[] = {
-	"name", "aud", "change_mode", "change_signal", "ttl", "filepath", NULL,
-};
+/* what an identity for Vault or Consul also carries */
+static const char *const identity_ignored[] = { "filepath", NULL };
 static const struct schema identity_schema = {
-	"identity", sizeof(struct job_identity), NULL, identity_fields, identity_ignored,
+	"identity", sizeof(struct job_identity), init_identity, identity_fields, identity_ignored,
 };
 
 static void init_logs(void *obj)
@@ -449,7 +458,7 @@ static void init_task(void *obj)
 }
 
 static const char *const task_ignored[] = {
-	"vault", "consul", "identities", "kind", "scaling", "csi_plugin",
+	"vault", "consul", "kind", "scaling", "csi_plugin",
 	"schedule", "secret", NULL,
 };
 /* defined with the group's (a task's restart merges over its group's) */
@@ -475,6 +484,8 @@ static const struct field task_fields[] = {
 	SHUTDOWN_DELAY(struct job_task),
 	OBJ("logs", F_OBJECT, struct job_task, logs, logs_schema),
 	OPTIONAL_OBJ("identity", struct job_task, identity, identity_schema),
+	NEW_ARR("identities", struct job_task, identities, nidentities, identity_schema,
+		JOB_MAX_IDENTITIES),
 	MAP("meta", F_MAP, struct job_task, meta, JOB_MAX_MAP),
 	OBJ("dispatch_payload", F_OBJECT_PTR, struct job_task, dispatch_payload,
 	    dispatch_payload_schema),

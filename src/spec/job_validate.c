@@ -301,7 +301,7 @@ static bool is_octal_perms(const char *s)
 	return true;
 }
 
-static bool is_signal_name(const char *s)
+bool job_signal_name_ok(const char *s)
 {
 	if (strncmp(s, "SIG", 3) || !s[3])
 		return false;
@@ -381,7 +381,7 @@ static void check_template(struct validator *v, const struct job_task *task,
 		}
 		pop(v, old);
 	}
-	if (t->change_signal && !is_signal_name(t->change_signal))
+	if (t->change_signal && !job_signal_name_ok(t->change_signal))
 		fail(v, t->pos, "change_signal must be a signal name such as \"SIGHUP\", got \"%s\"",
 		     t->change_signal);
 	if (t->data && *t->left_delimiter && *t->right_delimiter &&
@@ -622,7 +622,7 @@ static void check_task(struct validator *v, struct job_task *t)
 	default_int(&t->kill_timeout, 5 * NS_PER_SEC);
 	default_int(&t->shutdown_delay, 0);
 	default_str(&t->kill_signal, "SIGINT");
-	if (!is_signal_name(t->kill_signal))
+	if (!job_signal_name_ok(t->kill_signal))
 		fail(v, t->pos, "kill_signal must be a signal name such as \"SIGTERM\", got \"%s\"",
 		     t->kill_signal);
 	default_int(&t->logs.max_files, 10);
@@ -630,6 +630,7 @@ static void check_task(struct validator *v, struct job_task *t)
 	if (t->nservices)
 		v->errors += job_services_validate(t->services, t->nservices, v->job_id, v->group, t,
 						   &v->path, v->failed, v->diags);
+	v->errors += job_identities_validate(t, &v->path, v->failed, v->diags);
 }
 
 /* Nomad's defaults for restart depend on the job type. */

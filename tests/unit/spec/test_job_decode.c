@@ -77,9 +77,10 @@ static void test_logs_disabled(void **state)
 	job_free(job);
 }
 
-/* identity { env file }: none unless said (no trace in the canonical job);
- * in HCL the unnamed block is herd's, named ones (Vault's, Consul's) are
- * accepted with a warning and left out. */
+/* identity: none unless said (no trace in the canonical job); in HCL the
+ * unnamed block is the identity "default", a labelled one a named identity
+ * under "identities"; an unnamed block as the previous build stored it
+ * keeps its canonical text (no new version after an upgrade). */
 static void test_identity(void **state)
 {
 	static const char hcl[] =
@@ -93,6 +94,10 @@ static void test_identity(void **state)
 		"      }\n"
 		"      identity \"vault_default\" {\n"
 		"        aud = [\"vault.io\"]\n"
+		"        file = true\n"
+		"        ttl = \"1h\"\n"
+		"        change_mode = \"signal\"\n"
+		"        change_signal = \"SIGHUP\"\n"
 		"      }\n"
 		"    }\n"
 		"  }\n"
@@ -102,6 +107,7 @@ static void test_identity(void **state)
 	struct job *job = decode_text("{\"id\":\"s\",\"groups\":[" MIN_GROUP "]}", &diags);
 	(void)state;
 	assert_null(job->groups[0].tasks[0].identity);
+	assert_int_equal(job->groups[0].tasks[0].nidentities, 0);
 	canon = canonical_round_trip(job);
 	assert_null(strstr(canon, "identit"));
 	free(canon);
@@ -110,17 +116,69 @@ static void test_identity(void **state)
 	diag_list_init(&dl);
 	job = spec_load(hcl, strlen(hcl), &dl);
 	diags = render_diags(&dl);
-	assert_string_equal(diags, "W 9:7 groups[0].tasks[0].identities: not supported by herd; "
-			    "ignored\n");
+	assert_string_equal(diags, "");
 	assert_non_null(job);
-	assert_true(job->groups[0].tasks[0].identity->file);
-	assert_false(job->groups[0].tasks[0].identity->env);
+	struct job_task *t = &job->groups[0].tasks[0];
+	assert_true(t->identity->file);
+	assert_false(t->identity->env);
+	assert_null(t->identity->name);
+	assert_int_equal(t->identity->ttl, 0);
+	assert_string_equal(t->identity->change_mode, "noop");
+	assert_int_equal(t->nidentities, 1);
+	assert_string_equal(t->identities[0].name, "vault_default");
+	assert_int_equal(t->identities[0].aud.n, 1);
+	assert_string_equal(t->identities[0].aud.v[0], "vault.io");
+	assert_int_equal(t->identities[0].ttl, 3600 * NS_PER_SEC);
+	assert_string_equal(t->identities[0].change_mode, "signal");
+	assert_string_equal(t->identities[0].change_signal, "SIGHUP");
 	canon = canonical_round_trip(job);
+	/* the unnamed block as the previous build wrote it */
 	assert_non_null(strstr(canon, "\"identity\":{\"env\":false,\"file\":true}"));
+	assert_non_null(strstr(canon, "\"identities\":[{"));
+	assert_non_null(strstr(canon, "\"name\":\"vault_default\""));
 	free(canon);
 	free(diags);
 	diag_list_release(&dl);
 	job_free(job);
+}
+
+/* What an identity block may not be, each with its message. */
+static void test_identity_refused(void **state)
+{
+	static const struct {
+		const char *task_json, *message;
+	} cases[] = {
+		{ "\"identities\":[{\"name\":\"a-b\",\"env\":true}]",
+		  "identity name \"a-b\" must be 1 to 64 letters, digits or '_'" },
+		{ "\"identities\":[{\"env\":true}]", "a named identity needs its name" },
+		{ "\"identities\":[{\"name\":\"default\"}]",
+		  "the identity \"default\" is the unnamed identity block" },
+		{ "\"identities\":[{\"name\":\"x\"},{\"name\":\"x\"}]",
+		  "identities[1]: identity \"x\" is defined twice" },
+		{ "\"identity\":{\"ttl\":\"5s\"}", "ttl must be 0 (no expiry) or at least 10s" },
+		{ "\"identity\":{\"ttl\":\"91d\"}", "ttl" },
+		{ "\"identity\":{\"ttl\":\"1h\",\"change_mode\":\"signal\"}",
+		  "change_mode \"signal\" needs change_signal" },
+		{ "\"identity\":{\"change_mode\":\"restart\"}", "needs a ttl" },
+		{ "\"identity\":{\"change_mode\":\"script\"}", "change_mode" },
+		{ "\"identity\":{\"aud\":[\"\"]}", "aud[0] must be 1 to 256 characters" },
+		{ "\"identity\":{\"name\":\"other\"}", "the unnamed identity is \"default\"" },
+		{ "\"identities\":[{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"c\"},"
+		  "{\"name\":\"d\"},{\"name\":\"e\"},{\"name\":\"f\"},{\"name\":\"g\"},"
+		  "{\"name\":\"h\"},{\"name\":\"i\"}]", "identities" },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *text = xasprintf("{\"id\":\"s\",\"groups\":[{\"name\":\"g\",\"tasks\":[{"
+				       "\"name\":\"t\",\"driver\":\"raw_exec\",\"config\":{"
+				       "\"command\":\"/bin/true\"},%s}]}]}", cases[i].task_json);
+		char *diags;
+		struct job *job = decode_text(text, &diags);
+		if (job || !strstr(diags, cases[i].message))
+			fail_msg("case %zu: %s\ngot: %s", i, cases[i].task_json, diags);
+		free(diags);
+		free(text);
+	}
 }
 
 static void test_batch_defaults_and_wrapper(void **state)
@@ -564,6 +622,7 @@ int main(void)
 		cmocka_unit_test(test_batch_defaults_and_wrapper),
 		cmocka_unit_test(test_logs_disabled),
 		cmocka_unit_test(test_identity),
+		cmocka_unit_test(test_identity_refused),
 		cmocka_unit_test(test_every_type_error_in_one_run),
 		cmocka_unit_test(test_units_from_strings_and_numbers),
 		cmocka_unit_test(test_bad_units),
