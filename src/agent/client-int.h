@@ -123,11 +123,19 @@ void client_fp_put(struct client *c, struct client_fp *f);   /* accepts NULL */
 /* Connections to the server, kept alive between allocations: take one
  * into *h (an idle one, else a new one as client_httpc_init makes it) and
  * give it back when done (kept for the next taker, up to a few). */
-/* task_identity.c: a fresh workload token for the task's next run when its
- * identity block asks one (env: kept on tr for the environment; file:
- * secrets/herd_token); 0, or -errno with err.  _release forgets it. */
+/* task_identity.c: fresh workload tokens for the task's next run, one per
+ * identity block with env or file (kept on tr for the environment; file:
+ * secrets/herd_token[_<name>], secrets/nomad_token[_<name>]); 0, or
+ * -errno with err.  _token: the i-th token the environment gets and its
+ * identity's name (NULL: the default identity), or NULL when that one is
+ * file-only or there is none.  _poll (the task's wait loop): renews the
+ * tokens due (a ttl's half life) and carries out their change_mode; true
+ * when the task is to restart.  _release forgets them. */
 struct task_runner;
+struct driver_ops;
 int task_identity_refresh(struct task_runner *tr, struct herd_err *err);
+const char *task_identity_token(const struct task_runner *tr, size_t i, const char **name);
+bool task_identity_poll(struct task_runner *tr, const struct driver_ops *d);
 void task_identity_release(struct task_runner *tr);
 void client_httpc_take(struct client *c, struct httpc *h);
 void client_httpc_give(struct client *c, struct httpc *h);
@@ -239,6 +247,14 @@ struct task_request {
 	char msg[256];
 };
 
+/* One workload identity's token of a task's run (task_identity.c). */
+struct task_wi {
+	const struct job_identity *id; /* the task's block (the job's) */
+	char *token;
+	int64_t renew_at;              /* unix ns; 0: never (no ttl) */
+	int64_t retry_ns;              /* the next failed renewal's wait; 0 after success */
+};
+
 struct task_runner {
 	struct alloc_runner *ar;
 	const struct job_task *task;  /* in ar->job */
@@ -247,8 +263,9 @@ struct task_runner {
 				       * main tasks' lifetime */
 	char *dir;                    /* <alloc>/<task> */
 	struct taskenv *te;           /* built before each start (task_prepare.c) */
-	char *wi_token, *wi_addr;     /* this run's workload token and the server it
-				       * came from, for the env (task_identity.c) */
+	struct task_wi *wi;           /* this run's workload tokens (task_identity.c) */
+	size_t nwi;
+	char *wi_addr;                /* the server they came from, for the env */
 	struct driver_handle *handle;
 	/* Reported state (under ar->lock). */
 	char state[16];               /* pending | running | dead */

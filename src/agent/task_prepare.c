@@ -194,7 +194,18 @@ static int build_env(struct task_runner *tr, const struct agent_kv *extra, size_
 	in.nr_task_meta = nmeta;
 	in.env = env;
 	in.nr_env = nenv;
-	in.workload_token = tr->wi_token;
+	/* the workload tokens the environment gets (task_identity.c) */
+	struct agent_kv *named = xcalloc(tr->nwi + 1, sizeof(*named));
+	size_t nnamed = 0;
+	for (i = 0; i < tr->nwi; i++) {
+		const char *name, *tok = task_identity_token(tr, i, &name);
+		if (tok && !name)
+			in.workload_token = tok;
+		else if (tok)
+			named[nnamed++] = (struct agent_kv){ (char *)name, (char *)tok };
+	}
+	in.named_tokens = named;
+	in.nr_named_tokens = nnamed;
 	in.server_addr = tr->wi_addr;
 	/* Host volumes: where the task reaches each (raw_exec: the host path,
 	 * it has no mount namespace; exec and docker: the destination). */
@@ -222,6 +233,7 @@ static int build_env(struct task_runner *tr, const struct agent_kv *extra, size_
 		rc = taskenv_build(&in, out, err);
 	free(shares);
 out:
+	free(named);
 	free(vols);
 	free(venv);
 	free(tp);

@@ -485,7 +485,8 @@ void task_runner_run(struct task_runner *tr)
 		struct driver_exit ex;
 		bool stopped = false, restart = false, ok, check_restart = false;
 		bool script_failed = false;
-		bool started_here = false, tmpl_restart = false, gpu_killed = false;
+		bool started_here = false, gpu_killed = false;
+		const char *restart_by = "user";
 		char why[256];
 		int rc;
 
@@ -587,12 +588,21 @@ void task_runner_run(struct task_runner *tr)
 				pthread_mutex_unlock(&ar->lock);
 				break;
 			}
+			/* a workload token renewed, change_mode restart */
+			if (task_identity_poll(tr, d)) {
+				kill_task(tr, d, &ex);
+				restart = true;
+				restart_by = "a workload identity's renewal";
+				break;
+			}
 			/* a template rendered again (template_watch.c) */
 			if (ar->tmpl) {
 				enum tmpl_poll tp = tmpl_task_poll(tr, d);
 				if (tp != TMPL_POLL_NONE) {
 					kill_task(tr, d, &ex);
-					restart = tmpl_restart = tp == TMPL_POLL_RESTART;
+					restart = tp == TMPL_POLL_RESTART;
+					if (restart)
+						restart_by = "a template change";
 					script_failed = tp == TMPL_POLL_FAIL;
 					break;
 				}
@@ -627,7 +637,7 @@ ended:
 		if (restart) {
 			/* not next_restart: the policy's window is for failures */
 			task_event(tr, "Restarting", "restarted by %s (not counted against the "
-				   "restart policy)", tmpl_restart ? "a template change" : "user");
+				   "restart policy)", restart_by);
 			pthread_mutex_lock(&ar->lock);
 			tr->restarts++;
 			pthread_mutex_unlock(&ar->lock);

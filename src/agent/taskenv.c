@@ -361,11 +361,17 @@ int taskenv_build(const struct taskenv_input *in, struct taskenv **out, struct h
 	if (in->cpu_cores && *in->cpu_cores)
 		set_both(te, "CPU_CORES", in->cpu_cores);
 	/* the task's own token (task_identity.c) and where to use it */
-	if (in->workload_token && *in->workload_token) {
+	if (in->workload_token && *in->workload_token)
 		set_both(te, "TOKEN", in->workload_token);
-		if (in->server_addr && *in->server_addr)
-			set_both(te, "ADDR", in->server_addr);
+	for (size_t i = 0; i < in->nr_named_tokens; i++) {
+		/* the name is [A-Za-z0-9_] (job_identity.c) */
+		char *name = xasprintf("TOKEN_%s", in->named_tokens[i].key);
+		set_both(te, name, in->named_tokens[i].value);
+		free(name);
 	}
+	if (((in->workload_token && *in->workload_token) || in->nr_named_tokens) &&
+	    in->server_addr && *in->server_addr)
+		set_both(te, "ADDR", in->server_addr);
 	for (size_t i = 0; i < in->nr_task_meta; i++) {
 		char *name = sanitize("META_", in->task_meta[i].key);
 		set_both(te, name, in->task_meta[i].value);

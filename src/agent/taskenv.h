@@ -129,7 +129,10 @@ struct taskenv_input {
 	int64_t memory_mib;        /* resources { memory }; 0: omitted */
 	const char *cpu_cores;     /* the allocation's cores, "4-7,12"; NULL: none */
 	const char *workload_token; /* identity { env }: HERD_TOKEN, NOMAD_TOKEN; NULL: none */
-	const char *server_addr;   /* with it: HERD_ADDR, NOMAD_ADDR */
+	/* named identities' tokens: HERD_TOKEN_<key>, NOMAD_TOKEN_<key> */
+	const struct agent_kv *named_tokens;
+	size_t nr_named_tokens;
+	const char *server_addr;   /* with any token: HERD_ADDR, NOMAD_ADDR */
 
 	const char *const *gpu_uuids;   /* assigned devices, in order */
 	size_t nr_gpus;

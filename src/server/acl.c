@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "common/jwt.h"
 #include "common/xalloc.h"
 #include "server/acl.h"
 #include "server/server-int.h"
@@ -107,10 +108,15 @@ static struct acl *acl_resolve(struct server *srv, const char *secret)
 	struct acl *a;
 	size_t i;
 
-	if (!secret || !*secret || strlen(secret) > 256)
+	size_t len = secret ? strnlen(secret, JWT_MAX_LEN + 1) : 0;
+	bool workload = len > 0 && (!strncmp(secret, "wi.", 3) || !strncmp(secret, "eyJ", 3));
+
+	/* ACL tokens are 64 hex digits; a workload identity's JWT is longer */
+	if (len == 0 || len > (workload ? JWT_MAX_LEN : 256))
 		return NULL;
-	/* a task's own token (workload_identity.c): its job's variables */
-	if (!strncmp(secret, "wi.", 3)) {
+	/* a task's own token (workload_identity.c): its job's variables; a
+	 * JWT's first characters are those of {" in base64url */
+	if (workload) {
 		json_t *vars = workload_identity_vars(srv, secret);
 		if (!vars)
 			return NULL;

@@ -1034,9 +1034,10 @@ int routes_usage(struct server *srv, struct herd_err *err);
 int routes_vars(struct server *srv, struct herd_err *err); /* GET|PUT|DELETE /v1/var(s) */
 int routes_keyring(struct server *srv, struct herd_err *err); /* /v1/operator/keyring/... */
 /* workload_identity.c: POST /v1/allocation/:id/identity, and for acl.c the
- * variables rules of a workload token ("wi.<alloc>.<task>.<secret>"):
+ * variables rules of a workload token (a signed JWT of a task's default
+ * identity, or the previous build's "wi.<alloc>.<task>.<secret>"):
  * {"<ns>": {"<path>": ACL_VAR_* bits}}, a new reference, or NULL when token
- * is not one, is not the task's latest, or its allocation has ended. */
+ * is not one, does not verify, has expired, or its allocation has ended. */
 int routes_identity(struct server *srv, struct herd_err *err);
 /* routes_oidc.c: GET /.well-known/jwks.json (and under /v1/), GET
  * /.well-known/openid-configuration; opens srv->jwt_keys. */

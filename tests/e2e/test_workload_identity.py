@@ -7,7 +7,7 @@ reads, with the token the agent put in HERD_TOKEN, its job's variable
 (nomad/jobs/train) through the API at HERD_ADDR, and checks the file holds
 the same token; another job's variable and a write are refused.  A task
 without the block gets no token.  Once the allocation ended, its token is
-refused."""
+refused (tests/e2e/test_workload_jwt.py checks the token itself)."""
 import json
 import os
 import time
@@ -109,15 +109,16 @@ def test_task_reads_its_variables_with_its_own_token(agents, tmp_path):  # noqa:
     plain = (alloc_dir(client, done['plain']['id']) / 'alloc' / 'probe.json').read_text()
     assert plain == 'False'
 
-    # the allocation ended: its token no longer opens anything; the record
-    # keeps only the token's hash
-    token = (alloc_dir(client, done['train']['id']) / 't' / 'secrets' / 'herd_token').read_text()
-    assert token.startswith(f'wi.{done["train"]["id"]}.t.')
-    assert (alloc_dir(client, done['train']['id']) / 't' / 'secrets' /
-            'herd_token').stat().st_mode & 0o777 == 0o600
+    # the allocation ended: its token (a signed JWT, nothing of it kept in
+    # the allocation) no longer opens anything
+    secrets = alloc_dir(client, done['train']['id']) / 't' / 'secrets'
+    token = (secrets / 'herd_token').read_text()
+    assert token.startswith('eyJ') and token.count('.') == 2
+    assert (secrets / 'nomad_token').read_text() == token
+    assert (secrets / 'herd_token').stat().st_mode & 0o777 == 0o600
     assert call(addr, '/v1/var/nomad/jobs/train?namespace=team-a', token=token)[0] == 403
     al = call(addr, f'/v1/allocation/{done["train"]["id"]}', token=mgmt)[1]
-    assert token.split('.')[-1] not in json.dumps(al) and len(al['identities']['t']) == 64
+    assert token.split('.')[-1] not in json.dumps(al) and 'identities' not in al
     # only a node token may ask for one
     assert call(addr, f'/v1/allocation/{done["train"]["id"]}/identity', token=mgmt,
                 method='POST', body={'task': 't'})[0] == 409
