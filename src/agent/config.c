@@ -88,6 +88,7 @@ void agent_config_release(struct agent_config *cfg)
 	free(cfg->advertise_http);
 	free(cfg->server.data_dir);
 	free(cfg->server.postgres_url);
+	free(cfg->server.oidc_issuer);
 	free_strings(cfg->client.servers, cfg->client.nr_servers);
 	free(cfg->client.node_class);
 	free(cfg->client.node_pool);
@@ -133,6 +134,7 @@ void agent_config_copy(struct agent_config *dst, const struct agent_config *src)
 	dst->advertise_http = dup_or_null(src->advertise_http);
 	dst->server.data_dir = dup_or_null(src->server.data_dir);
 	dst->server.postgres_url = dup_or_null(src->server.postgres_url);
+	dst->server.oidc_issuer = dup_or_null(src->server.oidc_issuer);
 	dst->client.servers = NULL;
 	if (src->client.nr_servers) {
 		dst->client.servers = xcalloc(src->client.nr_servers, sizeof(char *));

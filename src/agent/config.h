@@ -117,6 +117,9 @@ struct agent_config {
 		 * (a libpq URI or conninfo; docs/operations.md, "High
 		 * availability"); NULL: SQLite in data_dir */
 		char *postgres_url;
+		/* oidc_issuer: the iss of workload identities' tokens; NULL:
+		 * http(s)://<advertise.http> (docs/agent-config.md) */
+		char *oidc_issuer;
 		int64_t heartbeat_ttl_ns;  /* 10s: a node silent this long is down */
 		int64_t heartbeat_grace_ns; /* 2s: extra time before "down" */
 		int64_t job_gc_threshold_ns; /* 4h (-dev 5m): dead jobs older than this are purged */

@@ -89,6 +89,7 @@ static void diff_server(const struct agent_config *o, const struct agent_config 
 	DIFF_VAL(server.enabled, "server.enabled");
 	DIFF_STR(server.data_dir, "server.data_dir");
 	DIFF_STR(server.postgres_url, "server.postgres_url");
+	DIFF_STR(server.oidc_issuer, "server.oidc_issuer");
 	DIFF_VAL(server.heartbeat_ttl_ns, "server.heartbeat_ttl");
 	DIFF_VAL(server.heartbeat_grace_ns, "server.heartbeat_grace");
 	DIFF_VAL(server.job_gc_threshold_ns, "server.job_gc_threshold");

@@ -406,6 +406,30 @@ static void read_postgres_url(struct walk *w, const struct hcl_attribute *a)
 	w->cfg->server.postgres_url = v;
 }
 
+/* server { oidc_issuer }: the iss of workload identities' tokens, an
+ * http(s) URL without query or fragment (OIDC discovery appends
+ * /.well-known/openid-configuration to it). */
+static void read_oidc_issuer(struct walk *w, const struct hcl_attribute *a)
+{
+	char *v = NULL;
+	size_t n;
+
+	if (cfg_read_string(a, &v, w->dl) < 0)
+		return;
+	n = strlen(v);
+	if ((strncmp(v, "https://", 8) && strncmp(v, "http://", 7)) || n > 1024 ||
+	    n == strlen(strncmp(v, "https://", 8) ? "http://" : "https://") ||
+	    strpbrk(v, "?# \t\r\n")) {
+		diag_error(w->dl, a->value->pos.line, a->value->pos.col,
+			   "oidc_issuer: expected an https:// (or http://) URL of at most 1024 "
+			   "characters, without query or fragment, got \"%s\"", v);
+		free(v);
+		return;
+	}
+	free(w->cfg->server.oidc_issuer);
+	w->cfg->server.oidc_issuer = v;
+}
+
 /* server { reserve_after = "5m" }: a duration (0: at once) or "off". */
 static void read_reserve_after(const struct hcl_attribute *a, int64_t *out, struct diag_list *dl)
 {
@@ -419,7 +443,7 @@ static void walk_server(struct walk *w, const struct hcl_body *body)
 {
 	static const char *const known[] = { "enabled", "data_dir", "postgres_url", "heartbeat_ttl",
 		"heartbeat_grace", "job_gc_threshold", "eval_gc_threshold", "job_gc_interval",
-		"scheduler", "preemption", "reserve_after", NULL };
+		"scheduler", "preemption", "reserve_after", "oidc_issuer", NULL };
 	struct agent_config *cfg = w->cfg;
 	struct seen seen[] = { { "scheduler", { 0, 0 } }, { "preemption", { 0, 0 } } };
 	for (size_t i = 0; i < body->n; i++) {
@@ -453,6 +477,8 @@ static void walk_server(struct walk *w, const struct hcl_body *body)
 			cfg_read_duration(a, NS_PER_SEC, &cfg->server.gc_interval_ns, w->dl);
 		else if (!strcmp(a->name, "reserve_after"))
 			read_reserve_after(a, &cfg->server.reserve_after_ns, w->dl);
+		else if (!strcmp(a->name, "oidc_issuer"))
+			read_oidc_issuer(w, a);
 		else if (!strcmp(a->name, "bootstrap_expect") || !strcmp(a->name, "num_schedulers"))
 			ignored(w, a->pos, a->name, "server");
 		else

@@ -506,6 +506,8 @@ int cmd_agent(int argc, char **argv)
 		sc.log = server_log;
 		sc.log_arg = &cfg;
 		sc.advertise_http = cfg.advertise_http;   /* what standbys name */
+		sc.oidc_issuer = cfg.server.oidc_issuer;
+		sc.region = cfg.region;
 		sc.listening = server_listening;
 		sc.postgres_url = cfg.server.postgres_url;
 		pg.lock_wait_ns = -1;

@@ -23,7 +23,8 @@ char *oidc_issuer(struct server *srv)
 		return xstrdup(srv->oidc_issuer);
 	/* the advertised address gets its real port once the API is bound */
 	pthread_mutex_lock(&srv->lock);
-	iss = xasprintf("%s://%s", srv->cfg.tls ? "https" : "http", srv->advertise);
+	iss = xasprintf("%s://%s", srv->cfg.tls && srv->cfg.tls->cert_pem ? "https" : "http",
+			srv->advertise);
 	pthread_mutex_unlock(&srv->lock);
 	return iss;
 }

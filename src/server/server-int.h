@@ -914,6 +914,7 @@ struct server {
 	 * configured (NULL: oidc_issuer() derives it) */
 	struct jwt_keys jwt_keys;
 	char *oidc_issuer;
+	char *region;          /* the tokens' sub starts with it */
 	void **guards; size_t nguards, aguards; /* acl.c's route wrappers */
 	struct gc *gc;         /* gc.c's timer */
 	struct periodic *periodic; /* periodic.c's launcher */

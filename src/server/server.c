@@ -162,6 +162,7 @@ static void server_free(struct server *srv)
 	if (srv->vars_ring.dir)
 		vars_keyring_close(&srv->vars_ring);
 	free(srv->oidc_issuer);
+	free(srv->region);
 	json_decref(srv->self_config);
 	pthread_mutex_destroy(&srv->lock);
 	pthread_mutex_destroy(&srv->hb_lock);
@@ -205,6 +206,8 @@ int server_start(const struct server_config *cfg, struct server **out, struct he
 	srv->advertise = advertise_with_port(cfg->advertise_http, srv->bind_addr, cfg->http_port);
 	srv->cfg.oidc_issuer = NULL;         /* copied: srv->oidc_issuer */
 	srv->oidc_issuer = cfg->oidc_issuer ? xstrdup(cfg->oidc_issuer) : NULL;
+	srv->region = xstrdup(cfg->region && *cfg->region ? cfg->region : "global");
+	srv->cfg.region = NULL;              /* copied: srv->region */
 	srv->ttl_ns = cfg->heartbeat_ttl_ns > 0 ? cfg->heartbeat_ttl_ns : SERVER_DEFAULT_HEARTBEAT_TTL_NS;
 	pthread_mutex_init(&srv->lock, NULL);
 	pthread_mutex_init(&srv->hb_lock, NULL);

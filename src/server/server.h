@@ -63,6 +63,8 @@ struct server_config {
 	 * GET /.well-known/openid-configuration ("https://herd.example");
 	 * NULL: http(s)://<advertise_http>.  Copied. */
 	const char *oidc_issuer;
+	/* The region, the first part of the tokens' sub; NULL: "global". */
+	const char *region;
 	/* Called once the API's port is bound, with it and log_arg: with
 	 * postgres_url before the wait for the lock (a standby serves it,
 	 * standby.h), else at the end of server_start.  May be NULL. */

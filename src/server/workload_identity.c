@@ -79,7 +79,7 @@ static json_t *make_claims(struct server *srv, const json_t *al, const json_t *i
 	const char *ns = jstr(al, "namespace", "default"), *job = jstr(al, "job_id", ""),
 		   *group = jstr(al, "task_group", ""), *alloc = jstr(al, "id", "");
 	char *iss = oidc_issuer(srv);
-	char *sub = xasprintf("global:%s:%s:%s:%s:%s", ns, job, group, task, name);
+	char *sub = xasprintf("%s:%s:%s:%s:%s:%s", srv->region, ns, job, group, task, name);
 	char jti[65];
 	json_t *c, *aud = json_object_get(id, "aud");
 	int64_t ttl_s = jint(id, "ttl", 0) / 1000000000;
