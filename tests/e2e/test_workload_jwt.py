@@ -121,8 +121,9 @@ def test_tokens_verify_against_published_keys(agents, tmp_path):  # noqa: F811
 
     r = herd(srv.port, 'job', 'run', '-detach', write_job(tmp_path, 'svc', JOB), token=mgmt)
     assert r.returncode == 0, r.stdout + r.stderr
-    allocs = call(addr, '/v1/job/svc/allocations?namespace=team-a', token=mgmt)[1]
-    alloc = allocs[0]
+    wait_for(lambda: call(addr, '/v1/job/svc/allocations?namespace=team-a', token=mgmt)[1],
+             20, 'svc placed')
+    alloc = call(addr, '/v1/job/svc/allocations?namespace=team-a', token=mgmt)[1][0]
     wait_for(lambda: call(addr, f'/v1/allocation/{alloc["id"]}', token=mgmt)[1]
              ['client_status'] == 'running', 30, 'svc running')
     secrets = alloc_dir(client, alloc['id']) / 't' / 'secrets'
@@ -161,11 +162,13 @@ def test_tokens_verify_against_published_keys(agents, tmp_path):  # noqa: F811
     st, var = call(addr, '/v1/var/nomad/jobs/svc?namespace=team-a', token=default)
     assert st == 200 and var['items'] == {'lr': '0.1'}
     assert call(addr, '/v1/var/nomad/jobs/svc?namespace=team-a', token=vault)[0] == 403
-    head, body, sig = default.split('.')
-    forged = dict(c, herd_job_id='other', nomad_job_id='other')
+    # the named token made to look like the default one: its signature
+    # no longer matches, herd refuses it
+    head, body, sig = vault.split('.')
+    forged = dict(v, sub='global:team-a:svc:g:t:default')
     fbody = base64.urlsafe_b64encode(json.dumps(forged).encode()).decode().rstrip('=')
     assert verify(f'{head}.{fbody}.{sig}', jwks) is None
-    assert call(addr, '/v1/var/nomad/jobs/other?namespace=team-a',
+    assert call(addr, '/v1/var/nomad/jobs/svc?namespace=team-a',
                 token=f'{head}.{fbody}.{sig}')[0] == 403
 
     # a rotation: two keys published, the old token still verifies and reads
