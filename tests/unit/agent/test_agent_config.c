@@ -141,6 +141,36 @@ static void test_reserve_after(void **state)
 	agent_config_release(&cfg);
 }
 
+/* server { oidc_issuer }: an http(s) URL, kept as written; anything else
+ * is an error at its value that says what is expected; a diff names it */
+static void test_oidc_issuer(void **state)
+{
+	static const char *const bad[] = { "herd.example", "https://", "ftp://x", "https://a?b=1",
+					   "https://a#f", "https://a b" };
+	struct agent_config cfg, copy;
+	struct diag_list dl;
+	char text[128];
+	(void)state;
+	agent_config_init(&cfg);
+	assert_null(cfg.server.oidc_issuer);
+	diag_list_init(&dl);
+	assert_int_equal(parse(&cfg, "server {\n  oidc_issuer = \"https://herd.example/x\"\n}\n",
+			       &dl), 0);
+	assert_string_equal(cfg.server.oidc_issuer, "https://herd.example/x");
+	agent_config_copy(&copy, &cfg);
+	assert_string_equal(copy.server.oidc_issuer, "https://herd.example/x");
+	agent_config_release(&copy);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "server {\n  oidc_issuer = \"%s\"\n}\n", bad[i]);
+		diag_list_release(&dl);
+		diag_list_init(&dl);
+		assert_true(parse(&cfg, text, &dl) < 0);
+		assert_true(has_diag(&dl, 2, 0, "oidc_issuer: expected an https://"));
+	}
+	diag_list_release(&dl);
+	agent_config_release(&cfg);
+}
+
 /* client { reserved { cores } reservable_cores }: core lists kept in
  * canonical form; a bad list is an error at its line that says why; a
  * copy and a diff carry them */
@@ -736,6 +766,7 @@ int main(void)
 		cmocka_unit_test(test_full_file),
 		cmocka_unit_test(test_postgres_url),
 		cmocka_unit_test(test_reserve_after),
+		cmocka_unit_test(test_oidc_issuer),
 		cmocka_unit_test(test_reserved_cores),
 		cmocka_unit_test(test_gpu_sharing),
 		cmocka_unit_test(test_every_error_reported),

@@ -39,6 +39,36 @@ static void test_cpu_cores(void **state)
 	taskenv_free(te);
 }
 
+/* workload identities' tokens: the default one as HERD_TOKEN/NOMAD_TOKEN,
+ * named ones with their name, the server's address with any of them */
+static void test_workload_tokens(void **state)
+{
+	struct taskenv_input in = base();
+	struct taskenv *te = NULL;
+	static const struct agent_kv named[] = { { "vault", "eyJ.v.s" }, { "s3_x", "eyJ.s.s" } };
+	(void)state;
+	assert_int_equal(taskenv_build(&in, &te, NULL), 0);
+	assert_null(taskenv_get(te, "HERD_TOKEN"));
+	assert_null(taskenv_get(te, "HERD_ADDR"));
+	taskenv_free(te);
+	in.named_tokens = named;
+	in.nr_named_tokens = 2;
+	in.server_addr = "http://10.0.0.1:4646";
+	assert_int_equal(taskenv_build(&in, &te, NULL), 0);
+	assert_null(taskenv_get(te, "HERD_TOKEN"));
+	assert_string_equal(taskenv_get(te, "HERD_TOKEN_vault"), "eyJ.v.s");
+	assert_string_equal(taskenv_get(te, "NOMAD_TOKEN_vault"), "eyJ.v.s");
+	assert_string_equal(taskenv_get(te, "NOMAD_TOKEN_s3_x"), "eyJ.s.s");
+	assert_string_equal(taskenv_get(te, "HERD_ADDR"), "http://10.0.0.1:4646");
+	taskenv_free(te);
+	in.workload_token = "eyJ.d.s";
+	assert_int_equal(taskenv_build(&in, &te, NULL), 0);
+	assert_string_equal(taskenv_get(te, "HERD_TOKEN"), "eyJ.d.s");
+	assert_string_equal(taskenv_get(te, "NOMAD_TOKEN"), "eyJ.d.s");
+	assert_string_equal(taskenv_get(te, "HERD_TOKEN_vault"), "eyJ.v.s");
+	taskenv_free(te);
+}
+
 static void test_standard_vars(void **state)
 {
 	struct taskenv_input in = base();
@@ -247,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_interpolate),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_gang_vars),
+		cmocka_unit_test(test_workload_tokens),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
