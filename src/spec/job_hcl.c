@@ -25,16 +25,32 @@ struct block_rule {
 
 static const struct block_rule rules_none[];
 
-/* The rule of a labelled block of a type the table knows without a label;
- * NULL: the labels are an error.  identity: the unnamed block is the
- * default workload identity, a labelled one a named identity, under
- * "identities" with its label as name. */
+/* The rule of block b when its labels or body make it another block than
+ * its type's rule says; NULL: that rule.  identity: the unnamed block is
+ * the default workload identity, a labelled one (identity "vault" {}) a
+ * named identity under "identities" with its label as name; so is an
+ * unlabelled one with a name other than "default" (Nomad's way of writing
+ * it, identity { name = "vault" }). */
 static const struct block_rule named_identity_rule = {
 	"identity", "identities", true, "name", rules_none,
 };
-static const struct block_rule *labelled_rule(const char *type)
+static const struct block_rule named_identity_attr_rule = {
+	"identity", "identities", true, NULL, rules_none,
+};
+static const struct block_rule *block_rule_instead(const struct hcl_block *b)
 {
-	return !strcmp(type, "identity") ? &named_identity_rule : NULL;
+	if (strcmp(b->type, "identity"))
+		return NULL;
+	if (b->nlabels > 0)
+		return &named_identity_rule;
+	for (size_t i = 0; b->body && i < b->body->n; i++) {
+		const struct hcl_item *it = &b->body->items[i];
+		if (it->kind == HCL_ITEM_ATTRIBUTE && !strcmp(it->u.attr.name, "name") &&
+		    it->u.attr.value->kind == HCL_STRING &&
+		    strcmp(it->u.attr.value->u.str.s, "default"))
+			return &named_identity_attr_rule;
+	}
+	return NULL;
 }
 
 #define RULE_END { NULL, NULL, false, NULL, NULL }
@@ -336,8 +352,8 @@ static struct hcl_expr *convert_body(struct converter *c, const struct hcl_body 
 		} else {
 			const struct hcl_block *b = &it->u.block;
 			const struct block_rule *rule = find_rule(rules, b->type);
-			if (rule && !rule->label && b->nlabels > 0 && labelled_rule(b->type))
-				rule = labelled_rule(b->type);
+			if (rule && !rule->label && block_rule_instead(b))
+				rule = block_rule_instead(b);
 			const char *key = rule ? rule->key : b->type;
 			struct hcl_expr *v = rule ? convert_labelled(c, b, rule)
 						  : convert_generic_block(c, b);

@@ -142,6 +142,51 @@ static void test_identity(void **state)
 	job_free(job);
 }
 
+/* Nomad's way of naming an identity, identity { name = "..." }, is a named
+ * identity too; name = "default" is the unnamed one. */
+static void test_identity_named_by_attribute(void **state)
+{
+	static const char hcl[] =
+		"job \"j\" {\n"
+		"  group \"g\" {\n"
+		"    task \"t\" {\n"
+		"      driver = \"raw_exec\"\n"
+		"      config { command = \"/bin/true\" }\n"
+		"      identity {\n"
+		"        name = \"default\"\n"
+		"        env = true\n"
+		"      }\n"
+		"      identity {\n"
+		"        name = \"example\"\n"
+		"        aud = [\"oidc.example.com\"]\n"
+		"        file = true\n"
+		"      }\n"
+		"      identity {\n"
+		"        name = \"other\"\n"
+		"      }\n"
+		"    }\n"
+		"  }\n"
+		"}\n";
+	struct diag_list dl;
+	char *diags;
+	struct job *job;
+	(void)state;
+	diag_list_init(&dl);
+	job = spec_load(hcl, strlen(hcl), &dl);
+	diags = render_diags(&dl);
+	assert_string_equal(diags, "");
+	assert_non_null(job);
+	struct job_task *t = &job->groups[0].tasks[0];
+	assert_true(t->identity->env);
+	assert_int_equal(t->nidentities, 2);
+	assert_string_equal(t->identities[0].name, "example");
+	assert_string_equal(t->identities[0].aud.v[0], "oidc.example.com");
+	assert_string_equal(t->identities[1].name, "other");
+	free(diags);
+	diag_list_release(&dl);
+	job_free(job);
+}
+
 /* What an identity block may not be, each with its message. */
 static void test_identity_refused(void **state)
 {
@@ -623,6 +668,7 @@ int main(void)
 		cmocka_unit_test(test_logs_disabled),
 		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_identity_refused),
+		cmocka_unit_test(test_identity_named_by_attribute),
 		cmocka_unit_test(test_every_type_error_in_one_run),
 		cmocka_unit_test(test_units_from_strings_and_numbers),
 		cmocka_unit_test(test_bad_units),
