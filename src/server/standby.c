@@ -139,7 +139,8 @@ void standby_answer(const char *method, const char *path, const char *target,
 {
 	bool known = leader && *leader;
 	bool read = !strcmp(method, "GET") || !strcmp(method, "HEAD");
-	bool api = !strncmp(path, "/v1/", 4);
+	/* /.well-known/: the workload identity keys (routes_oidc.c), the leader's */
+	bool api = !strncmp(path, "/v1/", 4) || !strncmp(path, "/.well-known/", 13);
 
 	memset(a, 0, sizeof(*a));
 	if (!strcmp(path, "/v1/agent/health") && read) {

@@ -137,6 +137,9 @@ static void test_answer(void **state)
 	       "http://10.0.0.1:4646/v1/agent/health");
 	answer("GET", "/ui/app.js", "/ui/app.js", "10.0.0.1:4646", 307,
 	       "http://10.0.0.1:4646/ui/app.js");
+	/* the workload identity keys: the leader's */
+	answer("GET", "/.well-known/jwks.json", "/.well-known/jwks.json", "10.0.0.1:4646", 307,
+	       "http://10.0.0.1:4646/.well-known/jwks.json");
 	answer("GET", "/elsewhere", "/elsewhere", "10.0.0.1:4646", 404, NULL);
 	answer("GET", "/v1/jobs", "//evil/v1/jobs", "10.0.0.1:4646", 400, NULL);
 }
