@@ -130,10 +130,14 @@ void client_fp_put(struct client *c, struct client_fp *f);   /* accepts NULL */
  * identity's name (NULL: the default identity), or NULL when that one is
  * file-only or there is none.  _poll (the task's wait loop): renews the
  * tokens due (a ttl's half life) and carries out their change_mode; true
- * when the task is to restart.  _release forgets them. */
+ * when the task is to restart.  _recovered: for a task this agent did not
+ * start (recovered running after an agent restart), the tokens with a ttl
+ * and a file renewed at the next _poll, their change_mode carried out but
+ * a restart.  _release forgets them. */
 struct task_runner;
 struct driver_ops;
 int task_identity_refresh(struct task_runner *tr, struct herd_err *err);
+void task_identity_recovered(struct task_runner *tr);
 const char *task_identity_token(const struct task_runner *tr, size_t i, const char **name);
 bool task_identity_poll(struct task_runner *tr, const struct driver_ops *d);
 void task_identity_release(struct task_runner *tr);
@@ -253,6 +257,7 @@ struct task_wi {
 	char *token;
 	int64_t renew_at;              /* unix ns; 0: never (no ttl) */
 	int64_t retry_ns;              /* the next failed renewal's wait; 0 after success */
+	bool recovered;                /* renewed for a recovered task: no restart */
 };
 
 struct task_runner {

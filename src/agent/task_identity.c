@@ -20,6 +20,16 @@
  * of a running task cannot change: an env-only token with a ttl expires
  * unless change_mode is restart (the docs say so).
  *
+ * A task the agent recovered running after a restart of its own has no
+ * tokens on this agent: its tokens with a ttl and a file are renewed at
+ * once (task_identity_recovered), so that they do not run out; their
+ * change_mode is carried out, but for a restart (the task's token from
+ * before is still valid: restarting a task for an agent's restart would
+ * be worse).
+ *
+ * Everything here runs on the task runner's thread (its prepare, its wait
+ * loop, the environment built for it), so tr->wi needs no lock.
+ *
  * A template re-rendered meanwhile reuses the run's tokens. */
 #include <errno.h>
 #include <fcntl.h>
@@ -101,6 +111,7 @@ static int write_files(struct task_runner *tr, const struct task_wi *w, struct h
  * success (w unchanged on failure). */
 static int fetch(struct task_runner *tr, struct task_wi *w, int timeout_ms, struct herd_err *err)
 {
+	struct herd_err why = { 0, "" };
 	struct client *c = tr->ar->c;
 	struct httpc h;
 	struct httpc_response r = { 0 };
@@ -113,10 +124,10 @@ static int fetch(struct task_runner *tr, struct task_wi *w, int timeout_ms, stru
 		json_object_set_new(body, "identity", json_string(w->id->name));
 	client_httpc_take(c, &h);
 	h.timeout_ms = timeout_ms;
-	rc = httpc_request(&h, "POST", path, body, &r, err);
+	rc = httpc_request(&h, "POST", path, body, &r, &why);
 	tok = json_object_get(r.body, "token");
 	if (rc == 0 && !json_is_string(tok))
-		rc = herd_errf(err, -EPROTO, "the server's answer has no token");
+		rc = herd_errf(&why, -EPROTO, "the server's answer has no token");
 	if (rc == 0) {
 		int64_t iat = json_integer_value(json_object_get(r.body, "issued_at"));
 		json_t *exp = json_object_get(r.body, "expires_at");
@@ -134,28 +145,54 @@ static int fetch(struct task_runner *tr, struct task_wi *w, int timeout_ms, stru
 	client_httpc_give(c, &h);
 	json_decref(body);
 	free(path);
-	if (rc < 0) {
-		struct herd_err why = *err;
+	if (rc < 0)
 		return herd_errf(err, rc, "workload identity %s: %s",
 				 w->id->name ? w->id->name : "default", why.msg);
-	}
 	return 0;
+}
+
+/* tr->wi: the task's identities that want(id); none fetched yet. */
+static void list_identities(struct task_runner *tr, bool (*want)(const struct job_identity *))
+{
+	const struct job_task *t = tr->task;
+	size_t n = 0;
+
+	forget(tr);
+	tr->wi = xcalloc(t->nidentities + 1, sizeof(*tr->wi));
+	if (t->identity && want(t->identity))
+		tr->wi[n++].id = t->identity;
+	for (size_t i = 0; i < t->nidentities; i++)
+		if (want(&t->identities[i]))
+			tr->wi[n++].id = &t->identities[i];
+	tr->nwi = n;
+}
+
+static bool has_token(const struct job_identity *id)
+{
+	return id->env || id->file;
+}
+
+static bool renewed_in_file(const struct job_identity *id)
+{
+	return id->file && id->ttl > 0;
+}
+
+void task_identity_recovered(struct task_runner *tr)
+{
+	list_identities(tr, renewed_in_file);
+	for (size_t i = 0; i < tr->nwi; i++) {
+		tr->wi[i].renew_at = 1; /* at the next poll */
+		tr->wi[i].recovered = true;
+	}
 }
 
 int task_identity_refresh(struct task_runner *tr, struct herd_err *err)
 {
-	const struct job_task *t = tr->task;
-	size_t n = 0;
+	size_t n;
 	int rc;
 
-	forget(tr);
-	tr->wi = xcalloc(t->nidentities + 1, sizeof(*tr->wi));
-	if (t->identity && (t->identity->env || t->identity->file))
-		tr->wi[n++].id = t->identity;
-	for (size_t i = 0; i < t->nidentities; i++)
-		if (t->identities[i].env || t->identities[i].file)
-			tr->wi[n++].id = &t->identities[i];
-	tr->nwi = n;
+	list_identities(tr, has_token);
+	n = tr->nwi;
 	for (size_t i = 0; i < n; i++)
 		if ((rc = fetch(tr, &tr->wi[i], 10000, err)) < 0 ||
 		    (rc = write_files(tr, &tr->wi[i], err)) < 0) {
@@ -167,7 +204,7 @@ int task_identity_refresh(struct task_runner *tr, struct herd_err *err)
 
 const char *task_identity_token(const struct task_runner *tr, size_t i, const char **name)
 {
-	if (i >= tr->nwi || !tr->wi[i].id->env)
+	if (i >= tr->nwi || !tr->wi[i].id->env || !tr->wi[i].token)
 		return NULL;
 	*name = tr->wi[i].id->name;
 	return tr->wi[i].token;
@@ -193,6 +230,11 @@ static bool renew(struct task_runner *tr, struct task_wi *w, const struct driver
 		task_event(tr, "Identity Renewal Failed", "%s (trying again in %llds)", err.msg,
 			   (long long)(w->retry_ns / 1000000000LL));
 		return false;
+	}
+	if (w->recovered) { /* renewed for a task recovered running: no restart for it */
+		w->recovered = false;
+		if (!strcmp(mode, "restart"))
+			return false;
 	}
 	if (!strcmp(mode, "restart")) {
 		task_event(tr, "Restart Signaled", "workload identity %s renewed", name);

@@ -539,6 +539,8 @@ void task_runner_run(struct task_runner *tr)
 			svc_task_started(tr);   /* started, or recovered running */
 		if (ar->tmpl)
 			tmpl_task_started(tr, !started_here);
+		if (!started_here)   /* recovered running: its tokens' renewals */
+			task_identity_recovered(tr);
 		for (;;) {
 			rc = d->wait(tr->handle, WAIT_SLICE_MS, &ex, &err);
 			if (rc == 1)

@@ -53,16 +53,16 @@ static const json_t *find_identity(const json_t *job, const char *group, const c
 				   const char *name)
 {
 	const json_t *g, *t, *id;
-	size_t i;
-	json_array_foreach(json_object_get(job, "groups"), i, g) {
+	size_t gi, ti, ii;
+	json_array_foreach(json_object_get(job, "groups"), gi, g) {
 		if (strcmp(jstr(g, "name", ""), group))
 			continue;
-		json_array_foreach(json_object_get(g, "tasks"), i, t) {
+		json_array_foreach(json_object_get(g, "tasks"), ti, t) {
 			if (strcmp(jstr(t, "name", ""), task))
 				continue;
 			if (!strcmp(name, "default"))
 				return json_object_get(t, "identity");
-			json_array_foreach(json_object_get(t, "identities"), i, id)
+			json_array_foreach(json_object_get(t, "identities"), ii, id)
 				if (!strcmp(jstr(id, "name", ""), name))
 					return id;
 			return NULL;

@@ -250,3 +250,65 @@ def test_keys_survive_a_restart_and_an_older_keyring_gets_one(agents, tmp_path):
                         '-data-dir', str(tmp_path / 'server' / 'data')],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode != 0 and 'chmod 600' in r.stderr, r.stderr
+
+
+RECOVER_JOB = '''
+job "long" {
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args = ["-c", "while true; do sleep 0.2; done"]
+      }
+      identity "store" {
+        aud = ["s3"]
+        file = true
+        ttl = "1h"
+        change_mode = "restart"
+      }
+    }
+  }
+}
+'''
+
+
+def test_recovered_task_gets_its_token_renewed(agents, tmp_path):  # noqa: F811
+    """An agent restarted while a task runs did not start it and has no
+    token of it: it renews the task's file tokens with a ttl at once (not
+    waiting for half an hour it cannot know), without restarting the task
+    for a change_mode restart."""
+    cfg = tmp_path / 'server.hcl'
+    cfg.write_text('bind_addr = "127.0.0.1"\nserver {\n  enabled = true\n}\n')
+    srv = Agent(tmp_path, 'server', ['-config', str(cfg), '-http-port', '0']).start()
+    agents.append(srv)
+    addr = f'127.0.0.1:{srv.port}'
+    wait_for(lambda: call(addr, '/v1/agent/health')[0] == 200, 10, 'the server')
+    ccfg = tmp_path / 'client.hcl'
+    ccfg.write_text('bind_addr = "127.0.0.1"\nname = "n1"\nclient {\n  enabled = true\n'
+                    f'  servers = ["{addr}"]\n}}\n'
+                    'plugin "raw_exec" {\n  config {\n    enabled = true\n  }\n}\n')
+    client = Agent(tmp_path, 'client', ['-config', str(ccfg), '-http-port', '0'],
+                   gpu_file=GPUS / 't4-2x.json').start()
+    agents.append(client)
+    wait_for(lambda: [n for n in call(addr, '/v1/nodes')[1] if n['status'] == 'ready'], 20,
+             'the client node')
+    r = herd(srv.port, 'job', 'run', '-detach', write_job(tmp_path, 'long', RECOVER_JOB))
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_for(lambda: call(addr, '/v1/job/long/allocations')[1], 20, 'long placed')
+    alloc = call(addr, '/v1/job/long/allocations')[1][0]
+    wait_for(lambda: call(addr, f'/v1/allocation/{alloc["id"]}')[1]['client_status'] ==
+             'running', 30, 'long running')
+    token_file = alloc_dir(client, alloc['id']) / 't' / 'secrets' / 'herd_token_store'
+    first = token_file.read_text()
+    client.stop()
+    client = Agent(tmp_path, 'client', ['-config', str(ccfg), '-http-port', '0'],
+                   gpu_file=GPUS / 't4-2x.json').start()
+    agents.append(client)
+    wait_for(lambda: token_file.read_text() != first, 20, 'the token renewed after recovery')
+    jwks = call(addr, '/.well-known/jwks.json')[1]
+    c = verify(token_file.read_text(), jwks)
+    assert c['herd_allocation_id'] == alloc['id'] and c['aud'] == ['s3'], c
+    al = call(addr, f'/v1/allocation/{alloc["id"]}')[1]
+    assert al['client_status'] == 'running'
+    assert al['task_states']['t'].get('restarts', 0) == 0, al['task_states']['t']
