@@ -173,10 +173,13 @@ static int post_identity(struct http_request *req, struct http_response *resp, v
 static bool split_token(const char *token, char *alloc, size_t alen, char *task, size_t tlen,
 			const char **secret)
 {
-	const char *a = token + strlen(WI_PREFIX), *dot = strchr(a, '.'), *last;
-	if (strncmp(token, WI_PREFIX, strlen(WI_PREFIX)) || !dot ||
-	    !(last = strrchr(dot + 1, '.')) || last == dot + 1 || strlen(last + 1) != 64 ||
-	    (size_t)(dot - a) >= alen || (size_t)(last - dot - 1) >= tlen)
+	const char *a, *dot, *last;
+	/* the prefix first: a shorter token has nothing past it to read */
+	if (strncmp(token, WI_PREFIX, strlen(WI_PREFIX)))
+		return false;
+	a = token + strlen(WI_PREFIX);
+	if (!(dot = strchr(a, '.')) || !(last = strrchr(dot + 1, '.')) || last == dot + 1 ||
+	    strlen(last + 1) != 64 || (size_t)(dot - a) >= alen || (size_t)(last - dot - 1) >= tlen)
 		return false;
 	memcpy(alloc, a, (size_t)(dot - a));
 	alloc[dot - a] = '\0';
