@@ -12,7 +12,8 @@
  * POST /v1/job/:id/dispatch and /periodic/force by their bodies; the
  * variables' routes: GET /v1/vars and PUT|DELETE /v1/var/fz/q by the
  * query (cas), GET /v1/var/<path> by a path, PUT /v1/var/fz/b by a body
- * (each variable written is purged at once).  One
+ * (each variable written is purged at once); POST
+ * /v1/allocation/:id/identity by a body.  One
  * server, started once with a node, a batch job placed on it and its
  * allocations, a parameterized and a periodic job, a rolling service (a
  * deployment), answers every input
@@ -35,6 +36,7 @@
 
 static struct server *srv;
 static char promote_path[128]; /* POST /v1/deployment/<the service's>/promote */
+static char identity_path[128]; /* POST /v1/allocation/<job a's first>/identity */
 static char dir[] = "/tmp/fuzz_api_routes.XXXXXX";
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -188,6 +190,13 @@ static void setup(void)
 	snprintf(promote_path, sizeof(promote_path), "/v1/deployment/%s/promote",
 		 json_string_value(json_object_get(d, "id")));
 	json_decref(d);
+	d = NULL;
+	if (call_answer("GET", "/v1/job/a/allocations", NULL, NULL, 0, &d) != 200 ||
+	    !json_array_size(d))
+		abort();
+	snprintf(identity_path, sizeof(identity_path), "/v1/allocation/%s/identity",
+		 json_string_value(json_object_get(json_array_get(d, 0), "id")));
+	json_decref(d);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -257,6 +266,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		     size - 1);
 		call("PUT", "/v1/var/fz/b", NULL, (const char *)data + 1, size - 1);
 		call("DELETE", "/v1/var/fz/b", NULL, NULL, 0);
+		/* a workload identity's token asked for by its body (nothing
+		 * is written: the token is signed, not stored) */
+		call("POST", identity_path, NULL, (const char *)data + 1, size - 1);
 		break;
 	case 5:
 		call("POST", "/v1/job/a/revert", NULL, (const char *)data + 1, size - 1);
