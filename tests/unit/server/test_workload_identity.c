@@ -7,6 +7,7 @@
 
 #include <errno.h>
 
+#include "common/base64.h"
 #include "server/acl.h"
 #include "server/server-int.h"
 
@@ -34,6 +35,21 @@ static void store_legacy_hash(struct fx *f, const char *alloc_id, const char *se
 	assert_int_equal(store_commit(f->srv->store, &b, NULL, NULL), 0);
 	store_batch_release(&b);
 	json_decref(al);
+}
+
+/* The claims of a token (not verified: the e2e tests verify them as a
+ * service outside herd does). */
+static json_t *claims_of(const char *token)
+{
+	const char *a = strchr(token, '.') + 1, *b = strchr(a, '.');
+	size_t n;
+	unsigned char *raw = base64url_decode(a, (size_t)(b - a), &n);
+	json_t *c;
+	assert_non_null(raw);
+	c = json_loadb((const char *)raw, n, 0, NULL);
+	free(raw);
+	assert_non_null(c);
+	return c;
 }
 
 static long read_var(struct fx *f, const char *token)
@@ -78,6 +94,31 @@ static void test_tokens_and_the_upgrade(void **state)
 	vault = strdup(fx_s(r, "token"));
 	assert_int_equal(fx_i(r, "expires_at") - fx_i(r, "issued_at"), 3600);
 	json_decref(r);
+	/* the claims: the allocation's, from the job's blocks */
+	json_t *c = claims_of(token);
+	assert_string_equal(fx_s(c, "sub"), "global:default:train:g:t:default");
+	assert_string_equal(fx_s(c, "iss"), f->base);
+	assert_string_equal(fx_s(c, "herd_allocation_id"), fx_s(al, "id"));
+	assert_string_equal(fx_s(c, "nomad_allocation_id"), fx_s(al, "id"));
+	assert_string_equal(fx_s(c, "herd_node_id"), fx_s(al, "node_id"));
+	assert_string_equal(fx_s(c, "herd_job_id"), "train");
+	assert_string_equal(fx_s(c, "nomad_job_id"), "train");
+	assert_string_equal(fx_s(c, "herd_group"), "g");
+	assert_string_equal(fx_s(c, "herd_task"), "t");
+	assert_string_equal(fx_s(c, "nomad_task"), "t");
+	assert_string_equal(fx_s(c, "herd_namespace"), "default");
+	assert_string_equal(fx_s(c, "nomad_namespace"), "default");
+	assert_null(json_object_get(c, "aud"));
+	assert_null(json_object_get(c, "exp"));
+	assert_int_equal(fx_i(c, "nbf"), fx_i(c, "iat"));
+	assert_int_equal(strlen(fx_s(c, "jti")), 32);
+	json_decref(c);
+	c = claims_of(vault);
+	assert_string_equal(fx_s(c, "sub"), "global:default:train:g:t:vault");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(c, "aud"), 0)),
+			    "vault.io");
+	assert_int_equal(fx_i(c, "exp") - fx_i(c, "iat"), 3600);
+	json_decref(c);
 	assert_int_equal(fx_status(f, "POST", path, "{\"task\": \"t\", \"identity\": \"nope\"}"),
 			 404);
 	assert_int_equal(fx_status(f, "POST", path, "{\"task\": \"x\"}"), 404);
