@@ -293,6 +293,7 @@ static void test_examples_validate(void **state)
 		"nomad-raw-exec-template-t4.hcl", "nomad-docker-nvidia-smi.hcl",
 		"nomad-pip-artifact-poststop.hcl", "nightly-eval.hcl", "mlflow-service.hcl",
 		"gang-torchrun.hcl", "train-host-volumes.hcl", "gpu-metrics-exporter.hcl",
+		"train-workload-identity.hcl",
 	};
 	const char *root = getenv("HERD_SOURCE_ROOT");
 
