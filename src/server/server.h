@@ -89,7 +89,8 @@ struct server_config {
 	 * 0: SERVER_DEFAULT_RESERVE_AFTER_NS; SERVER_RESERVE_NOW: at once;
 	 * SERVER_RESERVE_OFF: never. */
 	int64_t reserve_after_ns;
-	/* ACL: when set, every API call but health and status needs a token
+	/* ACL: when set, every API call but health, status and the workload
+	 * identity keys (routes_oidc.c) needs a token
 	 * (docs/teams.md); -dev leaves it off. */
 	int acl_enabled;
 	/* https on the API (http.h, http_server_config.tls); NULL: plain

@@ -18,17 +18,16 @@ import json
 import subprocess
 import time
 
-import pytest
+# python3-cryptography (scripts/install): what a service outside herd
+# checks the tokens with
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from test_acl import call, secret_of
 from test_control_plane import GPUS, HERD, Agent, agents, wait_for, write_job  # noqa: F401
 from test_tasks import alloc_dir
 from test_vars import herd
-
-crypto = pytest.importorskip('cryptography')
-from cryptography.exceptions import InvalidSignature  # noqa: E402
-from cryptography.hazmat.primitives import hashes  # noqa: E402
-from cryptography.hazmat.primitives.asymmetric import padding, rsa  # noqa: E402
 
 ISSUER = 'https://herd.example/wi'
 
