@@ -67,11 +67,6 @@ struct job_kv {
 	char *value;
 };
 
-struct job_strv {
-	char **v;
-	size_t n;
-};
-
 struct job_map {
 	struct job_kv *v;
 	size_t n;
