@@ -1,5 +1,7 @@
 /* deployment: rolling updates of service groups (server-int.h, "deployment.c";
- * docs/jobspec.md, "Rolling updates").
+ * docs/jobspec.md, "Rolling updates"), and of system groups
+ * (reconcile_system.c: one allocation per node, all of index 0, replaced
+ * on their nodes in the order of the node ids; no canaries).
  *
  * The deployment of job version N is the "deployment" object of N's
  * version record:
@@ -66,6 +68,7 @@ struct deploy_group {
 	int64_t canaries_all, canaries_healthy;
 	json_t *canaries;
 	int64_t desired_canaries;
+	int64_t desired_total;   /* 0: the group's count (deploy_set_total) */
 	bool promoted;
 	json_t *superseded;      /* old allocations a promoted canary replaces */
 	json_t *canary_slots;    /* indexes new canaries take now (integers) */
@@ -98,7 +101,7 @@ struct deploy *deploy_begin(struct store *s, const json_t *job, const struct job
 	struct deploy *d;
 	bool any = false;
 
-	if (strcmp(model->type, "service"))
+	if (strcmp(model->type, "service") && strcmp(model->type, "system"))
 		return NULL;
 	for (size_t g = 0; g < model->ngroups; g++)
 		any = any || deploy_group_rolls(&model->groups[g]);
@@ -118,7 +121,7 @@ struct deploy *deploy_begin(struct store *s, const json_t *job, const struct job
 		d->g[g].canary_slots = json_array();
 	}
 	/* the store's cached record: no parse when it did not change */
-	if (store_get_shared(s, STORE_JOB_VERSION, &key, &d->vrec, NULL) == 0) {
+	if (s && store_get_shared(s, STORE_JOB_VERSION, &key, &d->vrec, NULL) == 0) {
 		json_t *dep = json_object_get(d->vrec, "deployment");
 		if (json_is_object(dep))
 			d->dep = json_deep_copy(dep);
@@ -272,8 +275,10 @@ void deploy_note(struct deploy *d, int g, const json_t *alloc)
 
 static int by_index(const void *a, const void *b)
 {
-	int64_t x = jint(*(json_t *const *)a, "index", 0), y = jint(*(json_t *const *)b, "index", 0);
-	return x < y ? -1 : x > y;
+	const json_t *p = *(json_t *const *)a, *q = *(json_t *const *)b;
+	int64_t x = jint(p, "index", 0), y = jint(q, "index", 0);
+	/* a system group's are all index 0: their nodes' order */
+	return x < y ? -1 : x > y ? 1 : strcmp(jstr(p, "node_id", ""), jstr(q, "node_id", ""));
 }
 
 void deploy_defer(struct deploy *d, int g, const json_t *alloc)
@@ -456,7 +461,17 @@ static int64_t places_of(const struct reconcile_result *r, int g)
 	return n;
 }
 
+void deploy_set_total(struct deploy *d, int g, int64_t n)
+{
+	d->g[g].desired_total = n;
+}
+
 size_t deploy_budget(struct deploy *d, int g, const struct reconcile_result *r)
+{
+	return deploy_budget_capped(d, g, r, SIZE_MAX);
+}
+
+size_t deploy_budget_capped(struct deploy *d, int g, const struct reconcile_result *r, size_t cap)
 {
 	struct deploy_group *dg = &d->g[g];
 	size_t n = json_array_size(dg->deferred);
@@ -479,6 +494,8 @@ size_t deploy_budget(struct deploy *d, int g, const struct reconcile_result *r)
 	else if (dg->desired_canaries && !dg->promoted)
 		left = 0; /* the canaries wait for their promotion */
 	dg->replaced_now = left <= 0 ? 0 : (size_t)left < n ? (size_t)left : n;
+	if (dg->replaced_now > cap)
+		dg->replaced_now = cap;
 	return dg->replaced_now;
 }
 
@@ -492,7 +509,7 @@ static json_t *job_versions(struct deploy *d)
 {
 	struct store_filter f = { jstr(d->job, "namespace", "default"), jstr(d->job, "id", ""), NULL };
 	json_t *list = NULL;
-	if (store_list(d->s, STORE_JOB_VERSION, &f, &list, NULL) < 0)
+	if (!d->s || store_list(d->s, STORE_JOB_VERSION, &f, &list, NULL) < 0)
 		return NULL;
 	return list;
 }
@@ -531,7 +548,7 @@ static void cancel_older_read(struct store *s, const json_t *job, int64_t now,
 {
 	struct store_filter f = { jstr(job, "namespace", "default"), jstr(job, "id", ""), NULL };
 	json_t *versions = NULL;
-	if (store_list_shared(s, STORE_JOB_VERSION, &f, &versions, NULL) < 0)
+	if (!s || store_list_shared(s, STORE_JOB_VERSION, &f, &versions, NULL) < 0)
 		return;
 	cancel_older(job, now, versions, r);
 	json_decref(versions);
@@ -650,7 +667,7 @@ static bool groups_update(struct deploy *d, const struct reconcile_result *r, co
 		else if (!group_done && by)
 			due_at(d, by + 1);
 		rec = json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I}",
-				"desired_total", (json_int_t)jg->count,
+				"desired_total", (json_int_t)(dg->desired_total ? dg->desired_total : jg->count),
 				"placed_allocs", (json_int_t)(dg->placed + now_places),
 				"healthy_allocs", (json_int_t)dg->healthy,
 				"unhealthy_allocs", (json_int_t)dg->unhealthy,

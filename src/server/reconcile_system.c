@@ -14,10 +14,21 @@
  *       N draining: stopped when the drain marks it (drain.h: system
  *       allocations last, never with ignore_system_jobs), not replaced;
  *       the group changed (a new job version): replaced on N, at once or,
- *       with update { max_parallel > 0 }, max_parallel at a time, the next
- *       ones once the previous replacements have run for `stagger`; on a
- *       node that is not schedulable (ineligible) it keeps running as it
- *       is, of its version, until the node is eligible again;
+ *       with update { max_parallel > 0 }, through a deployment
+ *       (deployment.c): max_parallel at a time, the next ones once the
+ *       previous replacements are healthy (min_healthy_time) and have run
+ *       for `stagger`; an unhealthy one fails the deployment, which
+ *       replaces nothing more (auto_revert: the job goes back to its
+ *       latest stable version, rolled the same way); on a node that is
+ *       not schedulable (ineligible) it keeps running as it is, of its
+ *       version, until the node is eligible again;
+ *       system, N schedulable but no longer matching the job (the
+ *       hooks' unfit: system_unfit in system_jobs.c; its attributes,
+ *       meta, class, pool changed, or a device it holds turned unhealthy
+ *       or went away): stopped, the reason in its desired_description,
+ *       and placed again on N, which the engine drops while N does not
+ *       match and makes a failure (blocked until the room appears) while
+ *       N matches but lacks the room;
  *       otherwise kept (its job_version moved on in place);
  *   - ended (complete, failed, lost):
  *       sysbatch: done on N (a batch runs once per node), unless the
@@ -30,9 +41,11 @@
  * (a sysbatch job runs on the nodes present when it was submitted:
  * Nomad's rule; nodes that join later get nothing).
  *
- * The decisions are reconcile_system_decide's, pure but for the
- * `changed` callback (group_changed reads stored job versions), so unit
- * tests drive it with nodes and allocations of their own. */
+ * The decisions are reconcile_system_decide's, pure but for its hooks
+ * (whether a group changed reads stored job versions; whether a node
+ * still takes an allocation asks the engine; the deployment reads its
+ * record), so unit tests drive it with nodes, allocations and hooks of
+ * their own. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,67 +129,98 @@ static void keep_live(struct reconcile_result *r, const json_t *job, const json_
 	r->ignore++;
 }
 
-static int cmp_node(const void *pa, const void *pb)
-{
-	const json_t *a = *(const json_t *const *)pa, *b = *(const json_t *const *)pb;
-	return strcmp(jstr(a, "node_id", ""), jstr(b, "node_id", ""));
-}
-
 static void followup(struct reconcile_result *r, int64_t at)
 {
 	if (at > 0 && (!r->followup_at || at < r->followup_at))
 		r->followup_at = at;
 }
 
-/* A rolling group's turn: of the live allocations of an older version
- * (deferred, on schedulable nodes), replace as many as max_parallel allows
- * beside the current version's that are still settling: pending, or
- * running for less than stagger.  A follow-up comes back for the rest. */
-static void system_roll(struct reconcile_result *r, const struct job_update *u, int g,
-			const json_t *current, json_t **deferred, size_t ndeferred, int64_t now)
+/* How many more of a rolling group's deferred allocations stagger lets
+ * go now: max_parallel beside the current version's that still settle
+ * (pending, or running for less than stagger) and this reconcile's
+ * placements of the group; a follow-up comes back when the first of them
+ * has run for stagger. */
+static size_t stagger_cap(struct reconcile_result *r, const struct job_update *u, int g,
+			  const json_t *current, int64_t now)
 {
-	int64_t stagger = u->stagger > 0 ? u->stagger : 0, settling = 0, wake = 0;
-	int64_t recheck = stagger > NS_PER_SEC ? stagger : NS_PER_SEC;
+	int64_t stagger = u->stagger > 0 ? u->stagger : 0, settling = 0, wake = 0, left;
 	const json_t *al;
 	const char *node;
-	size_t k = 0;
 
 	json_object_foreach((json_t *)current, node, al) {
 		int64_t started = jint(al, "start_time", 0);
 		if (!strcmp(jstr(al, "client_status", ""), "pending")) {
-			settling++;
-			followup(r, now + recheck);
+			settling++; /* its report brings the next evaluation */
 		} else if (started + stagger > now) {
 			settling++;
 			if (!wake || started + stagger < wake)
 				wake = started + stagger;
 		}
 	}
+	for (size_t k = 0; k < r->nplace; k++)
+		settling += r->place[k].group == g;
 	followup(r, wake);
-	qsort(deferred, ndeferred, sizeof(*deferred), cmp_node);
-	for (; k < ndeferred && settling + (int64_t)k < u->max_parallel; k++) {
-		system_stop(r, deferred[k], "job version changed; replaced on its node", now);
-		system_place(r, g, jstr(deferred[k], "node_id", ""), deferred[k]);
+	left = u->max_parallel - settling;
+	return left > 0 ? (size_t)left : 0;
+}
+
+/* A rolling group's turn: of the live allocations of an older version
+ * deferred to the deployment (on schedulable nodes), replace as many as
+ * it allows (max_parallel, the previous replacements healthy, not
+ * failed: deployment.c) and stagger allows; the others wait for the
+ * evaluation a health decision, a report or the follow-up brings. */
+static void system_roll(struct reconcile_result *r, struct deploy *dep, const struct job_update *u,
+			int g, const json_t *current, size_t ndeferred, int64_t now)
+{
+	size_t n = deploy_budget_capped(dep, g, r, stagger_cap(r, u, g, current, now));
+
+	for (size_t k = 0; k < n; k++) {
+		const json_t *old = deploy_deferred(dep, g, k);
+		system_stop(r, old, "job version changed; replaced on its node", now);
+		system_place(r, g, jstr(old, "node_id", ""), old);
 	}
-	r->ignore += (int)(ndeferred - k);
-	if (k < ndeferred && !r->followup_at)
-		followup(r, now + recheck);
+	r->ignore += (int)(ndeferred - n);
+}
+
+/* A live allocation whose group did not change, on node vn: stopped when
+ * the node no longer matches the job (and placed again there, which the
+ * engine drops while the node does not match, or makes a failure while
+ * it lacks the room, e.g. its only GPU unhealthy), kept otherwise.
+ * Returns whether it keeps running. */
+static bool system_still_fits(struct reconcile_result *r, const struct system_hooks *h, int g,
+			      const json_t *job, const json_t *al, const struct view_node *vn,
+			      bool sysbatch, int64_t now)
+{
+	/* a sysbatch run ends where it started */
+	char *why = !sysbatch && vn->schedulable && h->unfit ? h->unfit(h->ctx, g, al, vn) : NULL;
+
+	if (!why) {
+		keep_live(r, job, al, now);
+		return true;
+	}
+	system_stop(r, al, why, now);
+	system_place(r, g, vn->id, al);
+	free(why);
+	return false;
 }
 
 /* Group g of the job: its allocations node by node, then the nodes that
- * have none. */
+ * have none, then a rolling group's replacements. */
 static void system_group(const struct job *model, const json_t *job, int g, struct sched_view *v,
-			 int64_t now, reconcile_changed_fn changed, void *ctx,
-			 struct reconcile_result *r)
+			 int64_t now, const struct system_hooks *h, struct reconcile_result *r)
 {
 	const struct job_group *grp = &model->groups[g];
 	bool sysbatch = !strcmp(model->type, "sysbatch");
-	bool rolls = !sysbatch && grp->update && grp->update->max_parallel > 0;
+	bool rolls = !sysbatch && h->dep && deploy_group_rolls(grp);
 	json_t *mine = by_node(v->job_allocs, grp->name, r, now), *current = json_object(), *al;
-	json_t **deferred = NULL;
-	size_t ndeferred = 0, adeferred = 0;
+	size_t ndeferred = 0, i;
+	int64_t total = 0;
 	const char *node;
 
+	if (rolls) /* its health counts, whatever its status */
+		json_array_foreach(v->job_allocs, i, al)
+			if (!strcmp(jstr(al, "task_group", ""), grp->name))
+				deploy_note(h->dep, g, al);
 	json_object_foreach(mine, node, al) {
 		struct view_node *vn = sched_view_node(v, node);
 		bool live = is_live(al), down = !vn || !strcmp(jstr(vn->node, "status", ""), "down");
@@ -195,18 +239,18 @@ static void system_group(const struct job *model, const json_t *job, int g, stru
 			continue;
 		}
 		if (live) {
-			bool ch = changed(ctx, al);
+			bool ch = h->changed(h->ctx, al);
+			total++;
 			if (!ch) {
-				keep_live(r, job, al, now);
-				if (vn->schedulable)
+				if (system_still_fits(r, h, g, job, al, vn, sysbatch, now) && vn->schedulable)
 					json_object_set(current, node, al);
 			} else if (!vn->schedulable) {
 				/* an ineligible or draining node keeps what it runs, of
 				 * its version: replaced once the node is eligible again */
 				r->ignore++;
 			} else if (rolls) {
-				ALLOC_GROW(deferred, ndeferred + 1, adeferred);
-				deferred[ndeferred++] = al;
+				deploy_defer(h->dep, g, al); /* its turn: system_roll */
+				ndeferred++;
 			} else {
 				system_stop(r, al, "job version changed; replaced on its node", now);
 				system_place(r, g, node, al);
@@ -214,7 +258,7 @@ static void system_group(const struct job *model, const json_t *job, int g, stru
 			continue;
 		}
 		/* ended: complete, failed or lost */
-		if (sysbatch && !changed(ctx, al)) {
+		if (sysbatch && !h->changed(h->ctx, al)) {
 			r->ignore++; /* ran once on this node */
 			continue;
 		}
@@ -222,23 +266,26 @@ static void system_group(const struct job *model, const json_t *job, int g, stru
 			r->ignore++; /* until its node is back (or never: not present at submission) */
 			continue;
 		}
+		total++;
 		system_stop(r, al, sysbatch ? "job version changed; runs again on its node"
 					    : "ended; placed again on its node", now);
 		system_place(r, g, node, al);
 	}
-	if (rolls && ndeferred)
-		system_roll(r, grp->update, g, current, deferred, ndeferred, now);
-	for (size_t i = 0; grp->count >= 1 && i < v->nnodes; i++)
-		if (!json_object_get(mine, v->nodes[i].id) && node_takes(&v->nodes[i], job, sysbatch))
+	for (i = 0; grp->count >= 1 && i < v->nnodes; i++)
+		if (!json_object_get(mine, v->nodes[i].id) && node_takes(&v->nodes[i], job, sysbatch)) {
+			total++;
 			system_place(r, g, v->nodes[i].id, NULL);
-	free(deferred);
+		}
+	if (rolls) {
+		deploy_set_total(h->dep, g, total);
+		system_roll(r, h->dep, grp->update, g, current, ndeferred, now);
+	}
 	json_decref(current);
 	json_decref(mine);
 }
 
 int reconcile_system_decide(const json_t *job, const struct job *model, struct sched_view *v,
-			    int64_t now, reconcile_changed_fn changed, void *ctx,
-			    struct reconcile_result *out)
+			    int64_t now, const struct system_hooks *h, struct reconcile_result *out)
 {
 	struct reconcile_result r = { 0 };
 	json_t *al;
@@ -257,25 +304,57 @@ int reconcile_system_decide(const json_t *job, const struct job *model, struct s
 			system_stop(&r, al, "group removed from the job", now);
 	}
 	for (size_t g = 0; g < model->ngroups; g++)
-		system_group(model, job, (int)g, v, now, changed, ctx, &r);
+		system_group(model, job, (int)g, v, now, h, &r);
 	*out = r;
 	return 0;
 }
 
-struct changed_ctx {
+/* The hooks' context for a stored job: its versions in s, the engine's
+ * asks of its groups (translated once, on first need). */
+struct stored_ctx {
 	struct store *s;
 	const json_t *job;
+	const struct job *model;
+	struct sched_view *v;
+	struct group_ask *asks;
+	signed char *ask_state; /* per group: 0 not yet, 1 ready, -1 failed */
 };
 
 static bool stored_changed(void *ctx, const json_t *alloc)
 {
-	struct changed_ctx *c = ctx;
+	struct stored_ctx *c = ctx;
 	return reconcile_group_changed(c->s, c->job, alloc);
+}
+
+static char *stored_unfit(void *ctx, int g, const json_t *alloc, const struct view_node *vn)
+{
+	struct stored_ctx *c = ctx;
+
+	if (!c->ask_state[g])
+		c->ask_state[g] = group_ask_init(&c->asks[g], c->model, &c->model->groups[g], NULL) < 0
+					  ? -1 : 1;
+	/* a group the engine cannot express fails at placement, said there */
+	return c->ask_state[g] > 0 ? system_unfit(c->v, &c->asks[g], alloc, vn) : NULL;
 }
 
 int reconcile_system(struct store *s, const json_t *job, const struct job *model,
 		     struct sched_view *v, int64_t now, struct reconcile_result *out)
 {
-	struct changed_ctx c = { s, job };
-	return reconcile_system_decide(job, model, v, now, stored_changed, &c, out);
+	struct stored_ctx c = { s, job, model, v, NULL, NULL };
+	struct system_hooks h = { stored_changed, stored_unfit, &c, deploy_begin(s, job, model, now) };
+	int rc;
+
+	c.asks = xcalloc(model->ngroups + 1, sizeof(*c.asks));
+	c.ask_state = xcalloc(model->ngroups + 1, 1);
+	rc = reconcile_system_decide(job, model, v, now, &h, out);
+	if (h.dep)
+		deploy_end(h.dep, out);
+	else /* no rolling group (any more): an older deployment ends */
+		deploy_cancel_superseded(s, job, v->job_allocs, now, out);
+	for (size_t g = 0; g < model->ngroups; g++)
+		if (c.ask_state[g] > 0)
+			group_ask_release(&c.asks[g]);
+	free(c.asks);
+	free(c.ask_state);
+	return rc;
 }

@@ -147,7 +147,9 @@ static int put_heartbeat(struct http_request *req, struct http_response *resp, v
 			/* back from down: its unknown allocations too (disconnect.h) */
 			if (was_down)
 				rc = disconnect_node_up(srv->store, id, &b, evals, now_ns());
-			if (was_down && rc >= 0) /* back: its system jobs' allocations too */
+			/* back, or a device's health changed: its system jobs look
+			 * again (one whose GPU turned unhealthy stops there) */
+			if (rc >= 0)
 				rc = system_node_evals(srv->store, id, &b, evals, &err);
 			if (rc >= 0)
 				rc = store_commit(srv->store, &b, &idx, &err);

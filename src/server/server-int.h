@@ -491,14 +491,27 @@ bool reconcile_group_changed(struct store *s, const json_t *job, const json_t *a
 
 /* Whether alloc's group changed in the job being reconciled. */
 typedef bool (*reconcile_changed_fn)(void *ctx, const json_t *alloc);
+struct deploy;
+/* What reconcile_system_decide asks beyond its view. */
+struct system_hooks {
+	reconcile_changed_fn changed;
+	/* Why schedulable node vn no longer takes alloc, a live allocation
+	 * of group g whose group did not change (system_unfit), or NULL; a
+	 * new string.  NULL hook: every node still takes what it runs. */
+	char *(*unfit)(void *ctx, int g, const json_t *alloc, const struct view_node *vn);
+	void *ctx;
+	/* The deployment of rolling groups (deploy_begin; the caller ends
+	 * it with deploy_end); NULL: no group rolls, a new version replaces
+	 * every node's allocation at once. */
+	struct deploy *dep;
+};
 /* reconcile for a system or sysbatch job (spec/job_system.h): one
  * allocation per group on every schedulable node of v, each need pinned
  * (place_need.node_id); the rules are in reconcile_system.c.  job is the
- * stored job (version, modify_index), changed says whether an allocation's
- * group changed.  Pure otherwise.  0; *out as reconcile's. */
+ * stored job (version, modify_index).  Pure but for h.  0; *out as
+ * reconcile's. */
 int reconcile_system_decide(const json_t *job, const struct job *model, struct sched_view *v,
-			    int64_t now, reconcile_changed_fn changed, void *ctx,
-			    struct reconcile_result *out);
+			    int64_t now, const struct system_hooks *h, struct reconcile_result *out);
 /* reconcile_system_decide with the stored job versions of s. */
 int reconcile_system(struct store *s, const json_t *job, const struct job *model,
 		     struct sched_view *v, int64_t now, struct reconcile_result *out);
@@ -512,6 +525,15 @@ struct sched_snapshot *system_snapshot(struct sched_view *v, const struct group_
  * device asks), rather than that it lacks room: then it is left out, no
  * failure. */
 bool system_ineligible(const struct sched_explain *why);
+/* Why node vn no longer takes alloc, a live allocation of ask's group on
+ * it, or NULL when it still does: a device alloc holds is gone from the
+ * node or unhealthy, or (vn schedulable) a one-node placement of ask that
+ * leaves alloc's own usage out finds the node not the job's
+ * (system_ineligible: pool, datacenter, constraints, volumes, device
+ * asks).  A node that matches but lacks room keeps the allocation.  A new
+ * string, "node no longer matches the job: <why>" (caller frees). */
+char *system_unfit(const struct sched_view *v, const struct group_ask *ask, const json_t *alloc,
+		   const struct view_node *vn);
 /* Records in failed (a plan's failed_placements) that group's instance
  * for node node_id of v did not fit: "nodes": {"<node name>": why},
  * "missing" and "nodes_evaluated" counted, "explanation" naming every node
@@ -527,22 +549,22 @@ void system_note_failure(json_t *failed, struct sched_view *v, const char *group
 int system_node_evals(struct store *s, const char *node_id, struct store_batch *b, json_t *evals,
 		      struct herd_err *err);
 
-/* ---- deployment.c: rolling updates of service groups --------------------
+/* ---- deployment.c: rolling updates of service and system groups ---------
  *
- * A deployment moves a service job's rolling groups (update { max_parallel
- * > 0 }, not gangs) to the job's current version a few allocations at a
- * time.  Its record lives in the record of the job version it deploys
+ * A deployment moves a service or system job's rolling groups (update {
+ * max_parallel > 0 }, not gangs) to the job's current version a few
+ * allocations at a time.  Its record lives in the record of the job version it deploys
  * ("deployment"; a version whose deployment succeeded is "stable"): no
  * store kind of its own (docs/architecture.md, "Deployments").  reconcile
  * drives it: deploy_begin, deploy_note for every allocation of the job,
  * deploy_defer for each live allocation whose group changed (instead of
  * replacing it), deploy_budget per group (how many of the deferred to
  * replace now), deploy_end (status, follow-up, writes into r). */
-struct deploy;
 /* Whether group g rolls (update with max_parallel > 0, not a gang). */
 bool deploy_group_rolls(const struct job_group *g);
 /* The job's deployment state for one reconcile, or NULL when no group of
- * job rolls (a batch job, no update block, max_parallel 0). */
+ * job rolls (a batch or sysbatch job, no update block, max_parallel 0).
+ * s may be NULL (unit tests): no version record, read or written. */
 struct deploy *deploy_begin(struct store *s, const json_t *job, const struct job *model,
 			    int64_t now);
 void deploy_note(struct deploy *d, int g, const json_t *alloc);
@@ -581,6 +603,11 @@ bool deploy_failed(const struct deploy *d);
 /* How many of group g's deferred allocations reconcile replaces now, and
  * the k-th of them (slot order). */
 size_t deploy_budget(struct deploy *d, int g, const struct reconcile_result *r);
+/* deploy_budget, at most cap (a system group's stagger holds the rest). */
+size_t deploy_budget_capped(struct deploy *d, int g, const struct reconcile_result *r, size_t cap);
+/* The allocations group g should have (its record's desired_total): a
+ * system group's nodes; by default its count. */
+void deploy_set_total(struct deploy *d, int g, int64_t n);
 const json_t *deploy_deferred(struct deploy *d, int g, size_t k);
 /* Decides the deployment's status, queues its writes and follow-up in r
  * and frees d (accepts NULL). */

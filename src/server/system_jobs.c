@@ -8,7 +8,13 @@
  * rule out is simply not the job's (system_ineligible: no failure, as in
  * Nomad); a node that matches but lacks cpu, memory, disk or free devices
  * is a placement failure, explained per node (system_note_failure), and
- * the evaluation blocks until capacity changes as any other does. */
+ * the evaluation blocks until capacity changes as any other does.
+ *
+ * The same test, asked again of a node that runs an allocation of the job
+ * (system_unfit), tells when the node stopped matching it: its attributes,
+ * meta, class, pool or datacenter changed, or a device the allocation
+ * holds became unhealthy or went away. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +54,100 @@ bool system_ineligible(const struct sched_explain *why)
 	bool room = why->filtered_cpu || why->filtered_memory || why->filtered_disk ||
 		    why->filtered_devices || why->nmisses > 0;
 	return why->nodes == 0 || !room;
+}
+
+/* Why vn no longer has device of alloc it holds (gone, unhealthy), or
+ * NULL.  A new string. */
+static char *device_unfit(const json_t *alloc, const struct view_node *vn)
+{
+	const json_t *d, *nd;
+	size_t i, j;
+
+	json_array_foreach(json_object_get(json_object_get(alloc, "resources"), "devices"), i, d) {
+		const char *id = jstr(d, "id", "");
+		const json_t *found = NULL;
+		json_array_foreach(json_object_get(vn->node, "devices"), j, nd)
+			if (!strcmp(jstr(nd, "id", ""), id))
+				found = nd;
+		if (!found)
+			return xasprintf("node no longer matches the job: device %s is gone", id);
+		if (!jbool(found, "healthy", true)) {
+			const char *why = jstr(found, "health_reason", "");
+			return xasprintf("node no longer matches the job: device %s is unhealthy%s%.200s", id,
+					 *why ? ": " : "", why);
+		}
+	}
+	return NULL;
+}
+
+/* The engine's reasons for one node, on one line ("; " between them). */
+static char *explain_line(const struct sched_explain *why, const struct sched_request *req)
+{
+	struct strbuf sb = STRBUF_INIT, out = STRBUF_INIT;
+	const char *text, *nl;
+
+	sched_explain_format(why, req, &sb);
+	/* the first line counts nodes: one here */
+	text = (nl = strchr(sb.buf, '\n')) && nl[1] ? nl + 1 : sb.buf;
+	while (*text) {
+		size_t len = strcspn(text, "\n");
+		while (len && *text == ' ')
+			text++, len--;
+		if (len)
+			strbuf_addf(&out, "%s%.*s", out.len ? "; " : "", (int)len, text);
+		text += len + (text[len] == '\n');
+	}
+	strbuf_release(&sb);
+	return strbuf_detach(&out, NULL);
+}
+
+char *system_unfit(const struct sched_view *v, const struct group_ask *ask, const json_t *alloc,
+		   const struct view_node *vn)
+{
+	struct view_node node = *vn;
+	struct sched_view one = { 0 };
+	struct sched_options opt = { 0 };
+	struct sched_placement pl;
+	struct sched_explain why;
+	struct herd_err err = { 0 };
+	struct sched_snapshot *snap;
+	json_t *none = json_array();
+	int map[2] = { 0, 0 }, rc;
+	char *out = device_unfit(alloc, vn), *reasons;
+
+	if (out || !vn->schedulable)
+		goto done;
+	/* the node as if alloc were not on it: what it holds is free for
+	 * the question; no reservation either (one has none): a running
+	 * allocation is not stopped for a waiting job's GPUs */
+	memset(&node.use, 0, sizeof(node.use));
+	node_usage_copy(&node.use, &vn->use);
+	node_usage_add_alloc(&node.use, alloc, -1);
+	one.index = v->index;
+	one.job = v->job;
+	one.nodes = &node;
+	one.nnodes = 1;
+	memset(&why, 0, sizeof(why));
+	snap = snapshot_build(&one, ask, none, map, &err);
+	/* a node the engine refused (bad numbers from its agent: err set)
+	 * says nothing of the job */
+	if (sched_snapshot_nodes(snap) == 0)
+		rc = err.code ? -EINVAL : -ENOSPC;
+	else
+		rc = group_ask_place(snap, ask, &opt, &pl, &why, &err);
+	/* room the node lacks (its resources shrank) is no reason to stop
+	 * what runs; an error is the engine's, not the node's: kept too */
+	if (rc == -ENOSPC && system_ineligible(&why)) {
+		reasons = why.nodes ? explain_line(&why, &ask->req)
+				    : xstrdup("its node pool, datacenter, host volumes or ports");
+		out = xasprintf("node no longer matches the job: %s", reasons);
+		free(reasons);
+	}
+	sched_snapshot_free(snap);
+	node_usage_release(&node.use);
+done:
+	json_decref(none);
+	return out;
 }
 
 void system_note_failure(json_t *failed, struct sched_view *v, const char *group, const char *node_id,

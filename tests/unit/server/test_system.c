@@ -5,6 +5,7 @@
  * a move and gets a new one when back, a node without room is a failure
  * named per node, sysbatch runs once per node present at submission. */
 #include "server_fx.h"
+#include "common/xalloc.h"
 #include "server/drain.h"      /* drain_round */
 #include "server/server-int.h" /* reconcile_system_decide, node_mark_down */
 
@@ -82,9 +83,27 @@ static bool by_version(void *ctx, const json_t *alloc)
 	       json_integer_value(json_object_get(job, "version"));
 }
 
+/* The nodes that no longer match the job: {"<node id>": why}. */
+static json_t *unfit_nodes;
+
+static char *by_node_list(void *ctx, int g, const json_t *alloc, const struct view_node *vn)
+{
+	const char *why = json_string_value(json_object_get(unfit_nodes, vn->id));
+	(void)ctx;
+	(void)g;
+	(void)alloc;
+	return why ? xstrdup(why) : NULL;
+}
+
+/* One reconcile as reconcile_system makes it, with a deployment that has
+ * no record to read (deploy_begin without a store): a rolling group's
+ * first batch, as max_parallel and stagger allow. */
 static void decide(struct world *w, int64_t now, struct reconcile_result *r)
 {
-	assert_int_equal(reconcile_system_decide(w->job, w->model, &w->v, now, by_version, w->job, r), 0);
+	struct system_hooks h = { by_version, by_node_list, w->job,
+				  deploy_begin(NULL, w->job, w->model, now) };
+	assert_int_equal(reconcile_system_decide(w->job, w->model, &w->v, now, &h, r), 0);
+	deploy_end(h.dep, r);
 }
 
 /* The node ids of r's placements, sorted, comma-separated (static buffer). */
@@ -223,7 +242,9 @@ static void test_new_version_replaced_on_its_node(void **state)
 	decide(&w, 100 * SEC, &r);
 	assert_string_equal(placed(&r), "a");
 	assert_int_equal(json_array_size(r.stops), 1);
-	assert_true(r.followup_at > 100 * SEC);
+	/* the next turn: the evaluation the replacement's reports bring
+	 * (its deployment's health), or a follow-up when stagger is due */
+	assert_int_equal(r.followup_at, 0);
 	reconcile_result_release(&r);
 
 	/* a's replacement runs but for less than stagger: nothing more yet */
@@ -321,6 +342,46 @@ static void test_duplicates_and_removed_group(void **state)
 	assert_string_equal(stopped(&r, 0), "gone");
 	assert_string_equal(stopped(&r, 1), "old");
 	reconcile_result_release(&r);
+	world_release(&w);
+}
+
+/* A node that no longer matches the job (the unfit hook says why) loses
+ * its allocation, stopped with the reason and placed again there (the
+ * engine drops it while the node does not match); an ineligible node
+ * keeps its own, and a sysbatch run ends where it started. */
+static void test_unfit_node_stops(void **state)
+{
+	struct world w;
+	struct reconcile_result r;
+	(void)state;
+	world_init(&w);
+	unfit_nodes = json_pack("{s:s, s:s}", "a", "node no longer matches the job: meta.rack",
+				"c", "node no longer matches the job: meta.rack");
+	add_node(&w, "a", "ready", false, true, 1);
+	add_node(&w, "b", "ready", false, true, 2);
+	add_node(&w, "c", "ready", false, false, 3); /* ineligible */
+	set_job(&w, "system", NULL, 0);
+	alloc_on(&w, "on-a", "a", "running", 0);
+	alloc_on(&w, "on-b", "b", "running", 0);
+	alloc_on(&w, "on-c", "c", "running", 0);
+	decide(&w, 100, &r);
+	assert_int_equal(json_array_size(r.stops), 1);
+	assert_string_equal(stopped(&r, 0), "on-a");
+	assert_string_equal(fx_s(json_array_get(r.stops, 0), "desired_description"),
+			    "node no longer matches the job: meta.rack");
+	assert_string_equal(placed(&r), "a");
+	assert_string_equal(fx_s(r.place[0].previous, "id"), "on-a");
+	assert_int_equal(r.ignore, 2);
+	reconcile_result_release(&r);
+
+	/* sysbatch: nothing stops */
+	set_job(&w, "sysbatch", NULL, 0);
+	decide(&w, 100, &r);
+	assert_int_equal(json_array_size(r.stops), 0);
+	assert_int_equal(r.nplace, 0);
+	reconcile_result_release(&r);
+	json_decref(unfit_nodes);
+	unfit_nodes = NULL;
 	world_release(&w);
 }
 
@@ -585,6 +646,265 @@ static void test_server_quota_holds_a_node(void **state)
 	fx_free(f);
 }
 
+/* The live allocation of job on node (a new reference), or NULL. */
+static json_t *live_on(struct fx *f, const char *job, const char *node)
+{
+	json_t *all = fx_job_allocs(f, job), *a, *out = NULL;
+	size_t i;
+	json_array_foreach(all, i, a)
+		if (!strcmp(fx_s(a, "desired_status"), "run") && !strcmp(fx_s(a, "node_id"), node) &&
+		    (!strcmp(fx_s(a, "client_status"), "pending") ||
+		     !strcmp(fx_s(a, "client_status"), "running")))
+			out = json_incref(a);
+	json_decref(all);
+	return out;
+}
+
+/* The first GPU alloc holds. */
+static const char *gpu_of(const json_t *alloc)
+{
+	return fx_s(json_array_get(json_object_get(json_object_get(alloc, "resources"), "devices"), 0),
+		    "id");
+}
+
+/* node's heartbeat saying device dev is healthy or not. */
+static void device_health(struct fx *f, const char *node, const char *dev, bool healthy)
+{
+	char path[128], body[256];
+	snprintf(path, sizeof(path), "/v1/node/%s/heartbeat", node);
+	snprintf(body, sizeof(body), "{\"devices\": [{\"id\": \"%s\", \"healthy\": %s,"
+		 " \"health_reason\": \"%s\"}]}", dev, healthy ? "true" : "false",
+		 healthy ? "" : "XID 79");
+	json_decref(fx_ok(f, "PUT", path, body));
+}
+
+/* A node that stops matching a system job loses its allocation (stopped,
+ * the reason said) and gets one again once it matches: its meta changed
+ * at a registration, or the GPU the allocation holds turned unhealthy (a
+ * heartbeat: placed again on another GPU of the node at once, or once the
+ * GPU is healthy again where it has no other). */
+static void test_server_node_stops_matching(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *a, *b, *old, *ev;
+	char *t, *held;
+	(void)state;
+	fx_node(f, "n1", 2, "NVIDIA H100", "exclusive", "r1");
+	fx_node(f, "n2", 1, "NVIDIA H100", "exclusive", "r1");
+	t = fx_job("mon", "system", 1, "{\"name\": \"nvidia/gpu\", \"count\": 1}",
+		   ", \"constraints\": [{\"attribute\": \"${meta.rack}\", \"operator\": \"!=\","
+		   " \"value\": \"r9\"}]", "/bin/sleep");
+	free(fx_submit_text(f, t));
+	free(t);
+	fx_idle(f);
+	a = live_on(f, "mon", "n1");
+	assert_non_null(a);
+	fx_alloc_status(f, a, "running");
+	b = live_on(f, "mon", "n2");
+	assert_non_null(b);
+	fx_alloc_status(f, b, "running");
+	fx_idle(f);
+
+	/* n1 re-registers in rack r9: not the job's any more */
+	fx_node(f, "n1", 2, "NVIDIA H100", "exclusive", "r9");
+	fx_idle(f);
+	assert_null(live_on(f, "mon", "n1"));
+	old = fx_get(f, "/v1/allocation/%s", fx_s(a, "id"));
+	assert_string_equal(fx_s(old, "desired_status"), "stop");
+	assert_non_null(strstr(fx_s(old, "desired_description"), "node no longer matches the job: "));
+	assert_non_null(strstr(fx_s(old, "desired_description"), "meta.rack"));
+	fx_alloc_status(f, old, "complete"); /* its agent stopped it */
+	json_decref(old);
+	json_decref(a);
+	/* no failure for a node that is not the job's */
+	ev = last_eval(f, "default", "mon");
+	assert_string_equal(fx_s(ev, "status"), "complete");
+	json_decref(ev);
+	assert_non_null((b = live_on(f, "mon", "n2")));
+	json_decref(b);
+	/* back in a matching rack: placed again */
+	fx_node(f, "n1", 2, "NVIDIA H100", "exclusive", "r1");
+	fx_idle(f);
+	a = live_on(f, "mon", "n1");
+	assert_non_null(a);
+
+	/* the GPU n1's allocation holds turns unhealthy: stopped, and placed
+	 * again there on the other GPU */
+	held = strdup(gpu_of(a));
+	device_health(f, "n1", held, false);
+	fx_idle(f);
+	old = fx_get(f, "/v1/allocation/%s", fx_s(a, "id"));
+	assert_string_equal(fx_s(old, "desired_status"), "stop");
+	assert_non_null(strstr(fx_s(old, "desired_description"), "is unhealthy: XID 79"));
+	fx_alloc_status(f, old, "complete");
+	json_decref(old);
+	json_decref(a);
+	a = live_on(f, "mon", "n1");
+	assert_non_null(a);
+	assert_string_not_equal(gpu_of(a), held);
+	json_decref(a);
+	free(held);
+
+	/* n2's only GPU: stopped, and its node waits for the GPU (a failure
+	 * named per node) until it is healthy again */
+	b = live_on(f, "mon", "n2");
+	device_health(f, "n2", gpu_of(b), false);
+	fx_idle(f);
+	assert_null(live_on(f, "mon", "n2"));
+	fx_alloc_status(f, b, "complete");
+	fx_idle(f);
+	ev = last_eval(f, "default", "mon");
+	assert_string_equal(fx_s(ev, "status"), "blocked");
+	assert_non_null(json_object_get(
+		json_object_get(json_object_get(json_object_get(ev, "failed_placements"), "g"), "nodes"),
+		"n2"));
+	json_decref(ev);
+	device_health(f, "n2", gpu_of(b), true);
+	fx_idle(f);
+	json_decref(b);
+	assert_non_null((b = live_on(f, "mon", "n2")));
+	json_decref(b);
+	fx_free(f);
+}
+
+#define SYS_ROLL ", \"update\": {\"max_parallel\": 1, \"min_healthy_time\": \"0s\"," \
+		 " \"healthy_deadline\": \"1m\", \"progress_deadline\": \"5m\", \"auto_revert\": true," \
+		 " \"stagger\": \"0s\"}"
+
+/* Reports every pending live allocation of job running; how many. */
+static size_t sys_run_pending(struct fx *f, const char *job)
+{
+	json_t *all = fx_job_allocs(f, job), *a;
+	size_t i, n = 0;
+	json_array_foreach(all, i, a)
+		if (!strcmp(fx_s(a, "desired_status"), "run") &&
+		    !strcmp(fx_s(a, "client_status"), "pending")) {
+			fx_alloc_status(f, a, "running");
+			n++;
+		}
+	json_decref(all);
+	fx_idle(f);
+	return n;
+}
+
+/* The node ids of job's desired-run allocations of version v, sorted by
+ * creation (then node id), comma-separated (static buffer). */
+static const char *nodes_at(struct fx *f, const char *job, long long v)
+{
+	static char buf[128];
+	json_t *all = fx_job_allocs(f, job), *a;
+	const json_t *pick[8];
+	size_t i, n = 0, at = 0;
+	json_array_foreach(all, i, a)
+		if (!strcmp(fx_s(a, "desired_status"), "run") && fx_i(a, "job_version") == v && n < 8)
+			pick[n++] = a;
+	for (i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			if (fx_i(pick[j], "create_time") < fx_i(pick[i], "create_time") ||
+			    (fx_i(pick[j], "create_time") == fx_i(pick[i], "create_time") &&
+			     strcmp(fx_s(pick[j], "node_id"), fx_s(pick[i], "node_id")) < 0)) {
+				const json_t *x = pick[i];
+				pick[i] = pick[j];
+				pick[j] = x;
+			}
+	buf[0] = 0;
+	for (i = 0; i < n; i++)
+		at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s", i ? "," : "",
+				       fx_s(pick[i], "node_id"));
+	json_decref(all);
+	return buf;
+}
+
+static json_t *sys_deployment(struct fx *f, const char *job)
+{
+	return fx_get(f, "/v1/job/%s/deployment", job);
+}
+
+/* update { max_parallel = 1 } on a system job: a deployment replaces one
+ * node's allocation at a time, the next once the previous replacement is
+ * healthy; an unhealthy one fails it, nothing more is replaced, and
+ * auto_revert registers the stable version again, rolled back the same
+ * way. */
+static void test_server_rolling_health_gated(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *d, *job;
+	char *t;
+	(void)state;
+	fx_node(f, "n1", 0, "none", "exclusive", NULL);
+	fx_node(f, "n2", 0, "none", "exclusive", NULL);
+	fx_node(f, "n3", 0, "none", "exclusive", NULL);
+	t = fx_job("roll", "system", 1, NULL, SYS_ROLL, "/bin/sleep");
+	free(fx_submit_text(f, t));
+	free(t);
+	fx_idle(f);
+	assert_string_equal(nodes_at(f, "roll", 0), "n1,n2,n3");
+	assert_int_equal(sys_run_pending(f, "roll"), 3);
+	d = sys_deployment(f, "roll");
+	assert_string_equal(fx_s(d, "status"), "successful");
+	assert_int_equal(fx_i(json_object_get(json_object_get(d, "groups"), "g"), "desired_total"), 3);
+	json_decref(d);
+
+	/* version 1: one node at a time, in node order, each once the one
+	 * before it is healthy */
+	t = fx_job("roll", "system", 1, NULL, SYS_ROLL, "/bin/sh");
+	free(fx_submit_text(f, t));
+	free(t);
+	fx_idle(f);
+	assert_string_equal(nodes_at(f, "roll", 1), "n1");
+	d = sys_deployment(f, "roll");
+	assert_int_equal(fx_i(d, "job_version"), 1);
+	assert_string_equal(fx_s(d, "status"), "running");
+	json_decref(d);
+	/* an evaluation meanwhile (a node's change) replaces nothing more */
+	fx_heartbeat(f, "n3");
+	fx_node(f, "n3", 0, "none", "exclusive", NULL);
+	fx_idle(f);
+	assert_string_equal(nodes_at(f, "roll", 1), "n1");
+	assert_int_equal(sys_run_pending(f, "roll"), 1);
+	assert_string_equal(nodes_at(f, "roll", 1), "n1,n2");
+	assert_int_equal(sys_run_pending(f, "roll"), 1);
+	assert_string_equal(nodes_at(f, "roll", 1), "n1,n2,n3");
+	assert_int_equal(sys_run_pending(f, "roll"), 1);
+	d = sys_deployment(f, "roll");
+	assert_string_equal(fx_s(d, "status"), "successful");
+	json_decref(d);
+
+	/* version 2 fails on its first node: the rest keep version 1, and
+	 * the job goes back to it (version 3), n1 first */
+	t = fx_job("roll", "system", 1, NULL, SYS_ROLL, "/bin/false");
+	free(fx_submit_text(f, t));
+	free(t);
+	fx_idle(f);
+	assert_string_equal(nodes_at(f, "roll", 2), "n1");
+	json_t *bad = live_on(f, "roll", "n1");
+	fx_alloc_status(f, bad, "failed");
+	json_decref(bad);
+	fx_idle(f);
+	job = fx_get(f, "/v1/job/%s", "roll");
+	assert_int_equal(fx_i(job, "version"), 3);
+	json_decref(job);
+	json_t *all = fx_get(f, "/v1/job/%s/deployments", "roll"), *x;
+	size_t i;
+	d = NULL;
+	json_array_foreach(all, i, x)
+		if (fx_i(x, "job_version") == 2)
+			d = x;
+	assert_non_null(d);
+	assert_string_equal(fx_s(d, "status"), "failed");
+	assert_non_null(strstr(fx_s(d, "status_description"), "rolling back to job version 1"));
+	json_decref(all);
+	/* version 3 is version 1's spec: n2 and n3 kept in place, n1 placed
+	 * again */
+	assert_string_equal(nodes_at(f, "roll", 2), "");
+	assert_int_equal(sys_run_pending(f, "roll"), 1);
+	d = sys_deployment(f, "roll");
+	assert_int_equal(fx_i(d, "job_version"), 3);
+	assert_string_equal(fx_s(d, "status"), "successful");
+	json_decref(d);
+	fx_free(f);
+}
+
 fx_main(cmocka_unit_test(test_every_schedulable_node),
 	cmocka_unit_test(test_live_kept_lost_not_moved),
 	cmocka_unit_test(test_draining_stops_without_replacement),
@@ -592,9 +912,12 @@ fx_main(cmocka_unit_test(test_every_schedulable_node),
 	cmocka_unit_test(test_ineligible_keeps_its_version),
 	cmocka_unit_test(test_ended),
 	cmocka_unit_test(test_duplicates_and_removed_group),
+	cmocka_unit_test(test_unfit_node_stops),
 	cmocka_unit_test(test_server_every_node),
 	cmocka_unit_test(test_server_no_room_named_per_node),
 	cmocka_unit_test(test_server_sysbatch_once_per_node),
 	cmocka_unit_test(test_server_drain),
 	cmocka_unit_test(test_server_preempts_for_its_node),
-	cmocka_unit_test(test_server_quota_holds_a_node))
+	cmocka_unit_test(test_server_quota_holds_a_node),
+	cmocka_unit_test(test_server_node_stops_matching),
+	cmocka_unit_test(test_server_rolling_health_gated))
