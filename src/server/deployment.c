@@ -139,6 +139,18 @@ bool deploy_failed(const struct deploy *d)
 	return !strcmp(dep_status(d), "failed");
 }
 
+bool deploy_alloc_halted(const struct deploy *d, const json_t *alloc)
+{
+	if (!d || !d->dep || strcmp(jstr(alloc, "deployment_id", ""), jstr(d->dep, "id", "")))
+		return false;
+	if (deploy_failed(d))
+		return true;
+	for (size_t g = 0; g < d->model->ngroups; g++)
+		if (d->g[g].unhealthy) /* deploy_end fails it */
+			return true;
+	return false;
+}
+
 bool deploy_check_ready(const char *status, const char *on_update)
 {
 	if (!strcmp(status, "passing") || (on_update && !strcmp(on_update, "ignore")))

@@ -35,7 +35,9 @@
  *       group changed: then it runs again there;
  *       system: placed again on N when N is schedulable (restart policies
  *       act on the node; there is no reschedule to another node), else
- *       left as it is until N is back.
+ *       left as it is until N is back; but not one of a deployment that
+ *       failed (its version is not tried again there: a revert or a new
+ *       version places N's next one).
  * A node with nothing of the group gets one when it is schedulable, and
  * for sysbatch only when it was registered before the job's version was
  * (a sysbatch job runs on the nodes present when it was submitted:
@@ -264,6 +266,13 @@ static void system_group(const struct job *model, const json_t *job, int g, stru
 		}
 		if (!node_takes(vn, job, sysbatch)) {
 			r->ignore++; /* until its node is back (or never: not present at submission) */
+			continue;
+		}
+		if (rolls && deploy_alloc_halted(h->dep, al)) {
+			/* its version failed its deployment there: not tried
+			 * again (auto_revert, or a new version, places the
+			 * node's next one) */
+			r->ignore++;
 			continue;
 		}
 		total++;

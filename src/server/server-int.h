@@ -600,6 +600,10 @@ void deploy_cancel_superseded(struct store *s, const json_t *job, const json_t *
 			      int64_t now, struct reconcile_result *r);
 /* Whether the version's deployment failed (nothing more rolls). */
 bool deploy_failed(const struct deploy *d);
+/* After every deploy_note: whether alloc joined d's deployment and that
+ * deployment failed, or fails at this reconcile (an allocation of it is
+ * unhealthy).  d may be NULL (false). */
+bool deploy_alloc_halted(const struct deploy *d, const json_t *alloc);
 /* How many of group g's deferred allocations reconcile replaces now, and
  * the k-th of them (slot order). */
 size_t deploy_budget(struct deploy *d, int g, const struct reconcile_result *r);

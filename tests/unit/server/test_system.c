@@ -905,6 +905,45 @@ static void test_server_rolling_health_gated(void **state)
 	fx_free(f);
 }
 
+/* Without auto_revert, a failed rollout leaves the nodes it did not reach
+ * on the old version and does not try the failed version again on its
+ * node, whatever evaluations come. */
+static void test_server_failed_rollout_stays(void **state)
+{
+	struct fx *f = fx_new();
+	const char *roll = ", \"update\": {\"max_parallel\": 1, \"min_healthy_time\": \"0s\","
+			   " \"stagger\": \"0s\"}";
+	json_t *d, *bad;
+	char *t;
+	(void)state;
+	fx_node(f, "n1", 0, "none", "exclusive", NULL);
+	fx_node(f, "n2", 0, "none", "exclusive", NULL);
+	t = fx_job("roll", "system", 1, NULL, roll, "/bin/sleep");
+	free(fx_submit_text(f, t));
+	free(t);
+	fx_idle(f);
+	assert_int_equal(sys_run_pending(f, "roll"), 2);
+	t = fx_job("roll", "system", 1, NULL, roll, "/bin/false");
+	free(fx_submit_text(f, t));
+	free(t);
+	fx_idle(f);
+	bad = live_on(f, "roll", "n1");
+	assert_non_null(bad);
+	assert_int_equal(fx_i(bad, "job_version"), 1);
+	fx_alloc_status(f, bad, "failed");
+	json_decref(bad);
+	fx_idle(f);
+	d = sys_deployment(f, "roll");
+	assert_string_equal(fx_s(d, "status"), "failed");
+	json_decref(d);
+	fx_node(f, "n1", 0, "none", "exclusive", NULL); /* an evaluation of n1 */
+	fx_idle(f);
+	assert_null(live_on(f, "roll", "n1"));
+	assert_string_equal(nodes_at(f, "roll", 1), "n1"); /* the failed one, alone */
+	assert_string_equal(nodes_at(f, "roll", 0), "n2");
+	fx_free(f);
+}
+
 fx_main(cmocka_unit_test(test_every_schedulable_node),
 	cmocka_unit_test(test_live_kept_lost_not_moved),
 	cmocka_unit_test(test_draining_stops_without_replacement),
@@ -920,4 +959,5 @@ fx_main(cmocka_unit_test(test_every_schedulable_node),
 	cmocka_unit_test(test_server_preempts_for_its_node),
 	cmocka_unit_test(test_server_quota_holds_a_node),
 	cmocka_unit_test(test_server_node_stops_matching),
-	cmocka_unit_test(test_server_rolling_health_gated))
+	cmocka_unit_test(test_server_rolling_health_gated),
+	cmocka_unit_test(test_server_failed_rollout_stays))
