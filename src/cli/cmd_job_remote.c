@@ -341,9 +341,9 @@ int job_run_cmd(int argc, char **argv)
 		"group and exits 1: the job stays pending and is placed when capacity\n"
 		"appears.  A job held by its namespace's quota or waiting its turn in the\n"
 		"fair queue is followed until it starts (the reason is printed; Ctrl-C\n"
-		"leaves it queued).  Exits 1 when an allocation fails.  A service with an\n"
-		"update block rolls out a few allocations at a time: its deployment is\n"
-		"followed until it ends (exits 1 when it failed); one with canaries\n"
+		"leaves it queued).  Exits 1 when an allocation fails.  A service or system\n"
+		"job with an update block rolls out a few allocations at a time: its\n"
+		"deployment is followed until it ends (exits 1 when it failed); one with canaries\n"
 		"(update { canary }) and no auto_promote is followed until its canaries\n"
 		"are healthy, then waits for herd deployment promote.",
 		flags,
@@ -415,8 +415,9 @@ int job_run_cmd(int argc, char **argv)
 		return 0;
 	}
 	fflush(stdout);
-	if (job_rolls(job) && !job_type_is_system(job->type)) {
-		/* a rolling update: followed until its deployment ends */
+	if (job_rolls(job) && strcmp(job->type, "sysbatch")) {
+		/* a rolling update (a service or system job's): followed until
+		 * its deployment ends */
 		rc = follow_rollout(argv[0], eval_id, job);
 		if (rc != 2) {
 			httpc_response_release(&r);
