@@ -20,8 +20,10 @@ int node_drain_cmd(int argc, char **argv);           /* cmd_node.c's table calls
 
 /* Prints what changed on the node's allocations since the last look:
  * each told to migrate, and each of those once it stopped.  told and
- * stopped are the ids printed already. */
-static void print_moves(const json_t *allocs, json_t *told, json_t *stopped)
+ * stopped are the ids printed already.  Only allocations modified since
+ * the drain started (since, unix ns): one an earlier drain of the node
+ * told to migrate keeps its mark once stopped. */
+static void print_moves(const json_t *allocs, json_t *told, json_t *stopped, int64_t since)
 {
 	char sid[16];
 	size_t i;
@@ -31,7 +33,7 @@ static void print_moves(const json_t *allocs, json_t *told, json_t *stopped)
 		const char *id = js(a, "id"), *cs = js(a, "client_status");
 		bool ended = !strcmp(cs, "complete") || !strcmp(cs, "failed") || !strcmp(cs, "lost");
 		if (jb(json_object_get(a, "desired_transition"), "migrate") &&
-		    !json_object_get(told, id)) {
+		    ji(a, "modify_time") >= since && !json_object_get(told, id)) {
 			printf("    allocation %s (job %s, group %s) told to migrate\n",
 			       short_id(id, sid), js(a, "job_id"), js(a, "task_group"));
 			json_object_set_new(told, id, json_true());
@@ -92,7 +94,8 @@ static int drain_follow(const char *cmd, const char *id)
 			print_deadline(id, json_object_get(r.body, "drain_strategy"));
 			said = true;
 		}
-		print_moves(ra.body, told, stopped);
+		print_moves(ra.body, told, stopped,
+			    ji(json_object_get(r.body, "last_drain"), "started_at"));
 		httpc_response_release(&ra);
 		if (jb(r.body, "drain")) {
 			httpc_response_release(&r);
