@@ -292,3 +292,86 @@ def test_system_jobs_leave_last(two, tmp_path):
     assert stopped['end_time'] >= done['end_time']
     # the system job's allocation on b was not touched
     assert [a for a in live(port, 'sys', 'running') if a['node_id'] == ids['b']]
+
+
+def gpu_job(job_id, jtype):
+    """One allocation (per node for a system job) holding one GPU; a
+    service's takes 2s to stop (so that what stops after it is seen to)."""
+    migrate = ('migrate {\n      max_parallel     = 1\n      min_healthy_time = "1s"\n    }'
+               if jtype == 'service' else '')
+    command = ("trap 'sleep 2; exit 0' INT TERM; sleep 300 & wait" if jtype == 'service'
+               else 'exec sleep 300')
+    return f'''
+job "{job_id}" {{
+  type = "{jtype}"
+  group "g" {{
+    {migrate}
+    task "t" {{
+      driver = "raw_exec"
+      config {{
+        command = "/bin/sh"
+        args    = ["-c", "{command}"]
+      }}
+      resources {{
+        cpu    = 100
+        memory = 32
+        device "nvidia/gpu" {{
+          count = 1
+        }}
+      }}
+    }}
+  }}
+}}
+'''
+
+
+def gpus_held(port, node_id):
+    """The GPUs that allocations on the node not ended yet hold."""
+    return [d['id'] for a in api(port, f'/v1/node/{node_id}/allocations')
+            if a['client_status'] in ('pending', 'running')
+            for d in a['resources']['devices']]
+
+
+def test_gpu_system_job_leaves_last_and_frees_its_gpu(two, tmp_path):
+    """A node-level GPU agent (a system job holding a GPU) on a node being
+    drained: the service holding the other GPU moves first, then the system
+    allocation stops and its GPU is free; with -ignore-system it keeps it."""
+    srv, ids = two
+    port = srv.port
+    r = cli(port, 'job', 'run', '-detach', write_job(tmp_path, 'gpumon', gpu_job('gpumon', 'system')))
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_for(lambda: len(live(port, 'gpumon', 'running')) == 2, 30, 'the GPU agent on both nodes')
+    [mon_a] = [a for a in live(port, 'gpumon') if a['node_id'] == ids['a']]
+    run_on_a(port, ids, tmp_path, 'infer', gpu_job('infer', 'service'))
+    [svc] = live(port, 'infer')
+    assert len(gpus_held(port, ids['a'])) == 2  # both of a's GPUs taken
+
+    r = cli(port, 'node', 'drain', '-deadline', '10m', ids['a'], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert 'drain complete' in r.stdout, r.stdout
+    assert r.stdout.count('told to migrate') == 2, r.stdout
+    svc_old = api(port, f'/v1/allocation/{svc["id"]}')
+    mon_old = api(port, f'/v1/allocation/{mon_a["id"]}')
+    # the service moved to b, the GPU agent was not moved anywhere
+    [moved] = live(port, 'infer', 'running')
+    assert moved['node_id'] == ids['b'] and moved['resources']['devices']
+    assert [a['node_id'] for a in live(port, 'gpumon')] == [ids['b']]
+    # the GPU agent stopped last: once the service had ended on a
+    assert mon_old['desired_status'] == 'stop' and mon_old['desired_transition']['migrate']
+    assert mon_old['client_status'] == 'complete' and svc_old['client_status'] == 'complete'
+    assert mon_old['end_time'] >= svc_old['end_time'], (mon_old, svc_old)
+    # and nothing holds a's GPUs any more
+    assert gpus_held(port, ids['a']) == []
+
+    # eligible again: the GPU agent comes back; drained with -ignore-system
+    # it keeps running with its GPU
+    r = cli(port, 'node', 'eligibility', '-enable', ids['a'])
+    assert r.returncode == 0, r.stderr
+    back = wait_for(lambda: [a for a in live(port, 'gpumon', 'running')
+                             if a['node_id'] == ids['a']], 30, 'the GPU agent back on a')
+    r = cli(port, 'node', 'drain', '-deadline', '10m', '-ignore-system', ids['a'], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert 'drain complete' in r.stdout and 'told to migrate' not in r.stdout, r.stdout
+    kept = api(port, f'/v1/allocation/{back[0]["id"]}')
+    assert kept['desired_status'] == 'run' and kept['client_status'] == 'running'
+    assert gpus_held(port, ids['a']) == [d['id'] for d in kept['resources']['devices']]
