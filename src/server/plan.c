@@ -519,6 +519,9 @@ static void place_group(struct server *srv, struct sched_view *v, const json_t *
 		if (p->deployment_id && deploy_group_rolls(g))
 			deploy_join(alloc, g, p->deployment_id, needs[i].canary);
 		drain_join(alloc, g, needs[i].previous); /* drain.h: its health paces a drain */
+		if (needs[i].node_id) /* the node record it matched (reconcile_system.c) */
+			json_object_set_new(alloc, "node_modify_index",
+					    json_integer(jint(vn->node, "modify_index", 0)));
 		if (q) {
 			held = quota_exceeds(q, pl.cpu_milli, pl.memory_mib,
 					     json_object_get(json_object_get(alloc, "resources"), "devices"), 0,

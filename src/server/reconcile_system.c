@@ -119,12 +119,20 @@ static json_t *by_node(const json_t *allocs, const char *name, struct reconcile_
 	return m;
 }
 
-/* The in-place move of a live allocation to the job's current version. */
-static void keep_live(struct reconcile_result *r, const json_t *job, const json_t *al, int64_t now)
+/* The in-place move of a live allocation to the job's current version
+ * and, when node_index >= 0, to the node record it was found to match
+ * now ("node_modify_index"). */
+static void keep_live(struct reconcile_result *r, const json_t *job, const json_t *al,
+		      int64_t node_index, int64_t now)
 {
-	if (jint(al, "job_version", -1) != jint(job, "version", 0)) {
+	bool version = jint(al, "job_version", -1) != jint(job, "version", 0);
+	bool node = node_index >= 0 && jint(al, "node_modify_index", -1) != node_index;
+
+	if (version || node) {
 		json_t *c = json_copy((json_t *)al);
 		json_object_set(c, "job_version", json_object_get(job, "version"));
+		if (node)
+			json_object_set_new(c, "node_modify_index", json_integer(node_index));
 		json_object_set_new(c, "modify_time", json_integer(now));
 		json_array_append_new(r->updates, c);
 	}
@@ -188,16 +196,24 @@ static void system_roll(struct reconcile_result *r, struct deploy *dep, const st
  * the node no longer matches the job (and placed again there, which the
  * engine drops while the node does not match, or makes a failure while
  * it lacks the room, e.g. its only GPU unhealthy), kept otherwise.
- * Returns whether it keeps running. */
+ * Returns whether it keeps running.
+ *
+ * The node is asked only when its record changed since the allocation
+ * was placed or last found to match it (the record's modify_index, kept
+ * in the allocation's "node_modify_index"): a system job's evaluation
+ * would otherwise ask every node again, a one-node snapshot each. */
 static bool system_still_fits(struct reconcile_result *r, const struct system_hooks *h, int g,
 			      const json_t *job, const json_t *al, const struct view_node *vn,
 			      bool sysbatch, int64_t now)
 {
+	int64_t node_index = jint(vn->node, "modify_index", 0);
 	/* a sysbatch run ends where it started */
-	char *why = !sysbatch && vn->schedulable && h->unfit ? h->unfit(h->ctx, g, al, vn) : NULL;
+	bool ask = !sysbatch && vn->schedulable && h->unfit &&
+		   jint(al, "node_modify_index", -1) != node_index;
+	char *why = ask ? h->unfit(h->ctx, g, al, vn) : NULL;
 
 	if (!why) {
-		keep_live(r, job, al, now);
+		keep_live(r, job, al, ask ? node_index : -1, now);
 		return true;
 	}
 	system_stop(r, al, why, now);

@@ -348,11 +348,14 @@ static void test_duplicates_and_removed_group(void **state)
 /* A node that no longer matches the job (the unfit hook says why) loses
  * its allocation, stopped with the reason and placed again there (the
  * engine drops it while the node does not match); an ineligible node
- * keeps its own, and a sysbatch run ends where it started. */
+ * keeps its own, and a sysbatch run ends where it started.  A node is
+ * asked only when its record changed since its allocation was placed or
+ * last found to match (node_modify_index). */
 static void test_unfit_node_stops(void **state)
 {
 	struct world w;
 	struct reconcile_result r;
+	json_t *on_b;
 	(void)state;
 	world_init(&w);
 	unfit_nodes = json_pack("{s:s, s:s}", "a", "node no longer matches the job: meta.rack",
@@ -362,8 +365,9 @@ static void test_unfit_node_stops(void **state)
 	add_node(&w, "c", "ready", false, false, 3); /* ineligible */
 	set_job(&w, "system", NULL, 0);
 	alloc_on(&w, "on-a", "a", "running", 0);
-	alloc_on(&w, "on-b", "b", "running", 0);
+	on_b = alloc_on(&w, "on-b", "b", "running", 0);
 	alloc_on(&w, "on-c", "c", "running", 0);
+	json_object_set_new(w.nodes[1].node, "modify_index", json_integer(7));
 	decide(&w, 100, &r);
 	assert_int_equal(json_array_size(r.stops), 1);
 	assert_string_equal(stopped(&r, 0), "on-a");
@@ -372,6 +376,24 @@ static void test_unfit_node_stops(void **state)
 	assert_string_equal(placed(&r), "a");
 	assert_string_equal(fx_s(r.place[0].previous, "id"), "on-a");
 	assert_int_equal(r.ignore, 2);
+	/* b was asked and matches: the node record it matched is kept */
+	assert_int_equal(json_array_size(r.updates), 1);
+	assert_string_equal(fx_s(json_array_get(r.updates, 0), "id"), "on-b");
+	assert_int_equal(fx_i(json_array_get(r.updates, 0), "node_modify_index"), 7);
+	reconcile_result_release(&r);
+
+	/* a node whose record did not change since is not asked again */
+	json_object_set_new(on_b, "node_modify_index", json_integer(7));
+	json_object_set_new(unfit_nodes, "b", json_string("node no longer matches the job: x"));
+	decide(&w, 100, &r);
+	assert_int_equal(json_array_size(r.stops), 1); /* a's alone */
+	assert_int_equal(json_array_size(r.updates), 0);
+	reconcile_result_release(&r);
+	/* ... until it changes */
+	json_object_set_new(w.nodes[1].node, "modify_index", json_integer(8));
+	decide(&w, 100, &r);
+	assert_int_equal(json_array_size(r.stops), 2);
+	assert_string_equal(stopped(&r, 1), "on-b");
 	reconcile_result_release(&r);
 
 	/* sysbatch: nothing stops */
