@@ -105,7 +105,8 @@ def test_node_that_stops_matching_loses_its_allocation(agents, tmp_path):
         api(port, f'/v1/allocation/{first["id"]}')), 30, 'a\'s allocation to stop')
     assert stopped['desired_status'] == 'stop'
     assert stopped['desired_description'].startswith('node no longer matches the job: '), stopped
-    assert 'meta.role' in stopped['desired_description'], stopped
+    assert stopped['desired_description'] == (
+        'node no longer matches the job: constraint ${meta.role} = gpu filtered 1 node'), stopped
     assert not live_on(port, 'mon', ids['a'])
     assert running_on(port, 'mon', ids['b'])
     # not the job's: no failure, the evaluation completed
