@@ -9,6 +9,8 @@ from test_control_plane import (Agent, agents, api, cli, job_allocs,  # noqa: F4
                                 write_job)
 
 TTL = 2  # server_config's heartbeat_ttl
+# one node at a time, each replacement healthy for 1s and run for 1s first
+ROLL_UPDATE = 'update {\n max_parallel = 1\n stagger = "1s"\n min_healthy_time = "1s"\n }'
 
 
 def system_job(job_id, jtype='system', command='sleep 300', extra='', version_env='v1'):
@@ -133,12 +135,12 @@ def test_sysbatch_runs_once_per_node_and_a_new_version_rolls(agents, tmp_path):
 
     # A system job's new version rolls one node at a time.
     job = write_job(tmp_path, 'roll', system_job(
-        'roll', extra='update {\n max_parallel = 1\n stagger = "1s"\n }'))
+        'roll', extra=ROLL_UPDATE))
     r = cli(port, 'job', 'run', job)
     assert r.returncode == 0, r.stdout + r.stderr
     assert running_on(port, 'roll', ['n1', 'n2', 'n3', 'n4'])
     job = write_job(tmp_path, 'roll', system_job(
-        'roll', extra='update {\n max_parallel = 1\n stagger = "1s"\n }', version_env='v2'))
+        'roll', extra=ROLL_UPDATE, version_env='v2'))
     r = cli(port, 'job', 'run', '-detach', job)
     assert r.returncode == 0, r.stdout + r.stderr
     def rolled():
@@ -147,10 +149,12 @@ def test_sysbatch_runs_once_per_node_and_a_new_version_rolls(agents, tmp_path):
         return len(new) == 4 and all(a['client_status'] == 'running' for a in new) and new
     new = wait_for(rolled, 60, 'every node to run version 1')
     # one node at a time: each replacement was placed only once the one
-    # before it had run for stagger (the stored times, not the test's)
+    # before it had run for stagger and was healthy (the stored times, not
+    # the test's)
     new.sort(key=lambda a: a['create_time'])
     for before, after in zip(new, new[1:]):
         assert after['create_time'] >= before['start_time'] + 1_000_000_000, (before, after)
+        assert after['create_time'] >= before['deployment_status']['timestamp'], (before, after)
     assert running_on(port, 'roll', ['n1', 'n2', 'n3', 'n4'])
     stopped = [a for a in job_allocs(port, 'roll') if a['job_version'] == 0]
     assert len(stopped) == 4 and all(a['desired_status'] == 'stop' for a in stopped)
