@@ -3,7 +3,11 @@
 # exporter; back, it gets one again).  It asks no GPU: an exporter reads
 # every GPU of its node through NVML (here `nvidia-smi dmon` stands in for
 # one such as dcgm-exporter, which would serve port "metrics").  A new
-# version rolls one node at a time, 10 s apart.
+# version rolls one node at a time through a deployment: the next node once
+# the replacement is healthy (running 10 s, min_healthy_time's default) and
+# has run for stagger; one that fails stops the rollout and auto_revert
+# brings the last version that rolled out well back.  A node whose driver
+# goes away (re-registered without it) loses its exporter.
 job "gpu-metrics-exporter" {
   type     = "system"
   priority = 80
@@ -16,6 +20,7 @@ job "gpu-metrics-exporter" {
   update {
     max_parallel = 1
     stagger      = "10s"
+    auto_revert  = true
   }
 
   group "exporter" {
