@@ -139,7 +139,7 @@ char *system_unfit(const struct sched_view *v, const struct group_ask *ask, cons
 	 * what runs; an error is the engine's, not the node's: kept too */
 	if (rc == -ENOSPC && system_ineligible(&why)) {
 		reasons = why.nodes ? explain_line(&why, &ask->req)
-				    : xstrdup("its node pool, datacenter, host volumes or ports");
+				    : xstrdup("the job's node_pool or datacenters rule it out");
 		out = xasprintf("node no longer matches the job: %s", reasons);
 		free(reasons);
 	}

@@ -725,6 +725,7 @@ static void test_server_node_stops_matching(void **state)
 	b = live_on(f, "mon", "n2");
 	assert_non_null(b);
 	fx_alloc_status(f, b, "running");
+	json_decref(b);
 	fx_idle(f);
 
 	/* n1 re-registers in rack r9: not the job's any more */
