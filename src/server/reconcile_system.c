@@ -13,7 +13,9 @@
  *       moved to another node;
  *       N draining: stopped when the drain marks it (drain.h: system
  *       allocations last, never with ignore_system_jobs), not replaced;
- *       the group changed (a new job version): replaced on N, at once or,
+ *       the group changed (a new job version): replaced on N (the stop
+ *       saying when N does not take the new version: a constraint it
+ *       added, which leaves N without one), at once or,
  *       with update { max_parallel > 0 }, through a deployment
  *       (deployment.c): max_parallel at a time, the next ones once the
  *       previous replacements are healthy (min_healthy_time) and have run
@@ -174,20 +176,36 @@ static size_t stagger_cap(struct reconcile_result *r, const struct job_update *u
 	return left > 0 ? (size_t)left : 0;
 }
 
+/* The replacement of live allocation al of an older version on its
+ * schedulable node vn: stopped, and the new version placed there.  Its
+ * reason says when the node does not take the new version (a constraint
+ * the new version added, a device al holds unhealthy): the engine then
+ * places nothing there, or places it on another device of the node. */
+static void system_replace(struct reconcile_result *r, const struct system_hooks *h, int g,
+			   const json_t *al, const struct view_node *vn, bool sysbatch, int64_t now)
+{
+	char *why = !sysbatch && h->unfit ? h->unfit(h->ctx, g, al, vn) : NULL;
+
+	system_stop(r, al, why ? why : "job version changed; replaced on its node", now);
+	system_place(r, g, vn->id, al);
+	free(why);
+}
+
 /* A rolling group's turn: of the live allocations of an older version
  * deferred to the deployment (on schedulable nodes), replace as many as
  * it allows (max_parallel, the previous replacements healthy, not
  * failed: deployment.c) and stagger allows; the others wait for the
  * evaluation a health decision, a report or the follow-up brings. */
-static void system_roll(struct reconcile_result *r, struct deploy *dep, const struct job_update *u,
-			int g, const json_t *current, size_t ndeferred, int64_t now)
+static void system_roll(struct reconcile_result *r, const struct system_hooks *h,
+			struct sched_view *v, const struct job_update *u, int g,
+			const json_t *current, size_t ndeferred, int64_t now)
 {
-	size_t n = deploy_budget_capped(dep, g, r, stagger_cap(r, u, g, current, now));
+	size_t n = deploy_budget_capped(h->dep, g, r, stagger_cap(r, u, g, current, now));
 
 	for (size_t k = 0; k < n; k++) {
-		const json_t *old = deploy_deferred(dep, g, k);
-		system_stop(r, old, "job version changed; replaced on its node", now);
-		system_place(r, g, jstr(old, "node_id", ""), old);
+		const json_t *old = deploy_deferred(h->dep, g, k);
+		/* deferred on a schedulable node of v: there */
+		system_replace(r, h, g, old, sched_view_node(v, jstr(old, "node_id", "")), false, now);
 	}
 	r->ignore += (int)(ndeferred - n);
 }
@@ -270,8 +288,7 @@ static void system_group(const struct job *model, const json_t *job, int g, stru
 				deploy_defer(h->dep, g, al); /* its turn: system_roll */
 				ndeferred++;
 			} else {
-				system_stop(r, al, "job version changed; replaced on its node", now);
-				system_place(r, g, node, al);
+				system_replace(r, h, g, al, vn, sysbatch, now);
 			}
 			continue;
 		}
@@ -303,7 +320,7 @@ static void system_group(const struct job *model, const json_t *job, int g, stru
 		}
 	if (rolls) {
 		deploy_set_total(h->dep, g, total);
-		system_roll(r, h->dep, grp->update, g, current, ndeferred, now);
+		system_roll(r, h, v, grp->update, g, current, ndeferred, now);
 	}
 	json_decref(current);
 	json_decref(mine);

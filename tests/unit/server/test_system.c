@@ -967,6 +967,49 @@ static void test_server_failed_rollout_stays(void **state)
 	fx_free(f);
 }
 
+/* A new version with a constraint a node fails: that node's allocation
+ * stops, saying why, and nothing is placed there; the others are
+ * replaced as usual. */
+static void test_server_new_constraint_stops_where_it_fails(void **state)
+{
+	struct fx *f = fx_new();
+	json_t *a, *b, *old, *ev;
+	char *t;
+	(void)state;
+	fx_node(f, "n1", 0, "none", "exclusive", "r1");
+	fx_node(f, "n2", 0, "none", "exclusive", "r2");
+	fx_submit(f, "sys", "system", 1, NULL, NULL);
+	fx_idle(f);
+	a = live_on(f, "sys", "n1");
+	b = live_on(f, "sys", "n2");
+	assert_non_null(a);
+	assert_non_null(b);
+	t = fx_job("sys", "system", 1, NULL,
+		   ", \"constraints\": [{\"attribute\": \"${meta.rack}\", \"operator\": \"!=\","
+		   " \"value\": \"r2\"}]", NULL);
+	free(fx_submit_text(f, t));
+	free(t);
+	fx_idle(f);
+	old = fx_get(f, "/v1/allocation/%s", fx_s(b, "id"));
+	assert_string_equal(fx_s(old, "desired_status"), "stop");
+	assert_string_equal(fx_s(old, "desired_description"),
+			    "node no longer matches the job: constraint ${meta.rack} != r2 filtered 1 node");
+	json_decref(old);
+	assert_null(live_on(f, "sys", "n2"));
+	old = fx_get(f, "/v1/allocation/%s", fx_s(a, "id"));
+	assert_string_equal(fx_s(old, "desired_description"), "job version changed; replaced on its node");
+	json_decref(old);
+	json_decref(a);
+	a = live_on(f, "sys", "n1");
+	assert_int_equal(fx_i(a, "job_version"), 1);
+	ev = last_eval(f, "default", "sys");
+	assert_string_equal(fx_s(ev, "status"), "complete");
+	json_decref(ev);
+	json_decref(a);
+	json_decref(b);
+	fx_free(f);
+}
+
 fx_main(cmocka_unit_test(test_every_schedulable_node),
 	cmocka_unit_test(test_live_kept_lost_not_moved),
 	cmocka_unit_test(test_draining_stops_without_replacement),
@@ -983,4 +1026,5 @@ fx_main(cmocka_unit_test(test_every_schedulable_node),
 	cmocka_unit_test(test_server_quota_holds_a_node),
 	cmocka_unit_test(test_server_node_stops_matching),
 	cmocka_unit_test(test_server_rolling_health_gated),
-	cmocka_unit_test(test_server_failed_rollout_stays))
+	cmocka_unit_test(test_server_failed_rollout_stays),
+	cmocka_unit_test(test_server_new_constraint_stops_where_it_fails))
