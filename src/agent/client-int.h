@@ -45,12 +45,14 @@ struct client {
 	struct gpu_host *gpus;        /* NULL until fingerprinted */
 	struct mps *mps;              /* MPS daemons of mps GPUs (mps.h); may be NULL */
 	struct gpu_watch *gw;         /* GPU memory per task (gpu_watch.c); NULL: no GPUs */
+	struct gpu_events *gev;       /* XID/ECC events (gpu_events.c); NULL: none reported */
 	pthread_mutex_t gpu_lock;     /* sampling from the heartbeat thread */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool shutting_down;
 	bool registered;
+	bool heartbeat_soon;          /* client_heartbeat_soon asked: the next one now */
 	int64_t heartbeat_ttl_ns;
 	bool server_down_logged;      /* one log line per refusal (client_server_refused) */
 	/* CLOCK_BOOTTIME ns of the last answer of any server (0: none yet):
@@ -198,6 +200,19 @@ bool gpu_watch_kill_poll(struct task_runner *tr, char *why, size_t size);
 
 /* heartbeat.c: the heartbeat thread. */
 void *client_heartbeat_main(void *arg);
+/* Asks the heartbeat thread for a heartbeat now rather than at its next
+ * period (a device's health changed); a no-op while it is not registered. */
+void client_heartbeat_soon(struct client *c);
+
+/* gpu_events.c: XID and double-bit ECC events mark the devices they
+ * concern unhealthy, and ask for a heartbeat at once.
+ *   gpu_events_start  its thread, where the driver reports events (NULL:
+ *                     none: no GPUs, WSL2, no NVML, or no thread)
+ *   gpu_events_stop   joins it (after shutting_down is set) and frees it;
+ *                     NULL ok */
+struct gpu_events;
+struct gpu_events *gpu_events_start(struct client *c);
+void gpu_events_stop(struct gpu_events *e);
 /* Sleeps up to ns or until shutdown; returns true when shutting down. */
 bool client_sleep(struct client *c, int64_t ns);
 /* Failover between servers (server_list.h).  Before each request a

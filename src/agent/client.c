@@ -480,6 +480,7 @@ int client_start(const struct agent_config *cfg, const char *local_server,
 	start_gc(c);
 	/* before the heartbeat, which reports what it measures */
 	c->gw = gpu_watch_start(c);
+	c->gev = gpu_events_start(c);
 	if (pthread_create(&c->heartbeat_thread, NULL, client_heartbeat_main, c) ||
 	    pthread_create(&c->watch_thread, NULL, watch_main, c)) {
 		/* Thread creation only fails without resources: a broken
@@ -526,6 +527,7 @@ void client_stop(struct client *c, bool stop_tasks)
 	}
 	/* before the runners are freed: a pass reads them */
 	gpu_watch_join(c->gw);
+	gpu_events_stop(c->gev);
 	if (c->docker_sweep_started)
 		pthread_join(c->docker_sweep_thread, NULL);
 	/* The status sync may be collecting: it saw shutting_down unset

@@ -37,6 +37,31 @@ bool client_sleep(struct client *c, int64_t ns)
 	return stop;
 }
 
+void client_heartbeat_soon(struct client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->heartbeat_soon = true;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* client_sleep between heartbeats, cut short by client_heartbeat_soon.
+ * Returns true when the client is stopping. */
+static bool heartbeat_sleep(struct client *c, int64_t ns)
+{
+	struct timespec until = deadline_after(CLOCK_REALTIME, ns);
+	bool stop;
+
+	pthread_mutex_lock(&c->lock);
+	while (!c->shutting_down && !c->heartbeat_soon)
+		if (pthread_cond_timedwait(&c->cond, &c->lock, &until) == ETIMEDOUT)
+			break;
+	c->heartbeat_soon = false;
+	stop = c->shutting_down;
+	pthread_mutex_unlock(&c->lock);
+	return stop;
+}
+
 uint64_t client_httpc_point(struct client *c, struct httpc *h)
 {
 	char addr[SERVER_ADDR_MAX];
@@ -156,7 +181,7 @@ void *client_heartbeat_main(void *arg)
 				 was_registered ? " again" : "", c->node_id,
 				 (long long)(c->heartbeat_ttl_ns / 1000000000LL));
 			was_registered = true;
-			if (client_sleep(c, c->heartbeat_ttl_ns / 2))
+			if (heartbeat_sleep(c, c->heartbeat_ttl_ns / 2))
 				break;
 			continue;
 		}
@@ -177,7 +202,7 @@ void *client_heartbeat_main(void *arg)
 				pthread_mutex_unlock(&c->lock);
 			}
 			httpc_response_release(&r);
-			if (client_sleep(c, ttl / 2))
+			if (heartbeat_sleep(c, ttl / 2))
 				break;
 			continue;
 		}

@@ -729,8 +729,9 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
 		long long ms = (now.tv_sec - start.tv_sec) * 1000LL + (now.tv_nsec - start.tv_nsec) / 1000000;
 		if (ms >= timeoutms)
 			return NVML_ERROR_TIMEOUT;
-		/* Poll the file every 10 ms: cheap, and tests see events quickly. */
-		struct timespec nap = { 0, 10 * 1000 * 1000 };
+		/* Poll the file every 100 ms: an agent waits here all its life, and
+		 * tests still see an event within a moment. */
+		struct timespec nap = { 0, 100 * 1000 * 1000 };
 		nanosleep(&nap, NULL);
 	}
 }
