@@ -531,18 +531,28 @@ void client_stop(struct client *c, bool stop_tasks)
 	if (c->docker_sweep_started)
 		pthread_join(c->docker_sweep_thread, NULL);
 	/* The status sync may be collecting: it saw shutting_down unset
-	 * just before; wait for it to finish. */
+	 * just before; wait for it to finish.  Then the runners leave the
+	 * list before any is stopped or joined, and without runners_lock
+	 * held: a task that starts meanwhile (a poststop task of a stopping
+	 * allocation) takes runners_lock for its core plan (task_cores.c), so
+	 * joining under it would wait for ever.  That plan, and a late
+	 * collector, find no runners. */
 	pthread_mutex_lock(&c->runners_lock);
-	for (size_t i = 0; i < c->nr_runners; i++) {
-		if (stop_tasks)   /* the agent's own shutdown: no shutdown_delay */
-			alloc_runner_stop_now(c->runners[i]);
-		alloc_runner_free(c->runners[i], !stop_tasks);
-	}
-	c->nr_runners = 0;   /* freed: a late collector finds none */
+	struct alloc_runner **runners = c->runners;
+	size_t nr_runners = c->nr_runners;
+	c->runners = NULL;
+	c->nr_runners = c->alloc_runners = 0;
+	json_object_clear(c->runner_pos);
 	pthread_mutex_lock(&c->finished_lock);
 	c->nr_finished = 0;
 	pthread_mutex_unlock(&c->finished_lock);
 	pthread_mutex_unlock(&c->runners_lock);
+	for (size_t i = 0; i < nr_runners; i++) {
+		if (stop_tasks)   /* the agent's own shutdown: no shutdown_delay */
+			alloc_runner_stop_now(runners[i]);
+		alloc_runner_free(runners[i], !stop_tasks);
+	}
+	free(runners);
 	/* After the runners: none claims a dir any more. */
 	alloc_gc_stop(c->gc);
 	/* After the runners: their last reports are queued by now. */

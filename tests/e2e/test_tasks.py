@@ -151,6 +151,51 @@ def test_lifecycle_prestart_artifact_poststop(agents, tmp_path, http_files):
     assert r.returncode == 0 and 'Downloading Artifacts' in r.stdout, r.stdout
 
 
+SERVICE_WITH_POSTSTOP = '''
+job "svc" {
+  group "g" {
+    task "main" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sleep"
+        args = ["600"]
+      }
+    }
+    task "after" {
+      lifecycle { hook = "poststop" }
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args = ["-c", "echo ran > OUT_DIR/poststop"]
+      }
+    }
+  }
+}
+'''
+
+
+def test_dev_agent_stops_running_poststop_tasks(agents, tmp_path):
+    """SIGTERM stops a dev agent's tasks, and a stopped allocation runs its
+    poststop tasks: the agent starts them as it shuts down, and exits.  (It
+    once waited for ever: each task start took the runners' lock for its
+    core plan while the shutdown held it, joining the runner.)"""
+    out = tmp_path / 'out'
+    out.mkdir()
+    dev = start_dev(agents, tmp_path)
+    r = cli(dev.port, 'job', 'run', '-detach',
+            write_job(tmp_path, 'svc', SERVICE_WITH_POSTSTOP.replace('OUT_DIR', str(out))))
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_for(lambda: [a for a in job_allocs(dev.port, 'svc') if a['client_status'] == 'running'],
+             30, 'the service to run')
+    dev.proc.send_signal(signal.SIGTERM)
+    try:
+        code = dev.proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError('the dev agent did not exit within 30 s of SIGTERM: ' + dev.log())
+    assert code == 0, dev.log()
+    assert (out / 'poststop').read_text() == 'ran\n'
+
+
 def test_failed_artifact_fails_the_task_and_says_why(agents, tmp_path, http_files):
     url, _ = http_files
     dev = start_dev(agents, tmp_path)
