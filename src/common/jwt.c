@@ -3,64 +3,32 @@
 
 #include <errno.h>
 #include <gnutls/gnutls.h>
-#include <gnutls/x509.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/base64.h"
 #include "common/xalloc.h"
 
-int jwt_key_generate(gnutls_privkey_t *out, char **pem, size_t *pem_len, struct herd_err *err)
+int jwt_key_derive(const unsigned char *seed, size_t len, gnutls_privkey_t *out,
+		   struct herd_err *err)
 {
-	gnutls_x509_privkey_t x = NULL;
+	/* GnuTLS manual, gnutls_privkey_generate2: GNUTLS_PRIVKEY_FLAG_PROVABLE
+	 * makes the primes with FIPS PUB 186-4's provable method (Shawe-Taylor),
+	 * out of the seed a GNUTLS_KEYGEN_SEED datum gives: the same seed, the
+	 * same key */
+	gnutls_keygen_data_st data = { GNUTLS_KEYGEN_SEED, (unsigned char *)seed, (unsigned)len };
 	gnutls_privkey_t key = NULL;
-	gnutls_datum_t text = { NULL, 0 };
 	int g;
 
-	if ((g = gnutls_x509_privkey_init(&x)) < 0 ||
-	    (g = gnutls_x509_privkey_generate(x, GNUTLS_PK_RSA, JWT_RSA_BITS, 0)) < 0 ||
-	    (g = gnutls_x509_privkey_export2_pkcs8(x, GNUTLS_X509_FMT_PEM, NULL, GNUTLS_PKCS_PLAIN,
-						   &text)) < 0 ||
-	    (g = gnutls_privkey_init(&key)) < 0 ||
-	    (g = gnutls_privkey_import_x509(key, x, GNUTLS_PRIVKEY_IMPORT_AUTO_RELEASE)) < 0) {
-		if (text.data) {
-			explicit_bzero(text.data, text.size);
-			gnutls_free(text.data);
-		}
-		gnutls_privkey_deinit(key);
-		gnutls_x509_privkey_deinit(x);
-		return herd_errf(err, -EIO, "signing key: generating an RSA key: %s",
-				 gnutls_strerror(g));
-	}
-	/* the privkey owns x now */
-	*pem = xmalloc(text.size + 1);
-	memcpy(*pem, text.data, text.size);
-	(*pem)[text.size] = '\0';
-	*pem_len = text.size;
-	explicit_bzero(text.data, text.size);
-	gnutls_free(text.data);
-	*out = key;
-	return 0;
-}
-
-int jwt_key_import(const char *pem, size_t len, gnutls_privkey_t *out, struct herd_err *err)
-{
-	gnutls_privkey_t key = NULL;
-	gnutls_datum_t text = { (unsigned char *)pem, (unsigned)len };
-	unsigned bits = 0;
-	int g;
-
-	if (len > 1 << 16)
-		return herd_errf(err, -EINVAL, "signing key: %zu bytes is too long for a key", len);
+	if (len < JWT_SEED_MIN || len > JWT_SEED_MAX)
+		return herd_errf(err, -EINVAL, "signing key: a seed of %zu bytes (%d to %d)", len,
+				 JWT_SEED_MIN, JWT_SEED_MAX);
 	if ((g = gnutls_privkey_init(&key)) < 0 ||
-	    (g = gnutls_privkey_import_x509_raw(key, &text, GNUTLS_X509_FMT_PEM, NULL, 0)) < 0) {
+	    (g = gnutls_privkey_generate2(key, GNUTLS_PK_RSA, JWT_RSA_BITS,
+					  GNUTLS_PRIVKEY_FLAG_PROVABLE, &data, 1)) < 0) {
 		gnutls_privkey_deinit(key);
-		return herd_errf(err, -EINVAL, "signing key: not a PEM private key: %s",
+		return herd_errf(err, -EIO, "signing key: deriving an RSA key: %s",
 				 gnutls_strerror(g));
-	}
-	if (gnutls_privkey_get_pk_algorithm(key, &bits) != GNUTLS_PK_RSA || bits < 2048) {
-		gnutls_privkey_deinit(key);
-		return herd_errf(err, -EINVAL, "signing key: not an RSA key of 2048 bits or more");
 	}
 	*out = key;
 	return 0;

@@ -6,8 +6,8 @@
  * token carries are the server's (src/server/jwt_keys.h,
  * workload_identity.c).
  *
- * Pure functions apart from the keys' generation (the system's random
- * source); nothing here logs.  The caller owns what they return. */
+ * Pure functions: a key is derived from a seed, not drawn at random;
+ * nothing here logs.  The caller owns what they return. */
 #ifndef HERD_COMMON_JWT_H
 #define HERD_COMMON_JWT_H
 
@@ -28,12 +28,16 @@
  * clocks differ a little); exp is exact. */
 #define JWT_CLOCK_SKEW_S 30
 
-/* A fresh RSA key of JWT_RSA_BITS into *out (gnutls_privkey_deinit it),
- * and its PEM text (unencrypted PKCS#8) into *pem, *pem_len (free()). */
-int jwt_key_generate(gnutls_privkey_t *out, char **pem, size_t *pem_len, struct herd_err *err);
-/* The RSA key of PEM text (PKCS#8 or PKCS#1) into *out; -EINVAL with err
- * when it is not one, or not RSA. */
-int jwt_key_import(const char *pem, size_t len, gnutls_privkey_t *out, struct herd_err *err);
+/* The RSA key of JWT_RSA_BITS that seed (JWT_SEED_MIN..JWT_SEED_MAX
+ * bytes, secret: whoever has it has the key) makes, into *out
+ * (gnutls_privkey_deinit it): the primes of FIPS 186-4's provable method
+ * drawn from the seed alone, so the same seed gives the same key, on any
+ * machine.  About a third of a second of CPU.  -EINVAL for a seed of
+ * another length. */
+#define JWT_SEED_MIN 16
+#define JWT_SEED_MAX 64
+int jwt_key_derive(const unsigned char *seed, size_t len, gnutls_privkey_t *out,
+		   struct herd_err *err);
 /* The public half of key into *out (gnutls_pubkey_deinit it). */
 int jwt_key_public(gnutls_privkey_t key, gnutls_pubkey_t *out, struct herd_err *err);
 /* The JWK of an RSA public key: {"kty":"RSA","n","e","kid","alg":"RS256",

@@ -1,145 +1,19 @@
-/* jwt_keys: the tokens' signing keys beside the keyring (see jwt_keys.h). */
+/* jwt_keys: the tokens' signing keys, derived from the keyring's (see
+ * jwt_keys.h). */
 #include "server/jwt_keys.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/jwt.h"
 #include "common/xalloc.h"
-
-#define PEM_MAX (64 * 1024)
 
 static void key_release(struct jwt_key *k)
 {
 	gnutls_privkey_deinit(k->priv);
 	gnutls_pubkey_deinit(k->pub);
 	memset(k, 0, sizeof(*k));
-}
-
-/* The PEM text of path into *pem: refused when group or others may read
- * it, or when it is too long to be a key.  -ENOENT when absent. */
-static int read_pem(const char *path, char **pem, size_t *len, struct herd_err *err)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), rc = 0;
-	struct stat st;
-	ssize_t got;
-	char *buf;
-
-	if (fd < 0)
-		return errno == ENOENT ? -ENOENT
-				       : herd_errf(err, -errno, "signing key: %s: %s", path,
-						   strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > PEM_MAX) {
-		close(fd);
-		return herd_errf(err, -EINVAL, "signing key: %s is not a key file", path);
-	}
-	if (st.st_mode & 077) {
-		close(fd);
-		return herd_errf(err, -EPERM, "signing key: %s may be read by others (mode %04o): "
-				 "chmod 600 it", path, (unsigned)(st.st_mode & 07777));
-	}
-	buf = xmalloc((size_t)st.st_size + 1);
-	got = read(fd, buf, (size_t)st.st_size);
-	if (got != st.st_size)
-		rc = herd_errf(err, got < 0 ? -errno : -EIO, "signing key: reading %s", path);
-	close(fd);
-	if (rc < 0) {
-		free(buf);
-		return rc;
-	}
-	buf[got] = '\0';
-	*pem = buf;
-	*len = (size_t)got;
-	return 0;
-}
-
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
-	if (fd < 0 || fsync(fd) < 0)
-		rc = -errno;
-	if (fd >= 0)
-		close(fd);
-	return rc;
-}
-
-/* pem written to path, 0600 and fsynced, linked into place: -EEXIST when
- * path appeared meanwhile (then it is the one to read). */
-static int write_pem(const char *dir, const char *path, const char *pem, size_t len,
-		     struct herd_err *err)
-{
-	char *tmp = xasprintf("%s.%d.tmp", path, (int)getpid());
-	int fd, rc = 0;
-
-	unlink(tmp); /* a crashed write's */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || write(fd, pem, len) != (ssize_t)len || fsync(fd) < 0)
-		rc = herd_errf(err, -errno ? -errno : -EIO, "signing key: writing %s: %s", tmp,
-			       strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	if (rc == 0 && link(tmp, path) < 0)
-		rc = errno == EEXIST ? -EEXIST
-				     : herd_errf(err, -errno, "signing key: linking %s: %s", path,
-						 strerror(errno));
-	unlink(tmp);
-	if (rc == 0)
-		fsync_dir(dir);
-	free(tmp);
-	return rc;
-}
-
-/* Key kid's RSA key, read, else made and written. */
-static int load_or_make(const char *dir, const char *kid, struct jwt_key *out,
-			struct herd_err *err)
-{
-	char *path = xasprintf("%s/%s" JWT_KEY_SUFFIX, dir, kid), *pem = NULL;
-	size_t len = 0;
-	struct jwt_key k = { 0 };
-	int rc;
-
-	memcpy(k.kid, kid, VARS_KEY_ID_LEN + 1);
-	rc = read_pem(path, &pem, &len, err);
-	if (rc == -ENOENT) {
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-			rc = herd_errf(err, -errno, "signing key: %s: %s", dir, strerror(errno));
-			goto out;
-		}
-		if ((rc = jwt_key_generate(&k.priv, &pem, &len, err)) < 0)
-			goto out;
-		rc = write_pem(dir, path, pem, len, err);
-		if (rc == -EEXIST) { /* another start made it first: that one */
-			gnutls_privkey_deinit(k.priv);
-			k.priv = NULL;
-			explicit_bzero(pem, len);
-			free(pem);
-			pem = NULL;
-			rc = read_pem(path, &pem, &len, err);
-		}
-	}
-	if (rc == 0 && !k.priv) {
-		struct herd_err why = { 0, "" };
-		if ((rc = jwt_key_import(pem, len, &k.priv, &why)) < 0)
-			herd_errf(err, rc, "%s: %s", path, why.msg);
-	}
-	if (rc == 0)
-		rc = jwt_key_public(k.priv, &k.pub, err);
-out:
-	if (pem) {
-		explicit_bzero(pem, len);
-		free(pem);
-	}
-	free(path);
-	if (rc < 0)
-		key_release(&k);
-	else
-		*out = k;
-	return rc;
 }
 
 static struct jwt_key *find(struct jwt_keys *keys, const char *kid)
@@ -150,15 +24,99 @@ static struct jwt_key *find(struct jwt_keys *keys, const char *kid)
 	return NULL;
 }
 
-int jwt_keys_open(struct jwt_keys *keys, struct vars_keyring *ring, struct herd_err *err)
+static void drop(struct jwt_keys *keys, struct jwt_key *k)
 {
+	size_t i = (size_t)(k - keys->keys);
+	key_release(k);
+	memmove(&keys->keys[i], &keys->keys[i + 1], (keys->nkeys - i - 1) * sizeof(*k));
+	keys->nkeys--;
+}
+
+static int not_held(const char *kid, struct herd_err *err)
+{
+	return herd_errf(err, -ENOKEY, "token: signed with key %s, which the keyring does not hold",
+			 kid);
+}
+
+/* Ring key kid's RSA key and its public half into *out. */
+static int derive(struct vars_keyring *ring, const char *kid, struct jwt_key *out,
+		  struct herd_err *err)
+{
+	unsigned char seed[VARS_DERIVED_LEN];
+	int rc = vars_keyring_derive(ring, kid, JWT_KEYS_LABEL, seed, err);
+
+	if (rc == -ENOENT)
+		rc = not_held(kid, err);
+	if (rc == 0)
+		rc = jwt_key_derive(seed, sizeof(seed), &out->priv, err);
+	explicit_bzero(seed, sizeof(seed));
+	if (rc == 0)
+		rc = jwt_key_public(out->priv, &out->pub, err);
+	return rc;
+}
+
+/* Ring key kid's RSA key, derived now when it is not yet: 0 with the lock
+ * held and *out the key (valid until the lock is let go), or -errno with
+ * err and the lock not held (-ENOKEY: the ring holds no key kid). */
+static int hold_key(struct jwt_keys *keys, const char *kid, struct jwt_key **out,
+		    struct herd_err *err)
+{
+	struct jwt_key *k, made = { { 0 }, NULL, NULL };
 	int rc;
+
+	pthread_mutex_lock(&keys->lock);
+	/* the ring first: a kid from a token is anyone's text, and a key
+	 * removed from the ring verifies nothing even before it is forgotten */
+	if (!vars_keyring_holds(keys->ring, kid)) {
+		pthread_mutex_unlock(&keys->lock);
+		return not_held(kid, err);
+	}
+	while ((k = find(keys, kid)) && !k->priv)
+		pthread_cond_wait(&keys->derived, &keys->lock); /* another thread derives it */
+	if (k) {
+		*out = k;
+		return 0;
+	}
+	/* ours to derive, outside the lock: a placeholder (no priv) makes the
+	 * others who need this key wait for it rather than derive it too */
+	keys->keys = xrealloc(keys->keys, (keys->nkeys + 1) * sizeof(*keys->keys));
+	k = &keys->keys[keys->nkeys++];
+	memset(k, 0, sizeof(*k));
+	memcpy(k->kid, kid, VARS_KEY_ID_LEN + 1);
+	pthread_mutex_unlock(&keys->lock);
+
+	rc = derive(keys->ring, kid, &made, err);
+
+	pthread_mutex_lock(&keys->lock);
+	/* the array may have moved; the placeholder is gone when the key was
+	 * forgotten meanwhile (removed from the ring): not kept then */
+	k = find(keys, kid);
+	if (rc == 0 && (!k || !vars_keyring_holds(keys->ring, kid)))
+		rc = not_held(kid, err);
+	if (rc == 0) {
+		k->priv = made.priv;
+		k->pub = made.pub;
+		keys->derivations++;
+	} else {
+		if (k && !k->priv)
+			drop(keys, k);
+		key_release(&made);
+	}
+	pthread_cond_broadcast(&keys->derived);
+	if (rc < 0) {
+		pthread_mutex_unlock(&keys->lock);
+		return rc;
+	}
+	*out = k;
+	return 0;
+}
+
+void jwt_keys_open(struct jwt_keys *keys, struct vars_keyring *ring)
+{
 	memset(keys, 0, sizeof(*keys));
 	pthread_mutex_init(&keys->lock, NULL);
-	keys->dir = xasprintf("%s/%s", ring->dir, VARS_KEYS_DIR);
-	if ((rc = jwt_keys_sync(keys, ring, err)) < 0)
-		jwt_keys_close(keys);
-	return rc;
+	pthread_cond_init(&keys->derived, NULL);
+	keys->ring = ring;
 }
 
 void jwt_keys_close(struct jwt_keys *keys)
@@ -166,104 +124,31 @@ void jwt_keys_close(struct jwt_keys *keys)
 	for (size_t i = 0; i < keys->nkeys; i++)
 		key_release(&keys->keys[i]);
 	free(keys->keys);
-	free(keys->dir);
+	pthread_cond_destroy(&keys->derived);
 	pthread_mutex_destroy(&keys->lock);
 	memset(keys, 0, sizeof(*keys));
 }
 
-int jwt_keys_sync(struct jwt_keys *keys, struct vars_keyring *ring, struct herd_err *err)
+void jwt_keys_forget(struct jwt_keys *keys, const char *kid)
 {
-	json_t *list = vars_keyring_list(ring), *k;
-	size_t n = json_array_size(list), i, kept = 0;
-	struct jwt_key *next = xcalloc(n ? n : 1, sizeof(*next));
-	char active[VARS_KEY_ID_LEN + 1] = "";
-	int rc = 0;
-
-	/* made outside the lock (a key takes a while to generate): two
-	 * syncs at once find the file the first one linked (write_pem) */
-	json_array_foreach(list, i, k) {
-		const char *kid = json_string_value(json_object_get(k, "key_id"));
-		struct jwt_key *have;
-		if (!kid || strlen(kid) != VARS_KEY_ID_LEN)
-			continue;
-		if (json_is_true(json_object_get(k, "active")))
-			memcpy(active, kid, sizeof(active));
-		pthread_mutex_lock(&keys->lock);
-		have = find(keys, kid);
-		pthread_mutex_unlock(&keys->lock);
-		if (have) {
-			memcpy(next[kept].kid, kid, sizeof(next[kept].kid));
-			kept++; /* taken over below, under the lock */
-			continue;
-		}
-		if ((rc = load_or_make(keys->dir, kid, &next[kept], err)) < 0)
-			break;
-		kept++;
-	}
-	json_decref(list);
-	pthread_mutex_lock(&keys->lock);
-	if (rc == 0) {
-		/* keys held already move over; the others are released */
-		for (i = 0; i < kept; i++) {
-			struct jwt_key *have = next[i].priv ? NULL : find(keys, next[i].kid);
-			if (have) {
-				next[i] = *have;
-				memset(have, 0, sizeof(*have));
-			}
-		}
-		for (i = 0; i < keys->nkeys; i++)
-			key_release(&keys->keys[i]);
-		free(keys->keys);
-		keys->keys = next;
-		keys->nkeys = kept;
-		memcpy(keys->active, active, sizeof(active));
-		/* a key removed between the two looks: not kept half-made */
-		for (i = 0; i < keys->nkeys;)
-			if (!keys->keys[i].priv)
-				memmove(&keys->keys[i], &keys->keys[i + 1],
-					(--keys->nkeys - i) * sizeof(*keys->keys));
-			else
-				i++;
-	} else {
-		for (i = 0; i < kept; i++)
-			if (next[i].priv)
-				key_release(&next[i]);
-		free(next);
-	}
-	pthread_mutex_unlock(&keys->lock);
-	return rc;
-}
-
-int jwt_keys_remove(struct jwt_keys *keys, const char *kid, struct herd_err *err)
-{
-	char *path = xasprintf("%s/%s" JWT_KEY_SUFFIX, keys->dir, kid);
 	struct jwt_key *k;
-	int rc = 0;
-
 	pthread_mutex_lock(&keys->lock);
-	if (unlink(path) < 0 && errno != ENOENT) {
-		rc = herd_errf(err, -errno, "signing key: removing %s: %s", path, strerror(errno));
-	} else if ((k = find(keys, kid))) {
-		size_t i = (size_t)(k - keys->keys);
-		key_release(k);
-		memmove(&keys->keys[i], &keys->keys[i + 1], (keys->nkeys - i - 1) * sizeof(*k));
-		keys->nkeys--;
-	}
+	if ((k = find(keys, kid)))
+		drop(keys, k); /* a placeholder too: its deriver then keeps nothing */
 	pthread_mutex_unlock(&keys->lock);
-	free(path);
-	return rc;
 }
 
 int jwt_keys_sign(struct jwt_keys *keys, const json_t *claims, char **token,
 		  struct herd_err *err)
 {
+	char active[VARS_KEY_ID_LEN + 1];
 	struct jwt_key *k;
 	int rc;
 
-	pthread_mutex_lock(&keys->lock);
-	k = find(keys, keys->active);
-	rc = k ? jwt_sign(k->priv, k->kid, claims, token, err)
-	       : herd_errf(err, -ENOKEY, "signing key: none for the active key %s", keys->active);
+	vars_keyring_active(keys->ring, active);
+	if ((rc = hold_key(keys, active, &k, err)) < 0)
+		return rc;
+	rc = jwt_sign(k->priv, k->kid, claims, token, err);
 	pthread_mutex_unlock(&keys->lock);
 	return rc;
 }
@@ -277,12 +162,10 @@ int jwt_keys_verify(struct jwt_keys *keys, const char *token, int64_t now, json_
 
 	if (rc < 0)
 		return rc;
-	pthread_mutex_lock(&keys->lock);
-	k = find(keys, t.kid);
-	rc = k ? jwt_verify(token, &t, k->pub, err)
-	       : herd_errf(err, -ENOKEY, "token: signed with key %s, which the keyring does not "
-			   "hold", t.kid);
-	pthread_mutex_unlock(&keys->lock);
+	if ((rc = hold_key(keys, t.kid, &k, err)) == 0) {
+		rc = jwt_verify(token, &t, k->pub, err);
+		pthread_mutex_unlock(&keys->lock);
+	}
 	if (rc == 0)
 		rc = jwt_check_time(t.claims, now, err);
 	if (rc == 0)
@@ -291,15 +174,28 @@ int jwt_keys_verify(struct jwt_keys *keys, const char *token, int64_t now, json_
 	return rc;
 }
 
-json_t *jwt_keys_jwks(struct jwt_keys *keys)
+json_t *jwt_keys_jwks(struct jwt_keys *keys, struct herd_err *err)
 {
-	json_t *list = json_array();
-	pthread_mutex_lock(&keys->lock);
-	for (size_t i = 0; i < keys->nkeys; i++) {
-		json_t *jwk = jwt_jwk(keys->keys[i].pub, keys->keys[i].kid);
+	json_t *ring = vars_keyring_list(keys->ring), *list = json_array(), *e;
+	size_t i;
+
+	json_array_foreach(ring, i, e) {
+		const char *kid = json_string_value(json_object_get(e, "key_id"));
+		struct jwt_key *k;
+		json_t *jwk;
+		int rc = hold_key(keys, kid, &k, err);
+		if (rc == -ENOKEY)
+			continue; /* removed since the list was taken */
+		if (rc < 0) {
+			json_decref(list);
+			json_decref(ring);
+			return NULL;
+		}
+		jwk = jwt_jwk(k->pub, k->kid);
+		pthread_mutex_unlock(&keys->lock);
 		if (jwk)
 			json_array_append_new(list, jwk);
 	}
-	pthread_mutex_unlock(&keys->lock);
+	json_decref(ring);
 	return json_pack("{s:o}", "keys", list);
 }

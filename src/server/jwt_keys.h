@@ -3,71 +3,77 @@
  * encryption key"), one per key of the variables keyring (vars_keyring.h)
  * and named after it: a token's kid is the keyring key's id.
  *
- * On disk, beside the keyring's files, under the server's data dir:
- *   variables.keys/<id>.jwt.pem   the RSA key (2048 bits, unencrypted
- *                                 PKCS#8 PEM; dir 0700, file 0600, as the
- *                                 keyring's own keys are kept), made the
- *                                 first time the server sees key <id> (a
- *                                 rotation, or a keyring from a build
- *                                 before tokens were signed).
- * The active keyring key's RSA key signs; every key still in the ring
- * verifies and is published (GET /.well-known/jwks.json), so a token
- * signed before a rotation verifies until its key is removed.
+ * Nothing on disk: each RSA key is derived from its keyring key
+ * (vars_keyring_derive with JWT_KEYS_LABEL as the seed, jwt_key_derive),
+ * so every server that holds the same keyring key signs with, and
+ * publishes, the same RSA key under its kid (several servers on one
+ * PostgreSQL store: a token one leader signed verifies after a failover).
+ * A key is derived the first time it is needed (signing with the active
+ * key, verifying a token of its kid, the JWK Set) and kept in memory; none
+ * at open, since a derivation takes about a third of a second.
  *
- * Thread safety: every function may be called from any thread (a lock
- * guards the set; signing holds it, an RSA signature takes about a
- * millisecond). */
+ * The ring decides which keys there are: the active one signs; every key
+ * still in the ring verifies and is published (GET /.well-known/jwks.json),
+ * so a token signed before a rotation verifies until its key is removed
+ * (jwt_keys_forget then drops the derived key).
+ *
+ * Thread safety: every function may be called from any thread.  A lock
+ * guards the derived keys; signing and verifying hold it (an RSA operation
+ * takes about a millisecond), a derivation does not: those who need the
+ * key being derived wait for it (the `derived` condition), uses of other
+ * keys go on. */
 #ifndef HERD_SERVER_JWT_KEYS_H
 #define HERD_SERVER_JWT_KEYS_H
 
 #include <gnutls/abstract.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/err.h"
 #include "server/vars_keyring.h"
 
-#define JWT_KEY_SUFFIX ".jwt.pem"
+/* The label of vars_keyring_derive that makes a signing key's seed: a
+ * change of it (or of jwt_key_derive) changes every key, so tokens signed
+ * before stop verifying. */
+#define JWT_KEYS_LABEL "herd workload identity signing key v1"
 
 struct jwt_key {
 	char kid[VARS_KEY_ID_LEN + 1];
-	gnutls_privkey_t priv;
+	gnutls_privkey_t priv; /* NULL while it is being derived */
 	gnutls_pubkey_t pub;
 };
 
 struct jwt_keys {
 	pthread_mutex_t lock;
-	char *dir;                 /* <data dir>/variables.keys; owned */
-	struct jwt_key *keys;      /* owned */
+	pthread_cond_t derived;    /* a derivation ended (broadcast) */
+	struct vars_keyring *ring; /* not owned: outlives the set */
+	struct jwt_key *keys;      /* owned: those derived or being derived */
 	size_t nkeys;
-	char active[VARS_KEY_ID_LEN + 1];
+	uint64_t derivations;      /* keys derived since open */
 };
 
-/* Opens the signing keys of ring's keys (jwt_keys_sync).  -errno with err
- * (a key file others may read, or that is not an RSA key) stops the
- * server. */
-int jwt_keys_open(struct jwt_keys *keys, struct vars_keyring *ring, struct herd_err *err);
+/* An empty set of ring's keys: nothing derived yet. */
+void jwt_keys_open(struct jwt_keys *keys, struct vars_keyring *ring);
 void jwt_keys_close(struct jwt_keys *keys);
 
-/* Brings the set in line with ring after a rotation or a removal: each
- * ring key's RSA key read, or made and written when it has none; keys no
- * longer in the ring dropped (from memory: jwt_keys_remove deletes the
- * file).  On failure the set is as it was. */
-int jwt_keys_sync(struct jwt_keys *keys, struct vars_keyring *ring, struct herd_err *err);
-/* Deletes key kid's file and drops it (no such file: 0). */
-int jwt_keys_remove(struct jwt_keys *keys, const char *kid, struct herd_err *err);
+/* Drops kid's derived key, after its removal from the ring (a key still
+ * in the ring would be derived again at its next use). */
+void jwt_keys_forget(struct jwt_keys *keys, const char *kid);
 
-/* claims signed with the active key: a heap string into *token. */
+/* claims signed with the ring's active key: a heap string into *token.
+ * -errno with err when its RSA key cannot be derived. */
 int jwt_keys_sign(struct jwt_keys *keys, const json_t *claims, char **token,
 		  struct herd_err *err);
 /* The claims of token (a new reference into *claims) when it decodes, its
- * kid is a key of the set, its signature is that key's and its times hold
+ * kid is a key of the ring, its signature is that key's and its times hold
  * at now (unix s).  -EINVAL, -ENOKEY (no such kid), -EBADMSG, -EKEYEXPIRED
  * with err otherwise. */
 int jwt_keys_verify(struct jwt_keys *keys, const char *token, int64_t now, json_t **claims,
 		    struct herd_err *err);
-/* The JWK Set of every key: {"keys": [...]} (a new reference). */
-json_t *jwt_keys_jwks(struct jwt_keys *keys);
+/* The JWK Set of every key of the ring: {"keys": [...]} (a new reference),
+ * oldest key first; NULL with err when a key cannot be derived. */
+json_t *jwt_keys_jwks(struct jwt_keys *keys, struct herd_err *err);
 
 #endif

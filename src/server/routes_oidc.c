@@ -8,7 +8,7 @@
  *                                          where its keys are
  *
  * The keys are jwt_keys.h's, opened here at start (after the variables
- * keyring, routes_vars.c). */
+ * keyring, routes_vars.c; each is derived at its first use). */
 #include <string.h>
 
 #include "common/jwt.h"
@@ -32,8 +32,12 @@ char *oidc_issuer(struct server *srv)
 static int get_jwks(struct http_request *req, struct http_response *resp, void *ctx)
 {
 	struct server *srv = ctx;
+	struct herd_err err = { 0, "" };
+	json_t *jwks = jwt_keys_jwks(&srv->jwt_keys, &err);
 	(void)req;
-	http_reply(resp, 200, jwt_keys_jwks(&srv->jwt_keys));
+	if (!jwks)
+		return http_error(resp, 500, "signing_key_failed", "%s", err.msg);
+	http_reply(resp, 200, jwks);
 	return 0;
 }
 
@@ -64,8 +68,6 @@ int routes_oidc(struct server *srv, struct herd_err *err)
 		{ "GET", "/.well-known/openid-configuration", get_openid_configuration, 0,
 		  ACL_NEED_NOTHING },
 	};
-	int rc = jwt_keys_open(&srv->jwt_keys, &srv->vars_ring, err);
-	if (rc < 0)
-		return rc;
+	jwt_keys_open(&srv->jwt_keys, &srv->vars_ring);
 	return server_routes_add(srv, routes, sizeof(routes) / sizeof(routes[0]), err);
 }

@@ -940,7 +940,7 @@ struct server {
 	/* the keys variables' items are sealed with (vars_keyring.h), opened
 	 * by routes_vars at start */
 	struct vars_keyring vars_ring;
-	/* the RSA keys beside it that sign workload identities' tokens
+	/* the RSA keys derived from it that sign workload identities' tokens
 	 * (jwt_keys.h), opened by routes_oidc at start; the tokens' iss as
 	 * configured (NULL: oidc_issuer() derives it) */
 	struct jwt_keys jwt_keys;

@@ -157,7 +157,7 @@ static void server_free(struct server *srv)
 	free(srv->self_node_id);
 	free(srv->advertise);
 	standby_stop(srv->standby);
-	if (srv->jwt_keys.dir)
+	if (srv->jwt_keys.ring)
 		jwt_keys_close(&srv->jwt_keys);
 	if (srv->vars_ring.dir)
 		vars_keyring_close(&srv->vars_ring);

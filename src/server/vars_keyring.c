@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +154,31 @@ void vars_keyring_active(struct vars_keyring *ring, char id[VARS_KEY_ID_LEN + 1]
 	copy_key(ring, NULL, &k);
 	memcpy(id, k.id, VARS_KEY_ID_LEN + 1);
 	explicit_bzero(&k, sizeof(k));
+}
+
+int vars_keyring_derive(struct vars_keyring *ring, const char *id, const char *label,
+			unsigned char out[VARS_DERIVED_LEN], struct herd_err *err)
+{
+	struct vars_ring_key k;
+	int g;
+
+	if (!copy_key(ring, id, &k))
+		return herd_errf(err, -ENOENT, "the keyring holds no key %s", id);
+	g = gnutls_hmac_fast(GNUTLS_MAC_SHA256, k.key, sizeof(k.key), label, strlen(label), out);
+	explicit_bzero(&k, sizeof(k));
+	if (g < 0)
+		return herd_errf(err, -EIO, "deriving from key %s: %s", id, gnutls_strerror(g));
+	return 0;
+}
+
+bool vars_keyring_holds(struct vars_keyring *ring, const char *id)
+{
+	bool found = false;
+	pthread_mutex_lock(&ring->lock);
+	for (size_t i = 0; i < ring->nkeys && !found; i++)
+		found = !strcmp(ring->keys[i].id, id);
+	pthread_mutex_unlock(&ring->lock);
+	return found;
 }
 
 json_t *vars_keyring_seal(struct vars_keyring *ring, const char *ns, const char *path,

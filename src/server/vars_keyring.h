@@ -25,6 +25,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -73,6 +74,18 @@ int vars_keyring_rotate(struct vars_keyring *ring, char old_id[VARS_KEY_ID_LEN +
 /* Removes retired key id from the ring and from disk.  -ENOENT when the ring
  * has no such key, -EBUSY for the active one; -errno with err otherwise. */
 int vars_keyring_remove(struct vars_keyring *ring, const char *id, struct herd_err *err);
+
+/* Key material for one purpose, made from ring key id without the key
+ * leaving the ring: HMAC-SHA256(key, label) into out.  Every server that
+ * holds the same key file derives the same bytes; another label, or
+ * another key, derives others (label names the purpose and its version,
+ * e.g. "herd workload identity signing key v1").  -ENOENT with err when
+ * the ring has no key id. */
+#define VARS_DERIVED_LEN 32
+int vars_keyring_derive(struct vars_keyring *ring, const char *id, const char *label,
+			unsigned char out[VARS_DERIVED_LEN], struct herd_err *err);
+/* Whether the ring holds key id. */
+bool vars_keyring_holds(struct vars_keyring *ring, const char *id);
 
 /* The ring's keys, oldest first: [{"key_id", "active", "create_time"}] (a
  * new reference). */

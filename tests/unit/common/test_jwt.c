@@ -1,6 +1,7 @@
-/* jwt: a token signed and verified, its parts as RFC 7515 writes them,
- * and what verification refuses (another key, a changed claim or header,
- * an expired token, malformed text). */
+/* jwt: keys derived from a seed (the same seed, the same key), a token
+ * signed and verified, its parts as RFC 7515 writes them, and what
+ * verification refuses (another key, a changed claim or header, an expired
+ * token, malformed text). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,21 +18,20 @@
 struct keys {
 	gnutls_privkey_t priv, other;
 	gnutls_pubkey_t pub, other_pub;
-	char *pem;
-	size_t pem_len;
 };
+
+/* Two seeds one bit apart: two unrelated keys. */
+static const unsigned char SEED[32] = "herd test seed 0123456789abcdef";
+static const unsigned char OTHER_SEED[32] = "herd test seed 0123456789abcdeg";
 
 static int setup(void **state)
 {
 	struct keys *k = calloc(1, sizeof(*k));
-	char *pem2;
-	size_t len2;
-	if (jwt_key_generate(&k->priv, &k->pem, &k->pem_len, NULL) < 0 ||
-	    jwt_key_generate(&k->other, &pem2, &len2, NULL) < 0 ||
+	if (jwt_key_derive(SEED, sizeof(SEED), &k->priv, NULL) < 0 ||
+	    jwt_key_derive(OTHER_SEED, sizeof(OTHER_SEED), &k->other, NULL) < 0 ||
 	    jwt_key_public(k->priv, &k->pub, NULL) < 0 ||
 	    jwt_key_public(k->other, &k->other_pub, NULL) < 0)
 		return -1;
-	free(pem2);
 	*state = k;
 	return 0;
 }
@@ -43,7 +43,6 @@ static int teardown(void **state)
 	gnutls_privkey_deinit(k->other);
 	gnutls_pubkey_deinit(k->pub);
 	gnutls_pubkey_deinit(k->other_pub);
-	free(k->pem);
 	free(k);
 	return 0;
 }
@@ -201,18 +200,13 @@ static void test_decode_refuses(void **state)
 	free(huge);
 }
 
-/* The JWK's numbers are the key's: e 65537 ("AQAB"), n 256 bytes; the
- * PEM text imports back into a key that verifies the same tokens. */
-static void test_jwk_and_pem(void **state)
+/* The JWK's numbers are the key's: e 65537 ("AQAB"), n 256 bytes. */
+static void test_jwk(void **state)
 {
 	struct keys *k = *state;
-	json_t *jwk = jwt_jwk(k->pub, "abcd"), *c = some_claims(1, 0);
-	gnutls_privkey_t back;
-	gnutls_pubkey_t back_pub;
+	json_t *jwk = jwt_jwk(k->pub, "abcd");
 	unsigned char *n;
 	size_t nlen;
-	char *token;
-	struct jwt t;
 
 	assert_non_null(jwk);
 	assert_string_equal(json_string_value(json_object_get(jwk, "kty")), "RSA");
@@ -225,21 +219,67 @@ static void test_jwk_and_pem(void **state)
 	assert_int_equal(nlen, JWT_RSA_BITS / 8);
 	assert_true(n[0] & 0x80);
 	free(n);
+	json_decref(jwk);
+}
 
-	assert_int_equal(jwt_key_import(k->pem, k->pem_len, &back, NULL), 0);
-	assert_int_equal(jwt_key_public(back, &back_pub, NULL), 0);
-	assert_int_equal(jwt_sign(back, "abcd", c, &token, NULL), 0);
+/* The JWK of the key seed derives (a new reference). */
+static json_t *derived_jwk(const unsigned char *seed, size_t len)
+{
+	gnutls_privkey_t priv;
+	gnutls_pubkey_t pub;
+	json_t *jwk;
+	assert_int_equal(jwt_key_derive(seed, len, &priv, NULL), 0);
+	assert_int_equal(jwt_key_public(priv, &pub, NULL), 0);
+	jwk = jwt_jwk(pub, "k");
+	gnutls_pubkey_deinit(pub);
+	gnutls_privkey_deinit(priv);
+	return jwk;
+}
+
+/* A seed derives one key, whenever and wherever it is derived: the same
+ * seed again gives the same key (a token one signs, the other's public
+ * key verifies), pinned here by its modulus so that a change of the
+ * derivation (which would make every server's keys new) fails this test;
+ * another seed gives another key.  Seeds of a length out of range are
+ * refused. */
+static void test_derive(void **state)
+{
+	struct keys *k = *state;
+	/* the first and last characters of n's base64url for SEED */
+	static const char N_HEAD[] = "mAa6VT28763Vin-m", N_TAIL[] = "bEIOkXf_miPwTFpQ";
+	json_t *again = derived_jwk(SEED, sizeof(SEED)), *first = jwt_jwk(k->pub, "k"), *c;
+	json_t *other = jwt_jwk(k->other_pub, "k");
+	gnutls_privkey_t priv = NULL;
+	unsigned char big[JWT_SEED_MAX + 1] = { 0 };
+	const char *n;
+	char *token;
+	struct jwt t;
+
+	assert_true(json_equal(again, first));
+	assert_false(json_equal(other, first));
+	n = json_string_value(json_object_get(first, "n"));
+	assert_int_equal(strncmp(n, N_HEAD, strlen(N_HEAD)), 0);
+	assert_string_equal(n + strlen(n) - strlen(N_TAIL), N_TAIL);
+
+	/* signed with a key derived again: the first one's public key verifies */
+	assert_int_equal(jwt_key_derive(SEED, sizeof(SEED), &priv, NULL), 0);
+	c = some_claims(1, 0);
+	assert_int_equal(jwt_sign(priv, "k", c, &token, NULL), 0);
 	assert_int_equal(jwt_decode(token, &t, NULL), 0);
 	assert_int_equal(jwt_verify(token, &t, k->pub, NULL), 0);
+	assert_int_equal(jwt_verify(token, &t, k->other_pub, NULL), -EBADMSG);
 	jwt_release(&t);
 	free(token);
-	gnutls_privkey_t none = NULL;
-	assert_int_equal(jwt_key_import("not a key", 9, &none, NULL), -EINVAL);
-	assert_null(none);
-	gnutls_pubkey_deinit(back_pub);
-	gnutls_privkey_deinit(back);
 	json_decref(c);
-	json_decref(jwk);
+	gnutls_privkey_deinit(priv);
+
+	priv = NULL;
+	assert_int_equal(jwt_key_derive(big, JWT_SEED_MIN - 1, &priv, NULL), -EINVAL);
+	assert_int_equal(jwt_key_derive(big, JWT_SEED_MAX + 1, &priv, NULL), -EINVAL);
+	assert_null(priv);
+	json_decref(again);
+	json_decref(first);
+	json_decref(other);
 }
 
 int main(void)
@@ -249,7 +289,8 @@ int main(void)
 		cmocka_unit_test(test_tampered_refused),
 		cmocka_unit_test(test_times),
 		cmocka_unit_test(test_decode_refuses),
-		cmocka_unit_test(test_jwk_and_pem),
+		cmocka_unit_test(test_jwk),
+		cmocka_unit_test(test_derive),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

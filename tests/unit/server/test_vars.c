@@ -325,6 +325,78 @@ static void test_keyring_rotate_and_remove(void **state)
 	json_decref(items);
 }
 
+/* dir's active key file, with key. */
+static void write_active_key(const char *dir, const unsigned char key[VARS_KEY_LEN])
+{
+	char path[128];
+	struct herd_err err = { 0 };
+	snprintf(path, sizeof(path), "%s/%s", dir, VARS_KEY_FILE);
+	assert_int_equal(vars_key_write(dir, path, key, true, &err), 0);
+}
+
+static void remove_ring_dir(const char *dir)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/%s", dir, VARS_KEY_FILE);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* Derived key material: HMAC-SHA256(key, label), the same from every ring
+ * that holds the key (two data dirs with one key file, as servers of one
+ * store are set up), another for another label or another key, none for a
+ * key the ring does not hold. */
+static void test_keyring_derive(void **state)
+{
+	char a[] = "/tmp/herd-ring-XXXXXX", b[] = "/tmp/herd-ring-XXXXXX",
+	     c[] = "/tmp/herd-ring-XXXXXX", id[VARS_KEY_ID_LEN + 1], hex[2 * VARS_DERIVED_LEN + 1];
+	static const char LABEL[] = "herd workload identity signing key v1";
+	unsigned char key[VARS_KEY_LEN], da[VARS_DERIVED_LEN], db[VARS_DERIVED_LEN],
+		dc[VARS_DERIVED_LEN], other[VARS_DERIVED_LEN];
+	struct vars_keyring ra, rb, rc;
+	struct herd_err err = { 0 };
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(key); i++)
+		key[i] = (unsigned char)i;
+	assert_non_null(mkdtemp(a));
+	assert_non_null(mkdtemp(b));
+	assert_non_null(mkdtemp(c));
+	write_active_key(a, key);
+	write_active_key(b, key);
+	assert_int_equal(vars_keyring_open(&ra, a, &err), 0);
+	assert_int_equal(vars_keyring_open(&rb, b, &err), 0);
+	assert_int_equal(vars_keyring_open(&rc, c, &err), 0); /* a key of its own */
+	vars_keyring_active(&ra, id);
+
+	/* HMAC-SHA256(key 00 01 .. 1f, LABEL), as python3's hmac computes it */
+	assert_int_equal(vars_keyring_derive(&ra, id, LABEL, da, &err), 0);
+	for (size_t i = 0; i < sizeof(da); i++)
+		snprintf(hex + 2 * i, 3, "%02x", da[i]);
+	assert_string_equal(hex, "fd4d9311df0f99edde39869f360718787c3a6955774cdcc9bd7149148a3f1233");
+	assert_true(vars_keyring_holds(&rb, id));
+	assert_int_equal(vars_keyring_derive(&rb, id, LABEL, db, &err), 0);
+	assert_memory_equal(da, db, sizeof(da));
+	assert_int_equal(vars_keyring_derive(&ra, id, "another purpose", other, &err), 0);
+	assert_memory_not_equal(da, other, sizeof(da));
+
+	/* another key: another id, other bytes; the first key's id unknown */
+	assert_false(vars_keyring_holds(&rc, id));
+	err.msg[0] = '\0';
+	assert_int_equal(vars_keyring_derive(&rc, id, LABEL, dc, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, id));
+	vars_keyring_active(&rc, id);
+	assert_int_equal(vars_keyring_derive(&rc, id, LABEL, dc, &err), 0);
+	assert_memory_not_equal(da, dc, sizeof(da));
+
+	vars_keyring_close(&ra);
+	vars_keyring_close(&rb);
+	vars_keyring_close(&rc);
+	remove_ring_dir(a);
+	remove_ring_dir(b);
+	remove_ring_dir(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +407,7 @@ int main(void)
 		cmocka_unit_test(test_policy_variables),
 		cmocka_unit_test(test_key_and_sealing),
 		cmocka_unit_test(test_keyring_rotate_and_remove),
+		cmocka_unit_test(test_keyring_derive),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
