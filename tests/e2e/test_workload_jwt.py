@@ -15,7 +15,6 @@ default token reads nothing, and once the old key is removed the old
 token verifies against nothing published."""
 import base64
 import json
-import subprocess
 import time
 
 # python3-cryptography (scripts/install): what a service outside herd
@@ -25,7 +24,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from test_acl import call, secret_of
-from test_control_plane import GPUS, HERD, Agent, agents, wait_for, write_job  # noqa: F401
+from test_control_plane import GPUS, Agent, agents, wait_for, write_job  # noqa: F401
 from test_tasks import alloc_dir
 from test_vars import herd
 
@@ -208,47 +207,57 @@ def test_tokens_verify_against_published_keys(agents, tmp_path):  # noqa: F811
     assert verify(default, jwks3) is None
 
 
-def test_keys_survive_a_restart_and_an_older_keyring_gets_one(agents, tmp_path):  # noqa: F811
-    """The signing key is a file beside the keyring's (0600): a restart
-    publishes the same key; a data dir from the build before signed tokens
-    (a keyring without one) gets one at its first start."""
-    cfg = tmp_path / 'server.hcl'
-    cfg.write_text('bind_addr = "127.0.0.1"\nserver {\n  enabled = true\n}\n')
-    srv = Agent(tmp_path, 'server', ['-config', str(cfg), '-http-port', '0']).start()
+def start_server(tmp_path, agents, name, cfg):  # noqa: F811
+    srv = Agent(tmp_path, name, ['-config', str(cfg), '-http-port', '0']).start()
     agents.append(srv)
     addr = f'127.0.0.1:{srv.port}'
-    wait_for(lambda: call(addr, '/v1/agent/health')[0] == 200, 10, 'the server')
+    wait_for(lambda: call(addr, '/v1/agent/health')[0] == 200, 10, f'{name} up')
+    return srv, addr
+
+
+def test_keys_are_derived_from_the_keyring(agents, tmp_path):  # noqa: F811
+    """The signing key is derived from the keyring key, nothing stored: a
+    restart publishes the same key; a `.jwt.pem` file a pre-release build
+    left is ignored; a second server whose data dir got a copy of the
+    first one's variables.key before its first start (servers of one
+    PostgreSQL store, docs/operations.md) publishes the same keys, so a
+    token one signed verifies at the other; a server with a key of its own
+    publishes another."""
+    cfg = tmp_path / 'server.hcl'
+    cfg.write_text('bind_addr = "127.0.0.1"\nserver {\n  enabled = true\n}\n')
+    srv, addr = start_server(tmp_path, agents, 'server', cfg)
     jwks = call(addr, '/.well-known/jwks.json')[1]
     st, oidc = call(addr, '/.well-known/openid-configuration')
     # the default issuer: the advertised address, with its real port
     assert oidc['issuer'] == f'http://{addr}', oidc
+    assert len(jwks['keys']) == 1, jwks
     kid = jwks['keys'][0]['kid']
-    pems = list(tmp_path.rglob(f'variables.keys/{kid}.jwt.pem'))
-    assert len(pems) == 1 and pems[0].stat().st_mode & 0o777 == 0o600
-    assert pems[0].read_text().startswith('-----BEGIN PRIVATE KEY-----')
+    data = tmp_path / 'server' / 'data' / 'server'
+    assert (data / 'variables.key').exists()
+    assert list(tmp_path.rglob('*.jwt.pem')) == [] and not (data / 'variables.keys').exists()
     srv.stop()
-    srv = Agent(tmp_path, 'server', ['-config', str(cfg), '-http-port', '0']).start()
-    agents.append(srv)
-    addr = f'127.0.0.1:{srv.port}'
-    wait_for(lambda: call(addr, '/v1/agent/health')[0] == 200, 10, 'the server again')
+
+    # as a pre-release build left it: a stored signing key, not even a key
+    (data / 'variables.keys').mkdir(mode=0o700)
+    stale = data / 'variables.keys' / f'{kid}.jwt.pem'
+    stale.write_text('-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n')
+    stale.chmod(0o644)
+    srv, addr = start_server(tmp_path, agents, 'server', cfg)
     assert call(addr, '/.well-known/jwks.json')[1] == jwks
-    # as the previous build left it: no signing key
     srv.stop()
-    pems[0].unlink()
-    srv = Agent(tmp_path, 'server', ['-config', str(cfg), '-http-port', '0']).start()
-    agents.append(srv)
-    addr = f'127.0.0.1:{srv.port}'
-    wait_for(lambda: call(addr, '/v1/agent/health')[0] == 200, 10, 'the server, upgraded')
-    again = call(addr, '/.well-known/jwks.json')[1]
-    assert [k['kid'] for k in again['keys']] == [kid] and again != jwks
-    assert pems[0].exists()
-    # a key file others may read stops the server with a clear message
+
+    # a second server with a copy of the key, and a third with its own
+    twin = tmp_path / 'twin' / 'data' / 'server'
+    twin.mkdir(parents=True)
+    (twin / 'variables.key').write_bytes((data / 'variables.key').read_bytes())
+    (twin / 'variables.key').chmod(0o600)
+    srv, addr = start_server(tmp_path, agents, 'twin', cfg)
+    assert call(addr, '/.well-known/jwks.json')[1] == jwks
     srv.stop()
-    pems[0].chmod(0o644)
-    r = subprocess.run([str(HERD), 'agent', '-config', str(cfg), '-http-port', '0',
-                        '-data-dir', str(tmp_path / 'server' / 'data')],
-                       capture_output=True, text=True, timeout=30)
-    assert r.returncode != 0 and 'chmod 600' in r.stderr, r.stderr
+    srv, addr = start_server(tmp_path, agents, 'other', cfg)
+    other = call(addr, '/.well-known/jwks.json')[1]
+    assert [k['kid'] for k in other['keys']] != [kid]
+    assert other['keys'][0]['n'] != jwks['keys'][0]['n']
 
 
 RECOVER_JOB = '''
