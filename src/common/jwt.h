@@ -31,9 +31,10 @@
 /* The RSA key of JWT_RSA_BITS that seed (JWT_SEED_MIN..JWT_SEED_MAX
  * bytes, secret: whoever has it has the key) makes, into *out
  * (gnutls_privkey_deinit it): the primes of FIPS 186-4's provable method
- * drawn from the seed alone, so the same seed gives the same key, on any
- * machine.  About a third of a second of CPU.  -EINVAL for a seed of
- * another length. */
+ * drawn from the seed alone, so the same seed gives the same key on
+ * every machine (the unit test pins one key: a GnuTLS that derived
+ * another would change every server's keys).  About a third of a second
+ * of CPU.  -EINVAL for a seed of another length. */
 #define JWT_SEED_MIN 16
 #define JWT_SEED_MAX 64
 int jwt_key_derive(const unsigned char *seed, size_t len, gnutls_privkey_t *out,
