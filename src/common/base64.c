@@ -11,7 +11,9 @@ static const char alphabet[] =
 static const char url_alphabet[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-char *base64_encode(const void *p, size_t n)
+/* p's n bytes in the alphabet abc; pad: '=' to a multiple of 4, else
+ * the last group as short as its bytes need (base64url, RFC 7515 2). */
+static char *encode(const void *p, size_t n, const char *abc, bool pad)
 {
 	const unsigned char *s = p;
 	char *out = xmalloc((n + 2) / 3 * 4 + 1), *o = out;
@@ -22,13 +24,20 @@ char *base64_encode(const void *p, size_t n)
 			v |= (unsigned)s[i + 1] << 8;
 		if (i + 2 < n)
 			v |= s[i + 2];
-		*o++ = alphabet[v >> 18 & 63];
-		*o++ = alphabet[v >> 12 & 63];
-		*o++ = i + 1 < n ? alphabet[v >> 6 & 63] : '=';
-		*o++ = i + 2 < n ? alphabet[v & 63] : '=';
+		*o++ = abc[v >> 18 & 63];
+		*o++ = abc[v >> 12 & 63];
+		if (i + 1 < n || pad)
+			*o++ = i + 1 < n ? abc[v >> 6 & 63] : '=';
+		if (i + 2 < n || pad)
+			*o++ = i + 2 < n ? abc[v & 63] : '=';
 	}
 	*o = 0;
 	return out;
+}
+
+char *base64_encode(const void *p, size_t n)
+{
+	return encode(p, n, alphabet, true);
 }
 
 static int value(char c)
@@ -82,24 +91,7 @@ unsigned char *base64_decode(const char *text, size_t *n)
 
 char *base64url_encode(const void *p, size_t n)
 {
-	const unsigned char *s = p;
-	char *out = xmalloc((n + 2) / 3 * 4 + 1), *o = out;
-
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)s[i] << 16;
-		if (i + 1 < n)
-			v |= (unsigned)s[i + 1] << 8;
-		if (i + 2 < n)
-			v |= s[i + 2];
-		*o++ = url_alphabet[v >> 18 & 63];
-		*o++ = url_alphabet[v >> 12 & 63];
-		if (i + 1 < n)
-			*o++ = url_alphabet[v >> 6 & 63];
-		if (i + 2 < n)
-			*o++ = url_alphabet[v & 63];
-	}
-	*o = 0;
-	return out;
+	return encode(p, n, url_alphabet, false);
 }
 
 static int url_value(char c)
