@@ -65,8 +65,10 @@ struct client {
 	struct alloc_runner **runners;
 	size_t nr_runners, alloc_runners;
 	json_t *runner_pos;           /* {"<alloc id>": index into runners} (client.c) */
-	size_t nr_core_runners;       /* runners whose allocation holds cores: while 0,
-				       * a task without cores needs no core plan */
+	/* runners whose allocation holds cores (changed under runners_lock,
+	 * read without it): while 0, a task without cores needs no core plan
+	 * and takes no lock for one */
+	_Atomic size_t nr_core_runners;
 	/* The runners whose thread has ended (alloc_runner_finished), the
 	 * only ones client_collect_runners looks at: its work is
 	 * proportional to what finished, not to every allocation the node

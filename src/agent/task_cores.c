@@ -19,8 +19,10 @@
 static void held_cores(struct client *c, struct cpulist *held)
 {
 	*held = (struct cpulist)CPULIST_INIT;
+	if (!atomic_load_explicit(&c->nr_core_runners, memory_order_relaxed))
+		return;   /* the usual case: no lock taken at each task start */
 	pthread_mutex_lock(&c->runners_lock);
-	for (size_t i = 0; c->nr_core_runners && i < c->nr_runners; i++) {
+	for (size_t i = 0; i < c->nr_runners; i++) {
 		struct alloc_runner *ar = c->runners[i];
 		bool done;
 		if (!ar->holds_cores)

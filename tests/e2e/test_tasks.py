@@ -160,6 +160,9 @@ job "svc" {
         command = "/bin/sleep"
         args = ["600"]
       }
+      resources {
+        cores = 1
+      }
     }
     task "after" {
       lifecycle { hook = "poststop" }
@@ -177,8 +180,9 @@ job "svc" {
 def test_dev_agent_stops_running_poststop_tasks(agents, tmp_path):
     """SIGTERM stops a dev agent's tasks, and a stopped allocation runs its
     poststop tasks: the agent starts them as it shuts down, and exits.  (It
-    once waited for ever: each task start took the runners' lock for its
-    core plan while the shutdown held it, joining the runner.)"""
+    once waited for ever: a task start takes the runners' lock for its core
+    plan while an allocation of the node holds cores, and the shutdown held
+    that lock as it joined the runner.)"""
     out = tmp_path / 'out'
     out.mkdir()
     dev = start_dev(agents, tmp_path)
