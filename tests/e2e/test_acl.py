@@ -58,6 +58,46 @@ def secret_of(stdout):
     return m.group(1)
 
 
+
+def acl_cluster(agents, tmp_path, policies, namespaces=('team-a',)):  # noqa: F811
+    """A server with ACL on and one raw_exec client on two simulated T4s,
+    registered with a `node` write token.  policies: [(name, policy text)],
+    each made into a policy and a token of that name.  Returns (server
+    port, server address, management secret, {name: secret}, the client's
+    Agent)."""
+    srv_cfg = tmp_path / 'server.hcl'
+    srv_cfg.write_text('bind_addr = "127.0.0.1"\nserver {\n  enabled = true\n}\n'
+                       'acl {\n  enabled = true\n}\n')
+    srv = Agent(tmp_path, 'server', ['-config', str(srv_cfg), '-http-port', '0']).start()
+    agents.append(srv)
+    port, addr = srv.port, f'127.0.0.1:{srv.port}'
+    wait_for(lambda: call(addr, '/v1/agent/health')[0] == 200, 10, 'the server')
+    r = herd(port, 'acl', 'bootstrap')
+    assert r.returncode == 0, r.stderr
+    mgmt = secret_of(r.stdout)
+    for ns in namespaces:
+        assert herd(port, 'namespace', 'apply', ns, token=mgmt).returncode == 0
+    secrets = {}
+    for name, text in [*policies, ('nodes', 'node {\n  policy = "write"\n}\n')]:
+        f = tmp_path / f'{name}.policy.hcl'
+        f.write_text(text)
+        r = herd(port, 'acl', 'policy', 'apply', name, str(f), token=mgmt)
+        assert r.returncode == 0, r.stderr
+        r = herd(port, 'acl', 'token', 'create', '-name', name, '-policy', name, token=mgmt)
+        assert r.returncode == 0, r.stderr
+        secrets[name] = secret_of(r.stdout)
+    cli_cfg = tmp_path / 'client.hcl'
+    cli_cfg.write_text('bind_addr = "127.0.0.1"\nname = "gpu-node-1"\n'
+                       f'client {{\n  enabled = true\n  servers = ["{addr}"]\n'
+                       f'  token = "{secrets["nodes"]}"\n}}\n'
+                       'plugin "raw_exec" {\n  config {\n    enabled = true\n  }\n}\n')
+    client = Agent(tmp_path, 'client', ['-config', str(cli_cfg), '-http-port', '0'],
+                   gpu_file=GPUS / 't4-2x.json').start()
+    agents.append(client)
+    wait_for(lambda: [n for n in call(addr, '/v1/nodes', token=mgmt)[1]
+                      if n['status'] == 'ready'], 20, 'the client node')
+    return port, addr, mgmt, secrets, client
+
 JOB = '''
 job "hello" {
   type = "batch"

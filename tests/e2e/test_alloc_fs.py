@@ -21,8 +21,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from test_acl import call, herd as herd_as, secret_of
-from test_control_plane import (GPUS, HERD, REPO, Agent, agents, api, cli,  # noqa: F401
+from test_acl import acl_cluster, call, herd as herd_as
+from test_control_plane import (HERD, REPO, agents, api, cli,  # noqa: F401
                                 running_allocs, wait_for, write_job)
 from test_tasks import alloc_dir, start_dev
 
@@ -240,38 +240,10 @@ def test_alloc_fs_dev_agent(agents, tmp_path):
 
 
 def test_alloc_fs_separate_client_with_acl(agents, tmp_path):
-    srv_cfg = tmp_path / 'server.hcl'
-    srv_cfg.write_text('bind_addr = "127.0.0.1"\nserver {\n  enabled = true\n}\n'
-                       'acl {\n  enabled = true\n}\n')
-    srv = Agent(tmp_path, 'server', ['-config', str(srv_cfg), '-http-port', '0']).start()
-    agents.append(srv)
-    port, addr = srv.port, f'127.0.0.1:{srv.port}'
-    wait_for(lambda: call(addr, '/v1/agent/health')[0] == 200, 10, 'the server')
-    r = herd_as(port, 'acl', 'bootstrap')
-    assert r.returncode == 0, r.stderr
-    mgmt = secret_of(r.stdout)
-    for ns in ('team-a', 'team-b'):
-        assert herd_as(port, 'namespace', 'apply', ns, token=mgmt).returncode == 0
-    secrets = {}
-    for name, text in (('read', 'namespace "team-a" {\n  policy = "read"\n}\n'),
-                       ('other', 'namespace "team-b" {\n  policy = "submit"\n}\n'),
-                       ('nodes', 'node {\n  policy = "write"\n}\n')):
-        f = tmp_path / f'{name}.policy.hcl'
-        f.write_text(text)
-        assert herd_as(port, 'acl', 'policy', 'apply', name, str(f), token=mgmt).returncode == 0
-        r = herd_as(port, 'acl', 'token', 'create', '-name', name, '-policy', name, token=mgmt)
-        assert r.returncode == 0, r.stderr
-        secrets[name] = secret_of(r.stdout)
-    cli_cfg = tmp_path / 'client.hcl'
-    cli_cfg.write_text('bind_addr = "127.0.0.1"\nname = "gpu-node-1"\n'
-                       f'client {{\n  enabled = true\n  servers = ["{addr}"]\n'
-                       f'  token = "{secrets["nodes"]}"\n}}\n'
-                       'plugin "raw_exec" {\n  config {\n    enabled = true\n  }\n}\n')
-    client = Agent(tmp_path, 'client', ['-config', str(cli_cfg), '-http-port', '0'],
-                   gpu_file=GPUS / 't4-2x.json').start()
-    agents.append(client)
-    wait_for(lambda: [n for n in call(addr, '/v1/nodes', token=mgmt)[1]
-                      if n['status'] == 'ready'], 20, 'the client node')
+    port, addr, mgmt, secrets, client = acl_cluster(agents, tmp_path, [
+        ('read', 'namespace "team-a" {\n  policy = "read"\n}\n'),
+        ('other', 'namespace "team-b" {\n  policy = "submit"\n}\n'),
+    ], namespaces=('team-a', 'team-b'))
 
     f = write_job(tmp_path, 'files', fs_job('files'))
     r = herd_as(port, 'job', 'run', '-detach', '-namespace', 'team-a', f, token=mgmt)
